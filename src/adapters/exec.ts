@@ -1,0 +1,76 @@
+import { spawn } from "node:child_process";
+
+/** A failed subprocess: keeps argv, exit code and the tail of stderr. */
+export class ExecError extends Error {
+  readonly argv: readonly string[];
+  readonly exitCode: number | null;
+  readonly stderrTail: string;
+
+  constructor(argv: readonly string[], exitCode: number | null, stderr: string) {
+    const tail = stderr.length > 2000 ? stderr.slice(-2000) : stderr;
+    super(`${argv[0]} exited with ${exitCode ?? "a signal"}: ${tail.trim().split("\n").slice(-3).join(" | ")}`);
+    this.name = "ExecError";
+    this.argv = argv;
+    this.exitCode = exitCode;
+    this.stderrTail = tail;
+  }
+}
+
+export interface ExecOptions {
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  input?: string | Buffer;
+  signal?: AbortSignal;
+  /** Receives output lines (stdout and stderr) as they come. */
+  onLine?: (line: string) => void;
+}
+
+export interface ExecResult {
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs argv (never a shell string) and resolves with its output, or rejects with ExecError. */
+export function exec(argv: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
+  const [cmd, ...args] = argv;
+  if (!cmd) return Promise.reject(new Error("exec: empty argv"));
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, {
+      cwd: opts.cwd,
+      env: opts.env ?? process.env,
+      signal: opts.signal,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    const lineBuf = { out: "", err: "" };
+    const feed = (which: "out" | "err", chunk: Buffer) => {
+      if (!opts.onLine) return;
+      lineBuf[which] += chunk.toString("utf8");
+      const lines = lineBuf[which].split("\n");
+      lineBuf[which] = lines.pop() ?? "";
+      for (const l of lines) opts.onLine(l);
+    };
+    child.stdout.on("data", (c: Buffer) => {
+      out.push(c);
+      feed("out", c);
+    });
+    child.stderr.on("data", (c: Buffer) => {
+      err.push(c);
+      feed("err", c);
+    });
+    child.on("error", (e) => reject(e));
+    child.on("close", (code) => {
+      if (opts.onLine) {
+        if (lineBuf.out) opts.onLine(lineBuf.out);
+        if (lineBuf.err) opts.onLine(lineBuf.err);
+      }
+      const stdout = Buffer.concat(out).toString("utf8");
+      const stderr = Buffer.concat(err).toString("utf8");
+      if (code === 0) resolve({ stdout, stderr });
+      else reject(new ExecError(argv, code, stderr || stdout));
+    });
+    if (opts.input !== undefined) child.stdin.end(opts.input);
+    else child.stdin.end();
+  });
+}

@@ -1,0 +1,70 @@
+/**
+ * Every error a user can see carries a stable code, a real HTTP status, a message a user can act on,
+ * and a hint. The API serialises it as `{ "error": { "code", "message", "hint" } }`.
+ */
+export type ErrorCode =
+  | "APP_NOT_FOUND"
+  | "APP_EXISTS"
+  | "DEPLOYMENT_NOT_FOUND"
+  | "RELEASE_NOT_FOUND"
+  | "SSH_KEY_NOT_FOUND"
+  | "SSH_KEY_EXISTS"
+  | "INVALID_INPUT"
+  | "INVALID_VARIABLE"
+  | "UNAUTHORIZED"
+  | "FORBIDDEN"
+  | "NOT_FOUND"
+  | "CONFLICT"
+  | "NOTHING_TO_DEPLOY"
+  | "BUILD_FAILED"
+  | "HEALTH_CHECK_FAILED"
+  | "DEPLOY_CANCELLED"
+  | "DEPLOY_TIMEOUT"
+  | "DEPLOY_SUPERSEDED"
+  | "ENGINE_ERROR"
+  | "EDGE_ERROR"
+  | "CONFIG_INVALID"
+  | "INTERNAL";
+
+export const STATUS_OF: Record<ErrorCode, number> = {
+  APP_NOT_FOUND: 404,
+  APP_EXISTS: 409,
+  DEPLOYMENT_NOT_FOUND: 404,
+  RELEASE_NOT_FOUND: 404,
+  SSH_KEY_NOT_FOUND: 404,
+  SSH_KEY_EXISTS: 409,
+  INVALID_INPUT: 400,
+  INVALID_VARIABLE: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  NOTHING_TO_DEPLOY: 409,
+  BUILD_FAILED: 422,
+  HEALTH_CHECK_FAILED: 422,
+  DEPLOY_CANCELLED: 409,
+  DEPLOY_TIMEOUT: 504,
+  DEPLOY_SUPERSEDED: 409,
+  ENGINE_ERROR: 502,
+  EDGE_ERROR: 502,
+  CONFIG_INVALID: 500,
+  INTERNAL: 500,
+};
+
+export class PierError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly hint: string | undefined;
+
+  constructor(code: ErrorCode, message: string, hint?: string) {
+    super(message);
+    this.name = "PierError";
+    this.code = code;
+    this.status = STATUS_OF[code];
+    this.hint = hint;
+  }
+
+  toJSON(): { error: { code: ErrorCode; message: string; hint?: string } } {
+    return { error: { code: this.code, message: this.message, ...(this.hint ? { hint: this.hint } : {}) } };
+  }
+}
