@@ -1,0 +1,84 @@
+/** Pier's domain records, as stored and as served by the API. Plain data, no I/O. */
+
+export const RUNTIMES = ["docker", "node", "phpserver"] as const;
+export type Runtime = (typeof RUNTIMES)[number];
+
+export const FLAVORS = ["pico", "nano", "XS", "S", "M", "L", "XL"] as const;
+export type Flavor = (typeof FLAVORS)[number];
+
+/** Memory limit of each flavor, in MiB. */
+export const FLAVOR_MEMORY_MIB: Record<Flavor, number> = {
+  pico: 256,
+  nano: 512,
+  XS: 1024,
+  S: 2048,
+  M: 4096,
+  L: 8192,
+  XL: 16384,
+};
+
+export interface App {
+  id: string;
+  name: string;
+  type: Runtime;
+  flavor: Flavor;
+  buildFlavor: Flavor;
+  instances: number;
+  /** An admin allowed CC_MOUNT_DOCKER_SOCKET for this app. */
+  allowDockerSocket: boolean;
+  /** Stopped by the user: no instance runs until the next deploy or restart. */
+  stopped: boolean;
+  createdAt: string;
+}
+
+export const DEPLOY_STATES = ["queued", "building", "deploying", "succeeded", "failed", "cancelled"] as const;
+export type DeployState = (typeof DEPLOY_STATES)[number];
+export const TERMINAL_STATES: readonly DeployState[] = ["succeeded", "failed", "cancelled"];
+
+export interface Deployment {
+  id: string;
+  appId: string;
+  state: DeployState;
+  commit: string;
+  /** What caused it: `git push (key <fingerprint>)`, `restart`, `scale`, `rollback to v3`. */
+  cause: string;
+  withoutCache: boolean;
+  reason: string | null;
+  releaseId: string | null;
+  createdAt: string;
+  buildingAt: string | null;
+  deployingAt: string | null;
+  finishedAt: string | null;
+}
+
+export interface Release {
+  id: string;
+  appId: string;
+  /** 1, 2, 3... per app. */
+  number: number;
+  deploymentId: string;
+  image: string;
+  commit: string;
+  /** The full environment given to instances of this release (app vars and platform vars). */
+  env: Record<string, string>;
+  /** HTTP port inside the container, and the optional TCP port to expose. */
+  httpPort: number;
+  tcpPort: number | null;
+  createdAt: string;
+}
+
+export interface SshKey {
+  id: string;
+  name: string;
+  /** `SHA256:...` as ssh-keygen prints it. */
+  fingerprint: string;
+  /** The key's algorithm and base64 blob, as in an authorized_keys line. */
+  algo: string;
+  blob: string;
+  createdAt: string;
+}
+
+export interface LogLine {
+  at: string;
+  line: string;
+}
