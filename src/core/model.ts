@@ -24,6 +24,8 @@ export interface App {
   flavor: Flavor;
   buildFlavor: Flavor;
   instances: number;
+  /** A task app runs this command once to completion: no HTTP, no health gate. */
+  task: string | null;
   /** An admin allowed CC_MOUNT_DOCKER_SOCKET for this app. */
   allowDockerSocket: boolean;
   /** Stopped by the user: no instance runs until the next deploy or restart. */

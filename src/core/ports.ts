@@ -3,6 +3,8 @@
  * and, where unit tests need it, a fake that passes the same conformance suite.
  */
 
+import type { App, Deployment, DeployState, Flavor, LogLine, Release, Runtime, SshKey } from "./model.js";
+
 /** One address an instance answers HTTP on (a loopback address of the host). */
 export interface RouteTarget {
   host: string;
@@ -26,4 +28,155 @@ export interface Edge {
   apply(routes: readonly Route[]): Promise<void>;
   /** Stops the proxy. `pier server` never calls it on exit: the data plane outlives the control plane. */
   stop(): Promise<void>;
+}
+
+export interface NewApp {
+  id: string;
+  name: string;
+  type: Runtime;
+  flavor: Flavor;
+  buildFlavor: Flavor;
+  instances: number;
+  task: string | null;
+}
+
+export interface DeploymentPatch {
+  state?: DeployState;
+  reason?: string | null;
+  releaseId?: string | null;
+  buildingAt?: string;
+  deployingAt?: string;
+  finishedAt?: string;
+}
+
+/** Pier's state. SQLite today; the async shape lets a PostgreSQL store follow. */
+export interface Store {
+  createApp(app: NewApp): Promise<App>;
+  /** By id or by name. */
+  findApp(ref: string): Promise<App | null>;
+  listApps(): Promise<App[]>;
+  updateApp(id: string, patch: Partial<Pick<App, "flavor" | "buildFlavor" | "instances" | "allowDockerSocket" | "stopped">>): Promise<App>;
+  deleteApp(id: string): Promise<void>;
+  currentRelease(appId: string): Promise<Release | null>;
+  setCurrentRelease(appId: string, releaseId: string | null): Promise<void>;
+
+  getEnv(appId: string): Promise<Record<string, string>>;
+  /** All-or-nothing. */
+  changeEnv(appId: string, set: Record<string, string>, unset: readonly string[]): Promise<Record<string, string>>;
+
+  createDeployment(d: Pick<Deployment, "id" | "appId" | "commit" | "cause" | "withoutCache">): Promise<Deployment>;
+  getDeployment(id: string): Promise<Deployment | null>;
+  listDeployments(appId: string, limit?: number): Promise<Deployment[]>;
+  updateDeployment(id: string, patch: DeploymentPatch): Promise<Deployment>;
+  /** Deployments not in a terminal state (for recovery after a restart). */
+  unfinishedDeployments(): Promise<Deployment[]>;
+  appendDeployLog(deploymentId: string, lines: readonly LogLine[]): Promise<void>;
+  deployLog(deploymentId: string): Promise<LogLine[]>;
+
+  createRelease(r: Omit<Release, "number" | "createdAt">): Promise<Release>;
+  getRelease(id: string): Promise<Release | null>;
+  listReleases(appId: string): Promise<Release[]>;
+
+  addSshKey(k: Omit<SshKey, "createdAt">): Promise<SshKey>;
+  listSshKeys(): Promise<SshKey[]>;
+  findSshKey(ref: string): Promise<SshKey | null>;
+  findSshKeyByBlob(algo: string, blob: string): Promise<SshKey | null>;
+  deleteSshKey(id: string): Promise<void>;
+
+  addApiToken(id: string, name: string, hash: string): Promise<void>;
+  findApiTokenByHash(hash: string): Promise<{ id: string; name: string } | null>;
+
+  recordExit(e: { appId: string; containerId: string; instance: number; exitCode: number; at: string }): Promise<void>;
+  lastExits(appId: string): Promise<Map<string, { code: number; at: string; count: number }>>;
+
+  close(): void;
+}
+
+/** What it takes to build one image. `contextDir` holds the files of the commit. */
+export interface ImageBuild {
+  contextDir: string;
+  dockerfile: string;
+  tag: string;
+  buildArgs: Record<string, string>;
+  labels: Record<string, string>;
+  memoryBytes: number;
+  noCache: boolean;
+  buildkit: boolean;
+  login: { server: string | null; username: string; password: string } | null;
+}
+
+/** One instance of a release: a container. */
+export interface InstanceSpec {
+  name: string;
+  image: string;
+  env: Record<string, string>;
+  labels: Record<string, string>;
+  /** Overrides the image's command (argv), e.g. `["/bin/sh", "-c", CC_RUN_COMMAND]`. */
+  cmd: string[] | null;
+  httpPort: number | null;
+  tcpPort: number | null;
+  memoryBytes: number;
+  network: { name: string; ipv6Subnet: string | null };
+  mountDockerSocket: boolean;
+  /** Restarted by the engine when it exits (with backoff): the instances of a web app. Not for tasks. */
+  restart: boolean;
+}
+
+export interface InstanceInfo {
+  id: string;
+  name: string;
+  labels: Record<string, string>;
+  state: string;
+  running: boolean;
+  startedAt: string | null;
+  restarts: number;
+  exitCode: number | null;
+  /** Where the HTTP port is published on the host (loopback). */
+  http: RouteTarget | null;
+  /** Where the TCP port is published on the host. */
+  tcp: RouteTarget | null;
+  /** The instance's address on its app network (for the "is it listening" probe). */
+  networkAddress: string | null;
+}
+
+export interface InstanceLogLine {
+  at: string;
+  stream: "stdout" | "stderr";
+  line: string;
+}
+
+export interface EngineEvent {
+  type: "die" | "start";
+  containerId: string;
+  labels: Record<string, string>;
+  exitCode: number | null;
+  at: string;
+}
+
+/** The container engine. Docker today; a Swarm or Kubernetes driver can follow behind the same port. */
+export interface Engine {
+  ping(): Promise<void>;
+  buildImage(build: ImageBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void>;
+  imageExists(tag: string): Promise<boolean>;
+  removeImage(tag: string): Promise<void>;
+  ensureNetwork(name: string, labels: Record<string, string>, ipv6Subnet: string | null): Promise<void>;
+  removeNetwork(name: string): Promise<void>;
+  runInstance(spec: InstanceSpec): Promise<InstanceInfo>;
+  inspectInstance(id: string): Promise<InstanceInfo | null>;
+  /** SIGTERM, wait up to graceMs, then SIGKILL; then remove. */
+  removeInstance(id: string, graceMs: number): Promise<void>;
+  stopInstance(id: string, graceMs: number): Promise<void>;
+  startInstance(id: string): Promise<void>;
+  listInstances(labels: Record<string, string>): Promise<InstanceInfo[]>;
+  /** Waits until a task instance ends; resolves its exit code. */
+  waitInstance(id: string, signal: AbortSignal): Promise<number>;
+  /** Runs a command inside a running instance. */
+  execInInstance(id: string, argv: string[], onLine: (line: string) => void): Promise<number>;
+  logs(
+    id: string,
+    opts: { since?: Date; until?: Date; tail?: number; follow: boolean },
+    onLine: (l: InstanceLogLine) => void,
+    signal: AbortSignal,
+  ): Promise<void>;
+  events(onEvent: (e: EngineEvent) => void, signal: AbortSignal): Promise<void>;
 }

@@ -1,0 +1,435 @@
+import { spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { PassThrough } from "node:stream";
+import Docker from "dockerode";
+import { PierError } from "../../core/errors.js";
+import type {
+  Engine,
+  EngineEvent,
+  ImageBuild,
+  InstanceInfo,
+  InstanceLogLine,
+  InstanceSpec,
+  RouteTarget,
+} from "../../core/ports.js";
+
+/** Every object Pier creates carries this label; Pier touches nothing without it. */
+export const MANAGED_LABEL = "pier.managed";
+
+function labelFilters(labels: Record<string, string>): string[] {
+  return [`${MANAGED_LABEL}=true`, ...Object.entries(labels).map(([k, v]) => `${k}=${v}`)];
+}
+
+/** A free TCP port on the host's loopback, so an instance keeps its address across engine restarts. */
+function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => (addr && typeof addr === "object" ? resolve(addr.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+interface InspectLike {
+  Id: string;
+  Name: string;
+  Config: { Labels: Record<string, string> | null };
+  State: { Status: string; Running: boolean; StartedAt: string; ExitCode: number };
+  RestartCount: number;
+  NetworkSettings: {
+    Ports: Record<string, { HostIp: string; HostPort: string }[] | null> | null;
+    Networks: Record<string, { IPAddress: string }> | null;
+  };
+}
+
+function infoOf(c: InspectLike): InstanceInfo {
+  const labels = c.Config.Labels ?? {};
+  const ports = c.NetworkSettings.Ports ?? {};
+  const published = (port: string | undefined): RouteTarget | null => {
+    if (!port) return null;
+    const b = ports[`${port}/tcp`]?.[0];
+    return b ? { host: b.HostIp === "0.0.0.0" ? "127.0.0.1" : b.HostIp, port: Number(b.HostPort) } : null;
+  };
+  const nets = Object.values(c.NetworkSettings.Networks ?? {});
+  return {
+    id: c.Id,
+    name: c.Name.replace(/^\//, ""),
+    labels,
+    state: c.State.Status,
+    running: c.State.Running,
+    startedAt: c.State.StartedAt && !c.State.StartedAt.startsWith("0001") ? c.State.StartedAt : null,
+    restarts: c.RestartCount,
+    exitCode: c.State.Running ? null : c.State.ExitCode,
+    http: published(labels["pier.http-port"]),
+    tcp: published(labels["pier.tcp-port"]),
+    networkAddress: nets.find((n) => n.IPAddress)?.IPAddress ?? null,
+  };
+}
+
+type FollowProgress = (
+  stream: NodeJS.ReadableStream,
+  onFinished: (err: Error | null) => void,
+  onProgress: (ev: { stream?: string; error?: string; errorDetail?: { message?: string }; status?: string }) => void,
+) => void;
+
+function isNotFound(e: unknown): boolean {
+  return typeof e === "object" && e !== null && (e as { statusCode?: number }).statusCode === 404;
+}
+
+export class DockerEngine implements Engine {
+  private readonly docker: Docker;
+
+  constructor(private readonly opts: { socketPath: string }) {
+    this.docker = new Docker({ socketPath: opts.socketPath });
+  }
+
+  async ping(): Promise<void> {
+    try {
+      await this.docker.ping();
+    } catch (e) {
+      throw new PierError(
+        "ENGINE_ERROR",
+        `The Docker engine does not answer at ${this.opts.socketPath}: ${(e as Error).message}`,
+        "Start dockerd (scripts/setup.sh does) or set PIER_DOCKER_SOCKET.",
+      );
+    }
+  }
+
+  async buildImage(b: ImageBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void> {
+    const auth = b.login
+      ? { username: b.login.username, password: b.login.password, serveraddress: b.login.server ?? "https://index.docker.io/v1/" }
+      : undefined;
+    if (auth) {
+      try {
+        await this.docker.checkAuth(auth);
+      } catch (e) {
+        throw new PierError(
+          "BUILD_FAILED",
+          `Registry login to ${b.login?.server ?? "the default registry"} as ${b.login?.username} failed: ${(e as { json?: { message?: string } }).json?.message ?? (e as Error).message}`,
+          "Check CC_DOCKER_LOGIN_USERNAME, CC_DOCKER_LOGIN_PASSWORD and CC_DOCKER_LOGIN_SERVER.",
+        );
+      }
+    }
+    const tar = spawn("tar", ["-C", b.contextDir, "-c", "."], { stdio: ["ignore", "pipe", "pipe"] });
+    const context = new PassThrough();
+    tar.stdout.pipe(context);
+    const options: Record<string, unknown> = {
+      t: b.tag,
+      dockerfile: b.dockerfile,
+      buildargs: b.buildArgs,
+      labels: b.labels,
+      nocache: b.noCache,
+      rm: true,
+      forcerm: true,
+      memory: b.memoryBytes,
+      memswap: b.memoryBytes,
+      abortSignal: signal,
+    };
+    if (b.buildkit) options.version = "2";
+    if (auth) {
+      const key = b.login?.server ?? "https://index.docker.io/v1/";
+      options.registryconfig = { [key]: auth };
+      options.authconfig = auth;
+    }
+    let stream: NodeJS.ReadableStream;
+    try {
+      stream = await this.docker.buildImage(context, options);
+    } catch (e) {
+      tar.kill();
+      throw new PierError("BUILD_FAILED", `The engine refused the build: ${(e as Error).message}`);
+    }
+    const onAbort = () => (stream as unknown as { destroy?: () => void }).destroy?.();
+    signal.addEventListener("abort", onAbort, { once: true });
+    let failure: string | null = null;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        // dockerode 5's followProgress decodes BuildKit's protobuf status too; @types lags behind it.
+        (this.docker as unknown as { followProgress: FollowProgress }).followProgress(
+          stream,
+          (err: Error | null) => (err ? reject(err) : resolve()),
+          (ev: { stream?: string; error?: string; errorDetail?: { message?: string }; status?: string }) => {
+            if (ev.error) failure = ev.errorDetail?.message ?? ev.error;
+            const text = ev.stream ?? ev.status ?? ev.error;
+            if (!text) return;
+            for (const l of text.replace(/\n$/, "").split("\n")) if (l.trim()) onLine(l);
+          },
+        );
+      });
+    } catch (e) {
+      if (signal.aborted) throw signal.reason;
+      throw new PierError("BUILD_FAILED", `The build stream broke: ${(e as Error).message}`);
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
+    if (signal.aborted) throw signal.reason;
+    if (failure) {
+      const oom = /exit code: 137|signal: killed|returned a non-zero code: 137/.test(failure);
+      throw new PierError(
+        "BUILD_FAILED",
+        oom ? `The build ran out of memory (${Math.round(b.memoryBytes / 2 ** 20)} MiB): ${failure}` : `The build failed: ${failure}`,
+        oom ? "Give the build more memory: pier scale --build-flavor M" : undefined,
+      );
+    }
+    if (!(await this.imageExists(b.tag))) throw new PierError("BUILD_FAILED", `The build produced no image ${b.tag}.`);
+  }
+
+  async imageExists(tag: string): Promise<boolean> {
+    try {
+      await this.docker.getImage(tag).inspect();
+      return true;
+    } catch (e) {
+      if (isNotFound(e)) return false;
+      throw e;
+    }
+  }
+
+  async removeImage(tag: string): Promise<void> {
+    try {
+      await this.docker.getImage(tag).remove({ force: true });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+  }
+
+  async ensureNetwork(name: string, labels: Record<string, string>, ipv6Subnet: string | null): Promise<void> {
+    try {
+      await this.docker.getNetwork(name).inspect();
+      return;
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+    try {
+      await this.docker.createNetwork({
+        Name: name,
+        Driver: "bridge",
+        CheckDuplicate: true,
+        Labels: { [MANAGED_LABEL]: "true", ...labels },
+        EnableIPv6: ipv6Subnet !== null,
+        ...(ipv6Subnet ? { IPAM: { Driver: "default", Config: [{ Subnet: ipv6Subnet }] } } : {}),
+      });
+    } catch (e) {
+      // Two deploys may race to create the same network.
+      if ((e as { statusCode?: number }).statusCode !== 409) {
+        throw new PierError("ENGINE_ERROR", `Could not create the network ${name}: ${(e as Error).message}`);
+      }
+    }
+  }
+
+  async removeNetwork(name: string): Promise<void> {
+    try {
+      await this.docker.getNetwork(name).remove();
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+  }
+
+  async runInstance(s: InstanceSpec): Promise<InstanceInfo> {
+    const ports: Record<string, { HostIp: string; HostPort: string }[]> = {};
+    const exposed: Record<string, object> = {};
+    const labels: Record<string, string> = { ...s.labels, [MANAGED_LABEL]: "true" };
+    if (s.httpPort !== null) {
+      exposed[`${s.httpPort}/tcp`] = {};
+      ports[`${s.httpPort}/tcp`] = [{ HostIp: "127.0.0.1", HostPort: String(await freeLoopbackPort()) }];
+      labels["pier.http-port"] = String(s.httpPort);
+    }
+    if (s.tcpPort !== null && s.tcpPort !== s.httpPort) {
+      exposed[`${s.tcpPort}/tcp`] = {};
+      ports[`${s.tcpPort}/tcp`] = [{ HostIp: "0.0.0.0", HostPort: "" }];
+      labels["pier.tcp-port"] = String(s.tcpPort);
+    }
+    const container = await this.docker.createContainer({
+      name: s.name,
+      Image: s.image,
+      Env: Object.entries(s.env).map(([k, v]) => `${k}=${v}`),
+      Labels: labels,
+      ExposedPorts: exposed,
+      ...(s.cmd ? { Cmd: s.cmd } : {}),
+      HostConfig: {
+        PortBindings: ports,
+        Memory: s.memoryBytes,
+        MemorySwap: s.memoryBytes,
+        PidsLimit: 4096,
+        Init: true,
+        RestartPolicy: s.restart ? { Name: "unless-stopped" } : { Name: "no" },
+        NetworkMode: s.network.name,
+        SecurityOpt: ["no-new-privileges"],
+        LogConfig: { Type: "json-file", Config: { "max-size": "10m", "max-file": "3" } },
+        Binds: s.mountDockerSocket ? ["/var/run/docker.sock:/var/run/docker.sock"] : [],
+      },
+    });
+    try {
+      await container.start();
+    } catch (e) {
+      await container.remove({ force: true }).catch(() => undefined);
+      throw new PierError("ENGINE_ERROR", `The instance ${s.name} did not start: ${(e as Error).message}`);
+    }
+    const info = await this.inspectInstance(container.id);
+    if (!info) throw new PierError("ENGINE_ERROR", `The instance ${s.name} vanished after start.`);
+    return info;
+  }
+
+  async inspectInstance(id: string): Promise<InstanceInfo | null> {
+    try {
+      return infoOf((await this.docker.getContainer(id).inspect()) as unknown as InspectLike);
+    } catch (e) {
+      if (isNotFound(e)) return null;
+      throw e;
+    }
+  }
+
+  async stopInstance(id: string, graceMs: number): Promise<void> {
+    try {
+      await this.docker.getContainer(id).stop({ t: Math.ceil(graceMs / 1000) });
+    } catch (e) {
+      const code = (e as { statusCode?: number }).statusCode;
+      if (code !== 304 && code !== 404) throw e;
+    }
+  }
+
+  async startInstance(id: string): Promise<void> {
+    try {
+      await this.docker.getContainer(id).start();
+    } catch (e) {
+      if ((e as { statusCode?: number }).statusCode !== 304) throw e;
+    }
+  }
+
+  async removeInstance(id: string, graceMs: number): Promise<void> {
+    await this.stopInstance(id, graceMs);
+    try {
+      await this.docker.getContainer(id).remove({ force: true, v: true });
+    } catch (e) {
+      const code = (e as { statusCode?: number }).statusCode;
+      if (code !== 404 && code !== 409) throw e;
+    }
+  }
+
+  async listInstances(labels: Record<string, string>): Promise<InstanceInfo[]> {
+    const list = await this.docker.listContainers({ all: true, filters: { label: labelFilters(labels) } });
+    const out: InstanceInfo[] = [];
+    for (const c of list) {
+      const info = await this.inspectInstance(c.Id);
+      if (info) out.push(info);
+    }
+    return out;
+  }
+
+  async waitInstance(id: string, signal: AbortSignal): Promise<number> {
+    const r = (await this.docker.getContainer(id).wait({ abortSignal: signal })) as { StatusCode: number };
+    return r.StatusCode;
+  }
+
+  async execInInstance(id: string, argv: string[], onLine: (line: string) => void): Promise<number> {
+    const ex = await this.docker.getContainer(id).exec({ Cmd: argv, AttachStdout: true, AttachStderr: true });
+    const stream = await ex.start({ hijack: true, stdin: false });
+    const out = new PassThrough();
+    this.docker.modem.demuxStream(stream, out, out);
+    let buf = "";
+    out.on("data", (c: Buffer) => {
+      buf += c.toString("utf8");
+      const lines = buf.split("\n");
+      buf = lines.pop() ?? "";
+      for (const l of lines) onLine(l);
+    });
+    await new Promise<void>((resolve) => stream.on("end", () => resolve()));
+    if (buf) onLine(buf);
+    const r = await ex.inspect();
+    return r.ExitCode ?? 1;
+  }
+
+  async logs(
+    id: string,
+    opts: { since?: Date; until?: Date; tail?: number; follow: boolean },
+    onLine: (l: InstanceLogLine) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const c = this.docker.getContainer(id);
+    const base = {
+      stdout: true,
+      stderr: true,
+      timestamps: true,
+      ...(opts.since ? { since: Math.floor(opts.since.getTime() / 1000) } : {}),
+      ...(opts.until ? { until: Math.ceil(opts.until.getTime() / 1000) } : {}),
+      ...(opts.tail !== undefined ? { tail: opts.tail } : {}),
+    };
+    const emit = (stream: "stdout" | "stderr") => {
+      let buf = "";
+      return (chunk: Buffer | string) => {
+        buf += chunk.toString();
+        const lines = buf.split("\n");
+        buf = lines.pop() ?? "";
+        for (const raw of lines) {
+          const sp = raw.indexOf(" ");
+          const at = sp > 0 ? raw.slice(0, sp) : new Date().toISOString();
+          onLine({ at, stream, line: sp > 0 ? raw.slice(sp + 1) : raw });
+        }
+      };
+    };
+    const out = new PassThrough();
+    const err = new PassThrough();
+    out.on("data", emit("stdout"));
+    err.on("data", emit("stderr"));
+    if (!opts.follow) {
+      const buf = (await c.logs({ ...base, follow: false })) as unknown as Buffer;
+      // Non-tty logs are multiplexed frames: 8-byte header [stream, 0,0,0, size(4)].
+      let i = 0;
+      while (i + 8 <= buf.length) {
+        const kind = buf[i];
+        const size = buf.readUInt32BE(i + 4);
+        (kind === 2 ? err : out).write(buf.subarray(i + 8, i + 8 + size));
+        i += 8 + size;
+      }
+      out.end("\n");
+      err.end("\n");
+      return;
+    }
+    const stream = (await c.logs({ ...base, follow: true, abortSignal: signal })) as NodeJS.ReadableStream;
+    this.docker.modem.demuxStream(stream, out, err);
+    await new Promise<void>((resolve) => {
+      stream.on("end", () => resolve());
+      stream.on("error", () => resolve());
+      signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+  }
+
+  async events(onEvent: (e: EngineEvent) => void, signal: AbortSignal): Promise<void> {
+    const stream = (await this.docker.getEvents({
+      filters: { type: ["container"], event: ["die", "start"], label: [`${MANAGED_LABEL}=true`] },
+      abortSignal: signal,
+    })) as NodeJS.ReadableStream;
+    let buf = "";
+    stream.on("data", (c: Buffer) => {
+      buf += c.toString("utf8");
+      const lines = buf.split("\n");
+      buf = lines.pop() ?? "";
+      for (const l of lines) {
+        if (!l.trim()) continue;
+        try {
+          const ev = JSON.parse(l) as {
+            Action: string;
+            id: string;
+            time: number;
+            Actor: { Attributes: Record<string, string> };
+          };
+          const attrs = ev.Actor.Attributes;
+          onEvent({
+            type: ev.Action === "die" ? "die" : "start",
+            containerId: ev.id,
+            labels: attrs,
+            exitCode: attrs.exitCode !== undefined ? Number(attrs.exitCode) : null,
+            at: new Date(ev.time * 1000).toISOString(),
+          });
+        } catch {
+          // A partial or unknown event: ignore it.
+        }
+      }
+    });
+    await new Promise<void>((resolve) => {
+      stream.on("end", () => resolve());
+      stream.on("error", () => resolve());
+      signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+  }
+}

@@ -1,0 +1,359 @@
+import Database from "better-sqlite3";
+import { PierError } from "../../core/errors.js";
+import type { App, Deployment, Flavor, LogLine, Release, Runtime, SshKey } from "../../core/model.js";
+import type { DeploymentPatch, NewApp, Store } from "../../core/ports.js";
+
+/** Schema changes, applied in order once each. Never edit a shipped entry: add one. */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE apps (
+     id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, type TEXT NOT NULL,
+     flavor TEXT NOT NULL, build_flavor TEXT NOT NULL, instances INTEGER NOT NULL,
+     task TEXT, allow_docker_socket INTEGER NOT NULL DEFAULT 0, stopped INTEGER NOT NULL DEFAULT 0,
+     current_release_id TEXT, created_at TEXT NOT NULL);
+   CREATE TABLE env (app_id TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE, name TEXT NOT NULL,
+     value TEXT NOT NULL, PRIMARY KEY (app_id, name));
+   CREATE TABLE deployments (id TEXT PRIMARY KEY, app_id TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+     state TEXT NOT NULL, commit_sha TEXT NOT NULL, cause TEXT NOT NULL, without_cache INTEGER NOT NULL,
+     reason TEXT, release_id TEXT, created_at TEXT NOT NULL, building_at TEXT, deploying_at TEXT, finished_at TEXT);
+   CREATE INDEX deployments_app ON deployments(app_id, created_at);
+   CREATE TABLE deploy_logs (deployment_id TEXT NOT NULL REFERENCES deployments(id) ON DELETE CASCADE,
+     seq INTEGER NOT NULL, at TEXT NOT NULL, line TEXT NOT NULL, PRIMARY KEY (deployment_id, seq));
+   CREATE TABLE releases (id TEXT PRIMARY KEY, app_id TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+     number INTEGER NOT NULL, deployment_id TEXT NOT NULL, image TEXT NOT NULL, commit_sha TEXT NOT NULL,
+     env_json TEXT NOT NULL, http_port INTEGER NOT NULL, tcp_port INTEGER, created_at TEXT NOT NULL,
+     UNIQUE (app_id, number));
+   CREATE TABLE ssh_keys (id TEXT PRIMARY KEY, name TEXT NOT NULL, fingerprint TEXT NOT NULL UNIQUE,
+     algo TEXT NOT NULL, blob TEXT NOT NULL, created_at TEXT NOT NULL);
+   CREATE TABLE api_tokens (id TEXT PRIMARY KEY, name TEXT NOT NULL, hash TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);
+   CREATE TABLE instance_exits (app_id TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE, container_id TEXT NOT NULL,
+     instance INTEGER NOT NULL, exit_code INTEGER NOT NULL, at TEXT NOT NULL);
+   CREATE INDEX instance_exits_container ON instance_exits(container_id);`,
+];
+
+type Row = Record<string, unknown>;
+const now = () => new Date().toISOString();
+const str = (v: unknown) => String(v);
+const strOrNull = (v: unknown) => (v === null || v === undefined ? null : String(v));
+
+function appOf(r: Row): App {
+  return {
+    id: str(r.id),
+    name: str(r.name),
+    type: str(r.type) as Runtime,
+    flavor: str(r.flavor) as Flavor,
+    buildFlavor: str(r.build_flavor) as Flavor,
+    instances: Number(r.instances),
+    task: strOrNull(r.task),
+    allowDockerSocket: r.allow_docker_socket === 1,
+    stopped: r.stopped === 1,
+    createdAt: str(r.created_at),
+  };
+}
+
+function deploymentOf(r: Row): Deployment {
+  return {
+    id: str(r.id),
+    appId: str(r.app_id),
+    state: str(r.state) as Deployment["state"],
+    commit: str(r.commit_sha),
+    cause: str(r.cause),
+    withoutCache: r.without_cache === 1,
+    reason: strOrNull(r.reason),
+    releaseId: strOrNull(r.release_id),
+    createdAt: str(r.created_at),
+    buildingAt: strOrNull(r.building_at),
+    deployingAt: strOrNull(r.deploying_at),
+    finishedAt: strOrNull(r.finished_at),
+  };
+}
+
+function releaseOf(r: Row): Release {
+  return {
+    id: str(r.id),
+    appId: str(r.app_id),
+    number: Number(r.number),
+    deploymentId: str(r.deployment_id),
+    image: str(r.image),
+    commit: str(r.commit_sha),
+    env: JSON.parse(str(r.env_json)) as Record<string, string>,
+    httpPort: Number(r.http_port),
+    tcpPort: r.tcp_port === null ? null : Number(r.tcp_port),
+    createdAt: str(r.created_at),
+  };
+}
+
+function sshKeyOf(r: Row): SshKey {
+  return {
+    id: str(r.id),
+    name: str(r.name),
+    fingerprint: str(r.fingerprint),
+    algo: str(r.algo),
+    blob: str(r.blob),
+    createdAt: str(r.created_at),
+  };
+}
+
+export class SqliteStore implements Store {
+  private readonly db: Database.Database;
+
+  constructor(file: string) {
+    this.db = new Database(file);
+    this.db.pragma("journal_mode = WAL");
+    this.db.pragma("synchronous = NORMAL");
+    this.db.pragma("foreign_keys = ON");
+    this.db.pragma("busy_timeout = 5000");
+    this.migrate();
+  }
+
+  private migrate(): void {
+    this.db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)");
+    const row = this.db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get() as { v: number | null };
+    const applied = row.v ?? 0;
+    MIGRATIONS.forEach((sql, i) => {
+      const version = i + 1;
+      if (version <= applied) return;
+      this.db.transaction(() => {
+        this.db.exec(sql);
+        this.db.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)").run(version, now());
+      })();
+    });
+  }
+
+  private one(sql: string, ...params: unknown[]): Row | undefined {
+    return this.db.prepare(sql).get(...params) as Row | undefined;
+  }
+
+  private all(sql: string, ...params: unknown[]): Row[] {
+    return this.db.prepare(sql).all(...params) as Row[];
+  }
+
+  async createApp(a: NewApp): Promise<App> {
+    try {
+      this.db
+        .prepare(
+          "INSERT INTO apps (id, name, type, flavor, build_flavor, instances, task, created_at) VALUES (?,?,?,?,?,?,?,?)",
+        )
+        .run(a.id, a.name, a.type, a.flavor, a.buildFlavor, a.instances, a.task, now());
+    } catch (e) {
+      if (e instanceof Error && /UNIQUE/.test(e.message)) {
+        throw new PierError("APP_EXISTS", `An app named '${a.name}' already exists.`, "Choose another name.");
+      }
+      throw e;
+    }
+    return appOf(this.one("SELECT * FROM apps WHERE id = ?", a.id)!);
+  }
+
+  async findApp(ref: string): Promise<App | null> {
+    const r = this.one("SELECT * FROM apps WHERE id = ? OR name = ?", ref, ref);
+    return r ? appOf(r) : null;
+  }
+
+  async listApps(): Promise<App[]> {
+    return this.all("SELECT * FROM apps ORDER BY name").map(appOf);
+  }
+
+  async updateApp(
+    id: string,
+    patch: Partial<Pick<App, "flavor" | "buildFlavor" | "instances" | "allowDockerSocket" | "stopped">>,
+  ): Promise<App> {
+    const cols: Record<string, unknown> = {
+      flavor: patch.flavor,
+      build_flavor: patch.buildFlavor,
+      instances: patch.instances,
+      allow_docker_socket: patch.allowDockerSocket === undefined ? undefined : patch.allowDockerSocket ? 1 : 0,
+      stopped: patch.stopped === undefined ? undefined : patch.stopped ? 1 : 0,
+    };
+    const set = Object.entries(cols).filter(([, v]) => v !== undefined);
+    if (set.length > 0) {
+      this.db
+        .prepare(`UPDATE apps SET ${set.map(([k]) => `${k} = ?`).join(", ")} WHERE id = ?`)
+        .run(...set.map(([, v]) => v), id);
+    }
+    const r = this.one("SELECT * FROM apps WHERE id = ?", id);
+    if (!r) throw new PierError("APP_NOT_FOUND", `App '${id}' not found.`);
+    return appOf(r);
+  }
+
+  async deleteApp(id: string): Promise<void> {
+    this.db.prepare("DELETE FROM apps WHERE id = ?").run(id);
+  }
+
+  async currentRelease(appId: string): Promise<Release | null> {
+    const r = this.one(
+      "SELECT r.* FROM releases r JOIN apps a ON a.current_release_id = r.id WHERE a.id = ?",
+      appId,
+    );
+    return r ? releaseOf(r) : null;
+  }
+
+  async setCurrentRelease(appId: string, releaseId: string | null): Promise<void> {
+    this.db.prepare("UPDATE apps SET current_release_id = ? WHERE id = ?").run(releaseId, appId);
+  }
+
+  async getEnv(appId: string): Promise<Record<string, string>> {
+    const out: Record<string, string> = {};
+    for (const r of this.all("SELECT name, value FROM env WHERE app_id = ? ORDER BY name", appId)) {
+      out[str(r.name)] = str(r.value);
+    }
+    return out;
+  }
+
+  async changeEnv(appId: string, set: Record<string, string>, unset: readonly string[]): Promise<Record<string, string>> {
+    this.db.transaction(() => {
+      const up = this.db.prepare(
+        "INSERT INTO env (app_id, name, value) VALUES (?,?,?) ON CONFLICT (app_id, name) DO UPDATE SET value = excluded.value",
+      );
+      for (const [k, v] of Object.entries(set)) up.run(appId, k, v);
+      const del = this.db.prepare("DELETE FROM env WHERE app_id = ? AND name = ?");
+      for (const k of unset) del.run(appId, k);
+    })();
+    return this.getEnv(appId);
+  }
+
+  async createDeployment(d: Pick<Deployment, "id" | "appId" | "commit" | "cause" | "withoutCache">): Promise<Deployment> {
+    this.db
+      .prepare(
+        "INSERT INTO deployments (id, app_id, state, commit_sha, cause, without_cache, created_at) VALUES (?,?,'queued',?,?,?,?)",
+      )
+      .run(d.id, d.appId, d.commit, d.cause, d.withoutCache ? 1 : 0, now());
+    return deploymentOf(this.one("SELECT * FROM deployments WHERE id = ?", d.id)!);
+  }
+
+  async getDeployment(id: string): Promise<Deployment | null> {
+    const r = this.one("SELECT * FROM deployments WHERE id = ?", id);
+    return r ? deploymentOf(r) : null;
+  }
+
+  async listDeployments(appId: string, limit = 50): Promise<Deployment[]> {
+    return this.all(
+      "SELECT * FROM deployments WHERE app_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
+      appId,
+      limit,
+    ).map(deploymentOf);
+  }
+
+  async updateDeployment(id: string, p: DeploymentPatch): Promise<Deployment> {
+    const cols: Record<string, unknown> = {
+      state: p.state,
+      reason: p.reason,
+      release_id: p.releaseId,
+      building_at: p.buildingAt,
+      deploying_at: p.deployingAt,
+      finished_at: p.finishedAt,
+    };
+    const set = Object.entries(cols).filter(([, v]) => v !== undefined);
+    if (set.length > 0) {
+      this.db
+        .prepare(`UPDATE deployments SET ${set.map(([k]) => `${k} = ?`).join(", ")} WHERE id = ?`)
+        .run(...set.map(([, v]) => v), id);
+    }
+    const r = this.one("SELECT * FROM deployments WHERE id = ?", id);
+    if (!r) throw new PierError("DEPLOYMENT_NOT_FOUND", `Deployment '${id}' not found.`);
+    return deploymentOf(r);
+  }
+
+  async unfinishedDeployments(): Promise<Deployment[]> {
+    return this.all(
+      "SELECT * FROM deployments WHERE state NOT IN ('succeeded','failed','cancelled') ORDER BY created_at",
+    ).map(deploymentOf);
+  }
+
+  async appendDeployLog(deploymentId: string, lines: readonly LogLine[]): Promise<void> {
+    if (lines.length === 0) return;
+    this.db.transaction(() => {
+      const r = this.one("SELECT COALESCE(MAX(seq), 0) AS s FROM deploy_logs WHERE deployment_id = ?", deploymentId);
+      let seq = Number(r?.s ?? 0);
+      const ins = this.db.prepare("INSERT INTO deploy_logs (deployment_id, seq, at, line) VALUES (?,?,?,?)");
+      for (const l of lines) ins.run(deploymentId, ++seq, l.at, l.line);
+    })();
+  }
+
+  async deployLog(deploymentId: string): Promise<LogLine[]> {
+    return this.all("SELECT at, line FROM deploy_logs WHERE deployment_id = ? ORDER BY seq", deploymentId).map((r) => ({
+      at: str(r.at),
+      line: str(r.line),
+    }));
+  }
+
+  async createRelease(r: Omit<Release, "number" | "createdAt">): Promise<Release> {
+    this.db.transaction(() => {
+      const n = this.one("SELECT COALESCE(MAX(number), 0) + 1 AS n FROM releases WHERE app_id = ?", r.appId);
+      this.db
+        .prepare(
+          "INSERT INTO releases (id, app_id, number, deployment_id, image, commit_sha, env_json, http_port, tcp_port, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        )
+        .run(r.id, r.appId, Number(n?.n ?? 1), r.deploymentId, r.image, r.commit, JSON.stringify(r.env), r.httpPort, r.tcpPort, now());
+    })();
+    return releaseOf(this.one("SELECT * FROM releases WHERE id = ?", r.id)!);
+  }
+
+  async getRelease(id: string): Promise<Release | null> {
+    const r = this.one("SELECT * FROM releases WHERE id = ?", id);
+    return r ? releaseOf(r) : null;
+  }
+
+  async listReleases(appId: string): Promise<Release[]> {
+    return this.all("SELECT * FROM releases WHERE app_id = ? ORDER BY number DESC", appId).map(releaseOf);
+  }
+
+  async addSshKey(k: Omit<SshKey, "createdAt">): Promise<SshKey> {
+    try {
+      this.db
+        .prepare("INSERT INTO ssh_keys (id, name, fingerprint, algo, blob, created_at) VALUES (?,?,?,?,?,?)")
+        .run(k.id, k.name, k.fingerprint, k.algo, k.blob, now());
+    } catch (e) {
+      if (e instanceof Error && /UNIQUE/.test(e.message)) {
+        throw new PierError("SSH_KEY_EXISTS", `The key ${k.fingerprint} is already registered.`);
+      }
+      throw e;
+    }
+    return sshKeyOf(this.one("SELECT * FROM ssh_keys WHERE id = ?", k.id)!);
+  }
+
+  async listSshKeys(): Promise<SshKey[]> {
+    return this.all("SELECT * FROM ssh_keys ORDER BY created_at").map(sshKeyOf);
+  }
+
+  async findSshKey(ref: string): Promise<SshKey | null> {
+    const r = this.one("SELECT * FROM ssh_keys WHERE id = ? OR fingerprint = ? OR name = ?", ref, ref, ref);
+    return r ? sshKeyOf(r) : null;
+  }
+
+  async findSshKeyByBlob(algo: string, blob: string): Promise<SshKey | null> {
+    const r = this.one("SELECT * FROM ssh_keys WHERE algo = ? AND blob = ?", algo, blob);
+    return r ? sshKeyOf(r) : null;
+  }
+
+  async deleteSshKey(id: string): Promise<void> {
+    this.db.prepare("DELETE FROM ssh_keys WHERE id = ?").run(id);
+  }
+
+  async addApiToken(id: string, name: string, hash: string): Promise<void> {
+    this.db.prepare("INSERT INTO api_tokens (id, name, hash, created_at) VALUES (?,?,?,?)").run(id, name, hash, now());
+  }
+
+  async findApiTokenByHash(hash: string): Promise<{ id: string; name: string } | null> {
+    const r = this.one("SELECT id, name FROM api_tokens WHERE hash = ?", hash);
+    return r ? { id: str(r.id), name: str(r.name) } : null;
+  }
+
+  async recordExit(e: { appId: string; containerId: string; instance: number; exitCode: number; at: string }): Promise<void> {
+    this.db
+      .prepare("INSERT INTO instance_exits (app_id, container_id, instance, exit_code, at) VALUES (?,?,?,?,?)")
+      .run(e.appId, e.containerId, e.instance, e.exitCode, e.at);
+  }
+
+  async lastExits(appId: string): Promise<Map<string, { code: number; at: string; count: number }>> {
+    const rows = this.all(
+      `SELECT container_id, COUNT(*) AS n, MAX(at) AS last,
+         (SELECT exit_code FROM instance_exits x WHERE x.container_id = e.container_id ORDER BY at DESC LIMIT 1) AS code
+       FROM instance_exits e WHERE app_id = ? GROUP BY container_id`,
+      appId,
+    );
+    return new Map(rows.map((r) => [str(r.container_id), { code: Number(r.code), at: str(r.last), count: Number(r.n) }]));
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}

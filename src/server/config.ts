@@ -1,0 +1,102 @@
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { z } from "zod";
+
+/**
+ * The only module of the server that reads process.env. Every setting is validated at start and every
+ * problem is listed at once.
+ */
+const port = (def: number) =>
+  z.coerce
+    .number({ message: "must be a number" })
+    .int("must be an integer")
+    .min(1, "must be 1..65535")
+    .max(65535, "must be 1..65535")
+    .default(def);
+const seconds = (def: number) => z.coerce.number().positive("must be a positive number of seconds").default(def);
+
+const schema = z.object({
+  PIER_DATA_DIR: z.string().min(1).default(join(homedir(), ".pier")),
+  PIER_API_HOST: z.string().min(1).default("127.0.0.1"),
+  PIER_API_PORT: port(7070),
+  PIER_SSH_HOST: z.string().min(1).default("0.0.0.0"),
+  PIER_SSH_PORT: port(2222),
+  PIER_HTTP_HOST: z.string().min(1).default("0.0.0.0"),
+  PIER_HTTP_PORT: port(8000),
+  PIER_DOMAIN: z
+    .string()
+    .regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, "must be a DNS name like example.com")
+    .default("localhost"),
+  PIER_GIT_HOST: z.string().min(1).optional(),
+  PIER_EXTRA_CA_CERTS: z
+    .string()
+    .default("/etc/ssl/certs/ca-certificates.crt")
+    .refine((p) => existsSync(p), "file does not exist"),
+  PIER_DOCKER_SOCKET: z.string().default("/var/run/docker.sock"),
+  PIER_DOCKER_CLI: z.string().default(existsSync("/usr/bin/docker") ? "/usr/bin/docker" : "docker"),
+  PIER_NGINX: z.string().default("nginx"),
+  PIER_DEPLOY_TIMEOUT: seconds(900),
+  PIER_LISTEN_TIMEOUT: seconds(60),
+  PIER_STOP_GRACE: seconds(10),
+  PIER_MAX_PUSH_BYTES: z.coerce.number().int().positive().default(512 * 1024 * 1024),
+  PIER_LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
+  PIER_ADMIN_TOKEN: z.string().min(24, "must be at least 24 characters").optional(),
+});
+
+export interface Config {
+  dataDir: string;
+  api: { host: string; port: number };
+  ssh: { host: string; port: number };
+  http: { host: string; port: number };
+  domain: string;
+  gitHost: string;
+  extraCaCerts: string;
+  dockerSocket: string;
+  dockerCli: string;
+  nginx: string;
+  deployTimeoutMs: number;
+  listenTimeoutMs: number;
+  stopGraceMs: number;
+  maxPushBytes: number;
+  logLevel: string;
+  adminToken: string | undefined;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Pier's settings are invalid:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const picked: Record<string, string> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const v = env[key];
+    if (v !== undefined && v !== "") picked[key] = v;
+  }
+  const parsed = schema.safeParse(picked);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`));
+  }
+  const c = parsed.data;
+  return {
+    dataDir: resolve(c.PIER_DATA_DIR),
+    api: { host: c.PIER_API_HOST, port: c.PIER_API_PORT },
+    ssh: { host: c.PIER_SSH_HOST, port: c.PIER_SSH_PORT },
+    http: { host: c.PIER_HTTP_HOST, port: c.PIER_HTTP_PORT },
+    domain: c.PIER_DOMAIN,
+    gitHost: c.PIER_GIT_HOST ?? c.PIER_DOMAIN,
+    extraCaCerts: c.PIER_EXTRA_CA_CERTS,
+    dockerSocket: c.PIER_DOCKER_SOCKET,
+    dockerCli: c.PIER_DOCKER_CLI,
+    nginx: c.PIER_NGINX,
+    deployTimeoutMs: c.PIER_DEPLOY_TIMEOUT * 1000,
+    listenTimeoutMs: c.PIER_LISTEN_TIMEOUT * 1000,
+    stopGraceMs: c.PIER_STOP_GRACE * 1000,
+    maxPushBytes: c.PIER_MAX_PUSH_BYTES,
+    logLevel: c.PIER_LOG_LEVEL,
+    adminToken: c.PIER_ADMIN_TOKEN,
+  };
+}
