@@ -16,9 +16,8 @@ import type {
 /** Every object Pier creates carries this label; Pier touches nothing without it. */
 export const MANAGED_LABEL = "pier.managed";
 
-function labelFilters(labels: Record<string, string>): string[] {
-  return [`${MANAGED_LABEL}=true`, ...Object.entries(labels).map(([k, v]) => `${k}=${v}`)];
-}
+/** Which Pier installation (data dir) owns an object: two installations can share one engine. */
+export const SCOPE_LABEL = "pier.scope";
 
 /** A free TCP port on the host's loopback, so an instance keeps its address across engine restarts. */
 function freeLoopbackPort(): Promise<number> {
@@ -81,8 +80,16 @@ function isNotFound(e: unknown): boolean {
 export class DockerEngine implements Engine {
   private readonly docker: Docker;
 
-  constructor(private readonly opts: { socketPath: string }) {
+  constructor(private readonly opts: { socketPath: string; scope: string }) {
     this.docker = new Docker({ socketPath: opts.socketPath });
+  }
+
+  private get ownLabels(): Record<string, string> {
+    return { [MANAGED_LABEL]: "true", [SCOPE_LABEL]: this.opts.scope };
+  }
+
+  private labelFilters(labels: Record<string, string>): string[] {
+    return Object.entries({ ...this.ownLabels, ...labels }).map(([k, v]) => `${k}=${v}`);
   }
 
   async ping(): Promise<void> {
@@ -119,7 +126,7 @@ export class DockerEngine implements Engine {
       t: b.tag,
       dockerfile: b.dockerfile,
       buildargs: b.buildArgs,
-      labels: b.labels,
+      labels: { ...b.labels, ...this.ownLabels },
       nocache: b.noCache,
       rm: true,
       forcerm: true,
@@ -205,7 +212,7 @@ export class DockerEngine implements Engine {
         Name: name,
         Driver: "bridge",
         CheckDuplicate: true,
-        Labels: { [MANAGED_LABEL]: "true", ...labels },
+        Labels: { ...labels, ...this.ownLabels },
         EnableIPv6: ipv6Subnet !== null,
         ...(ipv6Subnet ? { IPAM: { Driver: "default", Config: [{ Subnet: ipv6Subnet }] } } : {}),
       });
@@ -228,7 +235,7 @@ export class DockerEngine implements Engine {
   async runInstance(s: InstanceSpec): Promise<InstanceInfo> {
     const ports: Record<string, { HostIp: string; HostPort: string }[]> = {};
     const exposed: Record<string, object> = {};
-    const labels: Record<string, string> = { ...s.labels, [MANAGED_LABEL]: "true" };
+    const labels: Record<string, string> = { ...s.labels, ...this.ownLabels };
     if (s.httpPort !== null) {
       exposed[`${s.httpPort}/tcp`] = {};
       ports[`${s.httpPort}/tcp`] = [{ HostIp: "127.0.0.1", HostPort: String(await freeLoopbackPort()) }];
@@ -307,7 +314,7 @@ export class DockerEngine implements Engine {
   }
 
   async listInstances(labels: Record<string, string>): Promise<InstanceInfo[]> {
-    const list = await this.docker.listContainers({ all: true, filters: { label: labelFilters(labels) } });
+    const list = await this.docker.listContainers({ all: true, filters: { label: this.labelFilters(labels) } });
     const out: InstanceInfo[] = [];
     for (const c of list) {
       const info = await this.inspectInstance(c.Id);
@@ -396,7 +403,7 @@ export class DockerEngine implements Engine {
 
   async events(onEvent: (e: EngineEvent) => void, signal: AbortSignal): Promise<void> {
     const stream = (await this.docker.getEvents({
-      filters: { type: ["container"], event: ["die", "start"], label: [`${MANAGED_LABEL}=true`] },
+      filters: { type: ["container"], event: ["die", "start"], label: this.labelFilters({}) },
       abortSignal: signal,
     })) as NodeJS.ReadableStream;
     let buf = "";

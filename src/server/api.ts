@@ -1,0 +1,251 @@
+import { createHash } from "node:crypto";
+import { Hono, type Context } from "hono";
+import { streamSSE } from "hono/streaming";
+import type { Logger } from "pino";
+import { z } from "zod";
+import { validateVariable, validateVariableName } from "../core/env.js";
+import { PierError } from "../core/errors.js";
+import { type App, FLAVORS, RUNTIMES } from "../core/model.js";
+import type { Store } from "../core/ports.js";
+import type { AppService } from "./apps.js";
+import type { DeployLogs } from "./deploy-logs.js";
+import { buildOpenApi } from "./openapi.js";
+
+export const hashToken = (token: string) => createHash("sha256").update(token).digest("hex");
+
+export const schemas = {
+  createApp: z.object({
+    name: z
+      .string()
+      .regex(/^[a-z][a-z0-9-]{0,29}$/, "must be 1-30 lowercase letters, digits or '-', starting with a letter"),
+    type: z.enum(RUNTIMES, { message: `must be one of ${RUNTIMES.join(", ")}` }),
+    flavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
+    buildFlavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
+    instances: z.number().int().min(1).max(20).optional(),
+    task: z.string().min(1).max(4096).optional(),
+  }),
+  patchApp: z.object({
+    instances: z.number().int().min(1, "must be at least 1").max(20, "must be at most 20").optional(),
+    flavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
+    buildFlavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
+    allowDockerSocket: z.boolean().optional(),
+  }),
+  patchEnv: z.object({
+    set: z.record(z.string(), z.string()).optional(),
+    unset: z.array(z.string()).optional(),
+  }),
+  putEnv: z.object({ value: z.string() }),
+  deploy: z.object({ withoutCache: z.boolean().optional() }),
+  addKey: z.object({ publicKey: z.string().min(1).max(16384), name: z.string().max(100).optional() }),
+};
+
+async function body<T extends z.ZodType>(c: Context, schema: T): Promise<z.infer<T>> {
+  let raw: unknown;
+  try {
+    const text = await c.req.text();
+    raw = text.trim() === "" ? {} : JSON.parse(text);
+  } catch {
+    throw new PierError("INVALID_INPUT", "The request body is not valid JSON.");
+  }
+  const r = schema.safeParse(raw);
+  if (!r.success) {
+    throw new PierError(
+      "INVALID_INPUT",
+      r.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; "),
+    );
+  }
+  return r.data;
+}
+
+/** "10m", "2h", "3d" before now, or an ISO time. */
+export function parseTime(v: string | undefined, field: string): Date | undefined {
+  if (!v) return undefined;
+  const rel = /^(\d+)(s|m|h|d)$/.exec(v);
+  if (rel) {
+    const mult = { s: 1, m: 60, h: 3600, d: 86400 }[rel[2] as "s" | "m" | "h" | "d"];
+    return new Date(Date.now() - Number(rel[1]) * mult * 1000);
+  }
+  const d = new Date(v);
+  if (Number.isNaN(d.getTime())) {
+    throw new PierError("INVALID_INPUT", `${field}: '${v}' is neither an ISO time nor a duration like 10m, 2h, 1d.`);
+  }
+  return d;
+}
+
+export function createApi(deps: {
+  store: Store;
+  apps: AppService;
+  logs: DeployLogs;
+  logger: Logger;
+  info: { version: string; domain: string; httpPort: number; sshPort: number; gitHost: string };
+}): Hono {
+  const { store, apps, logs } = deps;
+  const api = new Hono();
+
+  api.onError((err, c) => {
+    if (err instanceof PierError) return c.json(err.toJSON(), err.status as 400);
+    deps.logger.error({ err, path: c.req.path }, "request failed");
+    return c.json(new PierError("INTERNAL", "Internal error; see the server log.").toJSON(), 500);
+  });
+  api.notFound((c) =>
+    c.json(new PierError("NOT_FOUND", `No route ${c.req.method} ${c.req.path}.`, "See GET /v1/openapi.json.").toJSON(), 404),
+  );
+
+  api.get("/v1/info", (c) => c.json(deps.info));
+  api.get("/v1/openapi.json", (c) => c.json(buildOpenApi(deps.info.version)));
+
+  api.use("/v1/*", async (c, next) => {
+    const h = c.req.header("authorization") ?? "";
+    const m = /^Bearer\s+(\S+)$/i.exec(h);
+    if (!m?.[1]) {
+      throw new PierError("UNAUTHORIZED", "Missing API token.", "Send Authorization: Bearer <token> (PIER_TOKEN).");
+    }
+    if (!(await store.findApiTokenByHash(hashToken(m[1])))) {
+      throw new PierError("UNAUTHORIZED", "Invalid API token.", "Check PIER_TOKEN, or the token in the data dir's cli.json.");
+    }
+    await next();
+  });
+
+  const appOf = async (c: Context): Promise<App> => apps.get(c.req.param("app") ?? "");
+
+  api.get("/v1/apps", async (c) => c.json(await Promise.all((await store.listApps()).map((a) => apps.view(a)))));
+  api.post("/v1/apps", async (c) => c.json(await apps.view(await apps.create(await body(c, schemas.createApp))), 201));
+  api.get("/v1/apps/:app", async (c) => c.json(await apps.view(await appOf(c))));
+  api.patch("/v1/apps/:app", async (c) => {
+    const r = await apps.patch(await appOf(c), await body(c, schemas.patchApp));
+    return c.json({ app: await apps.view(r.app), deployment: r.deployment });
+  });
+  api.delete("/v1/apps/:app", async (c) => {
+    await apps.remove(await appOf(c));
+    return c.body(null, 204);
+  });
+  api.get("/v1/apps/:app/status", async (c) => c.json(await apps.status(await appOf(c))));
+  api.post("/v1/apps/:app/stop", async (c) => c.json(await apps.view(await apps.stop(await appOf(c)))));
+
+  api.get("/v1/apps/:app/env", async (c) => c.json({ vars: await store.getEnv((await appOf(c)).id) }));
+  api.patch("/v1/apps/:app/env", async (c) => {
+    const app = await appOf(c);
+    const b = await body(c, schemas.patchEnv);
+    const set = b.set ?? {};
+    const problems = [
+      ...Object.entries(set).map(([k, v]) => validateVariable(k, v)),
+      ...(b.unset ?? []).map((k) => validateVariableName(k)),
+    ].filter((p): p is string => p !== null);
+    if (problems.length > 0) throw new PierError("INVALID_VARIABLE", problems.join("; "), "Nothing was changed.");
+    return c.json({ vars: await store.changeEnv(app.id, set, b.unset ?? []) });
+  });
+  api.put("/v1/apps/:app/env/:name", async (c) => {
+    const app = await appOf(c);
+    const name = c.req.param("name");
+    const { value } = await body(c, schemas.putEnv);
+    const problem = validateVariable(name, value);
+    if (problem) throw new PierError("INVALID_VARIABLE", problem);
+    await store.changeEnv(app.id, { [name]: value }, []);
+    return c.json({ name, value });
+  });
+  api.delete("/v1/apps/:app/env/:name", async (c) => {
+    const app = await appOf(c);
+    const name = c.req.param("name");
+    const vars = await store.getEnv(app.id);
+    if (!(name in vars)) throw new PierError("NOT_FOUND", `The variable ${name} is not set on ${app.name}.`);
+    await store.changeEnv(app.id, {}, [name]);
+    return c.body(null, 204);
+  });
+
+  api.get("/v1/apps/:app/deployments", async (c) => c.json(await store.listDeployments((await appOf(c)).id)));
+  api.post("/v1/apps/:app/deployments", async (c) => {
+    const app = await appOf(c);
+    const b = await body(c, schemas.deploy);
+    return c.json(await apps.redeploy(app, { withoutCache: b.withoutCache ?? false, cause: "restart (API)" }), 202);
+  });
+  const deploymentOf = async (c: Context) => {
+    const app = await appOf(c);
+    const ref = c.req.param("id") ?? "";
+    const d =
+      ref === "latest" ? ((await store.listDeployments(app.id, 1))[0] ?? null) : await store.getDeployment(ref);
+    if (!d || d.appId !== app.id) {
+      throw new PierError("DEPLOYMENT_NOT_FOUND", `No deployment '${ref}' for ${app.name}.`, "See `pier deployments`.");
+    }
+    return d;
+  };
+  api.get("/v1/apps/:app/deployments/:id", async (c) => {
+    if (c.req.param("id") === "current") throw new PierError("INVALID_INPUT", "Use `latest` to read a deployment.");
+    return c.json(await deploymentOf(c));
+  });
+  api.post("/v1/apps/:app/deployments/:id/cancel", async (c) => {
+    const app = await appOf(c);
+    return c.json(await apps.cancel(app, c.req.param("id") ?? "current"));
+  });
+  api.get("/v1/apps/:app/deployments/:id/log", async (c) => {
+    const d = await deploymentOf(c);
+    if (c.req.query("follow") !== "true") {
+      const lines = await logs.read(d.id);
+      return c.text(lines.map((l) => `${l.line}\n`).join(""));
+    }
+    return streamSSE(c, async (stream) => {
+      let ended = false;
+      const queue: string[] = [];
+      let wake: (() => void) | null = null;
+      const push = (s: string) => {
+        queue.push(s);
+        wake?.();
+      };
+      const stop = await logs.follow(
+        d.id,
+        (l) => push(JSON.stringify(l)),
+        () => {
+          ended = true;
+          wake?.();
+        },
+      );
+      stream.onAbort(() => {
+        ended = true;
+        wake?.();
+      });
+      while (true) {
+        while (queue.length > 0) await stream.writeSSE({ data: queue.shift()! });
+        if (ended) break;
+        await new Promise<void>((r) => {
+          wake = r;
+        });
+        wake = null;
+      }
+      stop();
+      const final = await store.getDeployment(d.id);
+      await stream.writeSSE({ event: "end", data: JSON.stringify(final) });
+    });
+  });
+
+  api.get("/v1/apps/:app/logs", async (c) => {
+    const app = await appOf(c);
+    const since = parseTime(c.req.query("since"), "since");
+    const until = parseTime(c.req.query("until"), "until");
+    const tailQ = c.req.query("tail");
+    const tail = tailQ === undefined ? undefined : Number(tailQ);
+    if (tail !== undefined && (!Number.isInteger(tail) || tail < 0)) {
+      throw new PierError("INVALID_INPUT", "tail: must be a non-negative integer.");
+    }
+    if (c.req.query("follow") !== "true") {
+      return c.json({ lines: await apps.runtimeLogs(app, { since, until, tail }) });
+    }
+    return streamSSE(c, async (stream) => {
+      const ac = new AbortController();
+      stream.onAbort(() => ac.abort());
+      await apps.followRuntimeLogs(app, { since, tail }, (l) => void stream.writeSSE({ data: JSON.stringify(l) }), ac.signal);
+    });
+  });
+
+  api.get("/v1/ssh-keys", async (c) => c.json((await store.listSshKeys()).map(({ blob: _b, ...k }) => k)));
+  api.post("/v1/ssh-keys", async (c) => {
+    const { blob: _b, ...k } = await apps.addSshKey(await body(c, schemas.addKey));
+    return c.json(k, 201);
+  });
+  api.delete("/v1/ssh-keys/:key", async (c) => {
+    const k = await store.findSshKey(c.req.param("key"));
+    if (!k) throw new PierError("SSH_KEY_NOT_FOUND", `No SSH key '${c.req.param("key")}'.`, "See `pier ssh-keys`.");
+    await store.deleteSshKey(k.id);
+    return c.body(null, 204);
+  });
+
+  return api;
+}

@@ -1,0 +1,232 @@
+import { createHash } from "node:crypto";
+import { rm } from "node:fs/promises";
+import type { Logger } from "pino";
+import { PierError } from "../core/errors.js";
+import type { App, Deployment, Flavor, Runtime, SshKey } from "../core/model.js";
+import type { Engine, InstanceLogLine, Store } from "../core/ports.js";
+import { revParse } from "../adapters/git.js";
+import { type Deployer, newId } from "./deployer.js";
+import type { Instances } from "./instances.js";
+
+export interface RuntimeLogLine extends InstanceLogLine {
+  instance: number;
+}
+
+const SSH_ALGOS = new Set([
+  "ssh-ed25519",
+  "ssh-rsa",
+  "ecdsa-sha2-nistp256",
+  "ecdsa-sha2-nistp384",
+  "ecdsa-sha2-nistp521",
+  "sk-ssh-ed25519@openssh.com",
+  "sk-ecdsa-sha2-nistp256@openssh.com",
+]);
+
+/** Parses one authorized_keys-style line: `<algo> <base64 blob> [comment]`. */
+export function parsePublicKey(line: string): { algo: string; blob: string; comment: string; fingerprint: string } {
+  const parts = line.trim().split(/\s+/);
+  const [algo, b64, ...rest] = parts;
+  if (!algo || !b64 || !SSH_ALGOS.has(algo)) {
+    throw new PierError(
+      "INVALID_INPUT",
+      "publicKey: not an OpenSSH public key line (like `ssh-ed25519 AAAA... you@host`).",
+      "Pass the .pub file, not the private key.",
+    );
+  }
+  const blob = Buffer.from(b64, "base64");
+  const nameLen = blob.length >= 4 ? blob.readUInt32BE(0) : 0;
+  if (blob.length < 4 + nameLen || blob.subarray(4, 4 + nameLen).toString() !== algo) {
+    throw new PierError("INVALID_INPUT", "publicKey: the key data does not match its algorithm; the line is damaged.");
+  }
+  const fingerprint = `SHA256:${createHash("sha256").update(blob).digest("base64").replace(/=+$/, "")}`;
+  return { algo, blob: blob.toString("base64"), comment: rest.join(" "), fingerprint };
+}
+
+/** What the API and the git server do to apps: one place, so both behave alike. */
+export class AppService {
+  constructor(
+    private readonly deps: {
+      store: Store;
+      engine: Engine;
+      deployer: Deployer;
+      instances: Instances;
+      logger: Logger;
+      repoDir: (appId: string) => string;
+      gitUrl: (appId: string) => string;
+      appUrl: (name: string) => string;
+      stopGraceMs: number;
+    },
+  ) {}
+
+  async get(ref: string): Promise<App> {
+    const app = await this.deps.store.findApp(ref);
+    if (!app) throw new PierError("APP_NOT_FOUND", `No app named or numbered '${ref}'.`, "See `pier apps`.");
+    return app;
+  }
+
+  async view(app: App): Promise<App & { gitUrl: string; url: string }> {
+    return { ...app, gitUrl: this.deps.gitUrl(app.id), url: this.deps.appUrl(app.name) };
+  }
+
+  async create(input: {
+    name: string;
+    type: Runtime;
+    flavor?: Flavor;
+    buildFlavor?: Flavor;
+    instances?: number;
+    task?: string;
+  }): Promise<App> {
+    const flavor = input.flavor ?? (input.type === "phpserver" ? "XS" : "nano");
+    if (input.type === "phpserver" && flavor === "pico") {
+      throw new PierError("INVALID_INPUT", "flavor: a phpserver app cannot run on pico.", "Use XS (the default) or larger.");
+    }
+    const app = await this.deps.store.createApp({
+      id: newId("app"),
+      name: input.name,
+      type: input.type,
+      flavor,
+      buildFlavor: input.buildFlavor ?? "M",
+      instances: input.instances ?? 1,
+      task: input.task ?? null,
+    });
+    this.deps.logger.info({ appId: app.id, name: app.name, type: app.type }, "app created");
+    return app;
+  }
+
+  async patch(
+    app: App,
+    p: { instances?: number; flavor?: Flavor; buildFlavor?: Flavor; allowDockerSocket?: boolean },
+  ): Promise<{ app: App; deployment: Deployment | null }> {
+    if (app.type === "phpserver" && p.flavor === "pico") {
+      throw new PierError("INVALID_INPUT", "flavor: a phpserver app cannot run on pico.");
+    }
+    const updated = await this.deps.store.updateApp(app.id, p);
+    const resized = (p.instances !== undefined && p.instances !== app.instances) || (p.flavor !== undefined && p.flavor !== app.flavor);
+    const current = await this.deps.store.currentRelease(app.id);
+    if (!resized || !current || updated.stopped) return { app: updated, deployment: null };
+    const { deployment } = await this.deps.deployer.enqueue(updated, {
+      commit: current.commit,
+      cause: `scale to ${updated.instances} x ${updated.flavor}`,
+      withoutCache: false,
+      reuseCurrentImage: true,
+    });
+    return { app: updated, deployment };
+  }
+
+  async redeploy(app: App, o: { withoutCache: boolean; cause: string }): Promise<Deployment> {
+    const current = await this.deps.store.currentRelease(app.id);
+    const commit = current?.commit ?? (await revParse(this.deps.repoDir(app.id), "refs/heads/master").catch(() => null));
+    if (!commit) {
+      throw new PierError("NOTHING_TO_DEPLOY", `${app.name} has never been pushed.`, "Push first: git push pier master.");
+    }
+    const { deployment } = await this.deps.deployer.enqueue(app, { commit, cause: o.cause, withoutCache: o.withoutCache });
+    return deployment;
+  }
+
+  cancel(app: App, ref: string): Promise<Deployment> {
+    return this.deps.deployer.cancel(app.id, ref);
+  }
+
+  async stop(app: App): Promise<App> {
+    const updated = await this.deps.store.updateApp(app.id, { stopped: true });
+    await this.deps.instances.refreshEdge();
+    await this.deps.instances.remove(await this.deps.instances.list(app.id));
+    this.deps.logger.info({ appId: app.id }, "app stopped");
+    return updated;
+  }
+
+  async remove(app: App): Promise<void> {
+    await this.deps.deployer.cancelAll(app.id);
+    const instances = await this.deps.instances.list(app.id);
+    await this.deps.store.deleteApp(app.id);
+    await this.deps.instances.refreshEdge();
+    await this.deps.instances.remove(instances);
+    for (const r of await this.deps.store.listReleases(app.id)) await this.deps.engine.removeImage(r.image);
+    await this.deps.engine.removeNetwork(`pier-${app.id}`).catch(() => undefined);
+    await rm(this.deps.repoDir(app.id), { recursive: true, force: true });
+    this.deps.logger.info({ appId: app.id, name: app.name }, "app deleted");
+  }
+
+  async status(app: App) {
+    const release = await this.deps.store.currentRelease(app.id);
+    const deployment = (await this.deps.store.listDeployments(app.id, 1))[0] ?? null;
+    const exits = await this.deps.store.lastExits(app.id);
+    const all = await this.deps.instances.list(app.id);
+    const serving = all.filter((i) => i.labels["pier.deployment"] === release?.deploymentId);
+    const instances = serving
+      .map((i) => ({
+        number: Number(i.labels["pier.instance"] ?? 0),
+        id: i.id.slice(0, 12),
+        state: i.state,
+        startedAt: i.startedAt,
+        restarts: i.restarts,
+        lastExit: exits.get(i.id) ? { code: exits.get(i.id)!.code, at: exits.get(i.id)!.at } : null,
+        address: i.http ? `${i.http.host}:${i.http.port}` : null,
+      }))
+      .sort((a, b) => a.number - b.number);
+    const tcp = serving.find((i) => i.tcp)?.tcp ?? null;
+    const state = app.stopped
+      ? "stopped"
+      : !release
+        ? deployment && !["failed", "cancelled"].includes(deployment.state)
+          ? "deploying"
+          : "not deployed"
+        : instances.some((i) => i.state === "running")
+          ? "running"
+          : "down";
+    return {
+      app: await this.view(app),
+      state,
+      release: release
+        ? { id: release.id, number: release.number, commit: release.commit, image: release.image, createdAt: release.createdAt }
+        : null,
+      deployment,
+      instances,
+      tcp,
+    };
+  }
+
+  async runtimeLogs(app: App, o: { since?: Date; until?: Date; tail?: number }): Promise<RuntimeLogLine[]> {
+    const out: RuntimeLogLine[] = [];
+    const ac = new AbortController();
+    for (const i of await this.deps.instances.list(app.id)) {
+      const instance = Number(i.labels["pier.instance"] ?? 0);
+      await this.deps.engine.logs(i.id, { ...o, follow: false }, (l) => out.push({ ...l, instance }), ac.signal);
+    }
+    out.sort((a, b) => a.at.localeCompare(b.at));
+    return o.tail !== undefined ? out.slice(-o.tail) : out;
+  }
+
+  async followRuntimeLogs(
+    app: App,
+    o: { since?: Date; tail?: number },
+    onLine: (l: RuntimeLogLine) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const release = await this.deps.store.currentRelease(app.id);
+    const serving = (await this.deps.instances.list(app.id)).filter(
+      (i) => !release || i.labels["pier.deployment"] === release.deploymentId,
+    );
+    await Promise.all(
+      serving.map((i) =>
+        this.deps.engine.logs(
+          i.id,
+          { ...o, follow: true },
+          (l) => onLine({ ...l, instance: Number(i.labels["pier.instance"] ?? 0) }),
+          signal,
+        ),
+      ),
+    );
+  }
+
+  async addSshKey(input: { publicKey: string; name?: string }): Promise<SshKey> {
+    const k = parsePublicKey(input.publicKey);
+    return this.deps.store.addSshKey({
+      id: newId("key"),
+      name: input.name ?? (k.comment || k.fingerprint),
+      fingerprint: k.fingerprint,
+      algo: k.algo,
+      blob: k.blob,
+    });
+  }
+}

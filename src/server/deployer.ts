@@ -1,0 +1,415 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, readFile, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, sep } from "node:path";
+import type { Logger } from "pino";
+import { healthCheckPaths, instanceEnvironment, maskSecrets, platformVariables } from "../core/env.js";
+import { PierError } from "../core/errors.js";
+import { healthReport, notListeningLines } from "../core/health.js";
+import { type App, type Deployment, FLAVOR_MEMORY_MIB } from "../core/model.js";
+import type { Engine, InstanceInfo, Store } from "../core/ports.js";
+import { dockerSettings, planDockerBuild } from "../core/plan-docker.js";
+import { archiveCommit } from "../adapters/git.js";
+import type { DeployLogs } from "./deploy-logs.js";
+import { probe, waitListening } from "./health-gate.js";
+import type { Instances, ReleaseToRun } from "./instances.js";
+
+export interface DeployRequest {
+  commit: string;
+  cause: string;
+  withoutCache: boolean;
+  /** The pushed objects live in git's quarantine until the push is accepted. */
+  gitEnv?: Record<string, string>;
+  /** Redeploy the current release's image with the app's new size (scale): no build. */
+  reuseCurrentImage?: boolean;
+}
+
+interface Job {
+  deployment: Deployment;
+  request: DeployRequest;
+  controller: AbortController;
+  done: Promise<Deployment>;
+  resolve: (d: Deployment) => void;
+}
+
+interface AppQueue {
+  active: Job | null;
+  queued: Job | null;
+}
+
+class Cancelled extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
+export const newId = (prefix: string) => `${prefix}-${randomBytes(6).toString("hex")}`;
+const now = () => new Date().toISOString();
+
+/**
+ * The deploy queue and the deploy itself: one deployment at a time per app, a newer request supersedes a
+ * queued one, each can be cancelled and has a time limit, and on any failure the previous release keeps
+ * serving.
+ */
+export class Deployer {
+  private readonly queues = new Map<string, AppQueue>();
+
+  constructor(
+    private readonly deps: {
+      store: Store;
+      engine: Engine;
+      instances: Instances;
+      logs: DeployLogs;
+      logger: Logger;
+      repoDir: (appId: string) => string;
+      deployTimeoutMs: number;
+      listenTimeoutMs: number;
+      stopGraceMs: number;
+    },
+  ) {}
+
+  /** After a restart of the control plane: nothing stays "queued" or "running" forever. */
+  async recover(): Promise<void> {
+    for (const d of await this.deps.store.unfinishedDeployments()) {
+      await this.deps.store.updateDeployment(d.id, {
+        state: "failed",
+        reason: "Interrupted: pier server stopped while this deployment ran. Push again or run `pier restart`.",
+        finishedAt: now(),
+      });
+      const app = await this.deps.store.findApp(d.appId);
+      const current = app ? await this.deps.store.currentRelease(app.id) : null;
+      const orphans = (await this.deps.instances.list(d.appId)).filter(
+        (i) => i.labels["pier.deployment"] === d.id && i.labels["pier.deployment"] !== current?.deploymentId,
+      );
+      await this.deps.instances.remove(orphans);
+    }
+  }
+
+  async enqueue(app: App, req: DeployRequest): Promise<{ deployment: Deployment; done: Promise<Deployment> }> {
+    const deployment = await this.deps.store.createDeployment({
+      id: newId("dep"),
+      appId: app.id,
+      commit: req.commit,
+      cause: req.cause,
+      withoutCache: req.withoutCache,
+    });
+    this.deps.logs.open(deployment.id);
+    let resolve!: (d: Deployment) => void;
+    const done = new Promise<Deployment>((r) => {
+      resolve = r;
+    });
+    const job: Job = { deployment, request: req, controller: new AbortController(), done, resolve };
+    const q = this.queues.get(app.id) ?? { active: null, queued: null };
+    this.queues.set(app.id, q);
+    if (q.queued) {
+      const old = q.queued;
+      q.queued = null;
+      await this.finish(old, "cancelled", `Superseded by the newer deployment ${deployment.id}.`);
+    }
+    if (q.active) {
+      q.queued = job;
+      this.deps.logs.write(deployment.id, `Queued behind deployment ${q.active.deployment.id}.`);
+    } else {
+      q.active = job;
+      void this.run(app.id, job);
+    }
+    return { deployment, done };
+  }
+
+  /** Cancels the given deployment, or with "current" the running one else the queued one. */
+  async cancel(appId: string, ref: string): Promise<Deployment> {
+    const q = this.queues.get(appId);
+    const jobs = [q?.active, q?.queued].filter((j): j is Job => !!j);
+    const job = ref === "current" ? jobs[0] : jobs.find((j) => j.deployment.id === ref);
+    if (!job) {
+      const d = ref === "current" ? null : await this.deps.store.getDeployment(ref);
+      if (d && d.appId === appId) {
+        throw new PierError("CONFLICT", `Deployment ${d.id} already ended (${d.state}).`);
+      }
+      throw new PierError("DEPLOYMENT_NOT_FOUND", "No deployment of this app is queued or running.");
+    }
+    if (q?.queued === job) {
+      q.queued = null;
+      return this.finish(job, "cancelled", "Cancelled by the user before it started.");
+    }
+    job.controller.abort(new Cancelled("Cancelled by the user."));
+    return job.done;
+  }
+
+  /** Cancels everything of an app (before it is deleted) and waits for it to stop. */
+  async cancelAll(appId: string): Promise<void> {
+    const q = this.queues.get(appId);
+    if (!q) return;
+    if (q.queued) {
+      const j = q.queued;
+      q.queued = null;
+      await this.finish(j, "cancelled", "The app is being deleted.");
+    }
+    if (q.active) {
+      q.active.controller.abort(new Cancelled("The app is being deleted."));
+      await q.active.done;
+    }
+  }
+
+  isBusy(appId: string): boolean {
+    return !!this.queues.get(appId)?.active;
+  }
+
+  private async finish(job: Job, state: "succeeded" | "failed" | "cancelled", reason: string | null): Promise<Deployment> {
+    const d = await this.deps.store.updateDeployment(job.deployment.id, { state, reason, finishedAt: now() });
+    if (state !== "succeeded" && reason) this.deps.logs.write(d.id, reason);
+    this.deps.logs.write(d.id, `Deployment ${state}.`);
+    this.deps.logs.close(d.id);
+    job.resolve(d);
+    return d;
+  }
+
+  private async run(appId: string, job: Job): Promise<void> {
+    const id = job.deployment.id;
+    const log = this.deps.logger.child({ appId, deploymentId: id });
+    const timer = setTimeout(
+      () => job.controller.abort(new PierError("DEPLOY_TIMEOUT", `The deployment exceeded its time limit (${this.deps.deployTimeoutMs / 1000} s).`)),
+      this.deps.deployTimeoutMs,
+    );
+    try {
+      await this.execute(appId, job);
+      await this.finish(job, "succeeded", null);
+    } catch (e) {
+      const reason = job.controller.signal.aborted
+        ? ((job.controller.signal.reason as Error).message ?? "Cancelled.")
+        : e instanceof PierError
+          ? e.message + (e.hint ? ` (${e.hint})` : "")
+          : `Internal error: ${(e as Error).message}`;
+      const state = job.controller.signal.reason instanceof Cancelled ? "cancelled" : "failed";
+      if (!(e instanceof PierError) && !job.controller.signal.aborted) log.error({ err: e }, "deployment crashed");
+      await this.finish(job, state, reason).catch((err) => log.error({ err }, "could not record the end of a deployment"));
+    } finally {
+      clearTimeout(timer);
+      const q = this.queues.get(appId);
+      if (q) {
+        q.active = q.queued;
+        q.queued = null;
+        if (q.active) void this.run(appId, q.active);
+        else this.queues.delete(appId);
+      }
+    }
+  }
+
+  private async execute(appId: string, job: Job): Promise<void> {
+    const { store, engine, instances, logs } = this.deps;
+    const signal = job.controller.signal;
+    const d = job.deployment;
+    const app = await store.findApp(appId);
+    if (!app) throw new PierError("APP_NOT_FOUND", `App ${appId} no longer exists.`);
+    const vars = await store.getEnv(app.id);
+    const write = (line: string) => logs.write(d.id, maskSecrets(line, vars));
+    const check = () => {
+      if (signal.aborted) throw signal.reason;
+    };
+
+    write(`Deploying ${app.name} (${app.type}), commit ${d.commit.slice(0, 12)}: ${d.cause}.`);
+    await store.updateDeployment(d.id, { state: "building", buildingAt: now() });
+
+    const settingsResult = dockerSettings(vars);
+    if (settingsResult.errors.length > 0) {
+      throw new PierError("INVALID_VARIABLE", `Invalid settings: ${settingsResult.errors.join("; ")}`, "Fix them with `pier env set`.");
+    }
+    const settings = settingsResult.settings;
+    const health = healthCheckPaths(vars);
+    if (health.errors.length > 0) throw new PierError("INVALID_VARIABLE", health.errors.join("; "));
+    if (settings.mountDockerSocket && !app.allowDockerSocket) {
+      throw new PierError(
+        "FORBIDDEN",
+        "CC_MOUNT_DOCKER_SOCKET=true, but no admin allowed this app to use the engine socket.",
+        "An admin can allow it (PATCH /v1/apps/<app> {\"allowDockerSocket\": true}); unset the variable otherwise.",
+      );
+    }
+    const appHome = "/app";
+    const common = platformVariables({
+      appId: app.id,
+      appName: app.name,
+      appHome,
+      instanceNumber: 0,
+      instanceId: "",
+      instanceType: "build",
+      port: settings.httpPort,
+      deploymentId: d.id,
+      commitId: d.commit,
+    });
+
+    let image: string;
+    const current = await store.currentRelease(app.id);
+    if (job.request.reuseCurrentImage) {
+      if (!current) throw new PierError("NOTHING_TO_DEPLOY", "This app has no release yet: push first.");
+      image = current.image;
+      write(`Reusing the image of release v${current.number}.`);
+    } else {
+      image = await this.build(app, job, vars, common, settings, write);
+    }
+    check();
+
+    await store.updateDeployment(d.id, { state: "deploying", deployingAt: now() });
+    const env = instanceEnvironment(vars, { ...common, INSTANCE_TYPE: "production" }, appHome);
+    delete env.INSTANCE_NUMBER;
+    delete env.INSTANCE_ID;
+    if (settings.mountDockerSocket) {
+      write("WARNING: CC_MOUNT_DOCKER_SOCKET=true: the engine socket is mounted in the instances; isolation is broken, never run untrusted code in this app.");
+    }
+    const toRun: ReleaseToRun = {
+      appId: app.id,
+      appName: app.name,
+      deploymentId: d.id,
+      image,
+      env,
+      httpPort: app.task ? null : settings.httpPort,
+      tcpPort: settings.tcpPort,
+      cmd: app.task ? ["/bin/sh", "-c", app.task] : null,
+      flavor: app.flavor,
+      instances: app.task ? 1 : app.instances,
+      ipv6Subnet: settings.ipv6Subnet,
+      mountDockerSocket: settings.mountDockerSocket,
+      restart: !app.task,
+    };
+    write(`Starting ${toRun.instances} instance(s) of flavor ${app.flavor} (${FLAVOR_MEMORY_MIB[app.flavor]} MiB).`);
+    const started = await instances.start(toRun, write);
+    try {
+      check();
+      if (app.task) {
+        write("Task started: it runs once to completion (no HTTP, no health check).");
+        const code = await engine.waitInstance(started[0]!.id, signal);
+        await engine.logs(started[0]!.id, { follow: false }, (l) => write(l.line), signal);
+        if (code !== 0) throw new PierError("BUILD_FAILED", `The task exited with code ${code}.`);
+        write("Task finished with exit code 0.");
+      } else {
+        await Promise.all(started.map((inst) => this.gate(app, inst, settings.httpPort, health.paths, write, signal)));
+      }
+      check();
+      const release = await store.createRelease({
+        id: newId("rel"),
+        appId: app.id,
+        deploymentId: d.id,
+        image,
+        commit: d.commit,
+        env,
+        httpPort: settings.httpPort,
+        tcpPort: settings.tcpPort,
+      });
+      await store.setCurrentRelease(app.id, release.id);
+      await store.updateDeployment(d.id, { releaseId: release.id });
+      if (app.stopped) await store.updateApp(app.id, { stopped: false });
+      await instances.refreshEdge();
+      write(`Release v${release.number} is live at the edge.`);
+    } catch (e) {
+      write("Removing the instances of this deployment; the previous release keeps serving.");
+      await instances.remove(started).catch(() => undefined);
+      throw e;
+    }
+    const old = await instances.others(app.id, d.id);
+    if (old.length > 0) {
+      write(`Retiring ${old.length} instance(s) of the previous release (SIGTERM, ${this.deps.stopGraceMs / 1000} s grace).`);
+      await instances.remove(old);
+    }
+  }
+
+  private async build(
+    app: App,
+    job: Job,
+    vars: Record<string, string>,
+    platform: Record<string, string>,
+    settings: ReturnType<typeof dockerSettings>["settings"],
+    write: (l: string) => void,
+  ): Promise<string> {
+    const d = job.deployment;
+    const dir = await mkdtemp(join(tmpdir(), "pier-build-"));
+    try {
+      await archiveCommit(this.deps.repoDir(app.id), d.commit, dir, job.request.gitEnv);
+      const dockerfileText = await readInside(dir, settings.dockerfile);
+      const planned = planDockerBuild({
+        appId: app.id,
+        deploymentId: d.id,
+        buildFlavor: app.buildFlavor,
+        vars,
+        platformVars: platform,
+        dockerfileText,
+        withoutCache: d.withoutCache,
+        settings,
+      });
+      if (!planned.ok) throw new PierError("BUILD_FAILED", planned.errors.join(" "));
+      const plan = planned.plan;
+      for (const l of plan.logLines) write(l);
+      write(`Building ${plan.image} (build flavor ${app.buildFlavor}, ${Math.round(plan.memoryBytes / 2 ** 20)} MiB)...`);
+      await this.deps.engine.buildImage(
+        {
+          contextDir: dir,
+          dockerfile: plan.dockerfile,
+          tag: plan.image,
+          buildArgs: plan.buildArgs,
+          labels: plan.labels,
+          memoryBytes: plan.memoryBytes,
+          noCache: plan.noCache,
+          buildkit: plan.buildkit,
+          login: plan.login,
+        },
+        write,
+        job.controller.signal,
+      );
+      write(`Built ${plan.image}.`);
+      return plan.image;
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  private async gate(
+    app: App,
+    inst: InstanceInfo,
+    port: number,
+    paths: string[],
+    write: (l: string) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const n = inst.labels["pier.instance"] ?? "?";
+    const listening = await waitListening(this.deps.engine, inst, port, this.deps.listenTimeoutMs, signal);
+    if (!listening.ok) {
+      const tail: string[] = [];
+      await this.deps.engine
+        .logs(inst.id, { follow: false, tail: 20 }, (l) => tail.push(l.line), signal)
+        .catch(() => undefined);
+      if (tail.length > 0) {
+        write(`Last output of instance ${n}:`);
+        for (const l of tail) write(`  ${l}`);
+      }
+      const why =
+        listening.exited !== null
+          ? `Instance ${n} exited with code ${listening.exited} before it listened on port ${port}.`
+          : notListeningLines(port, this.deps.listenTimeoutMs / 1000, app.type).join(" ");
+      throw new PierError("HEALTH_CHECK_FAILED", why);
+    }
+    if (!inst.http) throw new PierError("ENGINE_ERROR", `Instance ${n} has no published HTTP port.`);
+    const results: { path: string; status: number | string }[] = [];
+    for (const path of paths) results.push({ path, status: await probe(inst.http, path) });
+    const report = healthReport(results);
+    write(`Health check of instance ${n}:`);
+    for (const l of report.lines) write(l);
+    if (!report.ok) throw new PierError("HEALTH_CHECK_FAILED", `The health check of instance ${n} failed.`);
+  }
+}
+
+/** Reads a file of the commit, refusing any path (or symlink) that leads outside of it. */
+async function readInside(root: string, relative: string): Promise<string | null> {
+  const realRoot = await realpath(root);
+  let real: string;
+  try {
+    real = await realpath(join(realRoot, relative));
+  } catch {
+    return null;
+  }
+  if (!real.startsWith(realRoot + sep)) {
+    throw new PierError("INVALID_VARIABLE", `${relative} points outside of the repository.`);
+  }
+  try {
+    return await readFile(real, "utf8");
+  } catch {
+    return null;
+  }
+}

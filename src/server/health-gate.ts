@@ -1,0 +1,79 @@
+import { request } from "node:http";
+import { connect } from "node:net";
+import type { Engine, InstanceInfo } from "../core/ports.js";
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(t);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
+
+function tcpOpen(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host, port });
+    const done = (ok: boolean) => {
+      s.destroy();
+      resolve(ok);
+    };
+    s.setTimeout(1000, () => done(false));
+    s.once("connect", () => done(true));
+    s.once("error", () => done(false));
+  });
+}
+
+export type ListenResult = { ok: true } | { ok: false; exited: number | null };
+
+/**
+ * Waits until the instance accepts TCP connections on its HTTP port. The probe goes to the instance's
+ * address on its app network: the loopback port published by the engine accepts connections even before
+ * the app listens, so it cannot tell.
+ */
+export async function waitListening(
+  engine: Engine,
+  instance: InstanceInfo,
+  port: number,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<ListenResult> {
+  const deadline = Date.now() + timeoutMs;
+  let delay = 100;
+  while (Date.now() < deadline) {
+    const now = await engine.inspectInstance(instance.id);
+    if (!now) return { ok: false, exited: null };
+    if (!now.running && now.state !== "restarting" && now.state !== "created") {
+      return { ok: false, exited: now.exitCode };
+    }
+    const host = now.networkAddress ?? instance.http?.host;
+    if (now.running && host && (await tcpOpen(host, port))) return { ok: true };
+    await sleep(delay, signal);
+    delay = Math.min(delay * 2, 1000);
+  }
+  return { ok: false, exited: null };
+}
+
+/** `GET path` on the instance's published address; the status code, or the network error's code. */
+export function probe(target: { host: string; port: number }, path: string, timeoutMs = 10_000): Promise<number | string> {
+  return new Promise((resolve) => {
+    const req = request(
+      { host: target.host, port: target.port, path, method: "GET", agent: false, headers: { "user-agent": "pier-health-check" } },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
+    req.setTimeout(timeoutMs, () => {
+      req.destroy();
+      resolve("no answer (timeout)");
+    });
+    req.on("error", (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+    req.end();
+  });
+}

@@ -1,0 +1,208 @@
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { chmod, mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { serve } from "@hono/node-server";
+import pino, { type Logger } from "pino";
+import { NginxEdge } from "../adapters/edge/nginx.js";
+import { DockerEngine } from "../adapters/engine/docker.js";
+import { SqliteStore } from "../adapters/store/sqlite.js";
+import type { Store } from "../core/ports.js";
+import { createApi, hashToken } from "./api.js";
+import { AppService } from "./apps.js";
+import { type Config, ConfigError, loadConfig } from "./config.js";
+import { DeployLogs } from "./deploy-logs.js";
+import { Deployer } from "./deployer.js";
+import { startGitSshServer } from "./git-ssh.js";
+import { Instances } from "./instances.js";
+import { reconcile } from "./reconciler.js";
+
+export const VERSION = "0.1.0";
+
+/** The admin token: kept hashed in the store, in clear only in <data>/cli.json (0600) for the local CLI. */
+async function adminToken(config: Config, store: Store): Promise<string> {
+  const file = join(config.dataDir, "cli.json");
+  let token = config.adminToken;
+  if (!token && existsSync(file)) {
+    try {
+      const saved = JSON.parse(readFileSync(file, "utf8")) as { token?: string };
+      if (saved.token && (await store.findApiTokenByHash(hashToken(saved.token)))) token = saved.token;
+    } catch {
+      // A damaged cli.json: a new token replaces it.
+    }
+  }
+  token ??= randomBytes(32).toString("base64url");
+  if (!(await store.findApiTokenByHash(hashToken(token)))) {
+    await store.addApiToken(`tok-${randomBytes(6).toString("hex")}`, "admin", hashToken(token));
+  }
+  const url = `http://${config.api.host === "0.0.0.0" ? "127.0.0.1" : config.api.host}:${config.api.port}`;
+  await writeFile(file, `${JSON.stringify({ url, token }, null, 2)}\n`, { mode: 0o600 });
+  await chmod(file, 0o600);
+  return file;
+}
+
+export interface RunningServer {
+  close(): Promise<void>;
+  logger: Logger;
+}
+
+export async function startServer(config: Config): Promise<RunningServer> {
+  const logger = pino({ level: config.logLevel, redact: ["token", "password", "*.password", "*.token"] });
+  for (const d of ["repos", "edge", "run"]) await mkdir(join(config.dataDir, d), { recursive: true });
+  const store = new SqliteStore(join(config.dataDir, "pier.db"));
+  const tokenFile = await adminToken(config, store);
+
+  const scope = createHash("sha256").update(config.dataDir).digest("hex").slice(0, 12);
+  const engine = new DockerEngine({ socketPath: config.dockerSocket, scope });
+  await engine.ping();
+  const edge = new NginxEdge({
+    nginxBin: config.nginx,
+    dir: join(config.dataDir, "edge"),
+    listenPort: config.http.port,
+    listenHost: config.http.host,
+    logger: logger.child({ part: "edge" }),
+  });
+  await edge.start();
+
+  const repoDir = (appId: string) => join(config.dataDir, "repos", `${appId}.git`);
+  const instances = new Instances({ engine, edge, store, domain: config.domain, stopGraceMs: config.stopGraceMs });
+  const logs = new DeployLogs(store);
+  const deployer = new Deployer({
+    store,
+    engine,
+    instances,
+    logs,
+    logger: logger.child({ part: "deployer" }),
+    repoDir,
+    deployTimeoutMs: config.deployTimeoutMs,
+    listenTimeoutMs: config.listenTimeoutMs,
+    stopGraceMs: config.stopGraceMs,
+  });
+  const portSuffix = (p: number, dflt: number) => (p === dflt ? "" : `:${p}`);
+  const apps = new AppService({
+    store,
+    engine,
+    deployer,
+    instances,
+    logger: logger.child({ part: "apps" }),
+    repoDir,
+    gitUrl: (id) => `git+ssh://git@${config.gitHost}${portSuffix(config.ssh.port, 22)}/${id}.git`,
+    appUrl: (name) => `http://${name}.${config.domain}${portSuffix(config.http.port, 80)}`,
+    stopGraceMs: config.stopGraceMs,
+  });
+
+  await deployer.recover();
+  await reconcile({ store, engine, instances, deployer, logger: logger.child({ part: "reconciler" }) });
+
+  const events = new AbortController();
+  void engine
+    .events(async (e) => {
+      if (e.type !== "die" || !e.labels["pier.app"]) return;
+      await store
+        .recordExit({
+          appId: e.labels["pier.app"],
+          containerId: e.containerId,
+          instance: Number(e.labels["pier.instance"] ?? 0),
+          exitCode: e.exitCode ?? -1,
+          at: e.at,
+        })
+        .catch(() => undefined);
+    }, events.signal)
+    .catch((err) => logger.warn({ err }, "engine events stream ended"));
+
+  const api = createApi({
+    store,
+    apps,
+    logs,
+    logger: logger.child({ part: "api" }),
+    info: { version: VERSION, domain: config.domain, httpPort: config.http.port, sshPort: config.ssh.port, gitHost: config.gitHost },
+  });
+  const http = serve({ fetch: api.fetch, port: config.api.port, hostname: config.api.host });
+  await new Promise<void>((resolve, reject) => {
+    http.once("listening", () => resolve());
+    http.once("error", reject);
+  });
+
+  const ssh = await startGitSshServer({
+    host: config.ssh.host,
+    port: config.ssh.port,
+    hostKeyPath: join(config.dataDir, "ssh_host_ed25519_key"),
+    reposDir: join(config.dataDir, "repos"),
+    runDir: join(config.dataDir, "run"),
+    maxPushBytes: config.maxPushBytes,
+    logger: logger.child({ part: "ssh" }),
+    authorizeKey: async (algo, blob) => {
+      const k = await store.findSshKeyByBlob(algo, blob.toString("base64"));
+      return k ? { fingerprint: k.fingerprint } : null;
+    },
+    appExists: async (appId) => (await store.findApp(appId)) !== null,
+    onPush: async (req) => {
+      const app = await store.findApp(req.appId);
+      if (!app) return { ok: false, message: `App ${req.appId} not found.` };
+      const { deployment, done } = await deployer.enqueue(app, {
+        commit: req.newSha,
+        cause: `git push by key ${req.keyFingerprint}`,
+        withoutCache: false,
+        gitEnv: req.gitEnv,
+      });
+      const stop = await logs.follow(deployment.id, (l) => req.log(l.line), () => undefined);
+      const onAbort = () => void deployer.cancel(app.id, deployment.id).catch(() => undefined);
+      req.signal.addEventListener("abort", onAbort, { once: true });
+      const end = await done;
+      req.signal.removeEventListener("abort", onAbort);
+      stop();
+      return end.state === "succeeded"
+        ? { ok: true, message: `Deployed ${app.name}: ${(await apps.view(app)).url}` }
+        : { ok: false, message: `Deployment ${end.id} ${end.state}: ${end.reason ?? "see pier logs --deployment"}` };
+    },
+  });
+
+  const apiUrl = `http://${config.api.host}:${config.api.port}`;
+  logger.info(
+    { api: apiUrl, sshPort: ssh.port, httpPort: config.http.port, dataDir: config.dataDir, tokenFile },
+    "pier server ready",
+  );
+  process.stderr.write(
+    [
+      "",
+      `Pier ${VERSION} is running.`,
+      `  API and console:  ${apiUrl}/v1  (OpenAPI: ${apiUrl}/v1/openapi.json)`,
+      `  git over SSH:     port ${ssh.port}  (git+ssh://git@${config.gitHost}:${ssh.port}/<app_id>.git)`,
+      `  HTTP edge:        http://<app>.${config.domain}:${config.http.port}`,
+      `  admin token:      ${tokenFile} (the CLI on this host reads it; elsewhere set PIER_URL and PIER_TOKEN)`,
+      "",
+      "",
+    ].join("\n"),
+  );
+
+  return {
+    logger,
+    close: async () => {
+      events.abort();
+      await ssh.close();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+      store.close();
+    },
+  };
+}
+
+/** `pier server`: runs until SIGTERM or SIGINT. Instances and the edge keep serving after it stops. */
+export async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`${e.message}\n`);
+      process.exit(2);
+    }
+    throw e;
+  }
+  const server = await startServer(config);
+  const stop = (signal: string) => {
+    server.logger.info({ signal }, "stopping; apps and the edge keep serving");
+    void server.close().then(() => process.exit(0));
+  };
+  process.once("SIGTERM", () => stop("SIGTERM"));
+  process.once("SIGINT", () => stop("SIGINT"));
+}

@@ -1,0 +1,82 @@
+import { z } from "zod";
+import { schemas } from "./api.js";
+
+type Method = "get" | "post" | "put" | "patch" | "delete";
+interface RouteDoc {
+  method: Method;
+  path: string;
+  summary: string;
+  body?: z.ZodType;
+  status?: number;
+  query?: string[];
+  auth?: false;
+}
+
+/** Every route of the API, in the order of docs/api.md. Kept next to the schemas the server validates with. */
+const ROUTES: RouteDoc[] = [
+  { method: "get", path: "/v1/info", summary: "Server facts: version, domain, ports", auth: false },
+  { method: "get", path: "/v1/openapi.json", summary: "This document", auth: false },
+  { method: "get", path: "/v1/apps", summary: "List apps" },
+  { method: "post", path: "/v1/apps", summary: "Create an app", body: schemas.createApp, status: 201 },
+  { method: "get", path: "/v1/apps/{app}", summary: "One app, by name or id" },
+  { method: "patch", path: "/v1/apps/{app}", summary: "Scale or change an app", body: schemas.patchApp },
+  { method: "delete", path: "/v1/apps/{app}", summary: "Delete an app and everything it runs", status: 204 },
+  { method: "get", path: "/v1/apps/{app}/status", summary: "Release, instances, crashes, TCP port" },
+  { method: "post", path: "/v1/apps/{app}/stop", summary: "Stop every instance" },
+  { method: "get", path: "/v1/apps/{app}/env", summary: "The app's variables" },
+  { method: "patch", path: "/v1/apps/{app}/env", summary: "Set and unset variables, all or nothing", body: schemas.patchEnv },
+  { method: "put", path: "/v1/apps/{app}/env/{name}", summary: "Set one variable", body: schemas.putEnv },
+  { method: "delete", path: "/v1/apps/{app}/env/{name}", summary: "Remove one variable", status: 204 },
+  { method: "get", path: "/v1/apps/{app}/deployments", summary: "Deployments, newest first" },
+  { method: "post", path: "/v1/apps/{app}/deployments", summary: "Redeploy the current commit", body: schemas.deploy, status: 202 },
+  { method: "get", path: "/v1/apps/{app}/deployments/{id}", summary: "One deployment (`latest` allowed)" },
+  { method: "get", path: "/v1/apps/{app}/deployments/{id}/log", summary: "Its log; `follow=true` streams SSE", query: ["follow"] },
+  { method: "post", path: "/v1/apps/{app}/deployments/{id}/cancel", summary: "Cancel (`current` allowed)" },
+  { method: "get", path: "/v1/apps/{app}/logs", summary: "Runtime logs of the instances", query: ["since", "until", "tail", "follow"] },
+  { method: "get", path: "/v1/ssh-keys", summary: "Registered SSH keys" },
+  { method: "post", path: "/v1/ssh-keys", summary: "Register an SSH public key", body: schemas.addKey, status: 201 },
+  { method: "delete", path: "/v1/ssh-keys/{key}", summary: "Remove a key (id or fingerprint)", status: 204 },
+];
+
+const errorSchema = {
+  type: "object",
+  required: ["error"],
+  properties: {
+    error: {
+      type: "object",
+      required: ["code", "message"],
+      properties: { code: { type: "string" }, message: { type: "string" }, hint: { type: "string" } },
+    },
+  },
+};
+
+export function buildOpenApi(version: string): object {
+  const paths: Record<string, Record<string, object>> = {};
+  for (const r of ROUTES) {
+    const params = [...r.path.matchAll(/\{(\w+)\}/g)].map((m) => ({
+      name: m[1],
+      in: "path",
+      required: true,
+      schema: { type: "string" },
+    }));
+    const query = (r.query ?? []).map((name) => ({ name, in: "query", required: false, schema: { type: "string" } }));
+    const op: Record<string, unknown> = {
+      summary: r.summary,
+      parameters: [...params, ...query],
+      responses: {
+        [String(r.status ?? 200)]: { description: "Success" },
+        default: { description: "Error", content: { "application/json": { schema: errorSchema } } },
+      },
+    };
+    if (r.body) op.requestBody = { required: true, content: { "application/json": { schema: z.toJSONSchema(r.body) } } };
+    if (r.auth === false) op.security = [];
+    paths[r.path] = { ...(paths[r.path] ?? {}), [r.method]: op };
+  }
+  return {
+    openapi: "3.1.0",
+    info: { title: "Pier management API", version },
+    components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+    security: [{ bearer: [] }],
+    paths,
+  };
+}
