@@ -1,0 +1,185 @@
+// The Dockerfile runtime end to end: the CLI, git push over SSH, dockerd, the nginx edge, real HTTP.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { NODE_DOCKER_APP, Pier } from "./harness.js";
+
+interface AppJson {
+  id: string;
+  name: string;
+  type: string;
+  gitUrl: string;
+  url: string;
+}
+interface Echo {
+  greeting: string;
+  version: string;
+  env: Record<string, string>;
+  headers: Record<string, string>;
+}
+
+describe("Dockerfile runtime: git push to a built, health-checked, served app", { timeout: 900_000 }, () => {
+  const pier = new Pier();
+  let app: AppJson;
+  let repo: string;
+
+  before(async () => {
+    await pier.start();
+    await pier.addKey();
+  });
+  after(async () => {
+    await pier.destroy();
+  });
+
+  test("create prints the app's id, git URL and URL", async () => {
+    app = await pier.cliJson<AppJson>(["create", "--type", "docker", "web"]);
+    assert.equal(app.name, "web");
+    assert.equal(app.type, "docker");
+    assert.match(app.id, /^app-[0-9a-f]{12}$/);
+    assert.equal(app.gitUrl, `git+ssh://git@localhost:${pier.sshPort}/${app.id}.git`);
+    assert.equal(app.url, `http://web.localhost:${pier.httpPort}`);
+    const human = await pier.cli(["create", "--type", "docker", "web"]);
+    assert.equal(human.code, 1, "a second app with the same name is refused");
+    assert.match(human.stderr, /already exists/);
+  });
+
+  test("git push deploys: the log streams back, the edge serves the app with forwarded headers", async () => {
+    for (const [k, v] of [
+      ["CC_HEALTH_CHECK_PATH", "/health"],
+      ["GREETING", "bonjour"],
+    ] as const) {
+      const r = await pier.cli(["env", "set", k, v, "--app", "web"]);
+      assert.equal(r.code, 0, r.stderr);
+    }
+    repo = await pier.repo("web", NODE_DOCKER_APP, app.id);
+    const push = await pier.push(repo);
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /remote: Response from GET \/health is 200/);
+    assert.match(push.stderr, /remote: .*Deployment succeeded/);
+
+    const r = await pier.get("web");
+    assert.equal(r.status, 200);
+    const echo = JSON.parse(r.body) as Echo;
+    assert.equal(echo.greeting, "bonjour", "app variables reach the build as ARGs");
+    assert.equal(echo.headers["x-forwarded-proto"], "http");
+    assert.equal(echo.headers["x-forwarded-for"], "127.0.0.1");
+    assert.equal(echo.env.INSTANCE_NUMBER, "0");
+    assert.equal(echo.env.APP_ID, app.id);
+    assert.equal(echo.env.CC_APP_NAME, "web");
+    assert.equal(echo.env.PORT, "8080");
+    assert.equal(echo.env.INSTANCE_TYPE, "production");
+    assert.match(echo.env.CC_DEPLOYMENT_ID ?? "", /^dep-/);
+    assert.match(echo.env.CC_COMMIT_ID ?? "", /^[0-9a-f]{40}$/);
+    assert.ok(echo.env.INSTANCE_ID);
+  });
+
+  test("a failing health check fails the push with the contract's lines; the previous release keeps serving", async () => {
+    assert.equal((await pier.cli(["env", "set", "HEALTH_STATUS", "503", "--app", "web"])).code, 0);
+    await pier.commit(repo, { "server.js": NODE_DOCKER_APP["server.js"]!.replace('|| "1"', '|| "2"') }, "v2");
+    const push = await pier.push(repo);
+    assert.notEqual(push.code, 0);
+    const lines = push.stderr.split("\n").map((l) => l.replace(/^remote: /, "").trimEnd());
+    const at = lines.indexOf("Response from GET /health is 503");
+    assert.ok(at >= 0, push.stderr);
+    assert.equal(lines[at + 1], "Health check failed:");
+    assert.equal(lines[at + 2], "- GET /health returned 503.");
+    assert.match(lines[at + 3] ?? "", /redeploy/);
+    const r = await pier.get("web");
+    assert.equal(r.status, 200);
+    assert.equal((JSON.parse(r.body) as Echo).version, "1");
+    assert.equal((await pier.cli(["env", "rm", "HEALTH_STATUS", "--app", "web"])).code, 0);
+  });
+
+  test("bad pushes are refused with a message that names the problem", async () => {
+    const branch = await pier.push(repo, "master:feature");
+    assert.notEqual(branch.code, 0);
+    assert.match(branch.stderr, /master/);
+
+    await pier.commit(repo, { Dockerfile: "FROM pier/node:22\nCOPY server.js .\n" }, "no cmd");
+    const noCmd = await pier.push(repo);
+    assert.notEqual(noCmd.code, 0);
+    assert.match(noCmd.stderr, /CMD|ENTRYPOINT/);
+
+    assert.equal((await pier.cli(["env", "set", "CC_DOCKERFILE", "../../etc/passwd", "--app", "web"])).code, 0);
+    const escape = await pier.push(repo);
+    assert.notEqual(escape.code, 0);
+    assert.match(escape.stderr, /CC_DOCKERFILE/);
+    assert.equal((await pier.cli(["env", "rm", "CC_DOCKERFILE", "--app", "web"])).code, 0);
+
+    assert.equal((await pier.cli(["env", "set", "CC_DOCKER_EXPOSED_HTTP_PORT", "99999", "--app", "web"])).code, 0);
+    const port = await pier.push(repo);
+    assert.notEqual(port.code, 0);
+    assert.match(port.stderr, /CC_DOCKER_EXPOSED_HTTP_PORT/);
+    assert.equal((await pier.cli(["env", "rm", "CC_DOCKER_EXPOSED_HTTP_PORT", "--app", "web"])).code, 0);
+
+    const r = await pier.get("web");
+    assert.equal(r.status, 200, "the first release still serves");
+  });
+
+  test("scale to two instances: the edge balances, each has its own INSTANCE_NUMBER", async () => {
+    await pier.commit(repo, NODE_DOCKER_APP, "restore");
+    const push = await pier.push(repo);
+    assert.equal(push.code, 0, push.stderr);
+    const r = await pier.cli(["scale", "--instances", "2", "--app", "web"]);
+    assert.equal(r.code, 0, r.stderr);
+    const seen = new Set<string>();
+    for (let i = 0; i < 20 && seen.size < 2; i++) {
+      seen.add((JSON.parse((await pier.get("web")).body) as Echo).env.INSTANCE_NUMBER ?? "");
+    }
+    assert.deepEqual([...seen].sort(), ["0", "1"]);
+  });
+
+  test("a crashed instance is restarted and the crash shows in status", async () => {
+    await pier.get("web", "/crash").catch(() => undefined);
+    let status: { instances: { restarts: number; lastExit: { code: number } | null }[] } = { instances: [] };
+    for (let i = 0; i < 50; i++) {
+      status = await pier.cliJson(["status", "--app", "web"]);
+      if (status.instances.some((x) => x.restarts > 0 && x.lastExit?.code === 3)) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.ok(
+      status.instances.some((x) => x.restarts > 0 && x.lastExit?.code === 3),
+      JSON.stringify(status.instances),
+    );
+    let ok = false;
+    for (let i = 0; i < 50 && !ok; i++) {
+      ok = (await pier.get("web").catch(() => ({ status: 0 }))).status === 200;
+      if (!ok) await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.ok(ok);
+  });
+
+  test("killing pier server leaves the app serving; on start it reconciles", async () => {
+    pier.kill();
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal((await pier.get("web")).status, 200);
+    await pier.start();
+    assert.equal((await pier.get("web")).status, 200);
+    const deployments = await pier.cliJson<{ state: string }[]>(["deployments", "--app", "web"]);
+    assert.ok(deployments.every((d) => ["succeeded", "failed", "cancelled"].includes(d.state)));
+  });
+
+  test("unknown SSH keys and wrong API tokens are refused", async () => {
+    const other = `${pier.work}/other_key`;
+    await import("node:child_process").then(({ spawnSync }) =>
+      spawnSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", other]),
+    );
+    const r = await import("./harness.js").then(({ run }) =>
+      run(["git", "-C", repo, "push", "pier", "master"], { env: pier.gitEnv(other) }),
+    );
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /Permission denied/);
+    const bad = await pier.api("GET", "/v1/apps", undefined, "not-a-token");
+    assert.equal(bad.status, 401);
+    assert.equal((bad.json as { error: { code: string } }).error.code, "UNAUTHORIZED");
+  });
+
+  test("delete removes the app; its host answers 404", async () => {
+    const r = await pier.cli(["delete", "--yes", "--app", "web"]);
+    assert.equal(r.code, 0, r.stderr);
+    const res = await pier.get("web");
+    assert.equal(res.status, 404);
+    const missing = await pier.cli(["status", "--app", "web"]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /web/);
+  });
+});

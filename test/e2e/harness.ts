@@ -1,0 +1,263 @@
+// Starts a real `pier server` (real dockerd, real nginx edge, real SSH git) in a throwaway data dir on free
+// loopback ports, and drives it the way a user does: the CLI, git over SSH, HTTP through the edge.
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { request } from "node:http";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+const CLI = join(ROOT, "bin/pier.js");
+
+export function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once("error", rej);
+    s.listen(0, "127.0.0.1", () => {
+      const a = s.address();
+      s.close(() => (a && typeof a === "object" ? res(a.port) : rej(new Error("no port"))));
+    });
+  });
+}
+
+export interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export function run(argv: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {}): Promise<RunResult> {
+  return new Promise((res) => {
+    const [cmd, ...args] = argv;
+    const child = spawn(cmd!, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString();
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? 300_000);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      res({ code: code ?? -1, stdout, stderr });
+    });
+    child.stdin.end(opts.input ?? "");
+  });
+}
+
+export interface HttpResult {
+  status: number;
+  body: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export function httpGet(port: number, host: string, path = "/", timeoutMs = 10_000): Promise<HttpResult> {
+  return new Promise((res, rej) => {
+    const req = request({ host: "127.0.0.1", port, path, headers: { host }, agent: false }, (r) => {
+      let body = "";
+      r.on("data", (c: Buffer) => {
+        body += c.toString();
+      });
+      r.on("end", () => res({ status: r.statusCode ?? 0, body, headers: r.headers }));
+    });
+    req.setTimeout(timeoutMs, () => req.destroy(new Error("timeout")));
+    req.on("error", rej);
+    req.end();
+  });
+}
+
+export class Pier {
+  readonly dataDir: string;
+  readonly work: string;
+  proc: ChildProcess | null = null;
+  apiPort = 0;
+  sshPort = 0;
+  httpPort = 0;
+  keyFile = "";
+  output = "";
+
+  constructor() {
+    this.work = mkdtempSync(join(tmpdir(), "pier-e2e-"));
+    this.dataDir = join(this.work, "data");
+  }
+
+  get env(): NodeJS.ProcessEnv {
+    return {
+      ...process.env,
+      PIER_DATA_DIR: this.dataDir,
+      PIER_API_PORT: String(this.apiPort),
+      PIER_SSH_PORT: String(this.sshPort),
+      PIER_HTTP_PORT: String(this.httpPort),
+      PIER_HTTP_HOST: "127.0.0.1",
+      PIER_SSH_HOST: "127.0.0.1",
+      PIER_STOP_GRACE: "3",
+      PIER_LISTEN_TIMEOUT: "20",
+      PIER_LOG_LEVEL: "warn",
+      PIER_URL: "",
+      PIER_TOKEN: "",
+    };
+  }
+
+  async start(): Promise<void> {
+    if (!this.apiPort) {
+      this.apiPort = await freePort();
+      this.sshPort = await freePort();
+      this.httpPort = await freePort();
+    }
+    const child = spawn(process.execPath, [CLI, "server"], { env: this.env, stdio: ["ignore", "pipe", "pipe"], detached: false });
+    this.proc = child;
+    child.stdout?.on("data", (c: Buffer) => {
+      this.output += c.toString();
+    });
+    child.stderr?.on("data", (c: Buffer) => {
+      this.output += c.toString();
+    });
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      if (child.exitCode !== null) throw new Error(`pier server exited early:\n${this.output}`);
+      try {
+        const r = await httpGet(this.apiPort, "127.0.0.1", "/v1/info", 1000);
+        if (r.status === 200 && this.output.includes("is running")) return;
+      } catch {
+        // not up yet
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new Error(`pier server did not come up:\n${this.output}`);
+  }
+
+  /** SIGKILL: what a crash does. */
+  kill(): void {
+    this.proc?.kill("SIGKILL");
+    this.proc = null;
+  }
+
+  async stopServer(): Promise<void> {
+    const p = this.proc;
+    if (!p || p.exitCode !== null) return;
+    await new Promise<void>((res) => {
+      p.once("exit", () => res());
+      p.kill("SIGTERM");
+    });
+    this.proc = null;
+  }
+
+  cli(args: string[], opts: { cwd?: string; input?: string } = {}): Promise<RunResult> {
+    return run([process.execPath, CLI, ...args], { env: this.env, cwd: opts.cwd ?? this.work, input: opts.input });
+  }
+
+  async cliJson<T>(args: string[]): Promise<T> {
+    const r = await this.cli([...args, "--format", "json"]);
+    if (r.code !== 0) throw new Error(`pier ${args.join(" ")} failed (${r.code}): ${r.stderr}`);
+    return JSON.parse(r.stdout) as T;
+  }
+
+  async api(method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; json: unknown }> {
+    const saved = JSON.parse(readFileSync(join(this.dataDir, "cli.json"), "utf8")) as { token: string };
+    const r = await fetch(`http://127.0.0.1:${this.apiPort}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token ?? saved.token}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    return { status: r.status, json: text ? JSON.parse(text) : null };
+  }
+
+  /** A fresh ed25519 key registered with `pier ssh-keys add`. */
+  async addKey(): Promise<void> {
+    this.keyFile = join(this.work, "id_ed25519");
+    if (!existsSync(this.keyFile)) {
+      spawnSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "e2e@pier", "-f", this.keyFile]);
+    }
+    const r = await this.cli(["ssh-keys", "add", `${this.keyFile}.pub`]);
+    if (r.code !== 0) throw new Error(`ssh-keys add failed: ${r.stderr}`);
+  }
+
+  gitEnv(keyFile = this.keyFile): NodeJS.ProcessEnv {
+    return {
+      ...process.env,
+      GIT_SSH_COMMAND: `ssh -i ${keyFile} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o IdentitiesOnly=yes -o LogLevel=ERROR`,
+      GIT_AUTHOR_NAME: "e2e",
+      GIT_AUTHOR_EMAIL: "e2e@pier.test",
+      GIT_COMMITTER_NAME: "e2e",
+      GIT_COMMITTER_EMAIL: "e2e@pier.test",
+    };
+  }
+
+  /** A git work tree with these files committed on master, with `pier` as remote of the app. */
+  async repo(name: string, files: Record<string, string>, appId: string): Promise<string> {
+    const dir = join(this.work, "src", name);
+    mkdirSync(dir, { recursive: true });
+    await run(["git", "init", "-q", "-b", "master", dir]);
+    await this.commit(dir, files, "initial");
+    await run(["git", "-C", dir, "remote", "add", "pier", `git+ssh://git@127.0.0.1:${this.sshPort}/${appId}.git`]);
+    return dir;
+  }
+
+  async commit(dir: string, files: Record<string, string>, message: string): Promise<void> {
+    for (const [f, content] of Object.entries(files)) {
+      mkdirSync(dirname(join(dir, f)), { recursive: true });
+      writeFileSync(join(dir, f), content);
+    }
+    await run(["git", "-C", dir, "add", "-A"], { env: this.gitEnv() });
+    await run(["git", "-C", dir, "commit", "-q", "--allow-empty", "-m", message], { env: this.gitEnv() });
+  }
+
+  push(dir: string, refspec = "master", extra: string[] = []): Promise<RunResult> {
+    return run(["git", "-C", dir, "push", ...extra, "pier", refspec], { env: this.gitEnv(), timeoutMs: 600_000 });
+  }
+
+  get(appName: string, path = "/"): Promise<HttpResult> {
+    return httpGet(this.httpPort, `${appName}.localhost`, path);
+  }
+
+  /** Deletes every app (so nothing keeps running), stops the server and the edge, removes the data dir. */
+  async destroy(): Promise<void> {
+    try {
+      if (!this.proc) await this.start();
+      const apps = (await this.api("GET", "/v1/apps")).json as { id: string }[];
+      for (const a of apps) await this.api("DELETE", `/v1/apps/${a.id}`);
+    } catch {
+      // best effort
+    }
+    await this.stopServer();
+    const pid = join(this.dataDir, "edge", "nginx.pid");
+    if (existsSync(pid)) {
+      try {
+        process.kill(Number(readFileSync(pid, "utf8").trim()), "SIGQUIT");
+      } catch {
+        // already gone
+      }
+    }
+    rmSync(this.work, { recursive: true, force: true });
+  }
+}
+
+/** A small web app for the Dockerfile runtime, on Pier's own Node image. */
+export const NODE_DOCKER_APP: Record<string, string> = {
+  Dockerfile: [
+    "FROM pier/node:22",
+    "ARG GREETING=hello",
+    "ENV GREETING=$GREETING",
+    "WORKDIR /app",
+    "COPY server.js .",
+    'CMD ["node", "server.js"]',
+    "",
+  ].join("\n"),
+  "server.js": `
+const http = require("http");
+const port = Number(process.env.CC_APP_PORT || process.env.PORT || 8080);
+const server = http.createServer((req, res) => {
+  if (req.url === "/health") { res.writeHead(Number(process.env.HEALTH_STATUS || 200)); return res.end("ok"); }
+  if (req.url === "/crash") { res.end("bye"); setTimeout(() => process.exit(3), 10); return; }
+  res.setHeader("content-type", "application/json");
+  res.end(JSON.stringify({ greeting: process.env.GREETING, version: process.env.APP_VERSION || "1", env: process.env, headers: req.headers }));
+});
+process.on("SIGTERM", () => { console.log("got SIGTERM"); server.close(() => process.exit(0)); });
+server.listen(port, process.env.LISTEN_HOST || "0.0.0.0", () => console.log("listening on " + port));
+`,
+};
