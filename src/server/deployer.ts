@@ -172,8 +172,12 @@ export class Deployer {
       this.deps.deployTimeoutMs,
     );
     try {
-      await this.execute(appId, job);
+      const retiring = await this.execute(appId, job);
       await this.finish(job, "succeeded", null);
+      // The new release serves already: the old instances drain (SIGTERM, grace) while the pusher moves on.
+      void this.deps.instances
+        .remove(retiring)
+        .catch((err) => log.warn({ err }, "could not retire an instance of the previous release"));
     } catch (e) {
       const reason = job.controller.signal.aborted
         ? ((job.controller.signal.reason as Error).message ?? "Cancelled.")
@@ -195,7 +199,7 @@ export class Deployer {
     }
   }
 
-  private async execute(appId: string, job: Job): Promise<void> {
+  private async execute(appId: string, job: Job): Promise<InstanceInfo[]> {
     const { store, engine, instances, logs } = this.deps;
     const signal = job.controller.signal;
     const d = job.deployment;
@@ -307,8 +311,8 @@ export class Deployer {
     const old = await instances.others(app.id, d.id);
     if (old.length > 0) {
       write(`Retiring ${old.length} instance(s) of the previous release (SIGTERM, ${this.deps.stopGraceMs / 1000} s grace).`);
-      await instances.remove(old);
     }
+    return old;
   }
 
   private async build(
