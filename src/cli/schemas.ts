@@ -1,0 +1,96 @@
+import { z } from "zod";
+import { DEPLOY_STATES, RUNTIMES } from "../core/model.js";
+
+/**
+ * The API's answers (docs/api.md) as the CLI reads them. Objects are loose: fields the CLI does not
+ * know pass through untouched, so `--format json` prints exactly what the server sent.
+ */
+
+const time = z.string();
+
+export const AppSchema = z.looseObject({
+  id: z.string(),
+  name: z.string(),
+  type: z.enum(RUNTIMES),
+  flavor: z.string(),
+  buildFlavor: z.string(),
+  instances: z.number(),
+  task: z.string().nullable(),
+  allowDockerSocket: z.boolean(),
+  stopped: z.boolean(),
+  createdAt: time,
+  gitUrl: z.string(),
+  /** A task app serves no HTTP; accept null for it. */
+  url: z.string().nullable(),
+});
+export type ApiApp = z.output<typeof AppSchema>;
+
+export const DeploymentSchema = z.looseObject({
+  id: z.string(),
+  appId: z.string(),
+  state: z.enum(DEPLOY_STATES),
+  commit: z.string().nullable(),
+  cause: z.string(),
+  withoutCache: z.boolean(),
+  reason: z.string().nullable(),
+  releaseId: z.string().nullable(),
+  createdAt: time,
+  buildingAt: time.nullable(),
+  deployingAt: time.nullable(),
+  finishedAt: time.nullable(),
+});
+export type ApiDeployment = z.output<typeof DeploymentSchema>;
+
+export const ScaleAnswerSchema = z.looseObject({ app: AppSchema, deployment: DeploymentSchema.nullable() });
+
+export const SshKeySchema = z.looseObject({
+  id: z.string(),
+  name: z.string(),
+  fingerprint: z.string(),
+  algo: z.string(),
+  createdAt: time,
+});
+
+export const EnvSchema = z.looseObject({ vars: z.record(z.string(), z.string()) });
+export const EnvVarSchema = z.looseObject({ name: z.string(), value: z.string() });
+
+/** One line of a deployment's build/deploy log (SSE `data:`). */
+export const DeployLogLineSchema = z.looseObject({ at: time, line: z.string() });
+
+/** One line of an instance's runtime log. */
+export const RuntimeLogLineSchema = z.looseObject({
+  at: time,
+  instance: z.union([z.number(), z.string()]),
+  stream: z.string(),
+  line: z.string(),
+});
+export type RuntimeLogLine = z.output<typeof RuntimeLogLineSchema>;
+export const RuntimeLogsSchema = z.looseObject({ lines: z.array(RuntimeLogLineSchema) });
+
+export const StatusSchema = z.looseObject({
+  app: AppSchema,
+  state: z.string(),
+  /** Not detailed by docs/api.md; the CLI shows `number` or `id` when present. */
+  release: z.looseObject({ id: z.string().optional(), number: z.number().optional() }).nullable(),
+  deployment: DeploymentSchema.nullable(),
+  instances: z.array(
+    z.looseObject({
+      number: z.number(),
+      id: z.string(),
+      state: z.string(),
+      startedAt: time.nullable(),
+      restarts: z.number(),
+      lastExit: z.looseObject({ code: z.number().nullable(), at: time }).nullable(),
+      address: z.string().nullable(),
+    }),
+  ),
+  tcp: z.looseObject({ host: z.string(), port: z.number() }).nullable(),
+});
+
+export const ApiErrorBodySchema = z.object({
+  error: z.object({
+    code: z.string(),
+    message: z.string(),
+    hint: z.string().nullish(),
+  }),
+});

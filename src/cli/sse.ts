@@ -1,0 +1,48 @@
+/** A server-sent event: `event` defaults to `message`; `data` lines are joined with `\n`. */
+export interface SseEvent {
+  event: string;
+  data: string;
+}
+
+/**
+ * Parses a `text/event-stream` body (WHATWG rules: `field: value` lines, a blank line ends an event,
+ * `:` starts a comment, CRLF or LF line ends). Chunks may split lines or characters anywhere.
+ */
+export async function* parseSse(chunks: AsyncIterable<Uint8Array | string>): AsyncGenerator<SseEvent> {
+  const decoder = new TextDecoder();
+  let buffer = "";
+  let event = "";
+  let data: string[] = [];
+
+  function* takeLine(rawLine: string): Generator<SseEvent> {
+    const line = rawLine.endsWith("\r") ? rawLine.slice(0, -1) : rawLine;
+    if (line === "") {
+      if (data.length > 0) yield { event: event || "message", data: data.join("\n") };
+      event = "";
+      data = [];
+      return;
+    }
+    if (line.startsWith(":")) return;
+    const colon = line.indexOf(":");
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "event") event = value;
+    else if (field === "data") data.push(value);
+    // `id` and `retry` do not matter to a client that does not reconnect.
+  }
+
+  for await (const chunk of chunks) {
+    buffer += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
+    let nl = buffer.indexOf("\n");
+    while (nl !== -1) {
+      yield* takeLine(buffer.slice(0, nl));
+      buffer = buffer.slice(nl + 1);
+      nl = buffer.indexOf("\n");
+    }
+  }
+  buffer += decoder.decode();
+  if (buffer !== "") yield* takeLine(buffer);
+  // A last event the server did not end with a blank line is still delivered.
+  yield* takeLine("");
+}
