@@ -1,0 +1,35 @@
+import type { Command } from "../command.js";
+import { apps } from "./apps.js";
+import { cancelDeploy } from "./cancel-deploy.js";
+import { create } from "./create.js";
+import { del } from "./delete.js";
+import { deployments } from "./deployments.js";
+import { env } from "./env.js";
+import { help } from "./help.js";
+import { link } from "./link.js";
+import { logs } from "./logs.js";
+import { restart } from "./restart.js";
+import { scale } from "./scale.js";
+import { server } from "./server.js";
+import { sshKeys } from "./ssh-keys.js";
+import { status } from "./status.js";
+import { stop } from "./stop.js";
+
+/** Every command, in the order `pier help` lists them. */
+export const COMMANDS: readonly Command[] = [
+  server,
+  create,
+  apps,
+  status,
+  deployments,
+  logs,
+  restart,
+  scale,
+  stop,
+  cancelDeploy,
+  env,
+  link,
+  sshKeys,
+  del,
+  help,
+];

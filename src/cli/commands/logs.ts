@@ -1,0 +1,137 @@
+import { z } from "zod";
+import {
+  APP,
+  checkFlags,
+  countFlag,
+  FORMAT,
+  HELP,
+  humanJson,
+  parseFlags,
+  takePositionals,
+  timeFlag,
+} from "../args.js";
+import { appPath, type Query } from "../client.js";
+import type { Command, Context } from "../command.js";
+import { CliError, UsageError } from "../errors.js";
+import { followDeployment } from "../follow.js";
+import { resolveApp } from "../link-file.js";
+import { json, ndjson } from "../output.js";
+import {
+  DeploymentSchema,
+  type RuntimeLogLine,
+  RuntimeLogLineSchema,
+  RuntimeLogsSchema,
+} from "../schemas.js";
+
+const flagsSchema = z.object({
+  format: humanJson,
+  deployment: z.string().trim().min(1, "must be a deployment id or `latest`").optional(),
+  since: timeFlag.optional(),
+  until: timeFlag.optional(),
+  tail: countFlag(1).optional(),
+  follow: z.boolean().default(false),
+});
+type Flags = z.output<typeof flagsSchema>;
+
+const runtimeLine = (l: RuntimeLogLine): string => `${l.at} [${l.instance}] ${l.line}\n`;
+
+export const logs: Command = {
+  name: "logs",
+  summary: "Show runtime logs, or a deployment's build/deploy log",
+  help: `Usage: pier logs [--app <name|id>] [--since T] [--until T] [--tail N] [-f]
+       pier logs [--app <name|id>] --deployment <id|latest> [-f]
+
+Without --deployment: the runtime logs of every instance, as \`<at> [<instance>] <line>\`.
+With --deployment: that deployment's build and deploy log.
+
+Options:
+  -a, --app <name|id>          the app (default: the one in .pier.json, searched upwards from here)
+      --deployment <id|latest> show a deployment's log instead of the runtime logs
+      --since <T>              runtime lines from T: an ISO time or a duration back (10m, 2h, 1d)
+      --until <T>              runtime lines up to T
+      --tail <N>               only the last N runtime lines
+  -f, --follow                 keep printing new lines as they come (a deployment's log ends
+                               with the deployment)
+      --format human|json      output format (default human; json prints the array of line
+                               objects, or one JSON object per line with --follow)
+  -h, --help                   show this help
+`,
+  async run(args, ctx) {
+    const { values, positionals } = parseFlags("logs", args, {
+      ...HELP,
+      ...APP,
+      ...FORMAT,
+      deployment: { type: "string" },
+      since: { type: "string" },
+      until: { type: "string" },
+      tail: { type: "string" },
+      follow: { type: "boolean", short: "f" },
+    });
+    takePositionals("logs", positionals, 0, 0, "");
+    const f = checkFlags("logs", flagsSchema, values);
+    if (f.deployment !== undefined && (f.since ?? f.until ?? f.tail) !== undefined) {
+      throw new UsageError("--since, --until and --tail apply to runtime logs, not to --deployment", {
+        command: "logs",
+      });
+    }
+    const app = resolveApp(values.app, ctx.cwd, "logs");
+    if (f.deployment !== undefined) return deploymentLog(ctx, app.ref, f.deployment, f);
+    return runtimeLogs(ctx, app.ref, f);
+  },
+};
+
+async function deploymentLog(ctx: Context, app: string, ref: string, f: Flags): Promise<number> {
+  const client = ctx.client();
+  // docs/api.md promises `latest` for GET .../deployments/:id only, so resolve it to an id first.
+  const id =
+    ref === "latest"
+      ? (await client.call("GET", appPath(app, "deployments", "latest"), DeploymentSchema)).id
+      : ref;
+
+  if (!f.follow) {
+    const text = await client.text(appPath(app, "deployments", id, "log"));
+    if (f.format === "json") {
+      const lines = text === "" ? [] : text.replace(/\n$/, "").split("\n");
+      ctx.out(json(lines.map((line) => ({ line }))));
+    } else {
+      ctx.out(text === "" || text.endsWith("\n") ? text : `${text}\n`);
+    }
+    return 0;
+  }
+
+  const final = await followDeployment(ctx, app, id, (l) =>
+    ctx.out(f.format === "json" ? ndjson(l) : `${l.line}\n`),
+  );
+  ctx.err(`Deployment ${final.id} ${final.state}${final.reason ? `: ${final.reason}` : ""}.\n`);
+  return 0;
+}
+
+async function runtimeLogs(ctx: Context, app: string, f: Flags): Promise<number> {
+  const client = ctx.client();
+  const query: Query = { since: f.since, until: f.until, tail: f.tail };
+  const path = appPath(app, "logs");
+
+  if (!f.follow) {
+    const { lines } = await client.call("GET", path, RuntimeLogsSchema, { query });
+    if (f.format === "json") ctx.out(json(lines));
+    else if (lines.length === 0) ctx.err("No log lines in that range.\n");
+    else ctx.out(lines.map(runtimeLine).join(""));
+    return 0;
+  }
+
+  for await (const ev of client.events(path, { ...query, follow: true })) {
+    if (ev.event !== "message") continue;
+    let parsed: RuntimeLogLine;
+    try {
+      parsed = RuntimeLogLineSchema.parse(JSON.parse(ev.data));
+    } catch {
+      throw new CliError(
+        `unexpected log line in the server's stream: ${ev.data.slice(0, 120)}`,
+        "this CLI and the server may be different versions of Pier",
+      );
+    }
+    ctx.out(f.format === "json" ? ndjson(parsed) : runtimeLine(parsed));
+  }
+  ctx.err("The server closed the log stream.\n");
+  return 0;
+}
