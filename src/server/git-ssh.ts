@@ -1,0 +1,284 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { chmod, mkdir, rm, writeFile } from "node:fs/promises";
+import { createServer, type Server as NetServer, type Socket } from "node:net";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import ssh2 from "ssh2";
+import { ensureBareRepo } from "../adapters/git.js";
+
+const { Server, utils } = ssh2;
+
+export interface PushRequest {
+  appId: string;
+  keyFingerprint: string;
+  ref: string;
+  oldSha: string;
+  newSha: string;
+  /** GIT_OBJECT_DIRECTORY, GIT_ALTERNATE_OBJECT_DIRECTORIES, GIT_QUARANTINE_PATH of the hook. */
+  gitEnv: Record<string, string>;
+  repoDir: string;
+  log(line: string): void;
+  /** Aborted when the pusher disconnects. */
+  signal: AbortSignal;
+}
+
+export type PushHandler = (req: PushRequest) => Promise<{ ok: boolean; message: string }>;
+
+interface MiniLogger {
+  info: (o: object, m?: string) => void;
+  warn: (o: object, m?: string) => void;
+  error: (o: object, m?: string) => void;
+}
+
+export interface GitSshServerOptions {
+  host: string;
+  port: number;
+  /** Created (ed25519, 0600) if absent. */
+  hostKeyPath: string;
+  /** The repository of app X is <reposDir>/<X>.git. */
+  reposDir: string;
+  /** For the hook's unix socket. */
+  runDir: string;
+  authorizeKey(algo: string, blob: Buffer): Promise<{ fingerprint: string } | null>;
+  appExists(appId: string): Promise<boolean>;
+  onPush: PushHandler;
+  maxPushBytes: number;
+  logger: MiniLogger;
+}
+
+const APP_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const COMMAND = /^(git-receive-pack|git-upload-pack|git receive-pack|git upload-pack) '?\/?([^'\s]+?)(?:\.git)?\/?'?$/;
+const HOOK_JS = join(dirname(fileURLToPath(import.meta.url)), "git-hook.js");
+
+/** The pre-receive hook: runs the compiled git-hook.js with the Node that runs Pier. */
+export function hookScript(): string {
+  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  return `#!/bin/sh\nexec ${q(process.execPath)} ${q(HOOK_JS)}\n`;
+}
+
+/** "SHA256:<base64 without padding>", as `ssh-keygen -l` prints it. */
+export function fingerprintOf(blob: Buffer): string {
+  return `SHA256:${createHash("sha256").update(blob).digest("base64").replace(/=+$/, "")}`;
+}
+
+interface PendingPush {
+  appId: string;
+  fingerprint: string;
+  repoDir: string;
+  controller: AbortController;
+}
+
+async function hostKey(path: string): Promise<Buffer> {
+  if (!existsSync(path)) {
+    await mkdir(dirname(path), { recursive: true });
+    const pair = utils.generateKeyPairSync("ed25519");
+    await writeFile(path, pair.private, { mode: 0o600 });
+    await writeFile(`${path}.pub`, `${pair.public}\n`);
+  }
+  await chmod(path, 0o600);
+  return readFileSync(path);
+}
+
+/** The hook's side channel: a unix socket where a hook hands over its push and reads the deploy log. */
+async function startHookSocket(
+  path: string,
+  pending: Map<string, PendingPush>,
+  onPush: PushHandler,
+  logger: MiniLogger,
+): Promise<NetServer> {
+  await rm(path, { force: true });
+  const server = createServer((sock: Socket) => {
+    let buf = "";
+    let handled = false;
+    const send = (o: object) => {
+      if (!sock.destroyed) sock.write(`${JSON.stringify(o)}\n`);
+    };
+    sock.on("error", () => undefined);
+    sock.on("data", (c: Buffer) => {
+      if (handled) return;
+      buf += c.toString("utf8");
+      const nl = buf.indexOf("\n");
+      if (nl < 0) {
+        if (buf.length > 1_000_000) sock.destroy();
+        return;
+      }
+      handled = true;
+      void (async () => {
+        let msg: { token?: string; ref?: string; oldSha?: string; newSha?: string; gitEnv?: Record<string, string> };
+        try {
+          msg = JSON.parse(buf.slice(0, nl));
+        } catch {
+          send({ result: "failed", message: "pier: malformed hook request" });
+          sock.end();
+          return;
+        }
+        const push = msg.token ? pending.get(msg.token) : undefined;
+        if (!push || !msg.ref || !msg.newSha || !msg.oldSha) {
+          send({ result: "failed", message: "pier: this push is not known to the server (expired token)" });
+          sock.end();
+          return;
+        }
+        const gitEnv: Record<string, string> = {};
+        for (const k of ["GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_QUARANTINE_PATH"]) {
+          const v = msg.gitEnv?.[k];
+          if (typeof v === "string") gitEnv[k] = v;
+        }
+        sock.on("close", () => push.controller.abort(new Error("The pusher disconnected.")));
+        try {
+          const r = await onPush({
+            appId: push.appId,
+            keyFingerprint: push.fingerprint,
+            ref: msg.ref,
+            oldSha: msg.oldSha,
+            newSha: msg.newSha,
+            gitEnv,
+            repoDir: push.repoDir,
+            log: (line) => send({ log: line }),
+            signal: push.controller.signal,
+          });
+          send({ result: r.ok ? "ok" : "failed", message: r.message });
+        } catch (e) {
+          logger.error({ err: e }, "push handler failed");
+          send({ result: "failed", message: `pier: internal error: ${(e as Error).message}` });
+        }
+        sock.end();
+      })();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(path, () => resolve());
+  });
+  await chmod(path, 0o600);
+  return server;
+}
+
+export async function startGitSshServer(opts: GitSshServerOptions): Promise<{ port: number; close(): Promise<void> }> {
+  const key = await hostKey(opts.hostKeyPath);
+  await mkdir(opts.runDir, { recursive: true });
+  await mkdir(opts.reposDir, { recursive: true });
+  const socketPath = join(opts.runDir, "git-hook.sock");
+  const pending = new Map<string, PendingPush>();
+  const hookServer = await startHookSocket(socketPath, pending, opts.onPush, opts.logger);
+  const children = new Set<ChildProcess>();
+
+  const server = new Server({ hostKeys: [key], ident: "Pier" }, (client) => {
+    let fingerprint: string | null = null;
+    client.on("error", (err) => opts.logger.warn({ err: err.message }, "ssh client error"));
+    client.on("authentication", (ctx) => {
+      if (ctx.method !== "publickey") return ctx.reject(["publickey"]);
+      void (async () => {
+        const auth = await opts.authorizeKey(ctx.key.algo, ctx.key.data).catch(() => null);
+        if (!auth) return ctx.reject(["publickey"]);
+        if (!ctx.signature || !ctx.blob) return ctx.accept(); // the client asks whether this key would do
+        const parsed = utils.parseKey(ctx.key.data);
+        const pub = Array.isArray(parsed) ? parsed[0] : parsed;
+        if (!pub || pub instanceof Error || !pub.verify(ctx.blob, ctx.signature, ctx.hashAlgo)) {
+          return ctx.reject(["publickey"]);
+        }
+        fingerprint = auth.fingerprint;
+        ctx.accept();
+      })();
+    });
+    client.on("ready", () => {
+      client.on("session", (acceptSession) => {
+        const session = acceptSession();
+        const refuse = (what: string) => (_accept: unknown, reject?: () => void) => {
+          opts.logger.info({ what }, "refused ssh request");
+          reject?.();
+        };
+        session.on("pty", refuse("pty"));
+        session.on("shell", refuse("shell") as never);
+        session.on("sftp", refuse("sftp") as never);
+        session.on("subsystem", refuse("subsystem") as never);
+        session.on("env", (accept) => accept?.());
+        session.on("exec", (accept, _reject, info) => {
+          const channel = accept();
+          const fail = (message: string) => {
+            channel.stderr.write(`${message}\n`);
+            channel.exit(1);
+            channel.end();
+          };
+          const m = COMMAND.exec(info.command.trim());
+          if (!m) return fail("pier: only `git push` and `git fetch` are served over SSH.");
+          const receive = m[1]?.includes("receive") ?? false;
+          const appId = m[2] ?? "";
+          if (!APP_ID.test(appId)) return fail(`pier: '${appId}' is not an app id (see \`pier apps\`).`);
+          void (async () => {
+            if (!(await opts.appExists(appId))) {
+              return fail(`pier: app '${appId}' not found. Create it with \`pier create\`; see \`pier apps\`.`);
+            }
+            const repoDir = join(opts.reposDir, `${appId}.git`);
+            const env: NodeJS.ProcessEnv = { ...process.env };
+            let token: string | null = null;
+            if (receive) {
+              await ensureBareRepo(repoDir, hookScript(), opts.maxPushBytes);
+              token = randomBytes(24).toString("hex");
+              pending.set(token, {
+                appId,
+                fingerprint: fingerprint ?? "unknown",
+                repoDir,
+                controller: new AbortController(),
+              });
+              env.PIER_HOOK_SOCKET = socketPath;
+              env.PIER_PUSH_TOKEN = token;
+            } else if (!existsSync(join(repoDir, "HEAD"))) {
+              return fail(`pier: app '${appId}' has never been pushed.`);
+            }
+            const child = spawn(receive ? "git-receive-pack" : "git-upload-pack", [repoDir], {
+              env,
+              stdio: ["pipe", "pipe", "pipe"],
+            });
+            children.add(child);
+            let received = 0;
+            channel.on("data", (c: Buffer) => {
+              received += c.length;
+              if (received > opts.maxPushBytes) {
+                channel.stderr.write(
+                  `pier: the push is larger than the limit of ${opts.maxPushBytes} bytes (PIER_MAX_PUSH_BYTES).\n`,
+                );
+                child.kill("SIGKILL");
+                return;
+              }
+              child.stdin.write(c);
+            });
+            channel.on("end", () => child.stdin.end());
+            child.stdin.on("error", () => undefined);
+            child.stdout.pipe(channel, { end: false });
+            child.stderr.pipe(channel.stderr, { end: false });
+            channel.on("close", () => {
+              if (child.exitCode === null) child.kill("SIGTERM");
+              if (token) pending.get(token)?.controller.abort(new Error("The pusher disconnected."));
+            });
+            child.on("close", (code) => {
+              children.delete(child);
+              if (token) pending.delete(token);
+              channel.exit(code ?? 1);
+              channel.end();
+            });
+          })().catch((e: Error) => fail(`pier: ${e.message}`));
+        });
+      });
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port, opts.host, () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : opts.port;
+  opts.logger.info({ port }, "git over SSH listening");
+
+  return {
+    port,
+    close: async () => {
+      for (const c of children) c.kill("SIGTERM");
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await new Promise<void>((resolve) => hookServer.close(() => resolve()));
+      await rm(socketPath, { force: true });
+    },
+  };
+}
