@@ -5,39 +5,15 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { validateVariable, validateVariableName } from "../core/env.js";
 import { PierError } from "../core/errors.js";
-import { type App, FLAVORS, RUNTIMES } from "../core/model.js";
+import type { App } from "../core/model.js";
 import type { Store } from "../core/ports.js";
 import type { AppService } from "./apps.js";
 import type { DeployLogs } from "./deploy-logs.js";
 import { buildOpenApi } from "./openapi.js";
+import { schemas } from "./schemas.js";
 
 export const hashToken = (token: string) => createHash("sha256").update(token).digest("hex");
 
-export const schemas = {
-  createApp: z.object({
-    name: z
-      .string()
-      .regex(/^[a-z][a-z0-9-]{0,29}$/, "must be 1-30 lowercase letters, digits or '-', starting with a letter"),
-    type: z.enum(RUNTIMES, { message: `must be one of ${RUNTIMES.join(", ")}` }),
-    flavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
-    buildFlavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
-    instances: z.number().int().min(1).max(20).optional(),
-    task: z.string().min(1).max(4096).optional(),
-  }),
-  patchApp: z.object({
-    instances: z.number().int().min(1, "must be at least 1").max(20, "must be at most 20").optional(),
-    flavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
-    buildFlavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
-    allowDockerSocket: z.boolean().optional(),
-  }),
-  patchEnv: z.object({
-    set: z.record(z.string(), z.string()).optional(),
-    unset: z.array(z.string()).optional(),
-  }),
-  putEnv: z.object({ value: z.string() }),
-  deploy: z.object({ withoutCache: z.boolean().optional() }),
-  addKey: z.object({ publicKey: z.string().min(1).max(16384), name: z.string().max(100).optional() }),
-};
 
 async function body<T extends z.ZodType>(c: Context, schema: T): Promise<z.infer<T>> {
   let raw: unknown;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { schemas } from "./api.js";
+import { schemas } from "./schemas.js";
 
 type Method = "get" | "post" | "put" | "patch" | "delete";
 interface RouteDoc {

@@ -1,0 +1,29 @@
+import { z } from "zod";
+import { FLAVORS, RUNTIMES } from "../core/model.js";
+
+/** The API's request bodies: validated by the routes, described by the OpenAPI document. */
+export const schemas = {
+  createApp: z.object({
+    name: z
+      .string()
+      .regex(/^[a-z][a-z0-9-]{0,29}$/, "must be 1-30 lowercase letters, digits or '-', starting with a letter"),
+    type: z.enum(RUNTIMES, { message: `must be one of ${RUNTIMES.join(", ")}` }),
+    flavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
+    buildFlavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
+    instances: z.number().int().min(1).max(20).optional(),
+    task: z.string().min(1).max(4096).optional(),
+  }),
+  patchApp: z.object({
+    instances: z.number().int().min(1, "must be at least 1").max(20, "must be at most 20").optional(),
+    flavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
+    buildFlavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
+    allowDockerSocket: z.boolean().optional(),
+  }),
+  patchEnv: z.object({
+    set: z.record(z.string(), z.string()).optional(),
+    unset: z.array(z.string()).optional(),
+  }),
+  putEnv: z.object({ value: z.string() }),
+  deploy: z.object({ withoutCache: z.boolean().optional() }),
+  addKey: z.object({ publicKey: z.string().min(1).max(16384), name: z.string().max(100).optional() }),
+};
