@@ -33,7 +33,17 @@ async function bare(dir: string, files: Record<string, string>, tag: string): Pr
   const t0 = performance.now();
   const b = await run([DOCKER, "build", "-q", "-t", tag, dir]);
   if (b.code !== 0) throw new Error(b.stderr);
-  const r = await run([DOCKER, "run", "-d", "--rm", "--label", "pier.bench=1", "-p", `127.0.0.1:${port}:8080`, tag]);
+  const r = await run([
+    DOCKER,
+    "run",
+    "-d",
+    "--rm",
+    "--label",
+    "pier.bench=1",
+    "-p",
+    `127.0.0.1:${port}:8080`,
+    tag,
+  ]);
   if (r.code !== 0) throw new Error(r.stderr);
   await until200(port, "127.0.0.1");
   const ms = performance.now() - t0;
@@ -41,7 +51,12 @@ async function bare(dir: string, files: Record<string, string>, tag: string): Pr
   return ms;
 }
 
-async function viaPier(pier: Pier, repo: string, files: Record<string, string>, msg: string): Promise<number> {
+async function viaPier(
+  pier: Pier,
+  repo: string,
+  files: Record<string, string>,
+  msg: string,
+): Promise<number> {
   await pier.commit(repo, files, msg);
   const t0 = performance.now();
   const p = await pier.push(repo);
@@ -79,15 +94,21 @@ async function main(): Promise<void> {
 
     await new Promise((r) => setTimeout(r, 3000));
     const pid = pier.proc?.pid;
-    const rssKb = pid ? Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) : 0;
+    const rssKb = pid
+      ? Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0)
+      : 0;
 
     const cb = median(cold.bare);
     const cp = median(cold.pier);
     const wb = median(warm.bare);
     const wp = median(warm.pier);
     console.log(`rounds: ${rounds} (medians)`);
-    console.log(`new code    bare docker build+run+200: ${fmt(cb)}   pier push-to-200: ${fmt(cp)}   ratio ${(cp / cb).toFixed(2)} (target <= 1.30)`);
-    console.log(`cached      bare docker build+run+200: ${fmt(wb)}   pier push-to-200: ${fmt(wp)}   ratio ${(wp / wb).toFixed(2)} (target <= 1.15)`);
+    console.log(
+      `new code    bare docker build+run+200: ${fmt(cb)}   pier push-to-200: ${fmt(cp)}   ratio ${(cp / cb).toFixed(2)} (target <= 1.30)`,
+    );
+    console.log(
+      `cached      bare docker build+run+200: ${fmt(wb)}   pier push-to-200: ${fmt(wp)}   ratio ${(wp / wb).toFixed(2)} (target <= 1.15)`,
+    );
     console.log(`idle pier server RSS: ${(rssKb / 1024).toFixed(1)} MiB (target < 150 MiB)`);
   } finally {
     await pier.destroy();

@@ -29,9 +29,7 @@ if (files.length === 0) {
   console.error("run-tests: no test file found under dist/test (did the build run?)");
   process.exit(1);
 }
-const r = spawnSync(
-  process.execPath,
-  ["--test", "--test-concurrency=1", "--test-reporter=spec", ...files],
-  { stdio: "inherit" },
-);
+const r = spawnSync(process.execPath, ["--test", "--test-concurrency=1", "--test-reporter=spec", ...files], {
+  stdio: "inherit",
+});
 process.exit(r.status ?? 1);

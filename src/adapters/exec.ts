@@ -8,7 +8,9 @@ export class ExecError extends Error {
 
   constructor(argv: readonly string[], exitCode: number | null, stderr: string) {
     const tail = stderr.length > 2000 ? stderr.slice(-2000) : stderr;
-    super(`${argv[0]} exited with ${exitCode ?? "a signal"}: ${tail.trim().split("\n").slice(-3).join(" | ")}`);
+    super(
+      `${argv[0]} exited with ${exitCode ?? "a signal"}: ${tail.trim().split("\n").slice(-3).join(" | ")}`,
+    );
     this.name = "ExecError";
     this.argv = argv;
     this.exitCode = exitCode;

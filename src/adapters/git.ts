@@ -5,14 +5,18 @@ import { join } from "node:path";
 import { ExecError, exec } from "./exec.js";
 
 const SHA = /^[0-9a-f]{40}$/;
-const REV = /^(refs\/heads\/[A-Za-z0-9._\/-]+|HEAD|[0-9a-f]{40})$/;
+const REV = /^(refs\/heads\/[A-Za-z0-9._/-]+|HEAD|[0-9a-f]{40})$/;
 
 function envWith(gitEnv?: Record<string, string>): NodeJS.ProcessEnv {
   return { ...process.env, ...(gitEnv ?? {}) };
 }
 
 /** Creates the app's bare repository if needed and (re)writes its pre-receive hook. Idempotent. */
-export async function ensureBareRepo(repoDir: string, hookScript: string, maxInputBytes: number): Promise<void> {
+export async function ensureBareRepo(
+  repoDir: string,
+  hookScript: string,
+  maxInputBytes: number,
+): Promise<void> {
   if (!existsSync(join(repoDir, "HEAD"))) {
     await mkdir(repoDir, { recursive: true });
     await exec(["git", "init", "--quiet", "--bare", repoDir]);
@@ -32,7 +36,11 @@ export async function removeRepo(repoDir: string): Promise<void> {
 }
 
 /** The commit a revision names, or null if it does not exist. */
-export async function revParse(repoDir: string, rev: string, gitEnv?: Record<string, string>): Promise<string | null> {
+export async function revParse(
+  repoDir: string,
+  rev: string,
+  gitEnv?: Record<string, string>,
+): Promise<string | null> {
   if (!REV.test(rev)) throw new Error(`revParse: refusing revision '${rev}'`);
   if (!existsSync(repoDir)) return null;
   try {
@@ -47,7 +55,12 @@ export async function revParse(repoDir: string, rev: string, gitEnv?: Record<str
 }
 
 /** Writes the files of a commit into destDir (`git archive | tar -x`, never through a shell). */
-export function archiveCommit(repoDir: string, sha: string, destDir: string, gitEnv?: Record<string, string>): Promise<void> {
+export function archiveCommit(
+  repoDir: string,
+  sha: string,
+  destDir: string,
+  gitEnv?: Record<string, string>,
+): Promise<void> {
   if (!SHA.test(sha)) return Promise.reject(new Error(`archiveCommit: '${sha}' is not a commit id`));
   return new Promise((resolve, reject) => {
     const git = spawn("git", ["-C", repoDir, "archive", "--format=tar", sha], {
@@ -86,7 +99,9 @@ export async function commitInfo(
   gitEnv?: Record<string, string>,
 ): Promise<{ sha: string; subject: string; author: string }> {
   if (!SHA.test(sha)) throw new Error(`commitInfo: '${sha}' is not a commit id`);
-  const r = await exec(["git", "-C", repoDir, "log", "-1", "--format=%s%x00%an <%ae>", sha], { env: envWith(gitEnv) });
+  const r = await exec(["git", "-C", repoDir, "log", "-1", "--format=%s%x00%an <%ae>", sha], {
+    env: envWith(gitEnv),
+  });
   const [subject = "", author = ""] = r.stdout.trim().split("\0");
   return { sha, subject, author };
 }

@@ -5,7 +5,7 @@ import type { Route } from "./ports.js";
 
 const HOSTNAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
-const PATH = /^\/[A-Za-z0-9._\/-]*$/;
+const PATH = /^\/[A-Za-z0-9._/-]*$/;
 
 export interface EdgeConfigInput {
   routes: readonly Route[];
@@ -27,8 +27,14 @@ const page = (title: string, text: string) =>
 
 export function renderNginxConfig(input: EdgeConfigInput): string {
   check(PATH.test(input.prefix), `prefix '${input.prefix}' must be an absolute path of plain characters`);
-  check(input.listenHost === "0.0.0.0" || IPV4.test(input.listenHost), `listen host '${input.listenHost}' must be an IPv4 address`);
-  check(Number.isInteger(input.listenPort) && input.listenPort > 0 && input.listenPort < 65536, "listen port must be 1..65535");
+  check(
+    input.listenHost === "0.0.0.0" || IPV4.test(input.listenHost),
+    `listen host '${input.listenHost}' must be an IPv4 address`,
+  );
+  check(
+    Number.isInteger(input.listenPort) && input.listenPort > 0 && input.listenPort < 65536,
+    "listen port must be 1..65535",
+  );
   const routes = [...input.routes].sort((a, b) => a.hostname.localeCompare(b.hostname));
   const seen = new Set<string>();
   for (const r of routes) {
@@ -37,7 +43,10 @@ export function renderNginxConfig(input: EdgeConfigInput): string {
     seen.add(r.hostname);
     for (const t of r.targets) {
       check(IPV4.test(t.host), `target host '${t.host}' of ${r.hostname} must be an IPv4 address`);
-      check(Number.isInteger(t.port) && t.port > 0 && t.port < 65536, `target port ${t.port} of ${r.hostname} is invalid`);
+      check(
+        Number.isInteger(t.port) && t.port > 0 && t.port < 65536,
+        `target port ${t.port} of ${r.hostname} is invalid`,
+      );
     }
   }
   const listen = `${input.listenHost}:${input.listenPort}`;

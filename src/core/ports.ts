@@ -55,16 +55,25 @@ export interface Store {
   /** By id or by name. */
   findApp(ref: string): Promise<App | null>;
   listApps(): Promise<App[]>;
-  updateApp(id: string, patch: Partial<Pick<App, "flavor" | "buildFlavor" | "instances" | "allowDockerSocket" | "stopped">>): Promise<App>;
+  updateApp(
+    id: string,
+    patch: Partial<Pick<App, "flavor" | "buildFlavor" | "instances" | "allowDockerSocket" | "stopped">>,
+  ): Promise<App>;
   deleteApp(id: string): Promise<void>;
   currentRelease(appId: string): Promise<Release | null>;
   setCurrentRelease(appId: string, releaseId: string | null): Promise<void>;
 
   getEnv(appId: string): Promise<Record<string, string>>;
   /** All-or-nothing. */
-  changeEnv(appId: string, set: Record<string, string>, unset: readonly string[]): Promise<Record<string, string>>;
+  changeEnv(
+    appId: string,
+    set: Record<string, string>,
+    unset: readonly string[],
+  ): Promise<Record<string, string>>;
 
-  createDeployment(d: Pick<Deployment, "id" | "appId" | "commit" | "cause" | "withoutCache">): Promise<Deployment>;
+  createDeployment(
+    d: Pick<Deployment, "id" | "appId" | "commit" | "cause" | "withoutCache">,
+  ): Promise<Deployment>;
   getDeployment(id: string): Promise<Deployment | null>;
   listDeployments(appId: string, limit?: number): Promise<Deployment[]>;
   updateDeployment(id: string, patch: DeploymentPatch): Promise<Deployment>;
@@ -86,7 +95,13 @@ export interface Store {
   addApiToken(id: string, name: string, hash: string): Promise<void>;
   findApiTokenByHash(hash: string): Promise<{ id: string; name: string } | null>;
 
-  recordExit(e: { appId: string; containerId: string; instance: number; exitCode: number; at: string }): Promise<void>;
+  recordExit(e: {
+    appId: string;
+    containerId: string;
+    instance: number;
+    exitCode: number;
+    at: string;
+  }): Promise<void>;
   lastExits(appId: string): Promise<Map<string, { code: number; at: string; count: number }>>;
 
   close(): void;

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import { Hono, type Context } from "hono";
+import { type Context, Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import type { Logger } from "pino";
-import { z } from "zod";
+import type { z } from "zod";
 import { validateVariable, validateVariableName } from "../core/env.js";
 import { PierError } from "../core/errors.js";
 import type { App } from "../core/model.js";
@@ -13,7 +13,6 @@ import { buildOpenApi } from "./openapi.js";
 import { schemas } from "./schemas.js";
 
 export const hashToken = (token: string) => createHash("sha256").update(token).digest("hex");
-
 
 async function body<T extends z.ZodType>(c: Context, schema: T): Promise<z.infer<T>> {
   let raw: unknown;
@@ -43,7 +42,10 @@ export function parseTime(v: string | undefined, field: string): Date | undefine
   }
   const d = new Date(v);
   if (Number.isNaN(d.getTime())) {
-    throw new PierError("INVALID_INPUT", `${field}: '${v}' is neither an ISO time nor a duration like 10m, 2h, 1d.`);
+    throw new PierError(
+      "INVALID_INPUT",
+      `${field}: '${v}' is neither an ISO time nor a duration like 10m, 2h, 1d.`,
+    );
   }
   return d;
 }
@@ -64,7 +66,14 @@ export function createApi(deps: {
     return c.json(new PierError("INTERNAL", "Internal error; see the server log.").toJSON(), 500);
   });
   api.notFound((c) =>
-    c.json(new PierError("NOT_FOUND", `No route ${c.req.method} ${c.req.path}.`, "See GET /v1/openapi.json.").toJSON(), 404),
+    c.json(
+      new PierError(
+        "NOT_FOUND",
+        `No route ${c.req.method} ${c.req.path}.`,
+        "See GET /v1/openapi.json.",
+      ).toJSON(),
+      404,
+    ),
   );
 
   api.get("/v1/info", (c) => c.json(deps.info));
@@ -74,18 +83,30 @@ export function createApi(deps: {
     const h = c.req.header("authorization") ?? "";
     const m = /^Bearer\s+(\S+)$/i.exec(h);
     if (!m?.[1]) {
-      throw new PierError("UNAUTHORIZED", "Missing API token.", "Send Authorization: Bearer <token> (PIER_TOKEN).");
+      throw new PierError(
+        "UNAUTHORIZED",
+        "Missing API token.",
+        "Send Authorization: Bearer <token> (PIER_TOKEN).",
+      );
     }
     if (!(await store.findApiTokenByHash(hashToken(m[1])))) {
-      throw new PierError("UNAUTHORIZED", "Invalid API token.", "Check PIER_TOKEN, or the token in the data dir's cli.json.");
+      throw new PierError(
+        "UNAUTHORIZED",
+        "Invalid API token.",
+        "Check PIER_TOKEN, or the token in the data dir's cli.json.",
+      );
     }
     await next();
   });
 
   const appOf = async (c: Context): Promise<App> => apps.get(c.req.param("app") ?? "");
 
-  api.get("/v1/apps", async (c) => c.json(await Promise.all((await store.listApps()).map((a) => apps.view(a)))));
-  api.post("/v1/apps", async (c) => c.json(await apps.view(await apps.create(await body(c, schemas.createApp))), 201));
+  api.get("/v1/apps", async (c) =>
+    c.json(await Promise.all((await store.listApps()).map((a) => apps.view(a)))),
+  );
+  api.post("/v1/apps", async (c) =>
+    c.json(await apps.view(await apps.create(await body(c, schemas.createApp))), 201),
+  );
   api.get("/v1/apps/:app", async (c) => c.json(await apps.view(await appOf(c))));
   api.patch("/v1/apps/:app", async (c) => {
     const r = await apps.patch(await appOf(c), await body(c, schemas.patchApp));
@@ -107,7 +128,8 @@ export function createApi(deps: {
       ...Object.entries(set).map(([k, v]) => validateVariable(k, v)),
       ...(b.unset ?? []).map((k) => validateVariableName(k)),
     ].filter((p): p is string => p !== null);
-    if (problems.length > 0) throw new PierError("INVALID_VARIABLE", problems.join("; "), "Nothing was changed.");
+    if (problems.length > 0)
+      throw new PierError("INVALID_VARIABLE", problems.join("; "), "Nothing was changed.");
     return c.json({ vars: await store.changeEnv(app.id, set, b.unset ?? []) });
   });
   api.put("/v1/apps/:app/env/:name", async (c) => {
@@ -132,20 +154,30 @@ export function createApi(deps: {
   api.post("/v1/apps/:app/deployments", async (c) => {
     const app = await appOf(c);
     const b = await body(c, schemas.deploy);
-    return c.json(await apps.redeploy(app, { withoutCache: b.withoutCache ?? false, cause: "restart (API)" }), 202);
+    return c.json(
+      await apps.redeploy(app, { withoutCache: b.withoutCache ?? false, cause: "restart (API)" }),
+      202,
+    );
   });
   const deploymentOf = async (c: Context) => {
     const app = await appOf(c);
     const ref = c.req.param("id") ?? "";
     const d =
-      ref === "latest" ? ((await store.listDeployments(app.id, 1))[0] ?? null) : await store.getDeployment(ref);
+      ref === "latest"
+        ? ((await store.listDeployments(app.id, 1))[0] ?? null)
+        : await store.getDeployment(ref);
     if (!d || d.appId !== app.id) {
-      throw new PierError("DEPLOYMENT_NOT_FOUND", `No deployment '${ref}' for ${app.name}.`, "See `pier deployments`.");
+      throw new PierError(
+        "DEPLOYMENT_NOT_FOUND",
+        `No deployment '${ref}' for ${app.name}.`,
+        "See `pier deployments`.",
+      );
     }
     return d;
   };
   api.get("/v1/apps/:app/deployments/:id", async (c) => {
-    if (c.req.param("id") === "current") throw new PierError("INVALID_INPUT", "Use `latest` to read a deployment.");
+    if (c.req.param("id") === "current")
+      throw new PierError("INVALID_INPUT", "Use `latest` to read a deployment.");
     return c.json(await deploymentOf(c));
   });
   api.post("/v1/apps/:app/deployments/:id/cancel", async (c) => {
@@ -207,7 +239,12 @@ export function createApi(deps: {
     return streamSSE(c, async (stream) => {
       const ac = new AbortController();
       stream.onAbort(() => ac.abort());
-      await apps.followRuntimeLogs(app, { since, tail }, (l) => void stream.writeSSE({ data: JSON.stringify(l) }), ac.signal);
+      await apps.followRuntimeLogs(
+        app,
+        { since, tail },
+        (l) => void stream.writeSSE({ data: JSON.stringify(l) }),
+        ac.signal,
+      );
     });
   });
 
@@ -218,7 +255,8 @@ export function createApi(deps: {
   });
   api.delete("/v1/ssh-keys/:key", async (c) => {
     const k = await store.findSshKey(c.req.param("key"));
-    if (!k) throw new PierError("SSH_KEY_NOT_FOUND", `No SSH key '${c.req.param("key")}'.`, "See `pier ssh-keys`.");
+    if (!k)
+      throw new PierError("SSH_KEY_NOT_FOUND", `No SSH key '${c.req.param("key")}'.`, "See `pier ssh-keys`.");
     await store.deleteSshKey(k.id);
     return c.body(null, 204);
   });

@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
 import { rm } from "node:fs/promises";
 import type { Logger } from "pino";
+import { revParse } from "../adapters/git.js";
 import { PierError } from "../core/errors.js";
 import type { App, Deployment, Flavor, Runtime, SshKey } from "../core/model.js";
 import type { Engine, InstanceLogLine, Store } from "../core/ports.js";
-import { revParse } from "../adapters/git.js";
 import { type Deployer, newId } from "./deployer.js";
 import type { Instances } from "./instances.js";
 
@@ -23,7 +23,12 @@ const SSH_ALGOS = new Set([
 ]);
 
 /** Parses one authorized_keys-style line: `<algo> <base64 blob> [comment]`. */
-export function parsePublicKey(line: string): { algo: string; blob: string; comment: string; fingerprint: string } {
+export function parsePublicKey(line: string): {
+  algo: string;
+  blob: string;
+  comment: string;
+  fingerprint: string;
+} {
   const parts = line.trim().split(/\s+/);
   const [algo, b64, ...rest] = parts;
   if (!algo || !b64 || !SSH_ALGOS.has(algo)) {
@@ -36,7 +41,10 @@ export function parsePublicKey(line: string): { algo: string; blob: string; comm
   const blob = Buffer.from(b64, "base64");
   const nameLen = blob.length >= 4 ? blob.readUInt32BE(0) : 0;
   if (blob.length < 4 + nameLen || blob.subarray(4, 4 + nameLen).toString() !== algo) {
-    throw new PierError("INVALID_INPUT", "publicKey: the key data does not match its algorithm; the line is damaged.");
+    throw new PierError(
+      "INVALID_INPUT",
+      "publicKey: the key data does not match its algorithm; the line is damaged.",
+    );
   }
   const fingerprint = `SHA256:${createHash("sha256").update(blob).digest("base64").replace(/=+$/, "")}`;
   return { algo, blob: blob.toString("base64"), comment: rest.join(" "), fingerprint };
@@ -78,7 +86,11 @@ export class AppService {
   }): Promise<App> {
     const flavor = input.flavor ?? (input.type === "phpserver" ? "XS" : "nano");
     if (input.type === "phpserver" && flavor === "pico") {
-      throw new PierError("INVALID_INPUT", "flavor: a phpserver app cannot run on pico.", "Use XS (the default) or larger.");
+      throw new PierError(
+        "INVALID_INPUT",
+        "flavor: a phpserver app cannot run on pico.",
+        "Use XS (the default) or larger.",
+      );
     }
     const app = await this.deps.store.createApp({
       id: newId("app"),
@@ -101,7 +113,9 @@ export class AppService {
       throw new PierError("INVALID_INPUT", "flavor: a phpserver app cannot run on pico.");
     }
     const updated = await this.deps.store.updateApp(app.id, p);
-    const resized = (p.instances !== undefined && p.instances !== app.instances) || (p.flavor !== undefined && p.flavor !== app.flavor);
+    const resized =
+      (p.instances !== undefined && p.instances !== app.instances) ||
+      (p.flavor !== undefined && p.flavor !== app.flavor);
     const current = await this.deps.store.currentRelease(app.id);
     if (!resized || !current || updated.stopped) return { app: updated, deployment: null };
     const { deployment } = await this.deps.deployer.enqueue(updated, {
@@ -115,11 +129,20 @@ export class AppService {
 
   async redeploy(app: App, o: { withoutCache: boolean; cause: string }): Promise<Deployment> {
     const current = await this.deps.store.currentRelease(app.id);
-    const commit = current?.commit ?? (await revParse(this.deps.repoDir(app.id), "refs/heads/master").catch(() => null));
+    const commit =
+      current?.commit ?? (await revParse(this.deps.repoDir(app.id), "refs/heads/master").catch(() => null));
     if (!commit) {
-      throw new PierError("NOTHING_TO_DEPLOY", `${app.name} has never been pushed.`, "Push first: git push pier master.");
+      throw new PierError(
+        "NOTHING_TO_DEPLOY",
+        `${app.name} has never been pushed.`,
+        "Push first: git push pier master.",
+      );
     }
-    const { deployment } = await this.deps.deployer.enqueue(app, { commit, cause: o.cause, withoutCache: o.withoutCache });
+    const { deployment } = await this.deps.deployer.enqueue(app, {
+      commit,
+      cause: o.cause,
+      withoutCache: o.withoutCache,
+    });
     return deployment;
   }
 
@@ -178,7 +201,13 @@ export class AppService {
       app: await this.view(app),
       state,
       release: release
-        ? { id: release.id, number: release.number, commit: release.commit, image: release.image, createdAt: release.createdAt }
+        ? {
+            id: release.id,
+            number: release.number,
+            commit: release.commit,
+            image: release.image,
+            createdAt: release.createdAt,
+          }
         : null,
       deployment,
       instances,
@@ -191,7 +220,12 @@ export class AppService {
     const ac = new AbortController();
     for (const i of await this.deps.instances.list(app.id)) {
       const instance = Number(i.labels["pier.instance"] ?? 0);
-      await this.deps.engine.logs(i.id, { ...o, follow: false }, (l) => out.push({ ...l, instance }), ac.signal);
+      await this.deps.engine.logs(
+        i.id,
+        { ...o, follow: false },
+        (l) => out.push({ ...l, instance }),
+        ac.signal,
+      );
     }
     out.sort((a, b) => a.at.localeCompare(b.at));
     return o.tail !== undefined ? out.slice(-o.tail) : out;

@@ -14,7 +14,8 @@ const port = (def: number) =>
     .min(1, "must be 1..65535")
     .max(65535, "must be 1..65535")
     .default(def);
-const seconds = (def: number) => z.coerce.number().positive("must be a positive number of seconds").default(def);
+const seconds = (def: number) =>
+  z.coerce.number().positive("must be a positive number of seconds").default(def);
 
 const schema = z.object({
   PIER_DATA_DIR: z.string().min(1).default(join(homedir(), ".pier")),
@@ -26,7 +27,10 @@ const schema = z.object({
   PIER_HTTP_PORT: port(8000),
   PIER_DOMAIN: z
     .string()
-    .regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/, "must be a DNS name like example.com")
+    .regex(
+      /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/,
+      "must be a DNS name like example.com",
+    )
     .default("localhost"),
   PIER_GIT_HOST: z.string().min(1).optional(),
   PIER_EXTRA_CA_CERTS: z
@@ -39,7 +43,11 @@ const schema = z.object({
   PIER_DEPLOY_TIMEOUT: seconds(900),
   PIER_LISTEN_TIMEOUT: seconds(60),
   PIER_STOP_GRACE: seconds(10),
-  PIER_MAX_PUSH_BYTES: z.coerce.number().int().positive().default(512 * 1024 * 1024),
+  PIER_MAX_PUSH_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(512 * 1024 * 1024),
   PIER_LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
   PIER_ADMIN_TOKEN: z.string().min(24, "must be at least 24 characters").optional(),
 });

@@ -17,7 +17,8 @@ export class DeployLogs {
   constructor(private readonly store: Store) {}
 
   open(deploymentId: string): void {
-    if (!this.live.has(deploymentId)) this.live.set(deploymentId, { lines: [], subscribers: new Set(), enders: new Set() });
+    if (!this.live.has(deploymentId))
+      this.live.set(deploymentId, { lines: [], subscribers: new Set(), enders: new Set() });
   }
 
   write(deploymentId: string, line: string): void {

@@ -3,13 +3,13 @@ import { mkdtemp, readFile, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, sep } from "node:path";
 import type { Logger } from "pino";
+import { archiveCommit } from "../adapters/git.js";
 import { healthCheckPaths, instanceEnvironment, maskSecrets, platformVariables } from "../core/env.js";
 import { PierError } from "../core/errors.js";
 import { healthReport, notListeningLines } from "../core/health.js";
 import { type App, type Deployment, FLAVOR_MEMORY_MIB } from "../core/model.js";
-import type { Engine, InstanceInfo, Store } from "../core/ports.js";
 import { dockerSettings, planDockerBuild } from "../core/plan-docker.js";
-import { archiveCommit } from "../adapters/git.js";
+import type { Engine, InstanceInfo, Store } from "../core/ports.js";
 import type { DeployLogs } from "./deploy-logs.js";
 import { probe, waitListening } from "./health-gate.js";
 import type { Instances, ReleaseToRun } from "./instances.js";
@@ -73,7 +73,8 @@ export class Deployer {
     for (const d of await this.deps.store.unfinishedDeployments()) {
       await this.deps.store.updateDeployment(d.id, {
         state: "failed",
-        reason: "Interrupted: pier server stopped while this deployment ran. Push again or run `pier restart`.",
+        reason:
+          "Interrupted: pier server stopped while this deployment ran. Push again or run `pier restart`.",
         finishedAt: now(),
       });
       const app = await this.deps.store.findApp(d.appId);
@@ -85,7 +86,10 @@ export class Deployer {
     }
   }
 
-  async enqueue(app: App, req: DeployRequest): Promise<{ deployment: Deployment; done: Promise<Deployment> }> {
+  async enqueue(
+    app: App,
+    req: DeployRequest,
+  ): Promise<{ deployment: Deployment; done: Promise<Deployment> }> {
     const deployment = await this.deps.store.createDeployment({
       id: newId("dep"),
       appId: app.id,
@@ -155,7 +159,11 @@ export class Deployer {
     return !!this.queues.get(appId)?.active;
   }
 
-  private async finish(job: Job, state: "succeeded" | "failed" | "cancelled", reason: string | null): Promise<Deployment> {
+  private async finish(
+    job: Job,
+    state: "succeeded" | "failed" | "cancelled",
+    reason: string | null,
+  ): Promise<Deployment> {
     const d = await this.deps.store.updateDeployment(job.deployment.id, { state, reason, finishedAt: now() });
     if (state !== "succeeded" && reason) this.deps.logs.write(d.id, reason);
     this.deps.logs.write(d.id, `Deployment ${state}.`);
@@ -168,7 +176,13 @@ export class Deployer {
     const id = job.deployment.id;
     const log = this.deps.logger.child({ appId, deploymentId: id });
     const timer = setTimeout(
-      () => job.controller.abort(new PierError("DEPLOY_TIMEOUT", `The deployment exceeded its time limit (${this.deps.deployTimeoutMs / 1000} s).`)),
+      () =>
+        job.controller.abort(
+          new PierError(
+            "DEPLOY_TIMEOUT",
+            `The deployment exceeded its time limit (${this.deps.deployTimeoutMs / 1000} s).`,
+          ),
+        ),
       this.deps.deployTimeoutMs,
     );
     try {
@@ -185,8 +199,11 @@ export class Deployer {
           ? e.message + (e.hint ? ` (${e.hint})` : "")
           : `Internal error: ${(e as Error).message}`;
       const state = job.controller.signal.reason instanceof Cancelled ? "cancelled" : "failed";
-      if (!(e instanceof PierError) && !job.controller.signal.aborted) log.error({ err: e }, "deployment crashed");
-      await this.finish(job, state, reason).catch((err) => log.error({ err }, "could not record the end of a deployment"));
+      if (!(e instanceof PierError) && !job.controller.signal.aborted)
+        log.error({ err: e }, "deployment crashed");
+      await this.finish(job, state, reason).catch((err) =>
+        log.error({ err }, "could not record the end of a deployment"),
+      );
     } finally {
       clearTimeout(timer);
       const q = this.queues.get(appId);
@@ -216,7 +233,11 @@ export class Deployer {
 
     const settingsResult = dockerSettings(vars);
     if (settingsResult.errors.length > 0) {
-      throw new PierError("INVALID_VARIABLE", `Invalid settings: ${settingsResult.errors.join("; ")}`, "Fix them with `pier env set`.");
+      throw new PierError(
+        "INVALID_VARIABLE",
+        `Invalid settings: ${settingsResult.errors.join("; ")}`,
+        "Fix them with `pier env set`.",
+      );
     }
     const settings = settingsResult.settings;
     const health = healthCheckPaths(vars);
@@ -225,7 +246,7 @@ export class Deployer {
       throw new PierError(
         "FORBIDDEN",
         "CC_MOUNT_DOCKER_SOCKET=true, but no admin allowed this app to use the engine socket.",
-        "An admin can allow it (PATCH /v1/apps/<app> {\"allowDockerSocket\": true}); unset the variable otherwise.",
+        'An admin can allow it (PATCH /v1/apps/<app> {"allowDockerSocket": true}); unset the variable otherwise.',
       );
     }
     const appHome = "/app";
@@ -257,7 +278,9 @@ export class Deployer {
     delete env.INSTANCE_NUMBER;
     delete env.INSTANCE_ID;
     if (settings.mountDockerSocket) {
-      write("WARNING: CC_MOUNT_DOCKER_SOCKET=true: the engine socket is mounted in the instances; isolation is broken, never run untrusted code in this app.");
+      write(
+        "WARNING: CC_MOUNT_DOCKER_SOCKET=true: the engine socket is mounted in the instances; isolation is broken, never run untrusted code in this app.",
+      );
     }
     const toRun: ReleaseToRun = {
       appId: app.id,
@@ -274,7 +297,9 @@ export class Deployer {
       mountDockerSocket: settings.mountDockerSocket,
       restart: !app.task,
     };
-    write(`Starting ${toRun.instances} instance(s) of flavor ${app.flavor} (${FLAVOR_MEMORY_MIB[app.flavor]} MiB).`);
+    write(
+      `Starting ${toRun.instances} instance(s) of flavor ${app.flavor} (${FLAVOR_MEMORY_MIB[app.flavor]} MiB).`,
+    );
     const started = await instances.start(toRun, write);
     try {
       check();
@@ -285,7 +310,9 @@ export class Deployer {
         if (code !== 0) throw new PierError("BUILD_FAILED", `The task exited with code ${code}.`);
         write("Task finished with exit code 0.");
       } else {
-        await Promise.all(started.map((inst) => this.gate(app, inst, settings.httpPort, health.paths, write, signal)));
+        await Promise.all(
+          started.map((inst) => this.gate(app, inst, settings.httpPort, health.paths, write, signal)),
+        );
       }
       check();
       const release = await store.createRelease({
@@ -310,7 +337,9 @@ export class Deployer {
     }
     const old = await instances.others(app.id, d.id);
     if (old.length > 0) {
-      write(`Retiring ${old.length} instance(s) of the previous release (SIGTERM, ${this.deps.stopGraceMs / 1000} s grace).`);
+      write(
+        `Retiring ${old.length} instance(s) of the previous release (SIGTERM, ${this.deps.stopGraceMs / 1000} s grace).`,
+      );
     }
     return old;
   }
@@ -341,7 +370,9 @@ export class Deployer {
       if (!planned.ok) throw new PierError("BUILD_FAILED", planned.errors.join(" "));
       const plan = planned.plan;
       for (const l of plan.logLines) write(l);
-      write(`Building ${plan.image} (build flavor ${app.buildFlavor}, ${Math.round(plan.memoryBytes / 2 ** 20)} MiB)...`);
+      write(
+        `Building ${plan.image} (build flavor ${app.buildFlavor}, ${Math.round(plan.memoryBytes / 2 ** 20)} MiB)...`,
+      );
       await this.deps.engine.buildImage(
         {
           contextDir: dir,

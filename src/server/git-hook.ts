@@ -27,7 +27,9 @@ async function main(): Promise<number> {
       return 1;
     }
     if (ZERO.test(u.newSha)) {
-      out("Deleting master is not allowed: it holds the deployed commit. Use `pier delete` to remove the app.");
+      out(
+        "Deleting master is not allowed: it holds the deployed commit. Use `pier delete` to remove the app.",
+      );
       return 1;
     }
   }

@@ -49,7 +49,8 @@ export interface GitSshServerOptions {
 }
 
 const APP_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
-const COMMAND = /^(git-receive-pack|git-upload-pack|git receive-pack|git upload-pack) '?\/?([^'\s]+?)(?:\.git)?\/?'?$/;
+const COMMAND =
+  /^(git-receive-pack|git-upload-pack|git receive-pack|git upload-pack) '?\/?([^'\s]+?)(?:\.git)?\/?'?$/;
 const HOOK_JS = join(dirname(fileURLToPath(import.meta.url)), "git-hook.js");
 
 /** The pre-receive hook: runs the compiled git-hook.js with the Node that runs Pier. */
@@ -106,7 +107,13 @@ async function startHookSocket(
       }
       handled = true;
       void (async () => {
-        let msg: { token?: string; ref?: string; oldSha?: string; newSha?: string; gitEnv?: Record<string, string> };
+        let msg: {
+          token?: string;
+          ref?: string;
+          oldSha?: string;
+          newSha?: string;
+          gitEnv?: Record<string, string>;
+        };
         try {
           msg = JSON.parse(buf.slice(0, nl));
         } catch {
@@ -155,7 +162,9 @@ async function startHookSocket(
   return server;
 }
 
-export async function startGitSshServer(opts: GitSshServerOptions): Promise<{ port: number; close(): Promise<void> }> {
+export async function startGitSshServer(
+  opts: GitSshServerOptions,
+): Promise<{ port: number; close(): Promise<void> }> {
   const key = await hostKey(opts.hostKeyPath);
   await mkdir(opts.runDir, { recursive: true });
   await mkdir(opts.reposDir, { recursive: true });
@@ -208,7 +217,9 @@ export async function startGitSshServer(opts: GitSshServerOptions): Promise<{ po
           if (!APP_ID.test(appId)) return fail(`pier: '${appId}' is not an app id (see \`pier apps\`).`);
           void (async () => {
             if (!(await opts.appExists(appId))) {
-              return fail(`pier: app '${appId}' not found. Create it with \`pier create\`; see \`pier apps\`.`);
+              return fail(
+                `pier: app '${appId}' not found. Create it with \`pier create\`; see \`pier apps\`.`,
+              );
             }
             const repoDir = join(opts.reposDir, `${appId}.git`);
             const env: NodeJS.ProcessEnv = { ...process.env };

@@ -60,10 +60,21 @@ export async function waitListening(
 }
 
 /** `GET path` on the instance's published address; the status code, or the network error's code. */
-export function probe(target: { host: string; port: number }, path: string, timeoutMs = 10_000): Promise<number | string> {
+export function probe(
+  target: { host: string; port: number },
+  path: string,
+  timeoutMs = 10_000,
+): Promise<number | string> {
   return new Promise((resolve) => {
     const req = request(
-      { host: target.host, port: target.port, path, method: "GET", agent: false, headers: { "user-agent": "pier-health-check" } },
+      {
+        host: target.host,
+        port: target.port,
+        path,
+        method: "GET",
+        agent: false,
+        headers: { "user-agent": "pier-health-check" },
+      },
       (res) => {
         res.resume();
         resolve(res.statusCode ?? 0);

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { FLAVOR_MEMORY_MIB, type App } from "../core/model.js";
+import { type App, FLAVOR_MEMORY_MIB } from "../core/model.js";
 import type { Edge, Engine, InstanceInfo, InstanceSpec, Route, Store } from "../core/ports.js";
 
 export const appNetworkName = (appId: string, ipv6Subnet: string | null) =>
@@ -59,7 +59,9 @@ export class Instances {
           restart: r.restart,
         };
         const info = await this.deps.engine.runInstance(spec);
-        onLine(`Instance ${n} started (${info.name}${info.http ? `, ${info.http.host}:${info.http.port}` : ""})`);
+        onLine(
+          `Instance ${n} started (${info.name}${info.http ? `, ${info.http.host}:${info.http.port}` : ""})`,
+        );
         started.push(info);
       }
     } catch (e) {
@@ -90,7 +92,9 @@ export class Instances {
       const release = await this.deps.store.currentRelease(app.id);
       const serving =
         release && !app.stopped
-          ? (await this.list(app.id)).filter((i) => i.labels["pier.deployment"] === release.deploymentId && i.http)
+          ? (await this.list(app.id)).filter(
+              (i) => i.labels["pier.deployment"] === release.deploymentId && i.http,
+            )
           : [];
       routes.push({
         appId: app.id,

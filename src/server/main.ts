@@ -65,7 +65,13 @@ export async function startServer(config: Config): Promise<RunningServer> {
   await edge.start();
 
   const repoDir = (appId: string) => join(config.dataDir, "repos", `${appId}.git`);
-  const instances = new Instances({ engine, edge, store, domain: config.domain, stopGraceMs: config.stopGraceMs });
+  const instances = new Instances({
+    engine,
+    edge,
+    store,
+    domain: config.domain,
+    stopGraceMs: config.stopGraceMs,
+  });
   const logs = new DeployLogs(store);
   const deployer = new Deployer({
     store,
@@ -115,7 +121,13 @@ export async function startServer(config: Config): Promise<RunningServer> {
     apps,
     logs,
     logger: logger.child({ part: "api" }),
-    info: { version: VERSION, domain: config.domain, httpPort: config.http.port, sshPort: config.ssh.port, gitHost: config.gitHost },
+    info: {
+      version: VERSION,
+      domain: config.domain,
+      httpPort: config.http.port,
+      sshPort: config.ssh.port,
+      gitHost: config.gitHost,
+    },
   });
   const http = serve({ fetch: api.fetch, port: config.api.port, hostname: config.api.host });
   await new Promise<void>((resolve, reject) => {
@@ -145,7 +157,11 @@ export async function startServer(config: Config): Promise<RunningServer> {
         withoutCache: false,
         gitEnv: req.gitEnv,
       });
-      const stop = await logs.follow(deployment.id, (l) => req.log(l.line), () => undefined);
+      const stop = await logs.follow(
+        deployment.id,
+        (l) => req.log(l.line),
+        () => undefined,
+      );
       const onAbort = () => void deployer.cancel(app.id, deployment.id).catch(() => undefined);
       req.signal.addEventListener("abort", onAbort, { once: true });
       const end = await done;
@@ -153,7 +169,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
       stop();
       return end.state === "succeeded"
         ? { ok: true, message: `Deployed ${app.name}: ${(await apps.view(app)).url}` }
-        : { ok: false, message: `Deployment ${end.id} ${end.state}: ${end.reason ?? "see pier logs --deployment"}` };
+        : {
+            ok: false,
+            message: `Deployment ${end.id} ${end.state}: ${end.reason ?? "see pier logs --deployment"}`,
+          };
     },
   });
 

@@ -24,17 +24,44 @@ const ROUTES: RouteDoc[] = [
   { method: "get", path: "/v1/apps/{app}/status", summary: "Release, instances, crashes, TCP port" },
   { method: "post", path: "/v1/apps/{app}/stop", summary: "Stop every instance" },
   { method: "get", path: "/v1/apps/{app}/env", summary: "The app's variables" },
-  { method: "patch", path: "/v1/apps/{app}/env", summary: "Set and unset variables, all or nothing", body: schemas.patchEnv },
+  {
+    method: "patch",
+    path: "/v1/apps/{app}/env",
+    summary: "Set and unset variables, all or nothing",
+    body: schemas.patchEnv,
+  },
   { method: "put", path: "/v1/apps/{app}/env/{name}", summary: "Set one variable", body: schemas.putEnv },
   { method: "delete", path: "/v1/apps/{app}/env/{name}", summary: "Remove one variable", status: 204 },
   { method: "get", path: "/v1/apps/{app}/deployments", summary: "Deployments, newest first" },
-  { method: "post", path: "/v1/apps/{app}/deployments", summary: "Redeploy the current commit", body: schemas.deploy, status: 202 },
+  {
+    method: "post",
+    path: "/v1/apps/{app}/deployments",
+    summary: "Redeploy the current commit",
+    body: schemas.deploy,
+    status: 202,
+  },
   { method: "get", path: "/v1/apps/{app}/deployments/{id}", summary: "One deployment (`latest` allowed)" },
-  { method: "get", path: "/v1/apps/{app}/deployments/{id}/log", summary: "Its log; `follow=true` streams SSE", query: ["follow"] },
+  {
+    method: "get",
+    path: "/v1/apps/{app}/deployments/{id}/log",
+    summary: "Its log; `follow=true` streams SSE",
+    query: ["follow"],
+  },
   { method: "post", path: "/v1/apps/{app}/deployments/{id}/cancel", summary: "Cancel (`current` allowed)" },
-  { method: "get", path: "/v1/apps/{app}/logs", summary: "Runtime logs of the instances", query: ["since", "until", "tail", "follow"] },
+  {
+    method: "get",
+    path: "/v1/apps/{app}/logs",
+    summary: "Runtime logs of the instances",
+    query: ["since", "until", "tail", "follow"],
+  },
   { method: "get", path: "/v1/ssh-keys", summary: "Registered SSH keys" },
-  { method: "post", path: "/v1/ssh-keys", summary: "Register an SSH public key", body: schemas.addKey, status: 201 },
+  {
+    method: "post",
+    path: "/v1/ssh-keys",
+    summary: "Register an SSH public key",
+    body: schemas.addKey,
+    status: 201,
+  },
   { method: "delete", path: "/v1/ssh-keys/{key}", summary: "Remove a key (id or fingerprint)", status: 204 },
 ];
 
@@ -59,7 +86,12 @@ export function buildOpenApi(version: string): object {
       required: true,
       schema: { type: "string" },
     }));
-    const query = (r.query ?? []).map((name) => ({ name, in: "query", required: false, schema: { type: "string" } }));
+    const query = (r.query ?? []).map((name) => ({
+      name,
+      in: "query",
+      required: false,
+      schema: { type: "string" },
+    }));
     const op: Record<string, unknown> = {
       summary: r.summary,
       parameters: [...params, ...query],
@@ -68,7 +100,11 @@ export function buildOpenApi(version: string): object {
         default: { description: "Error", content: { "application/json": { schema: errorSchema } } },
       },
     };
-    if (r.body) op.requestBody = { required: true, content: { "application/json": { schema: z.toJSONSchema(r.body) } } };
+    if (r.body)
+      op.requestBody = {
+        required: true,
+        content: { "application/json": { schema: z.toJSONSchema(r.body) } },
+      };
     if (r.auth === false) op.security = [];
     paths[r.path] = { ...(paths[r.path] ?? {}), [r.method]: op };
   }

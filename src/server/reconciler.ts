@@ -31,11 +31,16 @@ export async function reconcile(deps: {
     for (const i of serving) {
       if (!i.running) {
         logger.info({ appId: app.id, instance: i.name }, "starting a stopped instance");
-        await engine.startInstance(i.id).catch((err) => logger.warn({ err, instance: i.name }, "could not start"));
+        await engine
+          .startInstance(i.id)
+          .catch((err) => logger.warn({ err, instance: i.name }, "could not start"));
       }
     }
     if (serving.length === 0 && (await engine.imageExists(release.image))) {
-      logger.warn({ appId: app.id, release: release.number }, "no instance of the current release runs: redeploying it");
+      logger.warn(
+        { appId: app.id, release: release.number },
+        "no instance of the current release runs: redeploying it",
+      );
       await deployer.enqueue(app, {
         commit: release.commit,
         cause: `reconcile: release v${release.number} had no instance`,

@@ -6,7 +6,10 @@ export const schemas = {
   createApp: z.object({
     name: z
       .string()
-      .regex(/^[a-z][a-z0-9-]{0,29}$/, "must be 1-30 lowercase letters, digits or '-', starting with a letter"),
+      .regex(
+        /^[a-z][a-z0-9-]{0,29}$/,
+        "must be 1-30 lowercase letters, digits or '-', starting with a letter",
+      ),
     type: z.enum(RUNTIMES, { message: `must be one of ${RUNTIMES.join(", ")}` }),
     flavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
     buildFlavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),

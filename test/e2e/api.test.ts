@@ -64,13 +64,17 @@ describe("API and CLI: bad input gets a clear error and loses nothing", { timeou
     const created = await pier.api("POST", "/v1/apps", { name: "envapp", type: "docker" });
     assert.equal(created.status, 201);
     assert.equal((await pier.api("PUT", "/v1/apps/envapp/env/GOOD", { value: "1" })).status, 200);
-    const r = await pier.api("PATCH", "/v1/apps/envapp/env", { set: { OTHER: "2", "1BAD": "x", "A-B": "y" } });
+    const r = await pier.api("PATCH", "/v1/apps/envapp/env", {
+      set: { OTHER: "2", "1BAD": "x", "A-B": "y" },
+    });
     assert.equal(r.status, 400);
     assert.match((r.json as ErrorBody).error.message, /1BAD/);
     assert.deepEqual((await pier.api("GET", "/v1/apps/envapp/env")).json, { vars: { GOOD: "1" } });
     const ro = await pier.api("PUT", "/v1/apps/envapp/env/INSTANCE_NUMBER", { value: "3" });
     assert.equal(ro.status, 400);
-    const cidr = await pier.api("PUT", "/v1/apps/envapp/env/CC_DOCKER_FIXED-CIDR-V6", { value: "fd00:1::/64" });
+    const cidr = await pier.api("PUT", "/v1/apps/envapp/env/CC_DOCKER_FIXED-CIDR-V6", {
+      value: "fd00:1::/64",
+    });
     assert.equal(cidr.status, 200, "the contract's one name with '-' is accepted");
     const cli = await pier.cli(["env", "set", "9X", "v", "--app", "envapp"]);
     assert.equal(cli.code, 1);
@@ -118,7 +122,9 @@ describe("API and CLI: bad input gets a clear error and loses nothing", { timeou
     assert.match((logs.json as ErrorBody).error.message, /since/);
     const body = await fetch(`http://127.0.0.1:${pier.apiPort}/v1/apps`, {
       method: "POST",
-      headers: { authorization: `Bearer ${(await import("node:fs")).readFileSync(`${pier.dataDir}/cli.json`, "utf8").match(/"token": "([^"]+)"/)?.[1]}` },
+      headers: {
+        authorization: `Bearer ${(await import("node:fs")).readFileSync(`${pier.dataDir}/cli.json`, "utf8").match(/"token": "([^"]+)"/)?.[1]}`,
+      },
       body: "{not json",
     });
     assert.equal(body.status, 400);

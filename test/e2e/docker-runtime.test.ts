@@ -99,13 +99,19 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
     assert.notEqual(noCmd.code, 0);
     assert.match(noCmd.stderr, /CMD|ENTRYPOINT/);
 
-    assert.equal((await pier.cli(["env", "set", "CC_DOCKERFILE", "../../etc/passwd", "--app", "web"])).code, 0);
-    const escape = await pier.push(repo);
-    assert.notEqual(escape.code, 0);
-    assert.match(escape.stderr, /CC_DOCKERFILE/);
+    assert.equal(
+      (await pier.cli(["env", "set", "CC_DOCKERFILE", "../../etc/passwd", "--app", "web"])).code,
+      0,
+    );
+    const outside = await pier.push(repo);
+    assert.notEqual(outside.code, 0);
+    assert.match(outside.stderr, /CC_DOCKERFILE/);
     assert.equal((await pier.cli(["env", "rm", "CC_DOCKERFILE", "--app", "web"])).code, 0);
 
-    assert.equal((await pier.cli(["env", "set", "CC_DOCKER_EXPOSED_HTTP_PORT", "99999", "--app", "web"])).code, 0);
+    assert.equal(
+      (await pier.cli(["env", "set", "CC_DOCKER_EXPOSED_HTTP_PORT", "99999", "--app", "web"])).code,
+      0,
+    );
     const port = await pier.push(repo);
     assert.notEqual(port.code, 0);
     assert.match(port.stderr, /CC_DOCKER_EXPOSED_HTTP_PORT/);

@@ -1,7 +1,7 @@
 // Starts a real `pier server` (real dockerd, real nginx edge, real SSH git) in a throwaway data dir on free
 // loopback ports, and drives it the way a user does: the CLI, git over SSH, HTTP through the edge.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -28,10 +28,17 @@ export interface RunResult {
   stderr: string;
 }
 
-export function run(argv: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {}): Promise<RunResult> {
+export function run(
+  argv: string[],
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {},
+): Promise<RunResult> {
   return new Promise((res) => {
     const [cmd, ...args] = argv;
-    const child = spawn(cmd!, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(cmd!, args, {
+      cwd: opts.cwd,
+      env: opts.env ?? process.env,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (c: Buffer) => {
@@ -108,7 +115,11 @@ export class Pier {
       this.sshPort = await freePort();
       this.httpPort = await freePort();
     }
-    const child = spawn(process.execPath, [CLI, "server"], { env: this.env, stdio: ["ignore", "pipe", "pipe"], detached: false });
+    const child = spawn(process.execPath, [CLI, "server"], {
+      env: this.env,
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: false,
+    });
     this.proc = child;
     child.stdout?.on("data", (c: Buffer) => {
       this.output += c.toString();
@@ -147,7 +158,11 @@ export class Pier {
   }
 
   cli(args: string[], opts: { cwd?: string; input?: string } = {}): Promise<RunResult> {
-    return run([process.execPath, CLI, ...args], { env: this.env, cwd: opts.cwd ?? this.work, input: opts.input });
+    return run([process.execPath, CLI, ...args], {
+      env: this.env,
+      cwd: opts.cwd ?? this.work,
+      input: opts.input,
+    });
   }
 
   async cliJson<T>(args: string[]): Promise<T> {
@@ -156,7 +171,12 @@ export class Pier {
     return JSON.parse(r.stdout) as T;
   }
 
-  async api(method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; json: unknown }> {
+  async api(
+    method: string,
+    path: string,
+    body?: unknown,
+    token?: string,
+  ): Promise<{ status: number; json: unknown }> {
     const saved = JSON.parse(readFileSync(join(this.dataDir, "cli.json"), "utf8")) as { token: string };
     const r = await fetch(`http://127.0.0.1:${this.apiPort}${path}`, {
       method,
@@ -194,7 +214,15 @@ export class Pier {
     mkdirSync(dir, { recursive: true });
     await run(["git", "init", "-q", "-b", "master", dir]);
     await this.commit(dir, files, "initial");
-    await run(["git", "-C", dir, "remote", "add", "pier", `git+ssh://git@127.0.0.1:${this.sshPort}/${appId}.git`]);
+    await run([
+      "git",
+      "-C",
+      dir,
+      "remote",
+      "add",
+      "pier",
+      `git+ssh://git@127.0.0.1:${this.sshPort}/${appId}.git`,
+    ]);
     return dir;
   }
 
@@ -208,7 +236,10 @@ export class Pier {
   }
 
   push(dir: string, refspec = "master", extra: string[] = []): Promise<RunResult> {
-    return run(["git", "-C", dir, "push", ...extra, "pier", refspec], { env: this.gitEnv(), timeoutMs: 600_000 });
+    return run(["git", "-C", dir, "push", ...extra, "pier", refspec], {
+      env: this.gitEnv(),
+      timeoutMs: 600_000,
+    });
   }
 
   get(appName: string, path = "/"): Promise<HttpResult> {

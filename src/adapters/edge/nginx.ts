@@ -68,7 +68,17 @@ export class NginxEdge implements Edge {
 
   private async test(file: string): Promise<void> {
     try {
-      await exec([this.bin, "-t", "-q", "-e", join(this.opts.dir, "error.log"), "-p", this.opts.dir, "-c", file]);
+      await exec([
+        this.bin,
+        "-t",
+        "-q",
+        "-e",
+        join(this.opts.dir, "error.log"),
+        "-p",
+        this.opts.dir,
+        "-c",
+        file,
+      ]);
     } catch (e) {
       const msg = e instanceof ExecError ? e.stderrTail.trim() : (e as Error).message;
       throw new PierError("EDGE_ERROR", `nginx rejected the new edge configuration: ${msg}`);
@@ -80,7 +90,13 @@ export class NginxEdge implements Edge {
     const host = this.opts.listenHost === "0.0.0.0" ? "127.0.0.1" : this.opts.listenHost;
     return new Promise((resolve) => {
       const req = request(
-        { host, port: this.opts.listenPort, path: "/.pier/edge-version", headers: { host: "pier-edge.invalid" }, agent: false },
+        {
+          host,
+          port: this.opts.listenPort,
+          path: "/.pier/edge-version",
+          headers: { host: "pier-edge.invalid" },
+          agent: false,
+        },
         (res) => {
           let body = "";
           res.on("data", (c: Buffer) => {
@@ -104,7 +120,10 @@ export class NginxEdge implements Edge {
       if (streak >= 3) return;
       await sleep(streak > 0 ? 5 : 25);
     }
-    throw new PierError("EDGE_ERROR", "nginx did not take the new configuration within 10 s; see the edge's error.log.");
+    throw new PierError(
+      "EDGE_ERROR",
+      "nginx did not take the new configuration within 10 s; see the edge's error.log.",
+    );
   }
 
   async start(): Promise<void> {

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { createServer } from "node:net";
 import { PassThrough } from "node:stream";
 import Docker from "dockerode";
@@ -70,7 +71,12 @@ function infoOf(c: InspectLike): InstanceInfo {
 type FollowProgress = (
   stream: NodeJS.ReadableStream,
   onFinished: (err: Error | null) => void,
-  onProgress: (ev: { stream?: string; error?: string; errorDetail?: { message?: string }; status?: string }) => void,
+  onProgress: (ev: {
+    stream?: string;
+    error?: string;
+    errorDetail?: { message?: string };
+    status?: string;
+  }) => void,
 ) => void;
 
 function isNotFound(e: unknown): boolean {
@@ -106,7 +112,11 @@ export class DockerEngine implements Engine {
 
   async buildImage(b: ImageBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void> {
     const auth = b.login
-      ? { username: b.login.username, password: b.login.password, serveraddress: b.login.server ?? "https://index.docker.io/v1/" }
+      ? {
+          username: b.login.username,
+          password: b.login.password,
+          serveraddress: b.login.server ?? "https://index.docker.io/v1/",
+        }
       : undefined;
     if (auth) {
       try {
@@ -175,11 +185,14 @@ export class DockerEngine implements Engine {
       const oom = /exit code: 137|signal: killed|returned a non-zero code: 137/.test(failure);
       throw new PierError(
         "BUILD_FAILED",
-        oom ? `The build ran out of memory (${Math.round(b.memoryBytes / 2 ** 20)} MiB): ${failure}` : `The build failed: ${failure}`,
+        oom
+          ? `The build ran out of memory (${Math.round(b.memoryBytes / 2 ** 20)} MiB): ${failure}`
+          : `The build failed: ${failure}`,
         oom ? "Give the build more memory: pier scale --build-flavor M" : undefined,
       );
     }
-    if (!(await this.imageExists(b.tag))) throw new PierError("BUILD_FAILED", `The build produced no image ${b.tag}.`);
+    if (!(await this.imageExists(b.tag)))
+      throw new PierError("BUILD_FAILED", `The build produced no image ${b.tag}.`);
   }
 
   async imageExists(tag: string): Promise<boolean> {
@@ -200,7 +213,11 @@ export class DockerEngine implements Engine {
     }
   }
 
-  async ensureNetwork(name: string, labels: Record<string, string>, ipv6Subnet: string | null): Promise<void> {
+  async ensureNetwork(
+    name: string,
+    labels: Record<string, string>,
+    ipv6Subnet: string | null,
+  ): Promise<void> {
     try {
       await this.docker.getNetwork(name).inspect();
       return;
@@ -314,7 +331,10 @@ export class DockerEngine implements Engine {
   }
 
   async listInstances(labels: Record<string, string>): Promise<InstanceInfo[]> {
-    const list = await this.docker.listContainers({ all: true, filters: { label: this.labelFilters(labels) } });
+    const list = await this.docker.listContainers({
+      all: true,
+      filters: { label: this.labelFilters(labels) },
+    });
     const out: InstanceInfo[] = [];
     for (const c of list) {
       const info = await this.inspectInstance(c.Id);
@@ -361,23 +381,27 @@ export class DockerEngine implements Engine {
       ...(opts.until ? { until: Math.ceil(opts.until.getTime() / 1000) } : {}),
       ...(opts.tail !== undefined ? { tail: opts.tail } : {}),
     };
-    const emit = (stream: "stdout" | "stderr") => {
+    const emit = (stream: "stdout" | "stderr", source: PassThrough) => {
       let buf = "";
-      return (chunk: Buffer | string) => {
+      const line = (raw: string) => {
+        const sp = raw.indexOf(" ");
+        const at = sp > 0 ? raw.slice(0, sp) : new Date().toISOString();
+        onLine({ at, stream, line: sp > 0 ? raw.slice(sp + 1) : raw });
+      };
+      source.on("data", (chunk: Buffer | string) => {
         buf += chunk.toString();
         const lines = buf.split("\n");
         buf = lines.pop() ?? "";
-        for (const raw of lines) {
-          const sp = raw.indexOf(" ");
-          const at = sp > 0 ? raw.slice(0, sp) : new Date().toISOString();
-          onLine({ at, stream, line: sp > 0 ? raw.slice(sp + 1) : raw });
-        }
-      };
+        for (const raw of lines) line(raw);
+      });
+      source.on("end", () => {
+        if (buf) line(buf);
+      });
     };
     const out = new PassThrough();
     const err = new PassThrough();
-    out.on("data", emit("stdout"));
-    err.on("data", emit("stderr"));
+    emit("stdout", out);
+    emit("stderr", err);
     if (!opts.follow) {
       const buf = (await c.logs({ ...base, follow: false })) as unknown as Buffer;
       // Non-tty logs are multiplexed frames: 8-byte header [stream, 0,0,0, size(4)].
@@ -388,8 +412,10 @@ export class DockerEngine implements Engine {
         (kind === 2 ? err : out).write(buf.subarray(i + 8, i + 8 + size));
         i += 8 + size;
       }
-      out.end("\n");
-      err.end("\n");
+      const ended = Promise.all([once(out, "end"), once(err, "end")]);
+      out.end();
+      err.end();
+      await ended;
       return;
     }
     const stream = (await c.logs({ ...base, follow: true, abortSignal: signal })) as NodeJS.ReadableStream;

@@ -106,15 +106,21 @@ export class SqliteStore implements Store {
   }
 
   private migrate(): void {
-    this.db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)");
-    const row = this.db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get() as { v: number | null };
+    this.db.exec(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
+    );
+    const row = this.db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get() as {
+      v: number | null;
+    };
     const applied = row.v ?? 0;
     MIGRATIONS.forEach((sql, i) => {
       const version = i + 1;
       if (version <= applied) return;
       this.db.transaction(() => {
         this.db.exec(sql);
-        this.db.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)").run(version, now());
+        this.db
+          .prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)")
+          .run(version, now());
       })();
     });
   }
@@ -160,7 +166,8 @@ export class SqliteStore implements Store {
       flavor: patch.flavor,
       build_flavor: patch.buildFlavor,
       instances: patch.instances,
-      allow_docker_socket: patch.allowDockerSocket === undefined ? undefined : patch.allowDockerSocket ? 1 : 0,
+      allow_docker_socket:
+        patch.allowDockerSocket === undefined ? undefined : patch.allowDockerSocket ? 1 : 0,
       stopped: patch.stopped === undefined ? undefined : patch.stopped ? 1 : 0,
     };
     const set = Object.entries(cols).filter(([, v]) => v !== undefined);
@@ -198,7 +205,11 @@ export class SqliteStore implements Store {
     return out;
   }
 
-  async changeEnv(appId: string, set: Record<string, string>, unset: readonly string[]): Promise<Record<string, string>> {
+  async changeEnv(
+    appId: string,
+    set: Record<string, string>,
+    unset: readonly string[],
+  ): Promise<Record<string, string>> {
     this.db.transaction(() => {
       const up = this.db.prepare(
         "INSERT INTO env (app_id, name, value) VALUES (?,?,?) ON CONFLICT (app_id, name) DO UPDATE SET value = excluded.value",
@@ -210,7 +221,9 @@ export class SqliteStore implements Store {
     return this.getEnv(appId);
   }
 
-  async createDeployment(d: Pick<Deployment, "id" | "appId" | "commit" | "cause" | "withoutCache">): Promise<Deployment> {
+  async createDeployment(
+    d: Pick<Deployment, "id" | "appId" | "commit" | "cause" | "withoutCache">,
+  ): Promise<Deployment> {
     this.db
       .prepare(
         "INSERT INTO deployments (id, app_id, state, commit_sha, cause, without_cache, created_at) VALUES (?,?,'queued',?,?,?,?)",
@@ -261,7 +274,10 @@ export class SqliteStore implements Store {
   async appendDeployLog(deploymentId: string, lines: readonly LogLine[]): Promise<void> {
     if (lines.length === 0) return;
     this.db.transaction(() => {
-      const r = this.one("SELECT COALESCE(MAX(seq), 0) AS s FROM deploy_logs WHERE deployment_id = ?", deploymentId);
+      const r = this.one(
+        "SELECT COALESCE(MAX(seq), 0) AS s FROM deploy_logs WHERE deployment_id = ?",
+        deploymentId,
+      );
       let seq = Number(r?.s ?? 0);
       const ins = this.db.prepare("INSERT INTO deploy_logs (deployment_id, seq, at, line) VALUES (?,?,?,?)");
       for (const l of lines) ins.run(deploymentId, ++seq, l.at, l.line);
@@ -269,7 +285,10 @@ export class SqliteStore implements Store {
   }
 
   async deployLog(deploymentId: string): Promise<LogLine[]> {
-    return this.all("SELECT at, line FROM deploy_logs WHERE deployment_id = ? ORDER BY seq", deploymentId).map((r) => ({
+    return this.all(
+      "SELECT at, line FROM deploy_logs WHERE deployment_id = ? ORDER BY seq",
+      deploymentId,
+    ).map((r) => ({
       at: str(r.at),
       line: str(r.line),
     }));
@@ -282,7 +301,18 @@ export class SqliteStore implements Store {
         .prepare(
           "INSERT INTO releases (id, app_id, number, deployment_id, image, commit_sha, env_json, http_port, tcp_port, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
         )
-        .run(r.id, r.appId, Number(n?.n ?? 1), r.deploymentId, r.image, r.commit, JSON.stringify(r.env), r.httpPort, r.tcpPort, now());
+        .run(
+          r.id,
+          r.appId,
+          Number(n?.n ?? 1),
+          r.deploymentId,
+          r.image,
+          r.commit,
+          JSON.stringify(r.env),
+          r.httpPort,
+          r.tcpPort,
+          now(),
+        );
     })();
     return releaseOf(this.one("SELECT * FROM releases WHERE id = ?", r.id)!);
   }
@@ -329,7 +359,9 @@ export class SqliteStore implements Store {
   }
 
   async addApiToken(id: string, name: string, hash: string): Promise<void> {
-    this.db.prepare("INSERT INTO api_tokens (id, name, hash, created_at) VALUES (?,?,?,?)").run(id, name, hash, now());
+    this.db
+      .prepare("INSERT INTO api_tokens (id, name, hash, created_at) VALUES (?,?,?,?)")
+      .run(id, name, hash, now());
   }
 
   async findApiTokenByHash(hash: string): Promise<{ id: string; name: string } | null> {
@@ -337,9 +369,17 @@ export class SqliteStore implements Store {
     return r ? { id: str(r.id), name: str(r.name) } : null;
   }
 
-  async recordExit(e: { appId: string; containerId: string; instance: number; exitCode: number; at: string }): Promise<void> {
+  async recordExit(e: {
+    appId: string;
+    containerId: string;
+    instance: number;
+    exitCode: number;
+    at: string;
+  }): Promise<void> {
     this.db
-      .prepare("INSERT INTO instance_exits (app_id, container_id, instance, exit_code, at) VALUES (?,?,?,?,?)")
+      .prepare(
+        "INSERT INTO instance_exits (app_id, container_id, instance, exit_code, at) VALUES (?,?,?,?,?)",
+      )
       .run(e.appId, e.containerId, e.instance, e.exitCode, e.at);
   }
 
@@ -350,7 +390,9 @@ export class SqliteStore implements Store {
        FROM instance_exits e WHERE app_id = ? GROUP BY container_id`,
       appId,
     );
-    return new Map(rows.map((r) => [str(r.container_id), { code: Number(r.code), at: str(r.last), count: Number(r.n) }]));
+    return new Map(
+      rows.map((r) => [str(r.container_id), { code: Number(r.code), at: str(r.last), count: Number(r.n) }]),
+    );
   }
 
   close(): void {
