@@ -114,6 +114,8 @@ export interface ImageBuild {
   tag: string;
   buildArgs: Record<string, string>;
   labels: Record<string, string>;
+  /** The build flavor, named in the message when the build runs out of its memory. */
+  flavor: string;
   memoryBytes: number;
   noCache: boolean;
   buildkit: boolean;

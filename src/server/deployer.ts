@@ -380,6 +380,7 @@ export class Deployer {
           tag: plan.image,
           buildArgs: plan.buildArgs,
           labels: plan.labels,
+          flavor: app.buildFlavor,
           memoryBytes: plan.memoryBytes,
           noCache: plan.noCache,
           buildkit: plan.buildkit,

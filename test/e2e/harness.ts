@@ -87,7 +87,7 @@ export class Pier {
   keyFile = "";
   output = "";
 
-  constructor() {
+  constructor(private readonly extraEnv: Record<string, string> = {}) {
     this.work = mkdtempSync(join(tmpdir(), "pier-e2e-"));
     this.dataDir = join(this.work, "data");
   }
@@ -106,6 +106,7 @@ export class Pier {
       PIER_LOG_LEVEL: "warn",
       PIER_URL: "",
       PIER_TOKEN: "",
+      ...this.extraEnv,
     };
   }
 

@@ -79,6 +79,22 @@ type FollowProgress = (
   }) => void,
 ) => void;
 
+const ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * One line of build output as a user should read it: without terminal colour codes, and with BuildKit's
+ * command output decoded (dockerode 5 hands the protobuf `bytes` of a log message on still in base64).
+ */
+export function cleanBuildLine(line: string, buildkit: boolean): string {
+  let l = line;
+  if (buildkit && BASE64.test(l)) {
+    const decoded = Buffer.from(l, "base64").toString("utf8");
+    if (!decoded.includes("\uFFFD")) l = decoded.replace(/\n$/, "");
+  }
+  return l.replace(ANSI, "").replace(/\r/g, "");
+}
+
 function isNotFound(e: unknown): boolean {
   return typeof e === "object" && e !== null && (e as { statusCode?: number }).statusCode === 404;
 }
@@ -170,7 +186,9 @@ export class DockerEngine implements Engine {
             if (ev.error) failure = ev.errorDetail?.message ?? ev.error;
             const text = ev.stream ?? ev.status ?? ev.error;
             if (!text) return;
-            for (const l of text.replace(/\n$/, "").split("\n")) if (l.trim()) onLine(l);
+            for (const raw of text.replace(/\n$/, "").split("\n")) {
+              for (const l of cleanBuildLine(raw, b.buildkit).split("\n")) if (l.trim()) onLine(l);
+            }
           },
         );
       });
