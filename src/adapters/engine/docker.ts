@@ -79,6 +79,7 @@ type FollowProgress = (
   }) => void,
 ) => void;
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching terminal escape sequences is the point.
 const ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
