@@ -8,7 +8,7 @@ say() { echo "setup: $*" >&2; }
 # 1. Debian packages.
 missing=()
 command -v dockerd >/dev/null || missing+=(docker.io)
-command -v nginx >/dev/null || missing+=(nginx-light)
+command -v haproxy >/dev/null || missing+=(haproxy)
 command -v git >/dev/null || missing+=(git)
 command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
 command -v ssh-keygen >/dev/null || missing+=(openssh-client)

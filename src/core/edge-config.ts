@@ -1,41 +1,39 @@
 import { createHash } from "node:crypto";
-import type { Route } from "./ports.js";
+import type { Route, RouteTarget } from "./ports.js";
 
-/** The nginx configuration of Pier's edge, rendered from the route table. Pure and deterministic. */
+/**
+ * The HAProxy configuration of Pier's edge, and the runtime commands that switch an app's instances
+ * without a reload. Pure and deterministic.
+ *
+ * Each app has a backend with a fixed number of server slots. A slot holds an instance's address (ready)
+ * or nothing (maintenance). A deploy fills free slots with the new instances and puts the old ones in
+ * maintenance through HAProxy's runtime API: no reload, so no connection of any app is dropped. Only a
+ * change of the set of apps or of a backend's slot count needs a new configuration (a seamless reload).
+ */
 
 const HOSTNAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
 const PATH = /^\/[A-Za-z0-9._/-]*$/;
 
-export interface EdgeConfigInput {
-  routes: readonly Route[];
-  listenHost: string;
-  listenPort: number;
-  /** Absolute directory for the pid file, logs and temp files. */
-  prefix: string;
-  workerProcesses?: number | "auto";
+export interface BackendLayout {
+  appId: string;
+  hostname: string;
+  /** One entry per server slot: the instance it sends to, or null (in maintenance). */
+  slots: (RouteTarget | null)[];
 }
+
+export interface EdgeLayout {
+  backends: BackendLayout[];
+}
+
+export const backendName = (appId: string) => `app_${appId.replace(/[^A-Za-z0-9_]/g, "_")}`;
+export const slotName = (i: number) => `s${i}`;
 
 function check(cond: boolean, message: string): void {
   if (!cond) throw new Error(`edge config: ${message}`);
 }
 
-const upstreamName = (appId: string) => `app_${appId.replace(/[^A-Za-z0-9_]/g, "_")}`;
-
-const page = (title: string, text: string) =>
-  `<!doctype html><html><head><meta charset=utf-8><title>${title}</title></head><body style=\\"font-family:sans-serif;margin:3em\\"><h1>${title}</h1><p>${text}</p><p><small>Pier</small></p></body></html>`;
-
-export function renderNginxConfig(input: EdgeConfigInput): string {
-  check(PATH.test(input.prefix), `prefix '${input.prefix}' must be an absolute path of plain characters`);
-  check(
-    input.listenHost === "0.0.0.0" || IPV4.test(input.listenHost),
-    `listen host '${input.listenHost}' must be an IPv4 address`,
-  );
-  check(
-    Number.isInteger(input.listenPort) && input.listenPort > 0 && input.listenPort < 65536,
-    "listen port must be 1..65535",
-  );
-  const routes = [...input.routes].sort((a, b) => a.hostname.localeCompare(b.hostname));
+export function validateRoutes(routes: readonly Route[]): void {
   const seen = new Set<string>();
   for (const r of routes) {
     check(HOSTNAME.test(r.hostname), `hostname '${r.hostname}' is not a valid DNS name`);
@@ -43,92 +41,163 @@ export function renderNginxConfig(input: EdgeConfigInput): string {
     seen.add(r.hostname);
     for (const t of r.targets) {
       check(IPV4.test(t.host), `target host '${t.host}' of ${r.hostname} must be an IPv4 address`);
-      check(
-        Number.isInteger(t.port) && t.port > 0 && t.port < 65536,
-        `target port ${t.port} of ${r.hostname} is invalid`,
-      );
+      check(Number.isInteger(t.port) && t.port > 0 && t.port < 65536, `target port ${t.port} of ${r.hostname} is invalid`);
     }
   }
-  const listen = `${input.listenHost}:${input.listenPort}`;
-  const p = input.prefix;
-  const lines: string[] = [
-    "# Rendered by Pier from its route table. Do not edit: the next change overwrites it.",
-    `worker_processes ${input.workerProcesses ?? "auto"};`,
-    `pid ${p}/nginx.pid;`,
-    `error_log ${p}/error.log warn;`,
-    "worker_rlimit_nofile 16384;",
-    "events { worker_connections 4096; multi_accept on; }",
-    "http {",
-    "  access_log off;",
-    "  server_tokens off;",
-    "  sendfile on;",
-    "  tcp_nodelay on;",
-    "  keepalive_timeout 65s;",
-    "  keepalive_requests 10000;",
-    "  client_max_body_size 100m;",
-    "  server_names_hash_bucket_size 128;",
-    `  client_body_temp_path ${p}/tmp/body;`,
-    `  proxy_temp_path ${p}/tmp/proxy;`,
-    `  fastcgi_temp_path ${p}/tmp/fastcgi;`,
-    `  uwsgi_temp_path ${p}/tmp/uwsgi;`,
-    `  scgi_temp_path ${p}/tmp/scgi;`,
-    "  proxy_http_version 1.1;",
-    '  proxy_set_header Connection "";',
-    "  proxy_set_header Host $http_host;",
-    "  proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;",
-    "  proxy_set_header X-Forwarded-Proto $scheme;",
-    "  proxy_set_header X-Forwarded-Host $host;",
-    "  proxy_set_header X-Forwarded-Port $server_port;",
-    "  proxy_set_header X-Request-Id $request_id;",
-    "  proxy_connect_timeout 5s;",
-    "  proxy_read_timeout 300s;",
-    "  proxy_send_timeout 300s;",
-    "  proxy_buffering on;",
-    "  proxy_next_upstream error timeout;",
-    "  proxy_next_upstream_tries 3;",
-    "  default_type text/html;",
-    "",
-    "  server {",
-    `    listen ${listen} default_server reuseport backlog=4096;`,
-    "    server_name _;",
-    `    location = /.pier/edge-version { default_type text/plain; return 200 "$pier_edge_version"; }`,
-    `    location / { return 404 "${page("No app here", "No app is served at $host.")}"; }`,
-    "  }",
-  ];
-  for (const r of routes) {
-    lines.push("");
-    if (r.targets.length > 0) {
-      const up = upstreamName(r.appId);
-      lines.splice(lines.indexOf("  server {"), 0, `  upstream ${up} {`, "    least_conn;");
-      const at = lines.indexOf("  server {");
-      const servers = [...r.targets]
-        .sort((a, b) => a.host.localeCompare(b.host) || a.port - b.port)
-        .map((t) => `    server ${t.host}:${t.port} max_fails=1 fail_timeout=2s;`);
-      lines.splice(at, 0, ...servers, "    keepalive 64;", "  }", "");
-      lines.push(
-        "  server {",
-        `    listen ${listen};`,
-        `    server_name ${r.hostname};`,
-        `    location / { proxy_pass http://${up}; }`,
-        "  }",
-      );
-    } else {
-      lines.push(
-        "  server {",
-        `    listen ${listen};`,
-        `    server_name ${r.hostname};`,
-        `    location / { return 503 "${page("App not running", `The app at $host has no running instance.`)}"; }`,
-        "  }",
-      );
-    }
-  }
-  lines.push("}");
-  const body = lines.join("\n");
-  const version = createHash("sha256").update(body).digest("hex").slice(0, 16);
-  return `${body.replace("http {", `http {\n  map "" $pier_edge_version { default "${version}"; }`)}\n`;
 }
 
-/** The version string a rendered config answers at /.pier/edge-version. */
+const sameTarget = (a: RouteTarget | null, b: RouteTarget) => a !== null && a.host === b.host && a.port === b.port;
+
+/** Slots for `n` targets: room for a whole second set, so a deploy never needs a reload. */
+export const slotCount = (n: number) => Math.max(2, 2 * n);
+
+/** A new layout for the routes, from scratch (used when the structure changes). */
+export function layoutFor(routes: readonly Route[], previous?: EdgeLayout): EdgeLayout {
+  validateRoutes(routes);
+  const backends = [...routes]
+    .sort((a, b) => a.hostname.localeCompare(b.hostname))
+    .map((r) => {
+      const old = previous?.backends.find((b) => b.appId === r.appId);
+      const size = Math.max(slotCount(r.targets.length), old?.slots.length ?? 0);
+      const slots: (RouteTarget | null)[] = Array.from({ length: size }, () => null);
+      // Targets keep the slots they had, so connections in flight keep their server.
+      const rest: RouteTarget[] = [];
+      for (const t of r.targets) {
+        const at = old?.slots.findIndex((s) => sameTarget(s, t)) ?? -1;
+        if (at >= 0 && slots[at] === null) slots[at] = t;
+        else rest.push(t);
+      }
+      for (const t of rest) slots[slots.indexOf(null)] = t;
+      return { appId: r.appId, hostname: r.hostname, slots };
+    });
+  return { backends };
+}
+
+export interface RuntimeStep {
+  backend: string;
+  slot: string;
+  /** `ready` with an address, or `maint`. */
+  state: "ready" | "maint";
+  target: RouteTarget | null;
+}
+
+/**
+ * How to go from `current` to serving `routes` with runtime commands only, or null when the structure
+ * changes (apps added or removed, a hostname changed, or not enough free slots): then reload.
+ */
+export function planRuntimeSwitch(
+  current: EdgeLayout,
+  routes: readonly Route[],
+): { layout: EdgeLayout; steps: RuntimeStep[] } | null {
+  validateRoutes(routes);
+  if (current.backends.length !== routes.length) return null;
+  const steps: RuntimeStep[] = [];
+  const backends: BackendLayout[] = [];
+  for (const b of current.backends) {
+    const r = routes.find((x) => x.appId === b.appId);
+    if (!r || r.hostname !== b.hostname) return null;
+    const slots = [...b.slots];
+    const wanted = r.targets;
+    const fresh = wanted.filter((t) => !slots.some((s) => sameTarget(s, t)));
+    const free = slots.map((s, i) => (s === null ? i : -1)).filter((i) => i >= 0);
+    if (fresh.length > free.length) return null;
+    // First bring the new instances in, then take the old ones out.
+    fresh.forEach((t, k) => {
+      const i = free[k]!;
+      slots[i] = t;
+      steps.push({ backend: backendName(b.appId), slot: slotName(i), state: "ready", target: t });
+    });
+    slots.forEach((s, i) => {
+      if (s !== null && !wanted.some((t) => sameTarget(s, t))) {
+        slots[i] = null;
+        steps.push({ backend: backendName(b.appId), slot: slotName(i), state: "maint", target: null });
+      }
+    });
+    backends.push({ ...b, slots });
+  }
+  return { layout: { backends }, steps };
+}
+
+/** The runtime API commands of one step. */
+export function runtimeCommands(step: RuntimeStep): string[] {
+  const id = `${step.backend}/${step.slot}`;
+  if (step.state === "maint" || !step.target) return [`set server ${id} state maint`];
+  return [`set server ${id} addr ${step.target.host} port ${step.target.port}`, `set server ${id} state ready`];
+}
+
+export interface HaproxyConfigInput {
+  layout: EdgeLayout;
+  listenHost: string;
+  listenPort: number;
+  /** Absolute directory: pid file, admin socket, hosts map. */
+  dir: string;
+}
+
+const NO_APP = `<!doctype html><html><head><meta charset=utf-8><title>No app here</title></head><body style='font-family:sans-serif;margin:3em'><h1>No app here</h1><p>No app is served at this address.</p><p><small>Pier</small></p></body></html>`;
+const NOT_RUNNING = `<!doctype html><html><head><meta charset=utf-8><title>App not running</title></head><body style='font-family:sans-serif;margin:3em'><h1>App not running</h1><p>This app has no running instance. Deploy it, or start it with pier restart.</p><p><small>Pier</small></p></body></html>`;
+
+/** The hosts map file: `<hostname> <backend>` per line. */
+export function renderHostsMap(layout: EdgeLayout): string {
+  return layout.backends.map((b) => `${b.hostname} ${backendName(b.appId)}\n`).join("");
+}
+
+export function renderHaproxyConfig(input: HaproxyConfigInput): string {
+  const { dir } = input;
+  check(PATH.test(dir), `directory '${dir}' must be an absolute path of plain characters`);
+  check(input.listenHost === "0.0.0.0" || IPV4.test(input.listenHost), `listen host '${input.listenHost}' must be an IPv4 address`);
+  check(Number.isInteger(input.listenPort) && input.listenPort > 0 && input.listenPort < 65536, "listen port must be 1..65535");
+  validateRoutes(input.layout.backends.map((b) => ({ appId: b.appId, hostname: b.hostname, targets: [] })));
+  const structure = JSON.stringify(input.layout.backends.map((b) => [b.appId, b.hostname, b.slots.length]));
+  const version = createHash("sha256").update(structure).digest("hex").slice(0, 16);
+  const lines = [
+    "# Rendered by Pier from its route table. Do not edit: the next change overwrites it.",
+    "global",
+    "  daemon",
+    `  pidfile ${dir}/haproxy.pid`,
+    `  stats socket ${dir}/admin.sock mode 600 level admin expose-fd listeners`,
+    "  hard-stop-after 5m",
+    "",
+    "defaults",
+    "  mode http",
+    "  timeout connect 5s",
+    "  timeout client 65s",
+    "  timeout server 300s",
+    "  timeout http-request 30s",
+    "  timeout http-keep-alive 65s",
+    "  timeout queue 30s",
+    "  option forwardfor",
+    "  option redispatch",
+    "  retries 3",
+    "  http-reuse safe",
+    "",
+    "frontend edge",
+    `  bind ${input.listenHost}:${input.listenPort}`,
+    `  http-request return status 200 content-type text/plain string "${version}" if { path /.pier/edge-version } { req.hdr(host) -m str pier-edge.invalid }`,
+    "  http-request set-header X-Forwarded-Proto http",
+    "  http-request set-header X-Forwarded-Host %[req.hdr(host)]",
+    "  http-request set-header X-Forwarded-Port %[dst_port]",
+    "  http-request set-header X-Request-Id %[uuid]",
+    `  use_backend %[req.hdr(host),field(1,:),lower,map(${dir}/hosts.map)]`,
+    "  default_backend no_app",
+    "",
+    "backend no_app",
+    `  http-request return status 404 content-type text/html string "${NO_APP}"`,
+  ];
+  for (const b of input.layout.backends) {
+    lines.push(
+      "",
+      `backend ${backendName(b.appId)}`,
+      "  balance roundrobin",
+      `  http-request return status 503 content-type text/html string "${NOT_RUNNING}" if { nbsrv eq 0 }`,
+    );
+    b.slots.forEach((s, i) => {
+      lines.push(s ? `  server ${slotName(i)} ${s.host}:${s.port}` : `  server ${slotName(i)} 127.0.0.1:1 disabled`);
+    });
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+/** The version a rendered config answers at /.pier/edge-version: it changes with the structure only. */
 export function configVersion(config: string): string | null {
-  return /\$pier_edge_version \{ default "([0-9a-f]+)"; \}/.exec(config)?.[1] ?? null;
+  return /string "([0-9a-f]{16})" if \{ path \/\.pier\/edge-version \}/.exec(config)?.[1] ?? null;
 }

@@ -39,7 +39,7 @@ const schema = z.object({
     .refine((p) => existsSync(p), "file does not exist"),
   PIER_DOCKER_SOCKET: z.string().default("/var/run/docker.sock"),
   PIER_DOCKER_CLI: z.string().default(existsSync("/usr/bin/docker") ? "/usr/bin/docker" : "docker"),
-  PIER_NGINX: z.string().default("nginx"),
+  PIER_HAPROXY: z.string().default("haproxy"),
   PIER_DEPLOY_TIMEOUT: seconds(900),
   PIER_LISTEN_TIMEOUT: seconds(60),
   PIER_STOP_GRACE: seconds(10),
@@ -62,7 +62,7 @@ export interface Config {
   extraCaCerts: string;
   dockerSocket: string;
   dockerCli: string;
-  nginx: string;
+  haproxy: string;
   deployTimeoutMs: number;
   listenTimeoutMs: number;
   stopGraceMs: number;
@@ -99,7 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     extraCaCerts: c.PIER_EXTRA_CA_CERTS,
     dockerSocket: c.PIER_DOCKER_SOCKET,
     dockerCli: c.PIER_DOCKER_CLI,
-    nginx: c.PIER_NGINX,
+    haproxy: c.PIER_HAPROXY,
     deployTimeoutMs: c.PIER_DEPLOY_TIMEOUT * 1000,
     listenTimeoutMs: c.PIER_LISTEN_TIMEOUT * 1000,
     stopGraceMs: c.PIER_STOP_GRACE * 1000,

@@ -4,9 +4,10 @@ import { chmod, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
-import { NginxEdge } from "../adapters/edge/nginx.js";
+import { HaproxyEdge } from "../adapters/edge/haproxy.js";
 import { DockerEngine } from "../adapters/engine/docker.js";
 import { SqliteStore } from "../adapters/store/sqlite.js";
+import { PierError } from "../core/errors.js";
 import type { Store } from "../core/ports.js";
 import { createApi, hashToken } from "./api.js";
 import { AppService } from "./apps.js";
@@ -55,8 +56,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const scope = createHash("sha256").update(config.dataDir).digest("hex").slice(0, 12);
   const engine = new DockerEngine({ socketPath: config.dockerSocket, scope });
   await engine.ping();
-  const edge = new NginxEdge({
-    nginxBin: config.nginx,
+  const edge = new HaproxyEdge({
+    haproxyBin: config.haproxy,
     dir: join(config.dataDir, "edge"),
     listenPort: config.http.port,
     listenHost: config.http.host,
@@ -217,7 +218,16 @@ export async function main(): Promise<void> {
     }
     throw e;
   }
-  const server = await startServer(config);
+  let server: RunningServer;
+  try {
+    server = await startServer(config);
+  } catch (e) {
+    if (e instanceof PierError) {
+      process.stderr.write(`pier server: ${e.message}\n${e.hint ? `hint: ${e.hint}\n` : ""}`);
+      process.exit(1);
+    }
+    throw e;
+  }
   const stop = (signal: string) => {
     server.logger.info({ signal }, "stopping; apps and the edge keep serving");
     void server.close().then(() => process.exit(0));

@@ -1,4 +1,4 @@
-// The Dockerfile runtime end to end: the CLI, git push over SSH, dockerd, the nginx edge, real HTTP.
+// The Dockerfile runtime end to end: the CLI, git push over SSH, dockerd, the HAProxy edge, real HTTP.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { NODE_DOCKER_APP, Pier } from "./harness.js";

@@ -1,4 +1,4 @@
-// Starts a real `pier server` (real dockerd, real nginx edge, real SSH git) in a throwaway data dir on free
+// Starts a real `pier server` (real dockerd, real HAProxy edge, real SSH git) in a throwaway data dir on free
 // loopback ports, and drives it the way a user does: the CLI, git over SSH, HTTP through the edge.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -257,10 +257,10 @@ export class Pier {
       // best effort
     }
     await this.stopServer();
-    const pid = join(this.dataDir, "edge", "nginx.pid");
+    const pid = join(this.dataDir, "edge", "haproxy.pid");
     if (existsSync(pid)) {
       try {
-        process.kill(Number(readFileSync(pid, "utf8").trim()), "SIGQUIT");
+        process.kill(Number(readFileSync(pid, "utf8").trim()), "SIGTERM");
       } catch {
         // already gone
       }

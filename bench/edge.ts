@@ -1,0 +1,153 @@
+// bench/edge: requests/s and p99 of a small app through Pier's edge, against nginx as a plain reverse
+// proxy to the same instance and against the instance directly, in one run; then the failed requests
+// while the app is redeployed five times under load (target: zero).
+// Run: npm run build && node dist/bench/edge.js [seconds per wrk run, default 10]
+import { spawnSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { Agent, request } from "node:http";
+import { join } from "node:path";
+import { NODE_DOCKER_APP, Pier, run } from "../test/e2e/harness.js";
+
+const seconds = Number(process.argv[2] ?? 10);
+
+function ensureTools(): void {
+  const missing = [
+    ["wrk", "wrk"],
+    ["nginx", "nginx-light"],
+  ].filter(([cmd]) => spawnSync("sh", ["-c", `command -v ${cmd}`]).status !== 0);
+  if (missing.length === 0) return;
+  const pkgs = missing.map(([, pkg]) => pkg!);
+  console.error(`bench: installing ${pkgs.join(" ")} (the load generator and the baseline proxy)`);
+  const r = spawnSync("apt-get", ["install", "-y", "-qq", ...pkgs], { stdio: "inherit" });
+  if (r.status !== 0) throw new Error(`needed: apt-get install ${pkgs.join(" ")}`);
+}
+
+interface WrkResult {
+  rps: number;
+  p99ms: number;
+  errors: number;
+}
+
+async function wrk(port: number, host: string): Promise<WrkResult> {
+  const r = await run(["wrk", "-t2", "-c50", `-d${seconds}s`, "--latency", "-H", `Host: ${host}`, `http://127.0.0.1:${port}/`], {
+    timeoutMs: (seconds + 30) * 1000,
+  });
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)?.[1] ?? 0);
+  const p99 = /99%\s+([\d.]+)(us|ms|s)/.exec(r.stdout);
+  const p99ms = p99 ? Number(p99[1]) * (p99[2] === "us" ? 0.001 : p99[2] === "s" ? 1000 : 1) : Number.NaN;
+  const errs = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(r.stdout);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(r.stdout)?.[1] ?? 0);
+  const errors = (errs ? errs.slice(1).reduce((a, b) => a + Number(b), 0) : 0) + non2xx;
+  return { rps, p99ms, errors };
+}
+
+function plainNginx(dir: string, listen: number, target: string): () => void {
+  mkdirSync(join(dir, "tmp"), { recursive: true });
+  const conf = join(dir, "nginx.conf");
+  writeFileSync(
+    conf,
+    `worker_processes auto; pid ${dir}/nginx.pid; error_log ${dir}/error.log;
+events { worker_connections 4096; }
+http { access_log off;
+  client_body_temp_path ${dir}/tmp/b; proxy_temp_path ${dir}/tmp/p; fastcgi_temp_path ${dir}/tmp/f; uwsgi_temp_path ${dir}/tmp/u; scgi_temp_path ${dir}/tmp/s;
+  upstream app { server ${target}; keepalive 64; }
+  server { listen 127.0.0.1:${listen};
+    location / { proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header Host $host; } } }
+`,
+  );
+  spawnSync("nginx", ["-e", join(dir, "error.log"), "-p", dir, "-c", conf], { stdio: "inherit" });
+  return () => spawnSync("nginx", ["-e", join(dir, "error.log"), "-p", dir, "-c", conf, "-s", "quit"]);
+}
+
+/** A bounded load loop: `concurrency` clients with keep-alive until `stop()`; counts what is not a 200. */
+function load(port: number, host: string, concurrency: number, limitMs: number) {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  let ok = 0;
+  let failed = 0;
+  const failures: string[] = [];
+  let running = true;
+  const deadline = Date.now() + limitMs;
+  const one = () =>
+    new Promise<void>((resolve) => {
+      const req = request({ host: "127.0.0.1", port, path: "/", agent, headers: { host } }, (res) => {
+        res.resume();
+        res.on("end", () => {
+          if (res.statusCode === 200) ok++;
+          else {
+            failed++;
+            if (failures.length < 10) failures.push(`status ${res.statusCode}`);
+          }
+          resolve();
+        });
+      });
+      req.setTimeout(10_000, () => req.destroy(new Error("timeout")));
+      req.on("error", (e) => {
+        failed++;
+        if (failures.length < 10) failures.push(e.message);
+        resolve();
+      });
+      req.end();
+    });
+  const clients = Array.from({ length: concurrency }, async () => {
+    while (running && Date.now() < deadline) await one();
+  });
+  return {
+    stop: async () => {
+      running = false;
+      await Promise.all(clients);
+      agent.destroy();
+      return { ok, failed, failures };
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  ensureTools();
+  const pier = new Pier();
+  let stopNginx: () => void = () => undefined;
+  try {
+    await pier.start();
+    await pier.addKey();
+    const app = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "bench"]);
+    const repo = await pier.repo("bench", NODE_DOCKER_APP, app.id);
+    const push = await pier.push(repo);
+    if (push.code !== 0) throw new Error(push.stderr);
+    const status = await pier.cliJson<{ instances: { address: string }[] }>(["status", "--app", "bench"]);
+    const target = status.instances[0]?.address;
+    if (!target) throw new Error("no instance address");
+    const [, directPort] = target.split(":");
+
+    const nginxPort = (await import("../test/e2e/harness.js")).freePort;
+    const plainPort = await nginxPort();
+    stopNginx = plainNginx(join(pier.work, "plain-nginx"), plainPort, target);
+
+    const direct = await wrk(Number(directPort), "bench.localhost");
+    const plain = await wrk(plainPort, "bench.localhost");
+    const edge = await wrk(pier.httpPort, "bench.localhost");
+    const row = (name: string, r: WrkResult) =>
+      `${name.padEnd(22)} ${r.rps.toFixed(0).padStart(8)} req/s   p99 ${r.p99ms.toFixed(2).padStart(7)} ms   errors ${r.errors}`;
+    console.log(`wrk -t2 -c50 -d${seconds}s, a Node hello app in a container`);
+    console.log(row("direct (instance)", direct));
+    console.log(row("plain nginx proxy", plain));
+    console.log(row("pier edge", edge));
+    console.log(`ratio edge/plain nginx: ${(edge.rps / plain.rps).toFixed(2)} (target >= 1.0)`);
+    console.log(`ratio edge/direct:      ${(edge.rps / direct.rps).toFixed(2)}`);
+
+    const loader = load(pier.httpPort, "bench.localhost", 20, 300_000);
+    const t0 = Date.now();
+    for (let i = 0; i < 5; i++) {
+      const r = await pier.cli(["restart", "--app", "bench"]);
+      if (r.code !== 0) throw new Error(`redeploy ${i + 1} failed: ${r.stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+    const res = await loader.stop();
+    console.log(
+      `5 redeploys under load (20 clients, ${((Date.now() - t0) / 1000).toFixed(1)} s): ${res.ok} ok, ${res.failed} failed (target 0)${res.failures.length ? `: ${res.failures.join(", ")}` : ""}`,
+    );
+  } finally {
+    stopNginx();
+    await pier.destroy();
+  }
+}
+
+await main();

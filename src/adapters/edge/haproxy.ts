@@ -1,0 +1,234 @@
+import { existsSync, readFileSync } from "node:fs";
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { request } from "node:http";
+import { connect } from "node:net";
+import { join } from "node:path";
+import {
+  configVersion,
+  type EdgeLayout,
+  layoutFor,
+  planRuntimeSwitch,
+  renderHaproxyConfig,
+  renderHostsMap,
+  runtimeCommands,
+} from "../../core/edge-config.js";
+import { PierError } from "../../core/errors.js";
+import type { Edge, Route } from "../../core/ports.js";
+import { ExecError, exec } from "../exec.js";
+
+interface EdgeLogger {
+  info: (o: object, m?: string) => void;
+  warn: (o: object, m?: string) => void;
+}
+
+export interface HaproxyEdgeOptions {
+  haproxyBin?: string;
+  /** Pier's own HAProxy lives here: haproxy.cfg, hosts.map, layout.json, pid file, admin socket. */
+  dir: string;
+  listenPort: number;
+  listenHost: string;
+  logger?: EdgeLogger;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const RUNTIME_ERROR = /No such (server|backend)|Unknown command|Require|Invalid|failed|not allowed/i;
+
+/**
+ * The edge: Pier's own HAProxy daemon (not the system's), configured from the route table. A deploy only
+ * changes which instances an app's server slots point to, through HAProxy's runtime API: no reload, no
+ * dropped request, for any app. A change of the set of apps (or of an app's slot count) writes a new
+ * configuration, checks it with `haproxy -c`, and reloads seamlessly (`-x` hands the listening sockets
+ * over; the old process finishes its requests). HAProxy is a daemon: it outlives `pier server`, and a
+ * restarted `pier server` adopts it.
+ */
+export class HaproxyEdge implements Edge {
+  private readonly bin: string;
+  private readonly conf: string;
+  private readonly map: string;
+  private readonly socket: string;
+  private readonly layoutFile: string;
+  private layout: EdgeLayout = { backends: [] };
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(private readonly opts: HaproxyEdgeOptions) {
+    this.bin = opts.haproxyBin ?? "haproxy";
+    this.conf = join(opts.dir, "haproxy.cfg");
+    this.map = join(opts.dir, "hosts.map");
+    this.socket = join(opts.dir, "admin.sock");
+    this.layoutFile = join(opts.dir, "layout.json");
+  }
+
+  pid(): number | null {
+    const file = join(this.opts.dir, "haproxy.pid");
+    if (!existsSync(file)) return null;
+    const pid = Number(readFileSync(file, "utf8").trim().split("\n")[0]);
+    return Number.isInteger(pid) && pid > 0 && alive(pid) ? pid : null;
+  }
+
+  private render(layout: EdgeLayout): string {
+    return renderHaproxyConfig({
+      layout,
+      listenHost: this.opts.listenHost,
+      listenPort: this.opts.listenPort,
+      dir: this.opts.dir,
+    });
+  }
+
+  /** Writes the config and the hosts map for `layout`, once `haproxy -c` accepted them. */
+  private async write(layout: EdgeLayout): Promise<string> {
+    let text: string;
+    try {
+      text = this.render(layout);
+    } catch (e) {
+      throw new PierError("EDGE_ERROR", (e as Error).message);
+    }
+    await writeFile(`${this.map}.new`, renderHostsMap(layout));
+    await writeFile(`${this.conf}.new`, text.replaceAll(this.map, `${this.map}.new`));
+    try {
+      await exec([this.bin, "-c", "-q", "-f", `${this.conf}.new`]);
+    } catch (e) {
+      const msg = e instanceof ExecError ? e.stderrTail.trim() : (e as Error).message;
+      throw new PierError("EDGE_ERROR", `HAProxy rejected the new edge configuration: ${msg}`);
+    }
+    await writeFile(`${this.conf}.new`, text);
+    await rename(`${this.map}.new`, this.map);
+    await rename(`${this.conf}.new`, this.conf);
+    await writeFile(this.layoutFile, JSON.stringify(layout));
+    return text;
+  }
+
+  /** Sends runtime API commands (one connection, `;`-separated) and returns the answer. */
+  runtime(commands: readonly string[]): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const s = connect(this.socket);
+      let out = "";
+      s.on("connect", () => s.end(`${commands.join(";")}\n`));
+      s.on("data", (c: Buffer) => {
+        out += c.toString();
+      });
+      s.on("end", () => resolve(out));
+      s.on("error", reject);
+      s.setTimeout(5000, () => s.destroy(new Error("HAProxy's runtime API did not answer within 5 s")));
+    });
+  }
+
+  private servedVersion(): Promise<string | null> {
+    const host = this.opts.listenHost === "0.0.0.0" ? "127.0.0.1" : this.opts.listenHost;
+    return new Promise((resolve) => {
+      const req = request(
+        {
+          host,
+          port: this.opts.listenPort,
+          path: "/.pier/edge-version",
+          headers: { host: "pier-edge.invalid" },
+          agent: false,
+        },
+        (res) => {
+          let body = "";
+          res.on("data", (c: Buffer) => {
+            body += c.toString();
+          });
+          res.on("end", () => resolve(res.statusCode === 200 ? body.trim() : null));
+        },
+      );
+      req.setTimeout(1000, () => req.destroy());
+      req.on("error", () => resolve(null));
+      req.end();
+    });
+  }
+
+  private async waitServing(version: string | null): Promise<void> {
+    const end = Date.now() + 10_000;
+    while (Date.now() < end) {
+      if ((await this.servedVersion()) === version) return;
+      await sleep(20);
+    }
+    throw new PierError("EDGE_ERROR", "HAProxy did not serve the new configuration within 10 s.");
+  }
+
+  private async launch(text: string, replacing: number | null): Promise<void> {
+    const argv = [this.bin, "-f", this.conf];
+    if (replacing) argv.push("-x", this.socket, "-sf", String(replacing));
+    try {
+      await exec(argv);
+    } catch (e) {
+      const msg = e instanceof ExecError ? e.stderrTail.trim() : (e as Error).message;
+      throw new PierError(
+        "EDGE_ERROR",
+        `The edge (HAProxy) did not start on ${this.opts.listenHost}:${this.opts.listenPort}: ${msg}`,
+        "Is another process using PIER_HTTP_PORT?",
+      );
+    }
+    await this.waitServing(configVersion(text));
+  }
+
+  async start(): Promise<void> {
+    await mkdir(this.opts.dir, { recursive: true });
+    if (existsSync(this.layoutFile)) {
+      try {
+        this.layout = JSON.parse(readFileSync(this.layoutFile, "utf8")) as EdgeLayout;
+      } catch {
+        this.layout = { backends: [] };
+      }
+    }
+    const pid = this.pid();
+    if (pid) {
+      // Adopt the running edge: it keeps serving while the control plane re-applies its routes.
+      this.opts.logger?.info({ pid }, "adopting the running edge");
+      return;
+    }
+    const text = await this.write(this.layout);
+    await this.launch(text, null);
+    this.opts.logger?.info({ port: this.opts.listenPort }, "edge started");
+  }
+
+  apply(routes: readonly Route[]): Promise<void> {
+    const next = this.chain.then(() => this.applyNow(routes));
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  private async applyNow(routes: readonly Route[]): Promise<void> {
+    let plan: ReturnType<typeof planRuntimeSwitch>;
+    try {
+      plan = planRuntimeSwitch(this.layout, routes);
+    } catch (e) {
+      throw new PierError("EDGE_ERROR", (e as Error).message);
+    }
+    const pid = this.pid();
+    if (plan && pid) {
+      if (plan.steps.length === 0) return;
+      const answer = await this.runtime(plan.steps.flatMap(runtimeCommands));
+      if (RUNTIME_ERROR.test(answer)) {
+        throw new PierError("EDGE_ERROR", `HAProxy refused a route change: ${answer.trim()}`);
+      }
+      this.layout = plan.layout;
+      // Keep the files in step, so a restarted HAProxy comes back with the same routes.
+      await this.write(plan.layout);
+      return;
+    }
+    const layout = layoutFor(routes, this.layout);
+    const text = await this.write(layout);
+    this.layout = layout;
+    await this.launch(text, pid);
+  }
+
+  async stop(): Promise<void> {
+    const pid = this.pid();
+    if (!pid) return;
+    process.kill(pid, "SIGUSR1");
+    for (let i = 0; i < 100 && alive(pid); i++) await sleep(100);
+    if (alive(pid)) process.kill(pid, "SIGTERM");
+    await rm(join(this.opts.dir, "haproxy.pid"), { force: true });
+  }
+}
