@@ -29,9 +29,12 @@ interface WrkResult {
 }
 
 async function wrk(port: number, host: string): Promise<WrkResult> {
-  const r = await run(["wrk", "-t2", "-c50", `-d${seconds}s`, "--latency", "-H", `Host: ${host}`, `http://127.0.0.1:${port}/`], {
-    timeoutMs: (seconds + 30) * 1000,
-  });
+  const r = await run(
+    ["wrk", "-t2", "-c50", `-d${seconds}s`, "--latency", "-H", `Host: ${host}`, `http://127.0.0.1:${port}/`],
+    {
+      timeoutMs: (seconds + 30) * 1000,
+    },
+  );
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)?.[1] ?? 0);
   const p99 = /99%\s+([\d.]+)(us|ms|s)/.exec(r.stdout);
   const p99ms = p99 ? Number(p99[1]) * (p99[2] === "us" ? 0.001 : p99[2] === "s" ? 1000 : 1) : Number.NaN;

@@ -41,12 +41,16 @@ export function validateRoutes(routes: readonly Route[]): void {
     seen.add(r.hostname);
     for (const t of r.targets) {
       check(IPV4.test(t.host), `target host '${t.host}' of ${r.hostname} must be an IPv4 address`);
-      check(Number.isInteger(t.port) && t.port > 0 && t.port < 65536, `target port ${t.port} of ${r.hostname} is invalid`);
+      check(
+        Number.isInteger(t.port) && t.port > 0 && t.port < 65536,
+        `target port ${t.port} of ${r.hostname} is invalid`,
+      );
     }
   }
 }
 
-const sameTarget = (a: RouteTarget | null, b: RouteTarget) => a !== null && a.host === b.host && a.port === b.port;
+const sameTarget = (a: RouteTarget | null, b: RouteTarget) =>
+  a !== null && a.host === b.host && a.port === b.port;
 
 /** Slots for `n` targets: room for a whole second set, so a deploy never needs a reload. */
 export const slotCount = (n: number) => Math.max(2, 2 * n);
@@ -122,7 +126,10 @@ export function planRuntimeSwitch(
 export function runtimeCommands(step: RuntimeStep): string[] {
   const id = `${step.backend}/${step.slot}`;
   if (step.state === "maint" || !step.target) return [`set server ${id} state maint`];
-  return [`set server ${id} addr ${step.target.host} port ${step.target.port}`, `set server ${id} state ready`];
+  return [
+    `set server ${id} addr ${step.target.host} port ${step.target.port}`,
+    `set server ${id} state ready`,
+  ];
 }
 
 export interface HaproxyConfigInput {
@@ -144,8 +151,14 @@ export function renderHostsMap(layout: EdgeLayout): string {
 export function renderHaproxyConfig(input: HaproxyConfigInput): string {
   const { dir } = input;
   check(PATH.test(dir), `directory '${dir}' must be an absolute path of plain characters`);
-  check(input.listenHost === "0.0.0.0" || IPV4.test(input.listenHost), `listen host '${input.listenHost}' must be an IPv4 address`);
-  check(Number.isInteger(input.listenPort) && input.listenPort > 0 && input.listenPort < 65536, "listen port must be 1..65535");
+  check(
+    input.listenHost === "0.0.0.0" || IPV4.test(input.listenHost),
+    `listen host '${input.listenHost}' must be an IPv4 address`,
+  );
+  check(
+    Number.isInteger(input.listenPort) && input.listenPort > 0 && input.listenPort < 65536,
+    "listen port must be 1..65535",
+  );
   validateRoutes(input.layout.backends.map((b) => ({ appId: b.appId, hostname: b.hostname, targets: [] })));
   const structure = JSON.stringify(input.layout.backends.map((b) => [b.appId, b.hostname, b.slots.length]));
   const version = createHash("sha256").update(structure).digest("hex").slice(0, 16);
@@ -191,7 +204,9 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
       `  http-request return status 503 content-type text/html string "${NOT_RUNNING}" if { nbsrv eq 0 }`,
     );
     b.slots.forEach((s, i) => {
-      lines.push(s ? `  server ${slotName(i)} ${s.host}:${s.port}` : `  server ${slotName(i)} 127.0.0.1:1 disabled`);
+      lines.push(
+        s ? `  server ${slotName(i)} ${s.host}:${s.port}` : `  server ${slotName(i)} 127.0.0.1:1 disabled`,
+      );
     });
   }
   return `${lines.join("\n")}\n`;

@@ -1,0 +1,168 @@
+// The HAProxy edge on its own: real HAProxy, real HTTP servers on loopback.
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { Agent, createServer, request, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { HaproxyEdge } from "../../src/adapters/edge/haproxy.js";
+import { freePort, httpGet } from "./harness.js";
+
+function backend(name: string): Promise<{ server: Server; port: number }> {
+  return new Promise((resolve) => {
+    const server = createServer((req, res) => {
+      res.setHeader("content-type", "application/json");
+      res.end(
+        JSON.stringify({
+          name,
+          xff: req.headers["x-forwarded-for"],
+          proto: req.headers["x-forwarded-proto"],
+        }),
+      );
+    });
+    server.listen(0, "127.0.0.1", () => {
+      const a = server.address();
+      resolve({ server, port: typeof a === "object" && a ? a.port : 0 });
+    });
+  });
+}
+
+describe("HAProxy edge", { timeout: 120_000 }, () => {
+  const dir = mkdtempSync(join(tmpdir(), "pier-edge-"));
+  let edge: HaproxyEdge;
+  let port = 0;
+  const servers: Server[] = [];
+  const get = (host: string) => httpGet(port, host);
+
+  before(async () => {
+    port = await freePort();
+    edge = new HaproxyEdge({ dir: join(dir, "edge"), listenHost: "127.0.0.1", listenPort: port });
+    await edge.start();
+  });
+  after(async () => {
+    await edge.stop();
+    for (const s of servers) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("routes by Host with forwarded headers; unknown hosts get 404, apps without instances 503", async () => {
+    const a = await backend("a");
+    servers.push(a.server);
+    await edge.apply([
+      { appId: "app-a", hostname: "a.localhost", targets: [{ host: "127.0.0.1", port: a.port }] },
+      { appId: "app-b", hostname: "b.localhost", targets: [] },
+    ]);
+    const r = await get("a.localhost");
+    assert.equal(r.status, 200);
+    assert.deepEqual(JSON.parse(r.body), { name: "a", xff: "127.0.0.1", proto: "http" });
+    assert.equal((await get("A.LOCALHOST:80")).status, 200, "host matching ignores case and port");
+    const none = await get("nope.localhost");
+    assert.equal(none.status, 404);
+    assert.match(none.body, /No app is served/);
+    const b = await get("b.localhost");
+    assert.equal(b.status, 503);
+    assert.match(b.body, /no running instance/);
+  });
+
+  test("balances across targets", async () => {
+    const a2 = await backend("a2");
+    servers.push(a2.server);
+    const a1 = JSON.parse((await get("a.localhost")).body).name;
+    assert.equal(a1, "a");
+    const current = servers[0]!.address();
+    const aPort = typeof current === "object" && current ? current.port : 0;
+    await edge.apply([
+      {
+        appId: "app-a",
+        hostname: "a.localhost",
+        targets: [
+          { host: "127.0.0.1", port: aPort },
+          { host: "127.0.0.1", port: a2.port },
+        ],
+      },
+      { appId: "app-b", hostname: "b.localhost", targets: [] },
+    ]);
+    const seen = new Set<string>();
+    for (let i = 0; i < 10; i++) seen.add(JSON.parse((await get("a.localhost")).body).name);
+    assert.deepEqual([...seen].sort(), ["a", "a2"]);
+  });
+
+  test("switching targets under keep-alive load drops no request", async () => {
+    // One instance, as after a deploy; from here each deploy is a runtime switch, never a reload.
+    const first = await backend("first");
+    servers.push(first.server);
+    await edge.apply([
+      { appId: "app-a", hostname: "a.localhost", targets: [{ host: "127.0.0.1", port: first.port }] },
+      { appId: "app-b", hostname: "b.localhost", targets: [] },
+    ]);
+    const pid = edge.pid();
+    const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+    let ok = 0;
+    const failures: string[] = [];
+    let running = true;
+    const deadline = Date.now() + 20_000;
+    const one = () =>
+      new Promise<void>((resolve) => {
+        const req = request(
+          { host: "127.0.0.1", port, path: "/", agent, headers: { host: "a.localhost" } },
+          (res) => {
+            res.resume();
+            res.on("end", () => {
+              if (res.statusCode === 200) ok++;
+              else failures.push(String(res.statusCode));
+              resolve();
+            });
+          },
+        );
+        req.on("error", (e) => {
+          failures.push(e.message);
+          resolve();
+        });
+        req.end();
+      });
+    const clients = Array.from({ length: 8 }, async () => {
+      while (running && Date.now() < deadline) await one();
+    });
+    for (let i = 0; i < 5; i++) {
+      const next = await backend(`gen${i}`);
+      servers.push(next.server);
+      await edge.apply([
+        { appId: "app-a", hostname: "a.localhost", targets: [{ host: "127.0.0.1", port: next.port }] },
+        { appId: "app-b", hostname: "b.localhost", targets: [] },
+      ]);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(JSON.parse((await get("a.localhost")).body).name, `gen${i}`);
+    }
+    running = false;
+    await Promise.all(clients);
+    agent.destroy();
+    assert.ok(ok > 100, `only ${ok} requests ran`);
+    assert.deepEqual(failures, []);
+    assert.equal(edge.pid(), pid, "no reload happened");
+  });
+
+  test("a new app is added by a seamless reload; a restarted control plane adopts the running edge", async () => {
+    const c = await backend("c");
+    servers.push(c.server);
+    const routes = [
+      { appId: "app-a", hostname: "a.localhost", targets: [] },
+      { appId: "app-b", hostname: "b.localhost", targets: [] },
+      { appId: "app-c", hostname: "c.localhost", targets: [{ host: "127.0.0.1", port: c.port }] },
+    ];
+    await edge.apply(routes);
+    assert.equal(JSON.parse((await get("c.localhost")).body).name, "c");
+    const again = new HaproxyEdge({ dir: join(dir, "edge"), listenHost: "127.0.0.1", listenPort: port });
+    await again.start();
+    assert.equal(again.pid(), edge.pid(), "the running daemon is adopted, not replaced");
+    await again.apply(routes);
+    assert.equal(JSON.parse((await get("c.localhost")).body).name, "c");
+  });
+
+  test("invalid routes are refused and the edge keeps serving", async () => {
+    await assert.rejects(
+      edge.apply([{ appId: "x", hostname: "bad host", targets: [] }]),
+      /not a valid DNS name/,
+    );
+    assert.equal((await get("c.localhost")).status, 200);
+  });
+});

@@ -1,0 +1,176 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import {
+  configVersion,
+  type EdgeLayout,
+  layoutFor,
+  planRuntimeSwitch,
+  renderHaproxyConfig,
+  renderHostsMap,
+  runtimeCommands,
+} from "../../../src/core/edge-config.js";
+import type { Route } from "../../../src/core/ports.js";
+
+const t = (port: number) => ({ host: "127.0.0.1", port });
+const route = (appId: string, hostname: string, ...ports: number[]): Route => ({
+  appId,
+  hostname,
+  targets: ports.map(t),
+});
+
+describe("layoutFor", () => {
+  test("gives each app twice its instance count in slots, at least two", () => {
+    const l = layoutFor([
+      route("app-a", "a.localhost", 1001),
+      route("app-b", "b.localhost"),
+      route("app-c", "c.localhost", 1, 2, 3),
+    ]);
+    assert.deepEqual(
+      l.backends.map((b) => b.slots.length),
+      [2, 2, 6],
+    );
+    assert.deepEqual(l.backends[0]?.slots, [t(1001), null]);
+    assert.deepEqual(l.backends[1]?.slots, [null, null]);
+  });
+  test("keeps targets in the slots they had", () => {
+    const prev: EdgeLayout = {
+      backends: [{ appId: "app-a", hostname: "a.localhost", slots: [null, t(2), t(3), null] }],
+    };
+    const l = layoutFor([route("app-a", "a.localhost", 3, 4)], prev);
+    assert.deepEqual(l.backends[0]?.slots, [t(4), null, t(3), null]);
+  });
+  const bad: [Route[], RegExp][] = [
+    [[route("x", "Bad_Host", 1)], /not a valid DNS name/],
+    [[route("x", "a.localhost", 1), route("y", "a.localhost", 2)], /routed twice/],
+    [[{ appId: "x", hostname: "a.localhost", targets: [{ host: "10.0.0.1; evil", port: 1 }] }], /IPv4/],
+    [[route("x", "a.localhost", 70000)], /port 70000/],
+    [[route("x", "a.localhost\nbackend evil", 1)], /not a valid DNS name/],
+  ];
+  for (const [routes, message] of bad) {
+    test(`refuses ${JSON.stringify(routes[routes.length - 1]?.hostname)} / ${message}`, () => {
+      assert.throws(() => layoutFor(routes), message);
+    });
+  }
+});
+
+describe("planRuntimeSwitch", () => {
+  const current = layoutFor([route("app-a", "a.localhost", 1001), route("app-b", "b.localhost", 2001)]);
+  test("a deploy fills a free slot, then puts the old one in maintenance", () => {
+    const plan = planRuntimeSwitch(current, [
+      route("app-a", "a.localhost", 1002),
+      route("app-b", "b.localhost", 2001),
+    ]);
+    assert.ok(plan);
+    assert.deepEqual(plan.steps, [
+      { backend: "app_app_a", slot: "s1", state: "ready", target: t(1002) },
+      { backend: "app_app_a", slot: "s0", state: "maint", target: null },
+    ]);
+    assert.deepEqual(plan.layout.backends[0]?.slots, [null, t(1002)]);
+    assert.deepEqual(plan.layout.backends[1], current.backends[1]);
+  });
+  test("unchanged routes need no step", () => {
+    assert.deepEqual(
+      planRuntimeSwitch(current, [route("app-a", "a.localhost", 1001), route("app-b", "b.localhost", 2001)])
+        ?.steps,
+      [],
+    );
+  });
+  test("stopping an app empties its slots", () => {
+    const plan = planRuntimeSwitch(current, [
+      route("app-a", "a.localhost"),
+      route("app-b", "b.localhost", 2001),
+    ]);
+    assert.deepEqual(plan?.steps, [{ backend: "app_app_a", slot: "s0", state: "maint", target: null }]);
+  });
+  const structural: [string, Route[]][] = [
+    [
+      "an app is added",
+      [
+        route("app-a", "a.localhost", 1001),
+        route("app-b", "b.localhost", 2001),
+        route("app-c", "c.localhost"),
+      ],
+    ],
+    ["an app is removed", [route("app-a", "a.localhost", 1001)]],
+    ["a hostname changes", [route("app-a", "z.localhost", 1001), route("app-b", "b.localhost", 2001)]],
+    [
+      "more instances than free slots",
+      [route("app-a", "a.localhost", 1, 2, 3), route("app-b", "b.localhost", 2001)],
+    ],
+  ];
+  for (const [why, routes] of structural) {
+    test(`needs a reload when ${why}`, () => {
+      assert.equal(planRuntimeSwitch(current, routes), null);
+    });
+  }
+});
+
+describe("renderHaproxyConfig", () => {
+  const layout = layoutFor([route("app-a", "a.localhost", 1001), route("app-b", "b.localhost")]);
+  const cfg = renderHaproxyConfig({
+    layout,
+    listenHost: "0.0.0.0",
+    listenPort: 8000,
+    dir: "/var/lib/pier/edge",
+  });
+  test("routes by Host through the hosts map, forwards the proto, answers unknown hosts 404", () => {
+    assert.match(cfg, /bind 0\.0\.0\.0:8000/);
+    assert.match(cfg, /map\(\/var\/lib\/pier\/edge\/hosts\.map\)/);
+    assert.match(cfg, /option forwardfor/);
+    assert.match(cfg, /set-header X-Forwarded-Proto http/);
+    assert.match(cfg, /backend no_app\n {2}http-request return status 404/);
+    assert.equal(renderHostsMap(layout), "a.localhost app_app_a\nb.localhost app_app_b\n");
+  });
+  test("empty slots are disabled; an app without instances answers 503", () => {
+    assert.match(cfg, /server s0 127\.0\.0\.1:1001\n {2}server s1 127\.0\.0\.1:1 disabled/);
+    assert.match(cfg, /backend app_app_b\n {2}balance roundrobin\n {2}http-request return status 503/);
+  });
+  test("the version changes with the structure, not with the addresses", () => {
+    const moved = planRuntimeSwitch(layout, [
+      route("app-a", "a.localhost", 1009),
+      route("app-b", "b.localhost"),
+    ]);
+    assert.ok(moved);
+    const v1 = configVersion(cfg);
+    const v2 = configVersion(
+      renderHaproxyConfig({ layout: moved.layout, listenHost: "0.0.0.0", listenPort: 8000, dir: "/d" }),
+    );
+    const v3 = configVersion(
+      renderHaproxyConfig({
+        layout: layoutFor([route("app-a", "a.localhost", 1)]),
+        listenHost: "0.0.0.0",
+        listenPort: 8000,
+        dir: "/d",
+      }),
+    );
+    assert.match(v1 ?? "", /^[0-9a-f]{16}$/);
+    assert.equal(v1, v2);
+    assert.notEqual(v1, v3);
+  });
+  test("deterministic", () => {
+    assert.equal(
+      cfg,
+      renderHaproxyConfig({ layout, listenHost: "0.0.0.0", listenPort: 8000, dir: "/var/lib/pier/edge" }),
+    );
+  });
+  test("refuses a listen host or directory that would inject configuration", () => {
+    assert.throws(
+      () => renderHaproxyConfig({ layout, listenHost: "0.0.0.0\nfrontend x", listenPort: 80, dir: "/d" }),
+      /listen host/,
+    );
+    assert.throws(
+      () => renderHaproxyConfig({ layout, listenHost: "0.0.0.0", listenPort: 80, dir: "/d e" }),
+      /directory/,
+    );
+  });
+});
+
+test("runtime commands", () => {
+  assert.deepEqual(runtimeCommands({ backend: "app_x", slot: "s1", state: "ready", target: t(5) }), [
+    "set server app_x/s1 addr 127.0.0.1 port 5",
+    "set server app_x/s1 state ready",
+  ]);
+  assert.deepEqual(runtimeCommands({ backend: "app_x", slot: "s0", state: "maint", target: null }), [
+    "set server app_x/s0 state maint",
+  ]);
+});
