@@ -44,7 +44,7 @@ export async function waitListening(
   signal: AbortSignal,
 ): Promise<ListenResult> {
   const deadline = Date.now() + timeoutMs;
-  let delay = 100;
+  const delay = 25;
   while (Date.now() < deadline) {
     const now = await engine.inspectInstance(instance.id);
     if (!now) return { ok: false, exited: null };
@@ -54,7 +54,6 @@ export async function waitListening(
     const host = now.networkAddress ?? instance.http?.host;
     if (now.running && host && (await tcpOpen(host, port))) return { ok: true };
     await sleep(delay, signal);
-    delay = Math.min(delay * 2, 1000);
   }
   return { ok: false, exited: null };
 }

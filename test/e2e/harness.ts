@@ -52,6 +52,7 @@ export function run(
       clearTimeout(timer);
       res({ code: code ?? -1, stdout, stderr });
     });
+    child.stdin.on("error", () => undefined); // the command may exit before reading its input
     child.stdin.end(opts.input ?? "");
   });
 }
