@@ -177,7 +177,8 @@ export interface Engine {
   imageExists(tag: string): Promise<boolean>;
   removeImage(tag: string): Promise<void>;
   ensureNetwork(name: string, labels: Record<string, string>, ipv6Subnet: string | null): Promise<void>;
-  removeNetwork(name: string): Promise<void>;
+  /** Removes the networks with these labels, except `keep`; a network still in use stays. */
+  removeNetworks(labels: Record<string, string>, keep?: string): Promise<void>;
   runInstance(spec: InstanceSpec): Promise<InstanceInfo>;
   inspectInstance(id: string): Promise<InstanceInfo | null>;
   /** SIGTERM, wait up to graceMs, then SIGKILL; then remove. */

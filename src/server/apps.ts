@@ -165,7 +165,7 @@ export class AppService {
     await this.deps.instances.refreshEdge();
     await this.deps.instances.remove(instances);
     for (const r of await this.deps.store.listReleases(app.id)) await this.deps.engine.removeImage(r.image);
-    await this.deps.engine.removeNetwork(`pier-${app.id}`).catch(() => undefined);
+    await this.deps.engine.removeNetworks({ "pier.app": app.id });
     await rm(this.deps.repoDir(app.id), { recursive: true, force: true });
     this.deps.logger.info({ appId: app.id, name: app.name }, "app deleted");
   }

@@ -191,6 +191,7 @@ export class Deployer {
       // The new release serves already: the old instances drain (SIGTERM, grace) while the pusher moves on.
       void this.deps.instances
         .remove(retiring)
+        .then(() => this.deps.instances.pruneNetworks(appId))
         .catch((err) => log.warn({ err }, "could not retire an instance of the previous release"));
     } catch (e) {
       const reason = job.controller.signal.aborted

@@ -49,6 +49,7 @@ export class Instances {
             "pier.deployment": r.deploymentId,
             "pier.instance": String(n),
             "pier.instance-id": instanceId,
+            "pier.network": network,
           },
           cmd: r.cmd,
           httpPort: r.httpPort,
@@ -69,6 +70,13 @@ export class Instances {
       throw e;
     }
     return started;
+  }
+
+  /** Removes the app's networks that no instance uses any more (after a change of IPv6 subnet). */
+  async pruneNetworks(appId: string): Promise<void> {
+    const inUse = new Set((await this.list(appId)).map((i) => i.labels["pier.network"]));
+    const keep = [...inUse][0];
+    if (inUse.size <= 1) await this.deps.engine.removeNetworks({ "pier.app": appId }, keep);
   }
 
   async remove(instances: readonly InstanceInfo[]): Promise<void> {

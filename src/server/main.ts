@@ -172,7 +172,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
         ? { ok: true, message: `Deployed ${app.name}: ${(await apps.view(app)).url}` }
         : {
             ok: false,
-            message: `Deployment ${end.id} ${end.state}: ${end.reason ?? "see pier logs --deployment"}`,
+            message: `Push rejected: deployment ${end.id} ${end.state}; the previous release, if any, keeps serving.`,
           };
     },
   });

@@ -209,9 +209,9 @@ export class DockerEngine implements Engine {
       throw new PierError(
         "BUILD_FAILED",
         oom
-          ? `The build ran out of memory (${Math.round(b.memoryBytes / 2 ** 20)} MiB): ${failure}`
+          ? `The build ran out of memory: the ${b.flavor} build flavor has ${Math.round(b.memoryBytes / 2 ** 20)} MiB (${failure})`
           : `The build failed: ${failure}`,
-        oom ? "Give the build more memory: pier scale --build-flavor M" : undefined,
+        oom ? "Give builds a larger flavor: pier scale --build-flavor <S|M|L|XL>" : undefined,
       );
     }
     if (!(await this.imageExists(b.tag)))
@@ -257,18 +257,31 @@ export class DockerEngine implements Engine {
         ...(ipv6Subnet ? { IPAM: { Driver: "default", Config: [{ Subnet: ipv6Subnet }] } } : {}),
       });
     } catch (e) {
+      const msg = (e as Error).message;
+      if (ipv6Subnet && /overlaps/i.test(msg)) {
+        throw new PierError(
+          "INVALID_VARIABLE",
+          `The IPv6 subnet ${ipv6Subnet} (CC_DOCKER_FIXED-CIDR-V6) overlaps a network that exists already.`,
+          "Choose another subnet: each app needs its own.",
+        );
+      }
       // Two deploys may race to create the same network.
       if ((e as { statusCode?: number }).statusCode !== 409) {
-        throw new PierError("ENGINE_ERROR", `Could not create the network ${name}: ${(e as Error).message}`);
+        throw new PierError("ENGINE_ERROR", `Could not create the network ${name}: ${msg}`);
       }
     }
   }
 
-  async removeNetwork(name: string): Promise<void> {
-    try {
-      await this.docker.getNetwork(name).remove();
-    } catch (e) {
-      if (!isNotFound(e)) throw e;
+  async removeNetworks(labels: Record<string, string>, keep?: string): Promise<void> {
+    const nets = await this.docker.listNetworks({ filters: { label: this.labelFilters(labels) } });
+    for (const n of nets) {
+      if (n.Name === keep) continue;
+      try {
+        await this.docker.getNetwork(n.Id).remove();
+      } catch (e) {
+        const code = (e as { statusCode?: number }).statusCode;
+        if (code !== 404 && code !== 403 && code !== 409) throw e;
+      }
     }
   }
 
