@@ -122,6 +122,27 @@ export interface ImageBuild {
   login: { server: string | null; username: string; password: string } | null;
 }
 
+/**
+ * A build run in a container (Heroku's and Dokku's way): the commit's files are copied to `appDir`, the
+ * script runs under the build flavor's memory limit with the app's caches mounted, and the container is
+ * committed as the release image with `image` settings (the build's environment is not kept).
+ */
+export interface ContainerBuild {
+  from: string;
+  tag: string;
+  contextDir: string;
+  appDir: string;
+  script: string;
+  env: Record<string, string>;
+  /** Named volumes (kept between builds: the dependency caches) and read-only host folders. */
+  volumes: { name: string; target: string }[];
+  binds: { source: string; target: string }[];
+  flavor: string;
+  memoryBytes: number;
+  labels: Record<string, string>;
+  image: { cmd: string[]; env: Record<string, string>; workdir: string };
+}
+
 /** One instance of a release: a container. */
 export interface InstanceSpec {
   name: string;
@@ -174,6 +195,8 @@ export interface EngineEvent {
 export interface Engine {
   ping(): Promise<void>;
   buildImage(build: ImageBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void>;
+  buildInContainer(build: ContainerBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void>;
+  removeVolumes(labels: Record<string, string>): Promise<void>;
   imageExists(tag: string): Promise<boolean>;
   removeImage(tag: string): Promise<void>;
   ensureNetwork(name: string, labels: Record<string, string>, ipv6Subnet: string | null): Promise<void>;

@@ -1,18 +1,18 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, realpath, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, sep } from "node:path";
+import { join } from "node:path";
 import type { Logger } from "pino";
 import { archiveCommit } from "../adapters/git.js";
 import { healthCheckPaths, instanceEnvironment, maskSecrets, platformVariables } from "../core/env.js";
 import { PierError } from "../core/errors.js";
 import { healthReport, notListeningLines } from "../core/health.js";
 import { type App, type Deployment, FLAVOR_MEMORY_MIB } from "../core/model.js";
-import { dockerSettings, planDockerBuild } from "../core/plan-docker.js";
 import type { Engine, InstanceInfo, Store } from "../core/ports.js";
 import type { DeployLogs } from "./deploy-logs.js";
 import { probe, waitListening } from "./health-gate.js";
 import type { Instances, ReleaseToRun } from "./instances.js";
+import type { Runtime } from "./runtimes/runtime.js";
 
 export interface DeployRequest {
   commit: string;
@@ -62,6 +62,7 @@ export class Deployer {
       logs: DeployLogs;
       logger: Logger;
       repoDir: (appId: string) => string;
+      runtimes: Partial<Record<App["type"], Runtime>>;
       deployTimeoutMs: number;
       listenTimeoutMs: number;
       stopGraceMs: number;
@@ -232,7 +233,15 @@ export class Deployer {
     write(`Deploying ${app.name} (${app.type}), commit ${d.commit.slice(0, 12)}: ${d.cause}.`);
     await store.updateDeployment(d.id, { state: "building", buildingAt: now() });
 
-    const settingsResult = dockerSettings(vars);
+    const runtime = this.deps.runtimes[app.type];
+    if (!runtime) {
+      throw new PierError(
+        "INVALID_INPUT",
+        `The ${app.type} runtime is not available yet on this Pier.`,
+        "Use docker or node.",
+      );
+    }
+    const settingsResult = runtime.settings(vars);
     if (settingsResult.errors.length > 0) {
       throw new PierError(
         "INVALID_VARIABLE",
@@ -270,7 +279,16 @@ export class Deployer {
       image = current.image;
       write(`Reusing the image of release v${current.number}.`);
     } else {
-      image = await this.build(app, job, vars, common, settings, write);
+      const sourceDir = await mkdtemp(join(tmpdir(), "pier-build-"));
+      try {
+        await archiveCommit(this.deps.repoDir(app.id), d.commit, sourceDir, job.request.gitEnv);
+        image = await runtime.build(
+          { app, deployment: d, vars, platformVars: common, sourceDir, write, signal },
+          settings,
+        );
+      } finally {
+        await rm(sourceDir, { recursive: true, force: true });
+      }
     }
     check();
 
@@ -291,7 +309,7 @@ export class Deployer {
       env,
       httpPort: app.task ? null : settings.httpPort,
       tcpPort: settings.tcpPort,
-      cmd: app.task ? ["/bin/sh", "-c", app.task] : null,
+      cmd: app.task ? ["/bin/sh", "-c", app.task] : settings.cmd,
       flavor: app.flavor,
       instances: app.task ? 1 : app.instances,
       ipv6Subnet: settings.ipv6Subnet,
@@ -345,58 +363,6 @@ export class Deployer {
     return old;
   }
 
-  private async build(
-    app: App,
-    job: Job,
-    vars: Record<string, string>,
-    platform: Record<string, string>,
-    settings: ReturnType<typeof dockerSettings>["settings"],
-    write: (l: string) => void,
-  ): Promise<string> {
-    const d = job.deployment;
-    const dir = await mkdtemp(join(tmpdir(), "pier-build-"));
-    try {
-      await archiveCommit(this.deps.repoDir(app.id), d.commit, dir, job.request.gitEnv);
-      const dockerfileText = await readInside(dir, settings.dockerfile);
-      const planned = planDockerBuild({
-        appId: app.id,
-        deploymentId: d.id,
-        buildFlavor: app.buildFlavor,
-        vars,
-        platformVars: platform,
-        dockerfileText,
-        withoutCache: d.withoutCache,
-        settings,
-      });
-      if (!planned.ok) throw new PierError("BUILD_FAILED", planned.errors.join(" "));
-      const plan = planned.plan;
-      for (const l of plan.logLines) write(l);
-      write(
-        `Building ${plan.image} (build flavor ${app.buildFlavor}, ${Math.round(plan.memoryBytes / 2 ** 20)} MiB)...`,
-      );
-      await this.deps.engine.buildImage(
-        {
-          contextDir: dir,
-          dockerfile: plan.dockerfile,
-          tag: plan.image,
-          buildArgs: plan.buildArgs,
-          labels: plan.labels,
-          flavor: app.buildFlavor,
-          memoryBytes: plan.memoryBytes,
-          noCache: plan.noCache,
-          buildkit: plan.buildkit,
-          login: plan.login,
-        },
-        write,
-        job.controller.signal,
-      );
-      write(`Built ${plan.image}.`);
-      return plan.image;
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  }
-
   private async gate(
     app: App,
     inst: InstanceInfo,
@@ -429,24 +395,5 @@ export class Deployer {
     write(`Health check of instance ${n}:`);
     for (const l of report.lines) write(l);
     if (!report.ok) throw new PierError("HEALTH_CHECK_FAILED", `The health check of instance ${n} failed.`);
-  }
-}
-
-/** Reads a file of the commit, refusing any path (or symlink) that leads outside of it. */
-async function readInside(root: string, relative: string): Promise<string | null> {
-  const realRoot = await realpath(root);
-  let real: string;
-  try {
-    real = await realpath(join(realRoot, relative));
-  } catch {
-    return null;
-  }
-  if (!real.startsWith(realRoot + sep)) {
-    throw new PierError("INVALID_VARIABLE", `${relative} points outside of the repository.`);
-  }
-  try {
-    return await readFile(real, "utf8");
-  } catch {
-    return null;
   }
 }

@@ -17,6 +17,7 @@ import { Deployer } from "./deployer.js";
 import { startGitSshServer } from "./git-ssh.js";
 import { Instances } from "./instances.js";
 import { reconcile } from "./reconciler.js";
+import { DockerRuntime } from "./runtimes/docker.js";
 
 export const VERSION = "0.1.0";
 
@@ -81,6 +82,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     logs,
     logger: logger.child({ part: "deployer" }),
     repoDir,
+    runtimes: { docker: new DockerRuntime(engine) },
     deployTimeoutMs: config.deployTimeoutMs,
     listenTimeoutMs: config.listenTimeoutMs,
     stopGraceMs: config.stopGraceMs,

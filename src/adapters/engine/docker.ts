@@ -5,6 +5,7 @@ import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import type {
+  ContainerBuild,
   Engine,
   EngineEvent,
   ImageBuild,
@@ -216,6 +217,94 @@ export class DockerEngine implements Engine {
     }
     if (!(await this.imageExists(b.tag)))
       throw new PierError("BUILD_FAILED", `The build produced no image ${b.tag}.`);
+  }
+
+  async buildInContainer(
+    b: ContainerBuild,
+    onLine: (line: string) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    for (const v of b.volumes) {
+      try {
+        await this.docker.getVolume(v.name).inspect();
+      } catch (e) {
+        if (!isNotFound(e)) throw e;
+        await this.docker.createVolume({ Name: v.name, Labels: { ...b.labels, ...this.ownLabels } });
+      }
+    }
+    const container = await this.docker.createContainer({
+      Image: b.from,
+      Cmd: ["/bin/sh", "-ec", b.script],
+      WorkingDir: b.appDir,
+      Env: Object.entries(b.env).map(([k, v]) => `${k}=${v}`),
+      Labels: { ...b.labels, ...this.ownLabels, "pier.role": "build" },
+      HostConfig: {
+        Memory: b.memoryBytes,
+        MemorySwap: b.memoryBytes,
+        PidsLimit: 4096,
+        Binds: [
+          ...b.volumes.map((v) => `${v.name}:${v.target}`),
+          ...b.binds.map((m) => `${m.source}:${m.target}:ro`),
+        ],
+        LogConfig: { Type: "json-file", Config: {} },
+      },
+    });
+    const onAbort = () => void container.kill().catch(() => undefined);
+    signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      const tar = spawn("tar", ["-C", b.contextDir, "-c", "."], { stdio: ["ignore", "pipe", "ignore"] });
+      await container.putArchive(tar.stdout, { path: b.appDir });
+      const stream = await container.attach({ stream: true, stdout: true, stderr: true });
+      const out = new PassThrough();
+      let buf = "";
+      out.on("data", (c: Buffer) => {
+        buf += c.toString("utf8");
+        const lines = buf.split("\n");
+        buf = lines.pop() ?? "";
+        for (const l of lines) onLine(cleanBuildLine(l, false));
+      });
+      this.docker.modem.demuxStream(stream, out, out);
+      await container.start();
+      const { StatusCode } = (await container.wait()) as { StatusCode: number };
+      if (buf) onLine(cleanBuildLine(buf, false));
+      if (signal.aborted) throw signal.reason;
+      const state = ((await container.inspect()) as unknown as { State: { OOMKilled: boolean } }).State;
+      if (state.OOMKilled || StatusCode === 137) {
+        throw new PierError(
+          "BUILD_FAILED",
+          `The build ran out of memory: the ${b.flavor} build flavor has ${Math.round(b.memoryBytes / 2 ** 20)} MiB.`,
+          "Give builds a larger flavor: pier scale --build-flavor <S|M|L|XL>",
+        );
+      }
+      if (StatusCode !== 0)
+        throw new PierError("BUILD_FAILED", `The build failed (exit code ${StatusCode}).`);
+      const [repo, tag] = b.tag.split(":");
+      // The engine merges the container's own Env into the image: only non-secret variables may be
+      // given as `env`; the build's variables come in through a bind-mounted file (not committed).
+      await container.commit({
+        _query: { container: container.id, repo, tag },
+        _body: {
+          Cmd: b.image.cmd,
+          Entrypoint: null,
+          Env: Object.entries(b.image.env).map(([k, v]) => `${k}=${v}`),
+          WorkingDir: b.image.workdir,
+          Labels: { ...b.labels, ...this.ownLabels },
+        },
+      } as unknown as Record<string, unknown>);
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      await container.remove({ force: true }).catch(() => undefined);
+    }
+  }
+
+  async removeVolumes(labels: Record<string, string>): Promise<void> {
+    const { Volumes } = await this.docker.listVolumes({ filters: { label: this.labelFilters(labels) } });
+    for (const v of Volumes ?? []) {
+      await this.docker
+        .getVolume(v.Name)
+        .remove()
+        .catch(() => undefined);
+    }
   }
 
   async imageExists(tag: string): Promise<boolean> {

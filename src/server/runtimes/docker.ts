@@ -1,0 +1,67 @@
+import { PierError } from "../../core/errors.js";
+import { dockerSettings, planDockerBuild } from "../../core/plan-docker.js";
+import type { Engine } from "../../core/ports.js";
+import { type BuildContext, type RunSettings, type Runtime, readInside } from "./runtime.js";
+
+/** The Dockerfile runtime: contract section 2.4 and the Install/Login, Build, Run phases of section 3. */
+export class DockerRuntime implements Runtime {
+  constructor(private readonly engine: Engine) {}
+
+  settings(vars: Record<string, string>): {
+    settings: RunSettings & { dockerfile: string };
+    errors: string[];
+  } {
+    const r = dockerSettings(vars);
+    return {
+      settings: {
+        httpPort: r.settings.httpPort,
+        tcpPort: r.settings.tcpPort,
+        ipv6Subnet: r.settings.ipv6Subnet,
+        mountDockerSocket: r.settings.mountDockerSocket,
+        cmd: null,
+        dockerfile: r.settings.dockerfile,
+      },
+      errors: r.errors,
+    };
+  }
+
+  async build(ctx: BuildContext): Promise<string> {
+    const { app, deployment: d } = ctx;
+    const settings = dockerSettings(ctx.vars).settings;
+    const dockerfileText = await readInside(ctx.sourceDir, settings.dockerfile);
+    const planned = planDockerBuild({
+      appId: app.id,
+      deploymentId: d.id,
+      buildFlavor: app.buildFlavor,
+      vars: ctx.vars,
+      platformVars: ctx.platformVars,
+      dockerfileText,
+      withoutCache: d.withoutCache,
+      settings,
+    });
+    if (!planned.ok) throw new PierError("BUILD_FAILED", planned.errors.join(" "));
+    const plan = planned.plan;
+    for (const l of plan.logLines) ctx.write(l);
+    ctx.write(
+      `Building ${plan.image} (build flavor ${app.buildFlavor}, ${Math.round(plan.memoryBytes / 2 ** 20)} MiB)...`,
+    );
+    await this.engine.buildImage(
+      {
+        contextDir: ctx.sourceDir,
+        dockerfile: plan.dockerfile,
+        tag: plan.image,
+        buildArgs: plan.buildArgs,
+        labels: plan.labels,
+        flavor: app.buildFlavor,
+        memoryBytes: plan.memoryBytes,
+        noCache: plan.noCache,
+        buildkit: plan.buildkit,
+        login: plan.login,
+      },
+      ctx.write,
+      ctx.signal,
+    );
+    ctx.write(`Built ${plan.image}.`);
+    return plan.image;
+  }
+}

@@ -1,0 +1,52 @@
+import { readFile, realpath } from "node:fs/promises";
+import { join, sep } from "node:path";
+import { PierError } from "../../core/errors.js";
+import type { App, Deployment } from "../../core/model.js";
+
+/** How a release of a runtime is served; read from the app's variables before the build. */
+export interface RunSettings {
+  httpPort: number;
+  tcpPort: number | null;
+  ipv6Subnet: string | null;
+  mountDockerSocket: boolean;
+  /** Overrides the image's command. */
+  cmd: string[] | null;
+}
+
+export interface BuildContext {
+  app: App;
+  deployment: Deployment;
+  vars: Record<string, string>;
+  platformVars: Record<string, string>;
+  /** The files of the commit. */
+  sourceDir: string;
+  write: (line: string) => void;
+  signal: AbortSignal;
+}
+
+/** One runtime (docker, node, phpserver): its settings, and how it turns a commit into an image. */
+export interface Runtime {
+  settings(vars: Record<string, string>): { settings: RunSettings; errors: string[] };
+  build(ctx: BuildContext, settings: RunSettings): Promise<string>;
+}
+
+export const imageTag = (appId: string, deploymentId: string) => `pier-app/${appId}:${deploymentId}`;
+
+/** Reads a file of the commit, refusing any path (or symlink) that leads outside of it. Null if absent. */
+export async function readInside(root: string, relative: string): Promise<string | null> {
+  const realRoot = await realpath(root);
+  let real: string;
+  try {
+    real = await realpath(join(realRoot, relative));
+  } catch {
+    return null;
+  }
+  if (!real.startsWith(realRoot + sep)) {
+    throw new PierError("INVALID_VARIABLE", `${relative} points outside of the repository.`);
+  }
+  try {
+    return await readFile(real, "utf8");
+  } catch {
+    return null;
+  }
+}
