@@ -6,6 +6,7 @@ import type { z } from "zod";
 import { validateVariable, validateVariableName } from "../core/env.js";
 import { PierError } from "../core/errors.js";
 import type { App } from "../core/model.js";
+import type { NodeVersion } from "../core/node-versions.js";
 import type { Store } from "../core/ports.js";
 import type { AppService } from "./apps.js";
 import type { DeployLogs } from "./deploy-logs.js";
@@ -55,6 +56,7 @@ export function createApi(deps: {
   apps: AppService;
   logs: DeployLogs;
   logger: Logger;
+  nodeVersions: () => Promise<NodeVersion[]>;
   info: { version: string; domain: string; httpPort: number; sshPort: number; gitHost: string };
 }): Hono {
   const { store, apps, logs } = deps;
@@ -247,6 +249,8 @@ export function createApi(deps: {
       );
     });
   });
+
+  api.get("/v1/runtimes/node", async (c) => c.json({ versions: await deps.nodeVersions() }));
 
   api.get("/v1/ssh-keys", async (c) => c.json((await store.listSshKeys()).map(({ blob: _b, ...k }) => k)));
   api.post("/v1/ssh-keys", async (c) => {

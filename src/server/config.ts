@@ -37,6 +37,13 @@ const schema = z.object({
     .string()
     .default("/etc/ssl/certs/ca-certificates.crt")
     .refine((p) => existsSync(p), "file does not exist"),
+  PIER_CACHE_DIR: z
+    .string()
+    .min(1)
+    .default(join(homedir(), ".cache", "pier")),
+  PIER_NPM_REGISTRY: z
+    .url({ message: "must be a URL like https://registry.npmjs.org" })
+    .default("https://registry.npmjs.org"),
   PIER_DOCKER_SOCKET: z.string().default("/var/run/docker.sock"),
   PIER_DOCKER_CLI: z.string().default(existsSync("/usr/bin/docker") ? "/usr/bin/docker" : "docker"),
   PIER_HAPROXY: z.string().default("haproxy"),
@@ -60,6 +67,8 @@ export interface Config {
   domain: string;
   gitHost: string;
   extraCaCerts: string;
+  cacheDir: string;
+  npmRegistry: string;
   dockerSocket: string;
   dockerCli: string;
   haproxy: string;
@@ -97,6 +106,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     domain: c.PIER_DOMAIN,
     gitHost: c.PIER_GIT_HOST ?? c.PIER_DOMAIN,
     extraCaCerts: c.PIER_EXTRA_CA_CERTS,
+    cacheDir: resolve(c.PIER_CACHE_DIR),
+    npmRegistry: c.PIER_NPM_REGISTRY.replace(/\/+$/, ""),
     dockerSocket: c.PIER_DOCKER_SOCKET,
     dockerCli: c.PIER_DOCKER_CLI,
     haproxy: c.PIER_HAPROXY,

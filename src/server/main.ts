@@ -6,6 +6,7 @@ import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import { HaproxyEdge } from "../adapters/edge/haproxy.js";
 import { DockerEngine } from "../adapters/engine/docker.js";
+import { NpmRegistry } from "../adapters/npm-registry.js";
 import { SqliteStore } from "../adapters/store/sqlite.js";
 import { PierError } from "../core/errors.js";
 import type { Store } from "../core/ports.js";
@@ -18,6 +19,8 @@ import { startGitSshServer } from "./git-ssh.js";
 import { Instances } from "./instances.js";
 import { reconcile } from "./reconciler.js";
 import { DockerRuntime } from "./runtimes/docker.js";
+import { availableNodeVersions, NodeRuntime } from "./runtimes/node.js";
+import { Toolchains } from "./toolchains.js";
 
 export const VERSION = "0.1.0";
 
@@ -66,6 +69,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
   });
   await edge.start();
 
+  const registry = new NpmRegistry({
+    url: config.npmRegistry,
+    caFile: config.extraCaCerts,
+    cacheDir: config.cacheDir,
+  });
+  const toolchains = new Toolchains({ engine, registry });
   const repoDir = (appId: string) => join(config.dataDir, "repos", `${appId}.git`);
   const instances = new Instances({
     engine,
@@ -82,7 +91,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     logs,
     logger: logger.child({ part: "deployer" }),
     repoDir,
-    runtimes: { docker: new DockerRuntime(engine) },
+    runtimes: { docker: new DockerRuntime(engine), node: new NodeRuntime({ engine, registry, toolchains }) },
     deployTimeoutMs: config.deployTimeoutMs,
     listenTimeoutMs: config.listenTimeoutMs,
     stopGraceMs: config.stopGraceMs,
@@ -121,6 +130,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
 
   const api = createApi({
     store,
+    nodeVersions: () => availableNodeVersions(registry),
     apps,
     logs,
     logger: logger.child({ part: "api" }),

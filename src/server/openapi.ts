@@ -54,6 +54,11 @@ const ROUTES: RouteDoc[] = [
     summary: "Runtime logs of the instances",
     query: ["since", "until", "tail", "follow"],
   },
+  {
+    method: "get",
+    path: "/v1/runtimes/node",
+    summary: "Node.js versions available, LTS and end-of-life marked",
+  },
   { method: "get", path: "/v1/ssh-keys", summary: "Registered SSH keys" },
   {
     method: "post",

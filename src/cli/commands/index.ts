@@ -9,6 +9,7 @@ import { help } from "./help.js";
 import { link } from "./link.js";
 import { logs } from "./logs.js";
 import { restart } from "./restart.js";
+import { runtimes } from "./runtimes.js";
 import { scale } from "./scale.js";
 import { server } from "./server.js";
 import { sshKeys } from "./ssh-keys.js";
@@ -30,6 +31,7 @@ export const COMMANDS: readonly Command[] = [
   env,
   link,
   sshKeys,
+  runtimes,
   del,
   help,
 ];

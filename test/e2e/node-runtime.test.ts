@@ -1,0 +1,124 @@
+// The Node.js runtime end to end: a real app pushed over git, built with a Node.js from the npm registry.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { Pier } from "./harness.js";
+
+const pkg = (extra: Record<string, unknown> = {}) =>
+  `${JSON.stringify(
+    {
+      name: "node-hello",
+      version: "1.0.0",
+      scripts: { start: "node server.js" },
+      dependencies: { ms: "2.1.3" },
+      devDependencies: { "is-number": "7.0.0" },
+      ...extra,
+    },
+    null,
+    2,
+  )}\n`;
+
+const SERVER = `
+const http = require("http");
+const ms = require("ms");
+let dev = false;
+try { require("is-number"); dev = true; } catch {}
+const server = http.createServer((req, res) => {
+  res.setHeader("content-type", "application/json");
+  res.end(JSON.stringify({ node: process.version, twoHours: ms("2h"), dev, env: process.env }));
+});
+process.on("SIGTERM", () => { console.log("SIGTERM received, closing"); server.close(() => process.exit(0)); });
+server.listen(8080, "0.0.0.0", () => console.log("listening on 8080"));
+`;
+
+interface Body {
+  node: string;
+  twoHours: number;
+  dev: boolean;
+  env: Record<string, string>;
+}
+
+describe("Node.js runtime", { timeout: 900_000 }, () => {
+  const pier = new Pier();
+  let repo = "";
+  const env = async (...pairs: string[]) => {
+    for (let i = 0; i < pairs.length; i += 2) {
+      const r = await pier.cli(["env", "set", pairs[i]!, pairs[i + 1]!, "--app", "nodeapp"]);
+      assert.equal(r.code, 0, r.stderr);
+    }
+  };
+  const body = async () => JSON.parse((await pier.get("nodeapp")).body) as Body;
+
+  before(async () => {
+    await pier.start();
+    await pier.addKey();
+    const app = await pier.cliJson<{ id: string; type: string }>(["create", "--type", "node", "nodeapp"]);
+    assert.equal(app.type, "node");
+    repo = await pier.repo(
+      "nodeapp",
+      { "package.json": pkg(), "server.js": SERVER, ".gitignore": "/node_modules\n" },
+      app.id,
+    );
+  });
+  after(async () => {
+    await pier.destroy();
+  });
+
+  test("push builds with the chosen Node.js and npm, without dev dependencies in production", async () => {
+    await env("CC_NODE_VERSION", "22.16.0", "NODE_ENV", "production");
+    const push = await pier.push(repo);
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /22\.16\.0/);
+    const b = await body();
+    assert.equal(b.node, "v22.16.0");
+    assert.equal(b.twoHours, 7_200_000, "dependencies are installed");
+    assert.equal(b.dev, false, "NODE_ENV=production and CC_NODE_DEV_DEPENDENCIES unset: no dev dependencies");
+    assert.equal(b.env.NODE_ENV, "production");
+    assert.equal(b.env.PORT, "8080");
+    assert.equal(b.env.INSTANCE_TYPE, "production");
+    assert.equal(b.env.APP_HOME, "/app");
+  });
+
+  test("CC_NODE_DEV_DEPENDENCIES=install installs them", async () => {
+    await env("CC_NODE_DEV_DEPENDENCIES", "install");
+    await pier.commit(repo, {}, "dev deps");
+    const push = await pier.push(repo);
+    assert.equal(push.code, 0, push.stderr);
+    assert.equal((await body()).dev, true);
+  });
+
+  test("a package.json with neither scripts.start nor main fails, saying what to add", async () => {
+    await pier.commit(repo, { "package.json": pkg({ scripts: {} }) }, "no start");
+    const push = await pier.push(repo);
+    assert.notEqual(push.code, 0);
+    assert.match(push.stderr, /scripts\.start/);
+    assert.match(push.stderr, /main/);
+    assert.equal((await body()).node, "v22.16.0", "the previous release keeps serving");
+  });
+
+  test("a Node.js version that does not exist fails naming CC_NODE_VERSION", async () => {
+    await pier.commit(repo, { "package.json": pkg() }, "back");
+    await env("CC_NODE_VERSION", "99");
+    const push = await pier.push(repo);
+    assert.notEqual(push.code, 0);
+    assert.match(push.stderr, /CC_NODE_VERSION/);
+    assert.equal((await body()).node, "v22.16.0");
+    await env("CC_NODE_VERSION", "22.16.0");
+  });
+
+  test("engines.node takes priority over CC_NODE_VERSION", async () => {
+    await pier.commit(repo, { "package.json": pkg({ engines: { node: "22.16.0" } }) }, "engines");
+    await env("CC_NODE_VERSION", "20");
+    const push = await pier.push(repo);
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /engines\.node/);
+    assert.equal((await body()).node, "v22.16.0");
+  });
+
+  test("pier runtimes node lists versions with LTS and end-of-life marked", async () => {
+    const versions = await pier.cliJson<{ version: string; lts: string | null; eol: boolean }[]>(["runtimes", "node"]);
+    assert.ok(versions.some((v) => v.version.startsWith("22.") && v.lts));
+    assert.ok(versions.some((v) => v.eol));
+    const human = await pier.cli(["runtimes", "node"]);
+    assert.match(human.stdout, /LTS/);
+  });
+});
