@@ -1,0 +1,732 @@
+/**
+ * The Node.js runtime's build as data (contract sections 2.2, 2.3, 3, 4.4, 5.1, 8 and 9, and the hooks,
+ * workers and tasks of platform-extensions): the Node.js and npm versions, the package manager, whether
+ * development dependencies are installed, the build steps, the start command and the workers. The
+ * executor (src/server/runtimes/node.ts) carries the plan out.
+ */
+
+import semver from "semver";
+import { z } from "zod";
+import { instanceEnvironment } from "./env.js";
+import { bundledNpmMajor, chooseNodeVersion, chooseNpmVersion, type NodeVersion } from "./node-versions.js";
+import { hasControlCharacter } from "./plan-docker.js";
+
+export interface NodeProjectFiles {
+  /** Text of package.json at the app root, or null if absent. */
+  packageJson: string | null;
+  gitignore: string | null;
+  lockFiles: {
+    packageLock: boolean;
+    npmShrinkwrap: boolean;
+    yarnLock: boolean;
+    /** bun.lock or bun.lockb */
+    bunLock: boolean;
+    pnpmLock: boolean;
+  };
+  /** .yarnrc.yml present (Yarn Berry). */
+  yarnrcYml: boolean;
+}
+
+export const NODE_BUILD_TOOLS = ["bun", "npm", "npm-install", "npm-ci", "yarn", "yarn2", "custom"] as const;
+export type NodeBuildTool = "npm-install" | "npm-ci" | "yarn" | "yarn2" | "bun" | "custom";
+
+export const WORKER_RESTARTS = ["always", "on-failure", "no"] as const;
+export type WorkerRestart = (typeof WORKER_RESTARTS)[number];
+
+export interface NodeWorker {
+  command: string;
+  restart: WorkerRestart;
+  delaySeconds: number;
+}
+
+export interface NodeBuildPlan {
+  /** Exact, from chooseNodeVersion. */
+  nodeVersion: string;
+  npmVersion: string | null;
+  tool: NodeBuildTool;
+  /** Installed or not (the contract's section 8 table). */
+  devDependencies: boolean;
+  /**
+   * Shell commands run in order in the build container, in /app, each with `set -e`. User commands (hooks,
+   * CC_CUSTOM_BUILD_TOOL) are verbatim; Pier's own are built only from fixed words and validated values.
+   */
+  buildSteps: { label: string; command: string }[];
+  /**
+   * Environment of the build steps on top of the app's variables: the app's variables with `$APP_HOME`
+   * expanded (so NODE_ENV and YARN_GLOBAL_FOLDER as the app set them), INSTANCE_TYPE=build, and the
+   * package manager's settings (npm_config_include / npm_config_omit, YARN_NPM_AUTH_TOKEN).
+   */
+  buildEnv: Record<string, string>;
+  /** How instances start: argv. */
+  start: string[];
+  /** Background workers (CC_WORKER_COMMAND, CC_WORKER_COMMAND_<n>), in order. */
+  workers: NodeWorker[];
+  /** CC_TASK=true: the command runs once to completion; no HTTP, no health gate. */
+  task: boolean;
+  /** `.npmrc` content when NPM_TOKEN is set. Secret: never in logLines. */
+  npmrc: string | null;
+  warnings: string[];
+  /** What the deploy log says (never a secret). */
+  logLines: string[];
+}
+
+export interface NodeBuildInput {
+  /** The app's variables. */
+  vars: Record<string, string>;
+  files: NodeProjectFiles;
+  /** Available Node.js versions, as markVersions returns them. */
+  versions: readonly NodeVersion[];
+  /** Versions of the npm package, and the engines.node of each. */
+  npmVersions: readonly string[];
+  npmEngines: Record<string, string | undefined>;
+  /** The app's folder in the build container and in instances, for `$APP_HOME` in values. Default /app. */
+  appHome?: string;
+}
+
+export const DEFAULT_APP_HOME = "/app";
+export const DEFAULT_NPM_REGISTRY = "registry.npmjs.org";
+/** Corepack ships with these Node.js versions (contract section 2.3). */
+export const COREPACK_NODE_RANGE = "^14.19.0 || >=16.9.0";
+
+/** A variable's value, or undefined when it is unset or empty (an empty value counts as unset). */
+function read(vars: Record<string, string>, name: string): string | undefined {
+  const v = vars[name];
+  return v === undefined || v.trim() === "" ? undefined : v;
+}
+
+const quoted = (s: string) => JSON.stringify(s);
+
+// ---------------------------------------------------------------------------------------------------
+// package.json
+
+const field = (what: string) =>
+  z.string({ error: (iss) => (iss.input === undefined ? "is missing" : `must be ${what}`) });
+
+const PackageJsonSchema = z.looseObject({
+  name: field("a string").min(1, "must not be empty"),
+  version: field("a string").min(1, "must not be empty"),
+  main: field("a file path (a string)")
+    .min(1, "must not be empty")
+    .refine((s) => !s.startsWith("-") && !hasControlCharacter(s), "must be a file path")
+    .optional(),
+  scripts: z
+    .record(z.string(), z.string({ error: "must be a string (a command)" }), {
+      error: "must be an object of commands",
+    })
+    .optional(),
+  engines: z
+    .looseObject({ node: z.string({ error: "must be a string (a version range)" }).optional() })
+    .optional(),
+  packageManager: z.string({ error: 'must be a string such as "pnpm@9.1.0"' }).optional(),
+});
+
+export type PackageJson = z.infer<typeof PackageJsonSchema>;
+
+/** What to add for each required field, appended to its error. */
+const FIELD_HINTS: Record<string, string> = {
+  name: 'add e.g. "name": "my-app"',
+  version: 'add e.g. "version": "1.0.0"',
+};
+
+/** package.json read and checked: every problem, each naming the field and what to write. */
+export function parsePackageJson(
+  text: string | null,
+): { ok: true; pkg: PackageJson } | { ok: false; errors: string[] } {
+  if (text === null) {
+    return {
+      ok: false,
+      errors: [
+        'No package.json at the root of the application: add one with "name", "version" and "scripts": { "start": "node server.js" } (or "main": "server.js").',
+      ],
+    };
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text.startsWith("\uFEFF") ? text.slice(1) : text);
+  } catch (e) {
+    return {
+      ok: false,
+      errors: [`package.json is not valid JSON: ${(e as Error).message}. Fix its syntax.`],
+    };
+  }
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    return { ok: false, errors: ["package.json must hold a JSON object ({ ... })."] };
+  }
+  const errors: string[] = [];
+  const parsed = PackageJsonSchema.safeParse(raw);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const path = issue.path.map(String).join(".");
+      const hint = issue.message === "is missing" ? FIELD_HINTS[path] : undefined;
+      errors.push(`package.json: "${path}" ${issue.message}${hint ? `: ${hint}` : ""}.`);
+    }
+  }
+  const obj = raw as { main?: unknown; scripts?: unknown };
+  const scripts = obj.scripts;
+  const hasStart =
+    typeof scripts === "object" &&
+    scripts !== null &&
+    (scripts as Record<string, unknown>).start !== undefined;
+  if (obj.main === undefined && !hasStart) {
+    errors.push(
+      'package.json has neither "scripts.start" nor "main": add "scripts": { "start": "node server.js" } or "main": "server.js" (the file that starts the application).',
+    );
+  }
+  if (errors.length > 0 || !parsed.success) return { ok: false, errors };
+  return { ok: true, pkg: parsed.data };
+}
+
+export interface PackageManagerField {
+  raw: string;
+  name: string;
+  version: string;
+  /** null when the version is not semver (corepack also accepts a URL). */
+  major: number | null;
+}
+
+/** `name@version` (an optional `+sha...` hash after it), as Corepack reads it; null when not that shape. */
+export function parsePackageManager(value: string): PackageManagerField | null {
+  const m = /^([a-z][a-z0-9-]*)@([^\s+]+)(\+[A-Za-z0-9.]+)?$/.exec(value.trim());
+  if (!m) return null;
+  const version = m[2] as string;
+  const v = semver.valid(version);
+  return { raw: value.trim(), name: m[1] as string, version, major: v ? semver.major(v) : null };
+}
+
+/**
+ * Whether `.gitignore` keeps the root `node_modules` folder out of git (`node_modules`, `/node_modules`,
+ * with or without a trailing `/`, or `**\/node_modules`), and no later `!` line takes it back.
+ */
+export function ignoresNodeModules(gitignore: string | null): boolean {
+  if (gitignore === null) return false;
+  const patterns = new Set(["node_modules", "/node_modules", "**/node_modules"]);
+  let ignored = false;
+  for (const line of gitignore.split(/\r?\n/)) {
+    let t = line.trim();
+    if (t === "" || t.startsWith("#")) continue;
+    const negated = t.startsWith("!");
+    if (negated) t = t.slice(1);
+    if (t.endsWith("/")) t = t.slice(0, -1);
+    if (patterns.has(t)) ignored = !negated;
+  }
+  return ignored;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Variables
+
+const CC_WORKER = "CC_WORKER_COMMAND";
+const NUMBERED_WORKER_RE = /^CC_WORKER_COMMAND_(\d+)$/;
+
+/** CC_WORKER_COMMAND first, then CC_WORKER_COMMAND_<n> by increasing n, with the restart policy of all. */
+export function nodeWorkers(vars: Record<string, string>): { workers: NodeWorker[]; errors: string[] } {
+  const errors: string[] = [];
+  let restart: WorkerRestart = "on-failure";
+  const r = read(vars, "CC_WORKER_RESTART")?.trim();
+  if (r !== undefined) {
+    if ((WORKER_RESTARTS as readonly string[]).includes(r)) restart = r as WorkerRestart;
+    else
+      errors.push(
+        `CC_WORKER_RESTART=${quoted(r)} is not a restart policy: use ${WORKER_RESTARTS.join(", ")}.`,
+      );
+  }
+  let delaySeconds = 1;
+  const d = read(vars, "CC_WORKER_RESTART_DELAY")?.trim();
+  if (d !== undefined) {
+    if (/^\d{1,6}$/.test(d)) delaySeconds = Number(d);
+    else
+      errors.push(
+        `CC_WORKER_RESTART_DELAY=${quoted(d)} is not a number of seconds: use an integer such as 1.`,
+      );
+  }
+  const named: { n: number; command: string }[] = [];
+  const single = read(vars, CC_WORKER);
+  if (single !== undefined) named.push({ n: -1, command: single });
+  for (const [name, value] of Object.entries(vars)) {
+    const m = NUMBERED_WORKER_RE.exec(name);
+    if (!m || value.trim() === "") continue;
+    const digits = m[1] as string;
+    if (digits.length > 1 && digits.startsWith("0")) {
+      errors.push(`${name}: write the number without leading zeros (${CC_WORKER}_${Number(digits)}).`);
+      continue;
+    }
+    named.push({ n: Number(digits), command: value });
+  }
+  named.sort((a, b) => a.n - b.n);
+  return { workers: named.map((w) => ({ command: w.command, restart, delaySeconds })), errors };
+}
+
+/** The registry host of CC_NPM_REGISTRY (a scheme and trailing slashes are dropped), or the rule it breaks. */
+export function registryHost(value: string): { host: string } | { error: string } {
+  const host = value
+    .trim()
+    .replace(/^https?:\/\//i, "")
+    .replace(/\/+$/, "");
+  if (!/^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:\d{1,5})?(\/[A-Za-z0-9._~%@+-]+)*$/.test(host)) {
+    return {
+      error: "is not a registry host: use a host name such as npm.example.com (optionally with a path)",
+    };
+  }
+  return { host };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The plan
+
+type Result = { ok: true; plan: NodeBuildPlan } | { ok: false; errors: string[] };
+
+interface ToolChoice {
+  tool: NodeBuildTool;
+  why: string;
+}
+
+const TOOL_NAMES: Record<NodeBuildTool, string> = {
+  "npm-install": "npm install",
+  "npm-ci": "npm ci",
+  yarn: "Yarn Classic (v1)",
+  yarn2: "Yarn Berry (v2 or later)",
+  bun: "Bun",
+  custom: "CC_CUSTOM_BUILD_TOOL",
+};
+
+function chooseTool(
+  vars: Record<string, string>,
+  files: NodeProjectFiles,
+  pm: PackageManagerField | null,
+  errors: string[],
+  warnings: string[],
+): ToolChoice | null {
+  const lock = files.lockFiles;
+  const lockNames = [lock.bunLock ? "bun.lock/bun.lockb" : null, lock.yarnLock ? "yarn.lock" : null].filter(
+    (s): s is string => s !== null,
+  );
+  const berry = files.yarnrcYml || (pm?.name === "yarn" && pm.major !== null && pm.major >= 2);
+  const raw = read(vars, "CC_NODE_BUILD_TOOL");
+  const custom = read(vars, "CC_CUSTOM_BUILD_TOOL");
+  if (raw !== undefined) {
+    const value = raw.trim().toLowerCase();
+    if (!(NODE_BUILD_TOOLS as readonly string[]).includes(value)) {
+      errors.push(
+        `CC_NODE_BUILD_TOOL=${quoted(raw)} is not a build tool: use one of ${NODE_BUILD_TOOLS.join(", ")}.`,
+      );
+      return null;
+    }
+    if (value === "custom" && custom === undefined) {
+      errors.push(
+        "CC_NODE_BUILD_TOOL=custom needs CC_CUSTOM_BUILD_TOOL: set it to the install/build command, e.g. pnpm install && pnpm build.",
+      );
+      return null;
+    }
+    if (value !== "custom" && custom !== undefined) {
+      warnings.push(
+        `CC_CUSTOM_BUILD_TOOL is ignored: it is used only with CC_NODE_BUILD_TOOL=custom (it is ${value}).`,
+      );
+    }
+    const tool: NodeBuildTool = value === "npm" ? "npm-install" : (value as NodeBuildTool);
+    const overrides = lockNames.length > 0 ? `, over the lock-file rule (${lockNames.join(", ")})` : "";
+    return { tool, why: `CC_NODE_BUILD_TOOL=${value}${overrides}` };
+  }
+  if (custom !== undefined) {
+    warnings.push("CC_CUSTOM_BUILD_TOOL is ignored: set CC_NODE_BUILD_TOOL=custom to use it.");
+  }
+  if (lock.bunLock && lock.yarnLock) {
+    errors.push(
+      "Conflicting lock files: bun.lock (or bun.lockb) and yarn.lock are both in the application folder. Set CC_NODE_BUILD_TOOL (bun, yarn or yarn2) to choose, or delete the lock file you do not use.",
+    );
+    return null;
+  }
+  if (lock.bunLock) return { tool: "bun", why: "bun.lock/bun.lockb is in the application folder" };
+  if (lock.yarnLock) {
+    if (!berry) return { tool: "yarn", why: "yarn.lock is in the application folder" };
+    const by = files.yarnrcYml ? ".yarnrc.yml is present" : `packageManager is ${pm?.raw}`;
+    return { tool: "yarn2", why: `yarn.lock is in the application folder and ${by}` };
+  }
+  return {
+    tool: "npm-install",
+    why: lock.packageLock
+      ? "the default; package-lock.json is followed by npm install (CC_NODE_BUILD_TOOL=npm-ci runs a clean install)"
+      : "the default (no bun.lock, bun.lockb or yarn.lock)",
+  };
+}
+
+/** The contract's section 8 table. */
+function chooseDevDependencies(
+  vars: Record<string, string>,
+  errors: string[],
+): { install: boolean; why: string } | null {
+  const raw = read(vars, "CC_NODE_DEV_DEPENDENCIES");
+  const nodeEnv = read(vars, "NODE_ENV");
+  if (raw !== undefined) {
+    const v = raw.trim();
+    if (v === "install") return { install: true, why: "CC_NODE_DEV_DEPENDENCIES=install" };
+    if (v === "ignore") return { install: false, why: "CC_NODE_DEV_DEPENDENCIES=ignore" };
+    errors.push(
+      `CC_NODE_DEV_DEPENDENCIES=${quoted(raw)} is not a choice: use install or ignore (or unset it).`,
+    );
+    return null;
+  }
+  if (nodeEnv === "production") {
+    return {
+      install: false,
+      why: "NODE_ENV=production and CC_NODE_DEV_DEPENDENCIES unset: the package manager's default",
+    };
+  }
+  const env = nodeEnv === undefined ? "NODE_ENV unset" : `NODE_ENV=${nodeEnv}`;
+  return { install: true, why: `${env} and CC_NODE_DEV_DEPENDENCIES unset: the package manager's default` };
+}
+
+/** The install command of each tool (Pier's own words only). */
+function installCommand(tool: NodeBuildTool, dev: boolean, npmMajor: number): string {
+  switch (tool) {
+    case "npm-install":
+    case "npm-ci": {
+      const verb = tool === "npm-ci" ? "ci" : "install";
+      // npm 6 knows --production only; npm 7+ --include / --omit (and --include wins over NODE_ENV).
+      if (npmMajor < 7) return `npm ${verb} ${dev ? "--production=false" : "--production"}`;
+      return `npm ${verb} ${dev ? "--include=dev" : "--omit=dev"}`;
+    }
+    case "yarn":
+      return `yarn install ${dev ? "--production=false" : "--production=true"}`;
+    case "yarn2":
+      // Yarn 2+ has no --production install; `workspaces focus --all --production` installs every workspace
+      // without devDependencies (plugin workspace-tools: built in since Yarn 4, imported for 2 and 3).
+      return dev ? "yarn install" : "yarn workspaces focus --all --production";
+    case "bun":
+      return dev ? "bun install" : "bun install --production";
+    case "custom":
+      return "";
+  }
+}
+
+function npmConfigEnv(tool: NodeBuildTool, dev: boolean, npmMajor: number): Record<string, string> {
+  if (tool !== "npm-install" && tool !== "npm-ci") return {};
+  if (npmMajor < 7) return { npm_config_production: dev ? "false" : "true" };
+  return dev ? { npm_config_include: "dev" } : { npm_config_omit: "dev" };
+}
+
+const COREPACK_ENSURE = "{ command -v corepack >/dev/null 2>&1 || npm install --global corepack; }";
+
+/**
+ * How instances start (before CC_PRE_RUN_HOOK): `npm start` (it runs prestart and poststart), the start
+ * script through Yarn or Bun for those tools, or with only `main`, prestart then `node <main>`.
+ */
+function startCommand(
+  tool: NodeBuildTool,
+  pkg: PackageJson,
+  runCommand: string | undefined,
+  warnings: string[],
+): string[] {
+  if (runCommand !== undefined) return ["/bin/sh", "-c", runCommand];
+  const scripts = pkg.scripts ?? {};
+  const runner = tool === "yarn" || tool === "yarn2" ? "yarn" : tool === "bun" ? "bun" : "npm";
+  if (scripts.start !== undefined) {
+    if (runner === "npm") return ["npm", "start"];
+    if (runner === "bun") return ["bun", "run", "start"];
+    if (tool === "yarn") return ["yarn", "start"];
+    // Yarn 2+ runs no pre/post scripts by itself.
+    if (scripts.poststart !== undefined) {
+      warnings.push(
+        "scripts.poststart is not run: Yarn 2+ does not run pre/post scripts (call it from scripts.start).",
+      );
+    }
+    if (scripts.prestart !== undefined) return ["/bin/sh", "-c", "yarn run prestart && exec yarn run start"];
+    return ["yarn", "run", "start"];
+  }
+  const main = pkg.main as string;
+  const exe = runner === "bun" ? "bun" : tool === "yarn2" ? "yarn node" : "node";
+  if (scripts.poststart !== undefined) {
+    warnings.push(
+      'scripts.poststart is not run: it runs after scripts.start, and package.json has only "main" (add a start script to use it).',
+    );
+  }
+  if (scripts.prestart !== undefined) {
+    const run = runner === "npm" ? "npm run" : `${runner} run`;
+    return ["/bin/sh", "-c", `${run} prestart && exec ${exe} "$1"`, "pier-start", main];
+  }
+  return runner === "bun" ? ["bun", main] : tool === "yarn2" ? ["yarn", "node", main] : ["node", main];
+}
+
+/**
+ * Plans the build of a Node.js application. Every problem is listed at once, each naming the file or
+ * the variable and what to change.
+ */
+export function planNodeBuild(input: NodeBuildInput): Result {
+  const { vars, files } = input;
+  const appHome = input.appHome ?? DEFAULT_APP_HOME;
+  const errors: string[] = [];
+  const warnings: string[] = [];
+  const logLines: string[] = [];
+
+  const parsed = parsePackageJson(files.packageJson);
+  if (!parsed.ok) errors.push(...parsed.errors);
+  const pkg = parsed.ok ? parsed.pkg : null;
+
+  let pm: PackageManagerField | null = null;
+  if (pkg?.packageManager !== undefined) {
+    pm = parsePackageManager(pkg.packageManager);
+    if (!pm) {
+      warnings.push(
+        `package.json: "packageManager" ${quoted(pkg.packageManager)} is not <name>@<version> (e.g. "pnpm@9.1.0"): Corepack is not enabled.`,
+      );
+    }
+  }
+
+  // Node.js and npm.
+  const ccNodeVersion = read(vars, "CC_NODE_VERSION");
+  const choice = pkg
+    ? chooseNodeVersion({ ccNodeVersion, enginesNode: pkg.engines?.node, available: input.versions })
+    : null;
+  if (choice && !choice.ok) errors.push(choice.error);
+
+  const tool = chooseTool(vars, files, pm, errors, warnings);
+  const dev = chooseDevDependencies(vars, errors);
+  const { workers, errors: workerErrors } = nodeWorkers(vars);
+  errors.push(...workerErrors);
+
+  let task = false;
+  const taskRaw = read(vars, "CC_TASK");
+  if (taskRaw !== undefined) {
+    const t = taskRaw.trim().toLowerCase();
+    if (t === "true") task = true;
+    else if (t !== "false") errors.push(`CC_TASK=${quoted(taskRaw)} is not a boolean: use true or false.`);
+  }
+
+  // Private registry (contract section 5.1).
+  let npmrc: string | null = null;
+  const token = read(vars, "NPM_TOKEN");
+  const registryRaw = read(vars, "CC_NPM_REGISTRY");
+  let registry = DEFAULT_NPM_REGISTRY;
+  if (registryRaw !== undefined) {
+    const r = registryHost(registryRaw);
+    if ("host" in r) registry = r.host;
+    else errors.push(`CC_NPM_REGISTRY=${quoted(registryRaw)} ${r.error}.`);
+  }
+  if (token !== undefined) {
+    // Never the token itself in a message.
+    if (/\s/.test(token.trim()) || hasControlCharacter(token.trim())) {
+      errors.push("NPM_TOKEN must be a single token, without spaces, newlines or control characters.");
+    } else {
+      npmrc = `//${registry}/:_authToken=${token.trim()}\n`;
+    }
+  } else if (registryRaw !== undefined) {
+    warnings.push("CC_NPM_REGISTRY is set but NPM_TOKEN is not: no .npmrc is written (set NPM_TOKEN).");
+  }
+
+  if (!pkg || !choice?.ok || !tool || !dev || errors.length > 0) return { ok: false, errors };
+
+  const nodeVersion = choice.version.version;
+  const node = semver.parse(nodeVersion) as semver.SemVer;
+  const npmVersion = chooseNpmVersion(nodeVersion, input.npmVersions, input.npmEngines);
+  const npmMajor = npmVersion ? semver.major(npmVersion) : bundledNpmMajor(node.major);
+  const hasCorepack = semver.satisfies(node, COREPACK_NODE_RANGE);
+
+  // The tool against packageManager.
+  const t = tool.tool;
+  if ((t === "yarn" || t === "yarn2") && pm && pm.name !== "yarn") {
+    errors.push(
+      `The build tool is ${TOOL_NAMES[t]} (${tool.why}) but package.json's packageManager is ${pm.raw}: set CC_NODE_BUILD_TOOL to match, or fix packageManager.`,
+    );
+  }
+  if (t === "yarn" && pm?.name === "yarn" && pm.major !== null && pm.major >= 2) {
+    errors.push(
+      `CC_NODE_BUILD_TOOL=yarn is Yarn Classic (v1), but packageManager is ${pm.raw}: set CC_NODE_BUILD_TOOL=yarn2.`,
+    );
+  }
+  if (t === "yarn2" && pm?.name === "yarn" && pm.major === 1) {
+    errors.push(
+      `The build tool is yarn2 (${tool.why}) but packageManager is ${pm.raw}: set CC_NODE_BUILD_TOOL=yarn.`,
+    );
+  }
+  if (t === "yarn2" && !hasCorepack) {
+    errors.push(
+      `Yarn 2+ is provided through Corepack, which Node.js ${nodeVersion} lacks (it needs ${COREPACK_NODE_RANGE}): choose a newer Node.js with engines.node or CC_NODE_VERSION.`,
+    );
+  }
+  if (errors.length > 0) return { ok: false, errors };
+
+  logLines.push(`Node.js version: ${choice.reason}.`);
+  if (choice.version.eol) {
+    warnings.push(
+      `Node.js ${nodeVersion} is end-of-life (no more security fixes): choose a supported version with engines.node or CC_NODE_VERSION.`,
+    );
+  }
+  logLines.push(
+    npmVersion
+      ? `npm ${npmVersion}: the newest npm ${npmMajor}.x (the line of Node.js ${node.major}) that accepts Node.js ${nodeVersion}.`
+      : `No npm ${npmMajor}.x release accepts Node.js ${nodeVersion}.`,
+  );
+  logLines.push(`Build tool: ${TOOL_NAMES[t]} (${tool.why}).`);
+  if (t !== "custom")
+    logLines.push(`Development dependencies: ${dev.install ? "installed" : "not installed"} (${dev.why}).`);
+  else {
+    logLines.push(
+      "Development dependencies: left to CC_CUSTOM_BUILD_TOOL (NODE_ENV is passed as the application sets it).",
+    );
+    if (read(vars, "CC_NODE_DEV_DEPENDENCIES") !== undefined) {
+      warnings.push(
+        "CC_NODE_DEV_DEPENDENCIES is not applied with CC_NODE_BUILD_TOOL=custom: the CC_CUSTOM_BUILD_TOOL command decides (e.g. pnpm install --prod).",
+      );
+    }
+  }
+  if (t !== "yarn" && t !== "yarn2" && files.lockFiles.yarnLock) {
+    warnings.push(`yarn.lock is not used: the build tool is ${TOOL_NAMES[t]}.`);
+  }
+  if (t !== "bun" && files.lockFiles.bunLock)
+    warnings.push(`bun.lock/bun.lockb is not used: the build tool is ${TOOL_NAMES[t]}.`);
+  if (
+    (t === "yarn" || t === "yarn2" || t === "bun") &&
+    (files.lockFiles.packageLock || files.lockFiles.npmShrinkwrap)
+  ) {
+    warnings.push(`package-lock.json / npm-shrinkwrap.json is not used: the build tool is ${TOOL_NAMES[t]}.`);
+  }
+  if (files.lockFiles.pnpmLock && t !== "custom") {
+    warnings.push(
+      "pnpm-lock.yaml is not used: for pnpm set CC_NODE_BUILD_TOOL=custom, CC_CUSTOM_BUILD_TOOL=pnpm install (and a packageManager field or a CC_PRE_BUILD_HOOK that enables pnpm).",
+    );
+  }
+  if (pm && (pm.name === "pnpm" || pm.name === "yarn") && (t === "npm-install" || t === "npm-ci")) {
+    warnings.push(
+      `package.json's packageManager is ${pm.raw} but dependencies are installed with npm: CC_NODE_BUILD_TOOL must be set for ${pm.name} (${pm.name === "yarn" ? "yarn or yarn2" : "custom, with CC_CUSTOM_BUILD_TOOL"}).`,
+    );
+  }
+  if (t === "npm-ci" && !files.lockFiles.packageLock && !files.lockFiles.npmShrinkwrap) {
+    return {
+      ok: false,
+      errors: [
+        "CC_NODE_BUILD_TOOL=npm-ci needs package-lock.json or npm-shrinkwrap.json: commit one, or set CC_NODE_BUILD_TOOL=npm.",
+      ],
+    };
+  }
+
+  // Steps: the package manager, CC_PRE_BUILD_HOOK, the install (npm's own preinstall, install and
+  // postinstall scripts run inside it), CC_POST_BUILD_HOOK.
+  const steps: { label: string; command: string }[] = [];
+  const corepackFor = pm && pm.name !== "bun" ? pm : null;
+  const yarnFromCorepack = (t === "yarn" || t === "yarn2") && corepackFor?.name === "yarn" && hasCorepack;
+  if (corepackFor) {
+    if (hasCorepack) {
+      steps.push({
+        label: `Enabling Corepack (packageManager ${corepackFor.raw})`,
+        command: `${COREPACK_ENSURE} && corepack enable`,
+      });
+    } else {
+      warnings.push(
+        `packageManager ${corepackFor.raw} is not applied: Corepack comes with Node.js ${COREPACK_NODE_RANGE}, and this build uses ${nodeVersion}.`,
+      );
+    }
+  }
+  if (t === "yarn" && !yarnFromCorepack) {
+    steps.push({ label: "Installing Yarn Classic (v1)", command: "npm install --global yarn@1" });
+  }
+  if (t === "yarn2" && !yarnFromCorepack) {
+    // No packageManager: the latest stable Yarn, which runs the release of .yarnrc.yml's yarnPath if any.
+    steps.push({
+      label: "Enabling Yarn (latest stable) through Corepack",
+      command: `${COREPACK_ENSURE} && corepack enable && corepack prepare yarn@stable --activate`,
+    });
+  }
+  if (t === "yarn2" && !dev.install && yarnFromCorepack && pm?.major != null && pm.major < 4) {
+    steps.push({
+      label: "Importing the Yarn plugin workspace-tools (for yarn workspaces focus)",
+      command: "yarn plugin import workspace-tools",
+    });
+  }
+  if (t === "bun") {
+    const pinned =
+      pm?.name === "bun" && semver.valid(pm.version) ? (semver.valid(pm.version) as string) : null;
+    steps.push({
+      label: pinned ? `Installing Bun ${pinned} (packageManager)` : "Installing Bun (latest)",
+      command: `npm install --global bun${pinned ? `@${pinned}` : ""}`,
+    });
+  }
+  const preBuild = read(vars, "CC_PRE_BUILD_HOOK");
+  if (preBuild !== undefined) steps.push({ label: "Running CC_PRE_BUILD_HOOK", command: preBuild });
+  if (t === "custom") {
+    steps.push({
+      label: "Running CC_CUSTOM_BUILD_TOOL",
+      command: read(vars, "CC_CUSTOM_BUILD_TOOL") as string,
+    });
+  } else {
+    const command = installCommand(t, dev.install, npmMajor);
+    steps.push({ label: `Installing dependencies: ${command}`, command });
+  }
+  const postBuild = read(vars, "CC_POST_BUILD_HOOK");
+  if (postBuild !== undefined) steps.push({ label: "Running CC_POST_BUILD_HOOK", command: postBuild });
+  steps.forEach((s, i) => {
+    logLines.push(`Step ${i + 1}/${steps.length}: ${s.label}`);
+  });
+
+  // Build environment.
+  const buildEnv: Record<string, string> = {
+    ...instanceEnvironment(vars, { INSTANCE_TYPE: "build" }, appHome),
+    ...(t === "custom" ? {} : npmConfigEnv(t, dev.install, npmMajor)),
+  };
+  if (npmrc !== null) {
+    logLines.push(`Writing .npmrc with the NPM_TOKEN of ${registry}.`);
+    if (t === "yarn2") {
+      // Yarn 2+ does not read .npmrc.
+      buildEnv.YARN_NPM_AUTH_TOKEN = (token as string).trim();
+      logLines.push("Yarn 2+ does not read .npmrc: NPM_TOKEN is passed as YARN_NPM_AUTH_TOKEN.");
+    }
+  }
+  if (buildEnv.YARN_GLOBAL_FOLDER !== undefined) {
+    logLines.push(`Yarn global folder: ${buildEnv.YARN_GLOBAL_FOLDER} (kept with the application).`);
+  }
+
+  // Run phase.
+  const runCommand = read(vars, "CC_RUN_COMMAND");
+  let start = startCommand(t, pkg, runCommand, warnings);
+  logLines.push(
+    runCommand !== undefined
+      ? "Start command: CC_RUN_COMMAND (through /bin/sh -c)."
+      : `Start command: ${start.join(" ")}`,
+  );
+  const preRun = read(vars, "CC_PRE_RUN_HOOK");
+  if (preRun !== undefined) {
+    // The hook runs in its own shell (with -e); the start command only when it succeeds.
+    start = ["/bin/sh", "-c", '/bin/sh -ec "$1" && shift && exec "$@"', "pier-pre-run", preRun, ...start];
+    logLines.push("CC_PRE_RUN_HOOK runs before the start command.");
+  }
+  if (workers.length > 0) {
+    const w = workers[0] as NodeWorker;
+    logLines.push(
+      `${workers.length} background worker${workers.length > 1 ? "s" : ""} (restart ${w.restart}, after ${w.delaySeconds}s).`,
+    );
+  }
+  if (task)
+    logLines.push("CC_TASK=true: the application runs once to completion (no HTTP, no health check).");
+
+  // Mandatory conditions that do not stop the build (contract section 8).
+  if (!ignoresNodeModules(files.gitignore)) {
+    warnings.push(
+      files.gitignore === null
+        ? "There is no .gitignore: add one with the line /node_modules (dependencies are installed by the build, not committed)."
+        : "/node_modules is not in .gitignore: add the line /node_modules (dependencies are installed by the build, not committed).",
+    );
+  }
+  const nodeEnv = read(vars, "NODE_ENV");
+  if (nodeEnv !== "production") {
+    warnings.push(
+      `NODE_ENV is ${nodeEnv === undefined ? "not set" : quoted(nodeEnv)}: set NODE_ENV=production (required by the mandatory configuration).`,
+    );
+  }
+  if (!task) logLines.push("The application must listen on 0.0.0.0:8080 (PORT=8080).");
+
+  return {
+    ok: true,
+    plan: {
+      nodeVersion,
+      npmVersion,
+      tool: t,
+      devDependencies: dev.install,
+      buildSteps: steps,
+      buildEnv,
+      start,
+      workers,
+      task,
+      npmrc,
+      warnings,
+      logLines,
+    },
+  };
+}
