@@ -270,6 +270,37 @@ export function registryHost(value: string): { host: string } | { error: string 
   return { host };
 }
 
+/**
+ * The `.npmrc` of NPM_TOKEN (contract section 5.1): `//<host>/:_authToken=<token>` for CC_NPM_REGISTRY or
+ * the public registry. Messages never hold the token.
+ */
+function privateRegistry(
+  vars: Record<string, string>,
+  errors: string[],
+  warnings: string[],
+): { npmrc: string | null; registry: string; token: string | null } {
+  const raw = read(vars, "NPM_TOKEN");
+  const registryRaw = read(vars, "CC_NPM_REGISTRY");
+  let registry = DEFAULT_NPM_REGISTRY;
+  if (registryRaw !== undefined) {
+    const r = registryHost(registryRaw);
+    if ("host" in r) registry = r.host;
+    else errors.push(`CC_NPM_REGISTRY=${quoted(registryRaw)} ${r.error}.`);
+  }
+  if (raw === undefined) {
+    if (registryRaw !== undefined) {
+      warnings.push("CC_NPM_REGISTRY is set but NPM_TOKEN is not: no .npmrc is written (set NPM_TOKEN).");
+    }
+    return { npmrc: null, registry, token: null };
+  }
+  const token = raw.trim();
+  if (/\s/.test(token) || hasControlCharacter(token)) {
+    errors.push("NPM_TOKEN must be a single token, without spaces, newlines or control characters.");
+    return { npmrc: null, registry, token: null };
+  }
+  return { npmrc: `//${registry}/:_authToken=${token}\n`, registry, token };
+}
+
 // ---------------------------------------------------------------------------------------------------
 // The plan
 
@@ -323,6 +354,12 @@ function chooseTool(
       );
     }
     const tool: NodeBuildTool = value === "npm" ? "npm-install" : (value as NodeBuildTool);
+    if (tool === "npm-ci" && !lock.packageLock && !lock.npmShrinkwrap) {
+      errors.push(
+        "CC_NODE_BUILD_TOOL=npm-ci needs package-lock.json or npm-shrinkwrap.json: commit one, or set CC_NODE_BUILD_TOOL=npm.",
+      );
+      return null;
+    }
     const overrides = lockNames.length > 0 ? `, over the lock-file rule (${lockNames.join(", ")})` : "";
     return { tool, why: `CC_NODE_BUILD_TOOL=${value}${overrides}` };
   }
@@ -349,6 +386,25 @@ function chooseTool(
   };
 }
 
+/** A Yarn build tool that packageManager contradicts (Corepack would refuse, or run the other Yarn). */
+function packageManagerConflicts({ tool, why }: ToolChoice, pm: PackageManagerField): string[] {
+  if (tool !== "yarn" && tool !== "yarn2") return [];
+  if (pm.name !== "yarn") {
+    return [
+      `The build tool is ${TOOL_NAMES[tool]} (${why}) but package.json's packageManager is ${pm.raw}: set CC_NODE_BUILD_TOOL to match, or fix packageManager.`,
+    ];
+  }
+  if (tool === "yarn" && pm.major !== null && pm.major >= 2) {
+    return [
+      `CC_NODE_BUILD_TOOL=yarn is Yarn Classic (v1), but packageManager is ${pm.raw}: set CC_NODE_BUILD_TOOL=yarn2.`,
+    ];
+  }
+  if (tool === "yarn2" && pm.major === 1) {
+    return [`The build tool is yarn2 (${why}) but packageManager is ${pm.raw}: set CC_NODE_BUILD_TOOL=yarn.`];
+  }
+  return [];
+}
+
 /** The contract's section 8 table. */
 function chooseDevDependencies(
   vars: Record<string, string>,
@@ -373,6 +429,34 @@ function chooseDevDependencies(
   }
   const env = nodeEnv === undefined ? "NODE_ENV unset" : `NODE_ENV=${nodeEnv}`;
   return { install: true, why: `${env} and CC_NODE_DEV_DEPENDENCIES unset: the package manager's default` };
+}
+
+/** Lock files and a packageManager the chosen tool does not use (contract section 9: pnpm and yarn need the variable). */
+function unusedManagerWarnings(
+  t: NodeBuildTool,
+  lock: NodeProjectFiles["lockFiles"],
+  pm: PackageManagerField | null,
+): string[] {
+  const out: string[] = [];
+  const tool = TOOL_NAMES[t];
+  if (t !== "yarn" && t !== "yarn2" && lock.yarnLock)
+    out.push(`yarn.lock is not used: the build tool is ${tool}.`);
+  if (t !== "bun" && lock.bunLock) out.push(`bun.lock/bun.lockb is not used: the build tool is ${tool}.`);
+  if ((t === "yarn" || t === "yarn2" || t === "bun") && (lock.packageLock || lock.npmShrinkwrap)) {
+    out.push(`package-lock.json / npm-shrinkwrap.json is not used: the build tool is ${tool}.`);
+  }
+  if (lock.pnpmLock && t !== "custom") {
+    out.push(
+      "pnpm-lock.yaml is not used: for pnpm set CC_NODE_BUILD_TOOL=custom, CC_CUSTOM_BUILD_TOOL=pnpm install (and a packageManager field or a CC_PRE_BUILD_HOOK that enables pnpm).",
+    );
+  }
+  if (pm && (pm.name === "pnpm" || pm.name === "yarn") && (t === "npm-install" || t === "npm-ci")) {
+    const how = pm.name === "yarn" ? "yarn or yarn2" : "custom, with CC_CUSTOM_BUILD_TOOL";
+    out.push(
+      `package.json's packageManager is ${pm.raw} but dependencies are installed with npm: CC_NODE_BUILD_TOOL must be set for ${pm.name} (${how}).`,
+    );
+  }
+  return out;
 }
 
 /** The install command of each tool (Pier's own words only). */
@@ -404,7 +488,12 @@ function npmConfigEnv(tool: NodeBuildTool, dev: boolean, npmMajor: number): Reco
   return dev ? { npm_config_include: "dev" } : { npm_config_omit: "dev" };
 }
 
-const COREPACK_ENSURE = "{ command -v corepack >/dev/null 2>&1 || npm install --global corepack; }";
+/**
+ * Corepack, installed from npm when the Node.js build has none (Pier's toolchain images carry node and
+ * npm only; Node.js 25+ ships without it). `corepack@0` is a range, so npm (7+) picks the newest release
+ * whose engines.node accepts the Node.js version, where `corepack` alone would take the latest tag.
+ */
+const COREPACK_ENSURE = "{ command -v corepack >/dev/null 2>&1 || npm install --global corepack@0; }";
 
 /**
  * How instances start (before CC_PRE_RUN_HOOK): `npm start` (it runs prestart and poststart), the start
@@ -477,8 +566,13 @@ export function planNodeBuild(input: NodeBuildInput): Result {
     ? chooseNodeVersion({ ccNodeVersion, enginesNode: pkg.engines?.node, available: input.versions })
     : null;
   if (choice && !choice.ok) errors.push(choice.error);
+  if (choice?.ok && ccNodeVersion !== undefined && pkg?.engines?.node?.trim()) {
+    const alone = chooseNodeVersion({ ccNodeVersion, enginesNode: undefined, available: input.versions });
+    if (!alone.ok) warnings.push(`${alone.error} It is ignored: engines.node in package.json decides.`);
+  }
 
   const tool = chooseTool(vars, files, pm, errors, warnings);
+  if (tool && pm) errors.push(...packageManagerConflicts(tool, pm));
   const dev = chooseDevDependencies(vars, errors);
   const { workers, errors: workerErrors } = nodeWorkers(vars);
   errors.push(...workerErrors);
@@ -491,26 +585,7 @@ export function planNodeBuild(input: NodeBuildInput): Result {
     else if (t !== "false") errors.push(`CC_TASK=${quoted(taskRaw)} is not a boolean: use true or false.`);
   }
 
-  // Private registry (contract section 5.1).
-  let npmrc: string | null = null;
-  const token = read(vars, "NPM_TOKEN");
-  const registryRaw = read(vars, "CC_NPM_REGISTRY");
-  let registry = DEFAULT_NPM_REGISTRY;
-  if (registryRaw !== undefined) {
-    const r = registryHost(registryRaw);
-    if ("host" in r) registry = r.host;
-    else errors.push(`CC_NPM_REGISTRY=${quoted(registryRaw)} ${r.error}.`);
-  }
-  if (token !== undefined) {
-    // Never the token itself in a message.
-    if (/\s/.test(token.trim()) || hasControlCharacter(token.trim())) {
-      errors.push("NPM_TOKEN must be a single token, without spaces, newlines or control characters.");
-    } else {
-      npmrc = `//${registry}/:_authToken=${token.trim()}\n`;
-    }
-  } else if (registryRaw !== undefined) {
-    warnings.push("CC_NPM_REGISTRY is set but NPM_TOKEN is not: no .npmrc is written (set NPM_TOKEN).");
-  }
+  const { npmrc, registry, token } = privateRegistry(vars, errors, warnings);
 
   if (!pkg || !choice?.ok || !tool || !dev || errors.length > 0) return { ok: false, errors };
 
@@ -520,29 +595,15 @@ export function planNodeBuild(input: NodeBuildInput): Result {
   const npmMajor = npmVersion ? semver.major(npmVersion) : bundledNpmMajor(node.major);
   const hasCorepack = semver.satisfies(node, COREPACK_NODE_RANGE);
 
-  // The tool against packageManager.
   const t = tool.tool;
-  if ((t === "yarn" || t === "yarn2") && pm && pm.name !== "yarn") {
-    errors.push(
-      `The build tool is ${TOOL_NAMES[t]} (${tool.why}) but package.json's packageManager is ${pm.raw}: set CC_NODE_BUILD_TOOL to match, or fix packageManager.`,
-    );
-  }
-  if (t === "yarn" && pm?.name === "yarn" && pm.major !== null && pm.major >= 2) {
-    errors.push(
-      `CC_NODE_BUILD_TOOL=yarn is Yarn Classic (v1), but packageManager is ${pm.raw}: set CC_NODE_BUILD_TOOL=yarn2.`,
-    );
-  }
-  if (t === "yarn2" && pm?.name === "yarn" && pm.major === 1) {
-    errors.push(
-      `The build tool is yarn2 (${tool.why}) but packageManager is ${pm.raw}: set CC_NODE_BUILD_TOOL=yarn.`,
-    );
-  }
   if (t === "yarn2" && !hasCorepack) {
-    errors.push(
-      `Yarn 2+ is provided through Corepack, which Node.js ${nodeVersion} lacks (it needs ${COREPACK_NODE_RANGE}): choose a newer Node.js with engines.node or CC_NODE_VERSION.`,
-    );
+    return {
+      ok: false,
+      errors: [
+        `Yarn 2+ is provided through Corepack, which Node.js ${nodeVersion} lacks (it needs ${COREPACK_NODE_RANGE}): choose a newer Node.js with engines.node or CC_NODE_VERSION.`,
+      ],
+    };
   }
-  if (errors.length > 0) return { ok: false, errors };
 
   logLines.push(`Node.js version: ${choice.reason}.`);
   if (choice.version.eol) {
@@ -568,35 +629,7 @@ export function planNodeBuild(input: NodeBuildInput): Result {
       );
     }
   }
-  if (t !== "yarn" && t !== "yarn2" && files.lockFiles.yarnLock) {
-    warnings.push(`yarn.lock is not used: the build tool is ${TOOL_NAMES[t]}.`);
-  }
-  if (t !== "bun" && files.lockFiles.bunLock)
-    warnings.push(`bun.lock/bun.lockb is not used: the build tool is ${TOOL_NAMES[t]}.`);
-  if (
-    (t === "yarn" || t === "yarn2" || t === "bun") &&
-    (files.lockFiles.packageLock || files.lockFiles.npmShrinkwrap)
-  ) {
-    warnings.push(`package-lock.json / npm-shrinkwrap.json is not used: the build tool is ${TOOL_NAMES[t]}.`);
-  }
-  if (files.lockFiles.pnpmLock && t !== "custom") {
-    warnings.push(
-      "pnpm-lock.yaml is not used: for pnpm set CC_NODE_BUILD_TOOL=custom, CC_CUSTOM_BUILD_TOOL=pnpm install (and a packageManager field or a CC_PRE_BUILD_HOOK that enables pnpm).",
-    );
-  }
-  if (pm && (pm.name === "pnpm" || pm.name === "yarn") && (t === "npm-install" || t === "npm-ci")) {
-    warnings.push(
-      `package.json's packageManager is ${pm.raw} but dependencies are installed with npm: CC_NODE_BUILD_TOOL must be set for ${pm.name} (${pm.name === "yarn" ? "yarn or yarn2" : "custom, with CC_CUSTOM_BUILD_TOOL"}).`,
-    );
-  }
-  if (t === "npm-ci" && !files.lockFiles.packageLock && !files.lockFiles.npmShrinkwrap) {
-    return {
-      ok: false,
-      errors: [
-        "CC_NODE_BUILD_TOOL=npm-ci needs package-lock.json or npm-shrinkwrap.json: commit one, or set CC_NODE_BUILD_TOOL=npm.",
-      ],
-    };
-  }
+  warnings.push(...unusedManagerWarnings(t, files.lockFiles, pm));
 
   // Steps: the package manager, CC_PRE_BUILD_HOOK, the install (npm's own preinstall, install and
   // postinstall scripts run inside it), CC_POST_BUILD_HOOK.
@@ -661,16 +694,20 @@ export function planNodeBuild(input: NodeBuildInput): Result {
     ...instanceEnvironment(vars, { INSTANCE_TYPE: "build" }, appHome),
     ...(t === "custom" ? {} : npmConfigEnv(t, dev.install, npmMajor)),
   };
-  if (npmrc !== null) {
+  if (npmrc !== null && token !== null) {
     logLines.push(`Writing .npmrc with the NPM_TOKEN of ${registry}.`);
     if (t === "yarn2") {
       // Yarn 2+ does not read .npmrc.
-      buildEnv.YARN_NPM_AUTH_TOKEN = (token as string).trim();
+      buildEnv.YARN_NPM_AUTH_TOKEN = token;
       logLines.push("Yarn 2+ does not read .npmrc: NPM_TOKEN is passed as YARN_NPM_AUTH_TOKEN.");
     }
   }
   if (buildEnv.YARN_GLOBAL_FOLDER !== undefined) {
     logLines.push(`Yarn global folder: ${buildEnv.YARN_GLOBAL_FOLDER} (kept with the application).`);
+  } else if (t === "yarn2") {
+    logLines.push(
+      "Tip: with Yarn 3 or 4, set YARN_GLOBAL_FOLDER=$APP_HOME/.yarncache/ so that restarts use the build cache.",
+    );
   }
 
   // Run phase.

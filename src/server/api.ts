@@ -9,6 +9,7 @@ import type { App } from "../core/model.js";
 import type { NodeVersion } from "../core/node-versions.js";
 import type { Store } from "../core/ports.js";
 import type { AppService } from "./apps.js";
+import { CONSOLE_CSP, CONSOLE_HTML } from "./console.js";
 import type { DeployLogs } from "./deploy-logs.js";
 import { buildOpenApi } from "./openapi.js";
 import { schemas } from "./schemas.js";
@@ -78,6 +79,13 @@ export function createApi(deps: {
     ),
   );
 
+  const consolePage = (c: Context) => {
+    c.header("content-security-policy", CONSOLE_CSP);
+    c.header("x-content-type-options", "nosniff");
+    return c.html(CONSOLE_HTML);
+  };
+  api.get("/", consolePage);
+  api.get("/console", consolePage);
   api.get("/v1/info", (c) => c.json(deps.info));
   api.get("/v1/openapi.json", (c) => c.json(buildOpenApi(deps.info.version)));
 

@@ -198,7 +198,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     [
       "",
       `Pier ${VERSION} is running.`,
-      `  API and console:  ${apiUrl}/v1  (OpenAPI: ${apiUrl}/v1/openapi.json)`,
+      `  console:          ${apiUrl}/`,
+      `  API:              ${apiUrl}/v1  (OpenAPI: ${apiUrl}/v1/openapi.json)`,
       `  git over SSH:     port ${ssh.port}  (git+ssh://git@${config.gitHost}:${ssh.port}/<app_id>.git)`,
       `  HTTP edge:        http://<app>.${config.domain}:${config.http.port}`,
       `  admin token:      ${tokenFile} (the CLI on this host reads it; elsewhere set PIER_URL and PIER_TOKEN)`,

@@ -24,6 +24,15 @@ describe("API and CLI: bad input gets a clear error and loses nothing", { timeou
     assert.equal(info.status, 200, "/v1/info needs no token");
   });
 
+  test("the console page is served with a strict content security policy", async () => {
+    const r = await fetch(`http://127.0.0.1:${pier.apiPort}/`);
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get("content-security-policy") ?? "", /default-src 'none'/);
+    const html = await r.text();
+    assert.match(html, /Update Changes/);
+    assert.doesNotMatch(html, /innerHTML/, "values are set as text only");
+  });
+
   test("the OpenAPI document lists the routes", async () => {
     const r = await fetch(`http://127.0.0.1:${pier.apiPort}/v1/openapi.json`);
     const doc = (await r.json()) as { openapi: string; paths: Record<string, unknown> };

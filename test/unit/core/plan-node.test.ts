@@ -274,6 +274,17 @@ describe("planNodeBuild: Node.js and npm versions", () => {
     });
   }
 
+  it("an invalid CC_NODE_VERSION beside engines.node is ignored with a warning", () => {
+    const p = plan({ CC_NODE_VERSION: "abc" }, { packageJson: pkg({ engines: { node: "22.x" } }) });
+    assert.equal(p.nodeVersion, "22.16.0");
+    assert.ok(
+      p.warnings.some((w) =>
+        /^CC_NODE_VERSION="abc" is not a Node\.js version: .* It is ignored: engines\.node/.test(w),
+      ),
+      p.warnings.join("\n"),
+    );
+  });
+
   it("an end-of-life version warns", () => {
     const p = plan({ CC_NODE_VERSION: "18" });
     assert.ok(
@@ -693,7 +704,7 @@ describe("planNodeBuild: development dependencies (section 8 table × tools)", (
     assert.deepEqual(
       p.buildSteps.map((s) => s.command),
       [
-        "{ command -v corepack >/dev/null 2>&1 || npm install --global corepack; } && corepack enable",
+        "{ command -v corepack >/dev/null 2>&1 || npm install --global corepack@0; } && corepack enable",
         "yarn plugin import workspace-tools",
         "yarn workspaces focus --all --production",
       ],
@@ -703,7 +714,7 @@ describe("planNodeBuild: development dependencies (section 8 table × tools)", (
 
 describe("planNodeBuild: build steps", () => {
   const COREPACK =
-    "{ command -v corepack >/dev/null 2>&1 || npm install --global corepack; } && corepack enable";
+    "{ command -v corepack >/dev/null 2>&1 || npm install --global corepack@0; } && corepack enable";
   const cases: [string, Record<string, string>, Files, [string, string][]][] = [
     ["npm, no hook", {}, {}, [["Installing dependencies: npm install --omit=dev", "npm install --omit=dev"]]],
     [
@@ -772,7 +783,7 @@ describe("planNodeBuild: build steps", () => {
       [
         [
           "Enabling Yarn (latest stable) through Corepack",
-          "{ command -v corepack >/dev/null 2>&1 || npm install --global corepack; } && corepack enable && corepack prepare yarn@stable --activate",
+          "{ command -v corepack >/dev/null 2>&1 || npm install --global corepack@0; } && corepack enable && corepack prepare yarn@stable --activate",
         ],
         ["Installing dependencies: yarn install", "yarn install"],
       ],
@@ -862,6 +873,15 @@ describe("planNodeBuild: build environment", () => {
     assert.ok(p.logLines.includes("Yarn global folder: /app/.yarncache/ (kept with the application)."));
   });
 
+  it("yarn2 without YARN_GLOBAL_FOLDER: a tip in the log", () => {
+    const p = plan({ CC_NODE_BUILD_TOOL: "yarn2" });
+    assert.ok(
+      p.logLines.some((l) =>
+        l.startsWith("Tip: with Yarn 3 or 4, set YARN_GLOBAL_FOLDER=$APP_HOME/.yarncache/"),
+      ),
+    );
+  });
+
   it("another app home", () => {
     const r = planNodeBuild({
       ...input({
@@ -921,6 +941,24 @@ describe("planNodeBuild: start command", () => {
     ],
     ["bun: bun run start", { CC_NODE_BUILD_TOOL: "bun" }, {}, ["bun", "run", "start"]],
     ["bun with main only", { CC_NODE_BUILD_TOOL: "bun" }, { packageJson: main() }, ["bun", "server.js"]],
+    [
+      "bun with main and prestart",
+      { CC_NODE_BUILD_TOOL: "bun" },
+      { packageJson: main({ scripts: { prestart: "echo" } }) },
+      ["/bin/sh", "-c", 'bun run prestart && exec bun "$1"', "pier-start", "server.js"],
+    ],
+    [
+      "yarn v1 with main and prestart",
+      { CC_NODE_BUILD_TOOL: "yarn" },
+      { packageJson: main({ scripts: { prestart: "echo" } }) },
+      ["/bin/sh", "-c", 'yarn run prestart && exec node "$1"', "pier-start", "server.js"],
+    ],
+    [
+      "yarn2 with main and prestart",
+      { CC_NODE_BUILD_TOOL: "yarn2" },
+      { packageJson: main({ scripts: { prestart: "echo" } }) },
+      ["/bin/sh", "-c", 'yarn run prestart && exec yarn node "$1"', "pier-start", "server.js"],
+    ],
     [
       "custom: npm start",
       { CC_NODE_BUILD_TOOL: "custom", CC_CUSTOM_BUILD_TOOL: "pnpm i" },
