@@ -131,7 +131,7 @@ const FIELD_HINTS: Record<string, string> = {
 /** package.json read and checked: every problem, each naming the field and what to write. */
 export function parsePackageJson(
   text: string | null,
-): { ok: true; pkg: PackageJson } | { ok: false; errors: string[] } {
+): { ok: true; pkg: PackageJson } | { ok: false; errors: string[]; enginesNode?: string } {
   if (text === null) {
     return {
       ok: false,
@@ -161,7 +161,7 @@ export function parsePackageJson(
       errors.push(`package.json: "${path}" ${issue.message}${hint ? `: ${hint}` : ""}.`);
     }
   }
-  const obj = raw as { main?: unknown; scripts?: unknown };
+  const obj = raw as { main?: unknown; scripts?: unknown; engines?: { node?: unknown } };
   const scripts = obj.scripts;
   const hasStart =
     typeof scripts === "object" &&
@@ -172,7 +172,11 @@ export function parsePackageJson(
       'package.json has neither "scripts.start" nor "main": add "scripts": { "start": "node server.js" } or "main": "server.js" (the file that starts the application).',
     );
   }
-  if (errors.length > 0 || !parsed.success) return { ok: false, errors };
+  if (errors.length > 0 || !parsed.success) {
+    // engines.node, when readable, still decides the version (so that its problems are listed too).
+    const node = typeof obj.engines === "object" && obj.engines !== null ? obj.engines.node : undefined;
+    return typeof node === "string" ? { ok: false, errors, enginesNode: node } : { ok: false, errors };
+  }
   return { ok: true, pkg: parsed.data };
 }
 
@@ -496,6 +500,60 @@ function npmConfigEnv(tool: NodeBuildTool, dev: boolean, npmMajor: number): Reco
 const COREPACK_ENSURE = "{ command -v corepack >/dev/null 2>&1 || npm install --global corepack@0; }";
 
 /**
+ * Steps that provide the package manager: Corepack for a packageManager field (pnpm, yarn, npm), Yarn
+ * Classic from npm, Yarn Berry through Corepack, Bun from npm (the version packageManager pins, or the latest).
+ */
+function toolSteps(
+  t: NodeBuildTool,
+  pm: PackageManagerField | null,
+  dev: boolean,
+  nodeVersion: string,
+  warnings: string[],
+): { label: string; command: string }[] {
+  const steps: { label: string; command: string }[] = [];
+  const hasCorepack = semver.satisfies(nodeVersion, COREPACK_NODE_RANGE);
+  const corepackFor = pm && pm.name !== "bun" ? pm : null;
+  const yarnFromCorepack = (t === "yarn" || t === "yarn2") && corepackFor?.name === "yarn" && hasCorepack;
+  if (corepackFor) {
+    if (hasCorepack) {
+      steps.push({
+        label: `Enabling Corepack (packageManager ${corepackFor.raw})`,
+        command: `${COREPACK_ENSURE} && corepack enable`,
+      });
+    } else {
+      warnings.push(
+        `packageManager ${corepackFor.raw} is not applied: Corepack comes with Node.js ${COREPACK_NODE_RANGE}, and this build uses ${nodeVersion}.`,
+      );
+    }
+  }
+  if (t === "yarn" && !yarnFromCorepack) {
+    steps.push({ label: "Installing Yarn Classic (v1)", command: "npm install --global yarn@1" });
+  }
+  if (t === "yarn2" && !yarnFromCorepack) {
+    // No packageManager: the latest stable Yarn, which runs the release of .yarnrc.yml's yarnPath if any.
+    steps.push({
+      label: "Enabling Yarn (latest stable) through Corepack",
+      command: `${COREPACK_ENSURE} && corepack enable && corepack prepare yarn@stable --activate`,
+    });
+  }
+  if (t === "yarn2" && !dev && yarnFromCorepack && pm?.major != null && pm.major < 4) {
+    steps.push({
+      label: "Importing the Yarn plugin workspace-tools (for yarn workspaces focus)",
+      command: "yarn plugin import workspace-tools",
+    });
+  }
+  if (t === "bun") {
+    const pinned =
+      pm?.name === "bun" && semver.valid(pm.version) ? (semver.valid(pm.version) as string) : null;
+    steps.push({
+      label: pinned ? `Installing Bun ${pinned} (packageManager)` : "Installing Bun (latest)",
+      command: `npm install --global bun${pinned ? `@${pinned}` : ""}`,
+    });
+  }
+  return steps;
+}
+
+/**
  * How instances start (before CC_PRE_RUN_HOOK): `npm start` (it runs prestart and poststart), the start
  * script through Yarn or Bun for those tools, or with only `main`, prestart then `node <main>`.
  */
@@ -562,11 +620,10 @@ export function planNodeBuild(input: NodeBuildInput): Result {
 
   // Node.js and npm.
   const ccNodeVersion = read(vars, "CC_NODE_VERSION");
-  const choice = pkg
-    ? chooseNodeVersion({ ccNodeVersion, enginesNode: pkg.engines?.node, available: input.versions })
-    : null;
-  if (choice && !choice.ok) errors.push(choice.error);
-  if (choice?.ok && ccNodeVersion !== undefined && pkg?.engines?.node?.trim()) {
+  const enginesNode = parsed.ok ? parsed.pkg.engines?.node : parsed.enginesNode;
+  const choice = chooseNodeVersion({ ccNodeVersion, enginesNode, available: input.versions });
+  if (!choice.ok) errors.push(choice.error);
+  if (choice.ok && ccNodeVersion !== undefined && enginesNode?.trim()) {
     const alone = chooseNodeVersion({ ccNodeVersion, enginesNode: undefined, available: input.versions });
     if (!alone.ok) warnings.push(`${alone.error} It is ignored: engines.node in package.json decides.`);
   }
@@ -587,7 +644,7 @@ export function planNodeBuild(input: NodeBuildInput): Result {
 
   const { npmrc, registry, token } = privateRegistry(vars, errors, warnings);
 
-  if (!pkg || !choice?.ok || !tool || !dev || errors.length > 0) return { ok: false, errors };
+  if (!pkg || !choice.ok || !tool || !dev || errors.length > 0) return { ok: false, errors };
 
   const nodeVersion = choice.version.version;
   const node = semver.parse(nodeVersion) as semver.SemVer;
@@ -634,44 +691,7 @@ export function planNodeBuild(input: NodeBuildInput): Result {
   // Steps: the package manager, CC_PRE_BUILD_HOOK, the install (npm's own preinstall, install and
   // postinstall scripts run inside it), CC_POST_BUILD_HOOK.
   const steps: { label: string; command: string }[] = [];
-  const corepackFor = pm && pm.name !== "bun" ? pm : null;
-  const yarnFromCorepack = (t === "yarn" || t === "yarn2") && corepackFor?.name === "yarn" && hasCorepack;
-  if (corepackFor) {
-    if (hasCorepack) {
-      steps.push({
-        label: `Enabling Corepack (packageManager ${corepackFor.raw})`,
-        command: `${COREPACK_ENSURE} && corepack enable`,
-      });
-    } else {
-      warnings.push(
-        `packageManager ${corepackFor.raw} is not applied: Corepack comes with Node.js ${COREPACK_NODE_RANGE}, and this build uses ${nodeVersion}.`,
-      );
-    }
-  }
-  if (t === "yarn" && !yarnFromCorepack) {
-    steps.push({ label: "Installing Yarn Classic (v1)", command: "npm install --global yarn@1" });
-  }
-  if (t === "yarn2" && !yarnFromCorepack) {
-    // No packageManager: the latest stable Yarn, which runs the release of .yarnrc.yml's yarnPath if any.
-    steps.push({
-      label: "Enabling Yarn (latest stable) through Corepack",
-      command: `${COREPACK_ENSURE} && corepack enable && corepack prepare yarn@stable --activate`,
-    });
-  }
-  if (t === "yarn2" && !dev.install && yarnFromCorepack && pm?.major != null && pm.major < 4) {
-    steps.push({
-      label: "Importing the Yarn plugin workspace-tools (for yarn workspaces focus)",
-      command: "yarn plugin import workspace-tools",
-    });
-  }
-  if (t === "bun") {
-    const pinned =
-      pm?.name === "bun" && semver.valid(pm.version) ? (semver.valid(pm.version) as string) : null;
-    steps.push({
-      label: pinned ? `Installing Bun ${pinned} (packageManager)` : "Installing Bun (latest)",
-      command: `npm install --global bun${pinned ? `@${pinned}` : ""}`,
-    });
-  }
+  steps.push(...toolSteps(t, pm, dev.install, nodeVersion, warnings));
   const preBuild = read(vars, "CC_PRE_BUILD_HOOK");
   if (preBuild !== undefined) steps.push({ label: "Running CC_PRE_BUILD_HOOK", command: preBuild });
   if (t === "custom") {

@@ -1194,6 +1194,40 @@ describe("planNodeBuild: private registry (.npmrc)", () => {
   }
 });
 
+describe("planNodeBuild: every problem at once", () => {
+  it("CC_NODE_VERSION is checked without a package.json", () => {
+    assert.deepEqual(
+      errors({ CC_NODE_VERSION: "abc" }, { packageJson: null }).map((e) => e.split(" ")[0]),
+      ["No", 'CC_NODE_VERSION="abc"'],
+    );
+  });
+
+  it("package.json, variables and version are all reported", () => {
+    const errs = errors(
+      {
+        CC_NODE_BUILD_TOOL: "npm-ci",
+        CC_NODE_DEV_DEPENDENCIES: "maybe",
+        CC_WORKER_RESTART: "sometimes",
+        CC_TASK: "yes",
+        CC_NPM_REGISTRY: "not a host",
+      },
+      { packageJson: JSON.stringify({ version: "1", main: "a.js", engines: { node: ">=30" } }) },
+    );
+    assert.deepEqual(
+      errs.map((e) => e.split(/[ :]/)[0]),
+      [
+        "package.json",
+        "engines.node",
+        "CC_NODE_BUILD_TOOL=npm-ci",
+        'CC_NODE_DEV_DEPENDENCIES="maybe"',
+        'CC_WORKER_RESTART="sometimes"',
+        'CC_TASK="yes"',
+        'CC_NPM_REGISTRY="not',
+      ],
+    );
+  });
+});
+
 describe("helpers", () => {
   it("parsePackageManager", () => {
     assert.deepEqual(parsePackageManager("pnpm@9.1.0"), {
