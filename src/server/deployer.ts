@@ -301,20 +301,22 @@ export class Deployer {
         "WARNING: CC_MOUNT_DOCKER_SOCKET=true: the engine socket is mounted in the instances; isolation is broken, never run untrusted code in this app.",
       );
     }
+    // A task runs once to completion: created with --task "<command>", or CC_TASK=true (its start command).
+    const task = app.task !== null || vars.CC_TASK === "true";
     const toRun: ReleaseToRun = {
       appId: app.id,
       appName: app.name,
       deploymentId: d.id,
       image,
       env,
-      httpPort: app.task ? null : settings.httpPort,
+      httpPort: task ? null : settings.httpPort,
       tcpPort: settings.tcpPort,
       cmd: app.task ? ["/bin/sh", "-c", app.task] : settings.cmd,
       flavor: app.flavor,
-      instances: app.task ? 1 : app.instances,
+      instances: task ? 1 : app.instances,
       ipv6Subnet: settings.ipv6Subnet,
       mountDockerSocket: settings.mountDockerSocket,
-      restart: !app.task,
+      restart: !task,
     };
     write(
       `Starting ${toRun.instances} instance(s) of flavor ${app.flavor} (${FLAVOR_MEMORY_MIB[app.flavor]} MiB).`,
@@ -322,7 +324,7 @@ export class Deployer {
     const started = await instances.start(toRun, write);
     try {
       check();
-      if (app.task) {
+      if (task) {
         write("Task started: it runs once to completion (no HTTP, no health check).");
         const code = await engine.waitInstance(started[0]!.id, signal);
         await engine.logs(started[0]!.id, { follow: false }, (l) => write(l.line), signal);

@@ -27,7 +27,7 @@ export async function reconcile(deps: {
       logger.info({ appId: app.id, count: leftovers.length }, "removing instances of other deployments");
       await instances.remove(leftovers);
     }
-    if (!release || app.stopped || app.task) continue;
+    if (!release || app.stopped || app.task || release.env.CC_TASK === "true") continue;
     for (const i of serving) {
       if (!i.running) {
         logger.info({ appId: app.id, instance: i.name }, "starting a stopped instance");

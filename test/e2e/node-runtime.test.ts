@@ -114,8 +114,36 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
     assert.equal((await body()).node, "v22.16.0");
   });
 
+  test("CC_TASK=true runs the start command once to completion: no HTTP, no health check", async () => {
+    const task = await pier.cliJson<{ id: string }>(["create", "--type", "node", "nodetask"]);
+    for (const [k, v] of [
+      ["CC_TASK", "true"],
+      ["CC_NODE_VERSION", "22.16.0"],
+      ["NODE_ENV", "production"],
+    ] as const) {
+      assert.equal((await pier.cli(["env", "set", k, v, "--app", "nodetask"])).code, 0);
+    }
+    const files = {
+      "package.json": JSON.stringify({ name: "t", version: "1.0.0", scripts: { start: "node task.js" } }),
+      "task.js": 'console.log("task ran on instance " + process.env.INSTANCE_NUMBER);',
+      ".gitignore": "/node_modules\n",
+    };
+    const taskRepo = await pier.repo("nodetask", files, task.id);
+    const push = await pier.push(taskRepo);
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /task ran on instance 0/);
+    assert.doesNotMatch(push.stderr, /Health check/);
+    await pier.commit(taskRepo, { "task.js": "process.exit(4);" }, "failing task");
+    const failing = await pier.push(taskRepo);
+    assert.notEqual(failing.code, 0);
+    assert.match(failing.stderr, /exited with code 4/);
+  });
+
   test("pier runtimes node lists versions with LTS and end-of-life marked", async () => {
-    const versions = await pier.cliJson<{ version: string; lts: string | null; eol: boolean }[]>(["runtimes", "node"]);
+    const versions = await pier.cliJson<{ version: string; lts: string | null; eol: boolean }[]>([
+      "runtimes",
+      "node",
+    ]);
     assert.ok(versions.some((v) => v.version.startsWith("22.") && v.lts));
     assert.ok(versions.some((v) => v.eol));
     const human = await pier.cli(["runtimes", "node"]);
