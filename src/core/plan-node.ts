@@ -634,12 +634,11 @@ export function planNodeBuild(input: NodeBuildInput): Result {
   const { workers, errors: workerErrors } = nodeWorkers(vars);
   errors.push(...workerErrors);
 
-  let task = false;
+  // Exactly `true` or `false`: the deployer reads CC_TASK=true as written, so no other spelling may pass.
   const taskRaw = read(vars, "CC_TASK");
-  if (taskRaw !== undefined) {
-    const t = taskRaw.trim().toLowerCase();
-    if (t === "true") task = true;
-    else if (t !== "false") errors.push(`CC_TASK=${quoted(taskRaw)} is not a boolean: use true or false.`);
+  const task = taskRaw === "true";
+  if (taskRaw !== undefined && taskRaw !== "true" && taskRaw !== "false") {
+    errors.push(`CC_TASK=${quoted(taskRaw)} is not a boolean: use true or false (lower case).`);
   }
 
   const { npmrc, registry, token } = privateRegistry(vars, errors, warnings);

@@ -1110,12 +1110,25 @@ describe("planNodeBuild: task", () => {
   const cases: [string, Record<string, string>, boolean][] = [
     ["unset", {}, false],
     ["true", { CC_TASK: "true" }, true],
-    ["TRUE", { CC_TASK: "TRUE" }, true],
+    ["empty counts as unset", { CC_TASK: "" }, false],
     ["false", { CC_TASK: "false" }, false],
   ];
   for (const [name, vars, task] of cases) it(name, () => assert.equal(plan(vars).task, task));
-  it("not a boolean", () =>
-    assert.deepEqual(errors({ CC_TASK: "yes" }), ['CC_TASK="yes" is not a boolean: use true or false.']));
+  for (const value of ["yes", "TRUE", " true", "1"]) {
+    it(`not exactly true or false: ${JSON.stringify(value)}`, () =>
+      assert.deepEqual(errors({ CC_TASK: value }), [
+        `CC_TASK=${JSON.stringify(value)} is not a boolean: use true or false (lower case).`,
+      ]));
+  }
+  it("a task's log says it runs once, and no listening rule", () => {
+    const p = plan({ CC_TASK: "true" });
+    assert.ok(
+      p.logLines.includes(
+        "CC_TASK=true: the application runs once to completion (no HTTP, no health check).",
+      ),
+    );
+    assert.ok(!p.logLines.some((l) => l.includes("0.0.0.0:8080")));
+  });
 });
 
 describe("planNodeBuild: private registry (.npmrc)", () => {
