@@ -179,6 +179,35 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
     assert.equal((bad.json as { error: { code: string } }).error.code, "UNAUTHORIZED");
   });
 
+  test("runtime logs: the instances' output, with --since and as JSON", async () => {
+    const lines = await pier.cliJson<{ lines?: unknown } | { line: string; instance: number }[]>([
+      "logs",
+      "--since",
+      "1h",
+      "--app",
+      "web",
+    ]);
+    const list = Array.isArray(lines) ? lines : [];
+    assert.ok(
+      list.some((l) => l.line.includes("listening on 8080")),
+      JSON.stringify(lines).slice(0, 500),
+    );
+    const human = await pier.cli(["logs", "--app", "web", "--tail", "5"]);
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, /\[\d\] /);
+  });
+
+  test("stop: the app answers 503 until a restart brings it back", async () => {
+    const stop = await pier.cli(["stop", "--app", "web"]);
+    assert.equal(stop.code, 0, stop.stderr);
+    const down = await pier.get("web");
+    assert.equal(down.status, 503);
+    assert.match(down.body, /no running instance/);
+    const restart = await pier.cli(["restart", "--app", "web"]);
+    assert.equal(restart.code, 0, restart.stderr);
+    assert.equal((await pier.get("web")).status, 200);
+  });
+
   test("delete removes the app; its host answers 404", async () => {
     const r = await pier.cli(["delete", "--yes", "--app", "web"]);
     assert.equal(r.code, 0, r.stderr);

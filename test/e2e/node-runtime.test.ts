@@ -95,6 +95,23 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
     assert.equal((await body()).node, "v22.16.0", "the previous release keeps serving");
   });
 
+  test("a failing preinstall script fails the deploy; the previous release keeps serving", async () => {
+    await pier.commit(
+      repo,
+      {
+        "package.json": pkg({
+          scripts: { start: "node server.js", preinstall: "echo broken-preinstall && exit 3" },
+        }),
+      },
+      "bad preinstall",
+    );
+    const push = await pier.push(repo);
+    assert.notEqual(push.code, 0);
+    assert.match(push.stderr, /broken-preinstall/);
+    assert.match(push.stderr, /build failed/i);
+    assert.equal((await body()).node, "v22.16.0");
+  });
+
   test("a Node.js version that does not exist fails naming CC_NODE_VERSION", async () => {
     await pier.commit(repo, { "package.json": pkg() }, "back");
     await env("CC_NODE_VERSION", "99");
