@@ -12,9 +12,13 @@ test("values survive a real shell unchanged", () => {
     EMPTY: "",
     "CC_DOCKER_FIXED-CIDR-V6": "fd00::/64",
   };
-  const out = execFileSync("/bin/sh", ["-c", `set -a; ${renderEnvFile(vars).replace(/\n(?=[A-Z])/g, "\n")} set +a; env`], {
-    env: {},
-  }).toString();
+  const out = execFileSync(
+    "/bin/sh",
+    ["-c", `set -a; ${renderEnvFile(vars).replace(/\n(?=[A-Z])/g, "\n")} set +a; env`],
+    {
+      env: {},
+    },
+  ).toString();
   for (const [k, v] of Object.entries(vars)) {
     if (k.includes("-")) assert.ok(!out.includes(`${k}=`), "names a shell cannot export are left out");
     else assert.ok(out.includes(`${k}=${v}\n`), `${k} in ${out}`);
