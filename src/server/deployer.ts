@@ -191,7 +191,7 @@ export class Deployer {
       await this.finish(job, "succeeded", null);
       // The new release serves already: the old instances drain (SIGTERM, grace) while the pusher moves on.
       void this.deps.instances
-        .remove(retiring)
+        .retire(retiring)
         .then(() => this.deps.instances.pruneNetworks(appId))
         .catch((err) => log.warn({ err }, "could not retire an instance of the previous release"));
     } catch (e) {
@@ -356,7 +356,10 @@ export class Deployer {
       await instances.remove(started).catch(() => undefined);
       throw e;
     }
-    const old = await instances.others(app.id, d.id);
+    const others = await instances.others(app.id, d.id);
+    // Instances retired by an earlier deploy (stopped, kept for their logs) go now.
+    await instances.remove(others.filter((i) => !i.running && i.state !== "restarting"));
+    const old = others.filter((i) => i.running || i.state === "restarting");
     if (old.length > 0) {
       write(
         `Retiring ${old.length} instance(s) of the previous release (SIGTERM, ${this.deps.stopGraceMs / 1000} s grace).`,

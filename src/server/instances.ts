@@ -79,6 +79,15 @@ export class Instances {
     if (inUse.size <= 1) await this.deps.engine.removeNetworks({ "pier.app": appId }, keep);
   }
 
+  /**
+   * Stops the instances of a previous release (SIGTERM, then SIGKILL after the grace period) and keeps the
+   * stopped containers until the next deploy, so their last output (a SIGTERM handler's) stays readable
+   * with `pier logs`.
+   */
+  async retire(instances: readonly InstanceInfo[]): Promise<void> {
+    await Promise.all(instances.map((i) => this.deps.engine.stopInstance(i.id, this.deps.stopGraceMs)));
+  }
+
   async remove(instances: readonly InstanceInfo[]): Promise<void> {
     await Promise.all(instances.map((i) => this.deps.engine.removeInstance(i.id, this.deps.stopGraceMs)));
   }

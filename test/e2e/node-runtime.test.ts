@@ -86,6 +86,15 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
     assert.equal((await body()).dev, true);
   });
 
+  test("a redeploy sends SIGTERM to the old instance, whose handler runs and is seen in pier logs", async () => {
+    let seen = "";
+    for (let i = 0; i < 50 && !seen.includes("SIGTERM received"); i++) {
+      seen = (await pier.cli(["logs", "--app", "nodeapp"])).stdout;
+      if (!seen.includes("SIGTERM received")) await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.match(seen, /SIGTERM received, closing/);
+  });
+
   test("a package.json with neither scripts.start nor main fails, saying what to add", async () => {
     await pier.commit(repo, { "package.json": pkg({ scripts: {} }) }, "no start");
     const push = await pier.push(repo);

@@ -391,7 +391,9 @@ export class DockerEngine implements Engine {
     const container = await this.docker.createContainer({
       name: s.name,
       Image: s.image,
-      Env: Object.entries(s.env).map(([k, v]) => `${k}=${v}`),
+      // The engine's init (tini) sends SIGTERM to the whole process group: `npm start` does not pass it
+      // on to the app, so without this an app's SIGTERM handler would never run.
+      Env: Object.entries({ ...s.env, TINI_KILL_PROCESS_GROUP: "1" }).map(([k, v]) => `${k}=${v}`),
       Labels: labels,
       ExposedPorts: exposed,
       ...(s.cmd ? { Cmd: s.cmd } : {}),
