@@ -55,3 +55,31 @@ export function notListeningLines(port: number, waitedSeconds: number, runtime: 
   }
   return lines;
 }
+
+/**
+ * The addresses a port listens on inside an instance, read from /proc/net/tcp and /proc/net/tcp6
+ * (`local_address` of the rows in state 0A, LISTEN): e.g. ["127.0.0.1"] for an app bound to loopback only.
+ */
+export function listeningAddresses(procNetTcp: string, port: number): string[] {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, "0");
+  const out: string[] = [];
+  for (const line of procNetTcp.split("\n")) {
+    const cols = line.trim().split(/\s+/);
+    const local = cols[1];
+    if (!local || cols[3] !== "0A") continue;
+    const [addr, p] = local.split(":");
+    if (p !== hexPort || !addr) continue;
+    if (addr.length === 8) {
+      const bytes = (addr.match(/../g) ?? []).map((h) => Number.parseInt(h, 16)).reverse();
+      out.push(bytes.join("."));
+    } else if (/^0+$/.test(addr)) out.push("::");
+    else if (addr === "00000000000000000000000001000000") out.push("::1");
+    else out.push(`ipv6:${addr}`);
+  }
+  return [...new Set(out)];
+}
+
+/** True when the port listens only on loopback addresses, so no one outside the instance reaches it. */
+export function loopbackOnly(addresses: readonly string[]): boolean {
+  return addresses.length > 0 && addresses.every((a) => a.startsWith("127.") || a === "::1");
+}

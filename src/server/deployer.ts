@@ -387,8 +387,9 @@ export class Deployer {
         write(`Last output of instance ${n}:`);
         for (const l of tail) write(`  ${l}`);
       }
-      const why =
-        listening.exited !== null
+      const why = listening.loopbackOnly
+        ? `Instance ${n} listens on ${listening.loopbackOnly.map((a) => `${a}:${port}`).join(", ")} only: nothing outside the instance can reach it. Listen on 0.0.0.0:${port} (all interfaces), e.g. server.listen(process.env.PORT, "0.0.0.0").`
+        : listening.exited !== null
           ? `Instance ${n} exited with code ${listening.exited} before it listened on port ${port}.`
           : notListeningLines(port, this.deps.listenTimeoutMs / 1000, app.type).join(" ");
       throw new PierError("HEALTH_CHECK_FAILED", why);

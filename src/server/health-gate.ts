@@ -1,5 +1,6 @@
 import { request } from "node:http";
 import { connect } from "node:net";
+import { listeningAddresses, loopbackOnly } from "../core/health.js";
 import type { Engine, InstanceInfo } from "../core/ports.js";
 
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -29,7 +30,20 @@ function tcpOpen(host: string, port: number): Promise<boolean> {
   });
 }
 
-export type ListenResult = { ok: true } | { ok: false; exited: number | null };
+export type ListenResult = { ok: true } | { ok: false; exited: number | null; loopbackOnly?: string[] };
+
+/** The addresses the port listens on inside the instance, or null if they cannot be read. */
+async function addressesInside(engine: Engine, id: string, port: number): Promise<string[] | null> {
+  const lines: string[] = [];
+  try {
+    const code = await engine.execInInstance(id, ["cat", "/proc/net/tcp", "/proc/net/tcp6"], (l) =>
+      lines.push(l),
+    );
+    return code === 0 || lines.length > 0 ? listeningAddresses(lines.join("\n"), port) : null;
+  } catch {
+    return null;
+  }
+}
 
 /**
  * Waits until the instance accepts TCP connections on its HTTP port. The probe goes to the instance's
@@ -43,8 +57,10 @@ export async function waitListening(
   timeoutMs: number,
   signal: AbortSignal,
 ): Promise<ListenResult> {
-  const deadline = Date.now() + timeoutMs;
+  const started = Date.now();
+  const deadline = started + timeoutMs;
   const delay = 25;
+  let diagnosed = false;
   while (Date.now() < deadline) {
     const now = await engine.inspectInstance(instance.id);
     if (!now) return { ok: false, exited: null };
@@ -53,6 +69,12 @@ export async function waitListening(
     }
     const host = now.networkAddress ?? instance.http?.host;
     if (now.running && host && (await tcpOpen(host, port))) return { ok: true };
+    if (now.running && !diagnosed && Date.now() - started > 2000) {
+      // An app bound to 127.0.0.1 inside its instance can never be reached: say so at once.
+      diagnosed = true;
+      const inside = await addressesInside(engine, instance.id, port);
+      if (inside && loopbackOnly(inside)) return { ok: false, exited: null, loopbackOnly: inside };
+    }
     await sleep(delay, signal);
   }
   return { ok: false, exited: null };

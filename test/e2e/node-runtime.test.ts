@@ -121,6 +121,18 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
     assert.equal((await body()).node, "v22.16.0");
   });
 
+  test("an app that listens on 127.0.0.1 only fails the health gate with a message that says so", async () => {
+    await pier.commit(repo, { "package.json": pkg(), "server.js": SERVER.replace('"0.0.0.0"', '"127.0.0.1"') }, "loopback only");
+    const started = Date.now();
+    const push = await pier.push(repo);
+    assert.notEqual(push.code, 0);
+    assert.match(push.stderr, /listens on 127\.0\.0\.1:8080 only/);
+    assert.match(push.stderr, /0\.0\.0\.0:8080/);
+    assert.ok(Date.now() - started < 15_000, "said at once, not after the listen timeout");
+    assert.equal((await body()).node, "v22.16.0");
+    await pier.commit(repo, { "server.js": SERVER }, "all interfaces");
+  });
+
   test("a Node.js version that does not exist fails naming CC_NODE_VERSION", async () => {
     await pier.commit(repo, { "package.json": pkg() }, "back");
     await env("CC_NODE_VERSION", "99");

@@ -4,6 +4,8 @@ import {
   HEALTH_CLOSING_LINE,
   type HealthResult,
   healthReport,
+  listeningAddresses,
+  loopbackOnly,
   notListeningLines,
 } from "../../../src/core/health.js";
 
@@ -118,4 +120,20 @@ describe("notListeningLines", () => {
     for (const rt of ["node", "docker", "phpserver"] as const)
       assert.equal(notListeningLines(8080, 1, rt).length, 2);
   });
+});
+
+const PROC = `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1
+   1: 00000000:0BB8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 2 1
+   2: 0100007F:1F90 0100007F:D2A4 01 00000000:00000000 00:00000000 00000000     0        0 3 1
+   3: 00000000000000000000000000000000:1F91 00000000000000000000000000000000:0000 0A 0 0 0 0 0 4 1`;
+
+it("listeningAddresses reads LISTEN rows of /proc/net/tcp{,6}", () => {
+  assert.deepEqual(listeningAddresses(PROC, 8080), ["127.0.0.1"]);
+  assert.deepEqual(listeningAddresses(PROC, 3000), ["0.0.0.0"]);
+  assert.deepEqual(listeningAddresses(PROC, 8081), ["::"]);
+  assert.deepEqual(listeningAddresses(PROC, 9999), []);
+  assert.equal(loopbackOnly(["127.0.0.1"]), true);
+  assert.equal(loopbackOnly(["127.0.0.1", "0.0.0.0"]), false);
+  assert.equal(loopbackOnly([]), false);
 });
