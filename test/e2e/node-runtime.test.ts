@@ -122,7 +122,11 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
   });
 
   test("an app that listens on 127.0.0.1 only fails the health gate with a message that says so", async () => {
-    await pier.commit(repo, { "package.json": pkg(), "server.js": SERVER.replace('"0.0.0.0"', '"127.0.0.1"') }, "loopback only");
+    await pier.commit(
+      repo,
+      { "package.json": pkg(), "server.js": SERVER.replace('"0.0.0.0"', '"127.0.0.1"') },
+      "loopback only",
+    );
     const started = Date.now();
     const push = await pier.push(repo);
     assert.notEqual(push.code, 0);
@@ -175,6 +179,26 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
     const failing = await pier.push(taskRepo);
     assert.notEqual(failing.code, 0);
     assert.match(failing.stderr, /exited with code 4/);
+  });
+
+  test("CC_WORKER_COMMAND runs a worker beside the web process, restarted when it fails", async () => {
+    await env(
+      "CC_WORKER_COMMAND",
+      "echo worker-tick-$INSTANCE_NUMBER; exit 1",
+      "CC_WORKER_RESTART_DELAY",
+      "1",
+    );
+    await pier.commit(repo, { "package.json": pkg() }, "worker");
+    const push = await pier.push(repo);
+    assert.equal(push.code, 0, push.stderr);
+    assert.equal((await pier.get("nodeapp")).status, 200);
+    let logs = "";
+    for (let i = 0; i < 40 && (logs.match(/worker-tick-0/g) ?? []).length < 2; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      logs = (await pier.cli(["logs", "--app", "nodeapp", "--since", "1m"])).stdout;
+    }
+    assert.ok((logs.match(/worker-tick-0/g) ?? []).length >= 2, logs.slice(-1500));
+    assert.match(logs, /worker 0 exited with code 1/);
   });
 
   test("pier runtimes node lists versions with LTS and end-of-life marked", async () => {

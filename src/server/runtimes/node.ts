@@ -10,6 +10,7 @@ import { markVersions, type NodeVersion } from "../../core/node-versions.js";
 import { planNodeBuild } from "../../core/plan-node.js";
 import type { Engine } from "../../core/ports.js";
 import { renderEnvFile, shellQuote } from "../../core/shell.js";
+import { withWorkers } from "../../core/workers.js";
 import type { Toolchains } from "../toolchains.js";
 import { type BuildContext, imageTag, type RunSettings, type Runtime, readInside } from "./runtime.js";
 
@@ -122,7 +123,7 @@ export class NodeRuntime implements Runtime {
           flavor: app.buildFlavor,
           memoryBytes,
           labels: { "pier.app": app.id, "pier.deployment": d.id, "pier.cache": "deps" },
-          image: { cmd: plan.start, env: { APP_HOME }, workdir: APP_HOME },
+          image: { cmd: withWorkers(plan.start, plan.workers), env: { APP_HOME }, workdir: APP_HOME },
         },
         write,
         ctx.signal,

@@ -1,0 +1,34 @@
+import { shellQuote } from "./shell.js";
+
+/** Background workers beside the main process (CC_WORKER_COMMAND[_n], CC_WORKER_RESTART[_DELAY]). Pure. */
+
+export interface Worker {
+  command: string;
+  restart: "always" | "on-failure" | "no";
+  delaySeconds: number;
+}
+
+/**
+ * The instance's command with its workers: a small POSIX shell supervisor starts each worker in a restart
+ * loop (per its policy, after its delay), then `exec`s the main process, which keeps the instance's
+ * signals. Worker commands are the user's own and run by a shell, as the contract has it.
+ */
+export function withWorkers(start: readonly string[], workers: readonly Worker[]): string[] {
+  if (workers.length === 0) return [...start];
+  const lines = [
+    "worker() {",
+    "  while :; do",
+    '    /bin/sh -c "$1"; code=$?',
+    '    echo "pier: worker $4 exited with code $code" >&2',
+    '    case "$2" in no) return ;; on-failure) [ "$code" -eq 0 ] && return ;; esac',
+    '    sleep "$3"',
+    "  done",
+    "}",
+    ...workers.map(
+      (w, i) =>
+        `worker ${shellQuote(w.command)} ${w.restart} ${Math.max(0, Math.floor(w.delaySeconds))} ${i} &`,
+    ),
+    'exec "$@"',
+  ];
+  return ["/bin/sh", "-c", lines.join("\n"), "pier-start", ...start];
+}
