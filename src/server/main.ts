@@ -91,7 +91,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
     logs,
     logger: logger.child({ part: "deployer" }),
     repoDir,
-    runtimes: { docker: new DockerRuntime(engine), node: new NodeRuntime({ engine, registry, toolchains }) },
+    runtimes: {
+      docker: new DockerRuntime(engine),
+      node: new NodeRuntime({ engine, registry, toolchains, registryUrl: config.npmRegistry }),
+    },
     deployTimeoutMs: config.deployTimeoutMs,
     listenTimeoutMs: config.listenTimeoutMs,
     stopGraceMs: config.stopGraceMs,

@@ -38,7 +38,21 @@ export async function availableNodeVersions(registry: NpmRegistry): Promise<Node
  * commits the result as the release image.
  */
 export class NodeRuntime implements Runtime {
-  constructor(private readonly deps: { engine: Engine; registry: NpmRegistry; toolchains: Toolchains }) {}
+  constructor(
+    private readonly deps: {
+      engine: Engine;
+      registry: NpmRegistry;
+      toolchains: Toolchains;
+      registryUrl: string;
+    },
+  ) {}
+
+  /** Package managers fetch from Pier's configured registry (a mirror, or the npm registry) unless the app says otherwise. */
+  private registryEnv(vars: Record<string, string>): Record<string, string> {
+    if (vars.CC_NPM_REGISTRY || vars.npm_config_registry || vars.NPM_CONFIG_REGISTRY) return {};
+    const url = `${this.deps.registryUrl}/`;
+    return { npm_config_registry: url, YARN_REGISTRY: url, YARN_NPM_REGISTRY_SERVER: this.deps.registryUrl };
+  }
 
   settings(): { settings: RunSettings; errors: string[] } {
     return {
@@ -85,6 +99,7 @@ export class NodeRuntime implements Runtime {
       const env = {
         ...ctx.vars,
         ...ctx.platformVars,
+        ...this.registryEnv(ctx.vars),
         ...plan.buildEnv,
         npm_config_cache: "/cache/npm",
         YARN_CACHE_FOLDER: "/cache/yarn",
