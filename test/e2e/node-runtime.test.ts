@@ -239,6 +239,29 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
     assert.equal(r.twoHours, 7_200_000);
   });
 
+  test("CC_NODE_BUILD_TOOL=bun installs with Bun (from the npm registry)", async () => {
+    const app = await pier.cliJson<{ id: string }>(["create", "--type", "node", "bunapp"]);
+    for (const [k, v] of [
+      ["CC_NODE_VERSION", "22.16.0"],
+      ["NODE_ENV", "production"],
+      ["CC_NODE_BUILD_TOOL", "bun"],
+    ] as const) {
+      assert.equal((await pier.cli(["env", "set", k, v, "--app", "bunapp"])).code, 0);
+    }
+    const files = {
+      "package.json": pkg(),
+      "server.js": SERVER,
+      ".gitignore": "/node_modules\n",
+    };
+    const bunRepo = await pier.repo("bunapp", files, app.id);
+    const push = await pier.push(bunRepo);
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /bun install/);
+    const r = JSON.parse((await pier.get("bunapp")).body) as Body;
+    assert.equal(r.twoHours, 7_200_000);
+    assert.equal(r.dev, false, "bun install --production without dev dependencies");
+  });
+
   test("pier runtimes node lists versions with LTS and end-of-life marked", async () => {
     const versions = await pier.cliJson<{ version: string; lts: string | null; eol: boolean }[]>([
       "runtimes",
