@@ -199,6 +199,8 @@ export interface Engine {
   removeVolumes(labels: Record<string, string>): Promise<void>;
   imageExists(tag: string): Promise<boolean>;
   removeImage(tag: string): Promise<void>;
+  /** Tags (`repo:tag`) of the images of one repository, e.g. `pier-app/<app id>`. */
+  imageTags(repo: string): Promise<string[]>;
   ensureNetwork(name: string, labels: Record<string, string>, ipv6Subnet: string | null): Promise<void>;
   /** Removes the networks with these labels, except `keep`; a network still in use stays. */
   removeNetworks(labels: Record<string, string>, keep?: string): Promise<void>;

@@ -164,7 +164,9 @@ export class AppService {
     await this.deps.store.deleteApp(app.id);
     await this.deps.instances.refreshEdge();
     await this.deps.instances.remove(instances);
-    for (const r of await this.deps.store.listReleases(app.id)) await this.deps.engine.removeImage(r.image);
+    for (const tag of await this.deps.engine.imageTags(`pier-app/${app.id}`))
+      await this.deps.engine.removeImage(tag);
+    await this.deps.engine.removeVolumes({ "pier.app": app.id });
     await this.deps.engine.removeNetworks({ "pier.app": app.id });
     await rm(this.deps.repoDir(app.id), { recursive: true, force: true });
     this.deps.logger.info({ appId: app.id, name: app.name }, "app deleted");

@@ -43,6 +43,9 @@ class Cancelled extends Error {
   }
 }
 
+/** How many releases keep their image, so a rollback needs no rebuild. */
+export const KEPT_RELEASES = 5;
+
 export const newId = (prefix: string) => `${prefix}-${randomBytes(6).toString("hex")}`;
 const now = () => new Date().toISOString();
 
@@ -160,6 +163,18 @@ export class Deployer {
     return !!this.queues.get(appId)?.active;
   }
 
+  /** Keeps the images of the last KEPT_RELEASES releases (for rollbacks); removes the rest. */
+  private async pruneImages(appId: string): Promise<void> {
+    const keep = new Set(
+      (await this.deps.store.listReleases(appId)).slice(0, KEPT_RELEASES).map((r) => r.image),
+    );
+    const busy = this.queues.get(appId)?.active;
+    for (const tag of await this.deps.engine.imageTags(`pier-app/${appId}`)) {
+      if (keep.has(tag) || (busy && tag.endsWith(`:${busy.deployment.id}`))) continue;
+      await this.deps.engine.removeImage(tag).catch(() => undefined);
+    }
+  }
+
   private async finish(
     job: Job,
     state: "succeeded" | "failed" | "cancelled",
@@ -193,6 +208,7 @@ export class Deployer {
       void this.deps.instances
         .retire(retiring)
         .then(() => this.deps.instances.pruneNetworks(appId))
+        .then(() => this.pruneImages(appId))
         .catch((err) => log.warn({ err }, "could not retire an instance of the previous release"));
     } catch (e) {
       const reason = job.controller.signal.aborted

@@ -213,6 +213,11 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
     assert.equal(r.code, 0, r.stderr);
     const res = await pier.get("web");
     assert.equal(res.status, 404);
+    const { run } = await import("./harness.js");
+    const images = await run(["/usr/bin/docker", "images", "-q", `pier-app/${app.id}`]);
+    assert.equal(images.stdout.trim(), "", "the app's images are removed");
+    const containers = await run(["/usr/bin/docker", "ps", "-aq", "--filter", `label=pier.app=${app.id}`]);
+    assert.equal(containers.stdout.trim(), "", "the app's containers are removed");
     const missing = await pier.cli(["status", "--app", "web"]);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /web/);

@@ -1,5 +1,6 @@
 // The Node.js runtime end to end: a real app pushed over git, built with a Node.js from the npm registry.
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { Pier } from "./harness.js";
 
@@ -61,6 +62,17 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
   });
   after(async () => {
     await pier.destroy();
+    const { run } = await import("./harness.js");
+    const scope = createHash("sha256").update(pier.dataDir).digest("hex").slice(0, 12);
+    const volumes = await run([
+      "/usr/bin/docker",
+      "volume",
+      "ls",
+      "-q",
+      "--filter",
+      `label=pier.scope=${scope}`,
+    ]);
+    assert.equal(volumes.stdout.trim(), "", "deleting the apps removed their dependency caches");
   });
 
   test("push builds with the chosen Node.js and npm, without dev dependencies in production", async () => {

@@ -317,6 +317,11 @@ export class DockerEngine implements Engine {
     }
   }
 
+  async imageTags(repo: string): Promise<string[]> {
+    const images = await this.docker.listImages({ filters: { reference: [repo] } });
+    return images.flatMap((i) => i.RepoTags ?? []).filter((t) => t.startsWith(`${repo}:`));
+  }
+
   async removeImage(tag: string): Promise<void> {
     try {
       await this.docker.getImage(tag).remove({ force: true });
