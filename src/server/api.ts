@@ -160,6 +160,10 @@ export function createApi(deps: {
     return c.body(null, 204);
   });
 
+  api.get("/v1/apps/:app/releases", async (c) => c.json(await apps.releases(await appOf(c))));
+  api.post("/v1/apps/:app/releases/:number/rollback", async (c) =>
+    c.json(await apps.rollback(await appOf(c), c.req.param("number") ?? ""), 202),
+  );
   api.get("/v1/apps/:app/deployments", async (c) => c.json(await store.listDeployments((await appOf(c)).id)));
   api.post("/v1/apps/:app/deployments", async (c) => {
     const app = await appOf(c);

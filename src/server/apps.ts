@@ -146,6 +146,35 @@ export class AppService {
     return deployment;
   }
 
+  async releases(app: App) {
+    const current = await this.deps.store.currentRelease(app.id);
+    return (await this.deps.store.listReleases(app.id)).map(({ env: _env, ...r }) => ({
+      ...r,
+      current: r.id === current?.id,
+    }));
+  }
+
+  async rollback(app: App, ref: string): Promise<Deployment> {
+    const n = Number(ref.replace(/^v/i, ""));
+    const release = Number.isInteger(n)
+      ? (await this.deps.store.listReleases(app.id)).find((r) => r.number === n)
+      : undefined;
+    if (!release) {
+      throw new PierError(
+        "RELEASE_NOT_FOUND",
+        `${app.name} has no release '${ref}'.`,
+        "See `pier releases`.",
+      );
+    }
+    const { deployment } = await this.deps.deployer.enqueue(app, {
+      commit: release.commit,
+      cause: `rollback to v${release.number}`,
+      withoutCache: false,
+      rollbackTo: release,
+    });
+    return deployment;
+  }
+
   cancel(app: App, ref: string): Promise<Deployment> {
     return this.deps.deployer.cancel(app.id, ref);
   }

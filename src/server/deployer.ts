@@ -7,7 +7,7 @@ import { archiveCommit } from "../adapters/git.js";
 import { healthCheckPaths, instanceEnvironment, maskSecrets, platformVariables } from "../core/env.js";
 import { PierError } from "../core/errors.js";
 import { healthReport, notListeningLines } from "../core/health.js";
-import { type App, type Deployment, FLAVOR_MEMORY_MIB } from "../core/model.js";
+import { type App, type Deployment, FLAVOR_MEMORY_MIB, type Release } from "../core/model.js";
 import type { Engine, InstanceInfo, Store } from "../core/ports.js";
 import type { DeployLogs } from "./deploy-logs.js";
 import { probe, waitListening } from "./health-gate.js";
@@ -22,6 +22,8 @@ export interface DeployRequest {
   gitEnv?: Record<string, string>;
   /** Redeploy the current release's image with the app's new size (scale): no build. */
   reuseCurrentImage?: boolean;
+  /** Redeploy this release's image (rollback): no build. */
+  rollbackTo?: Release;
 }
 
 interface Job {
@@ -290,7 +292,20 @@ export class Deployer {
 
     let image: string;
     const current = await store.currentRelease(app.id);
-    if (job.request.reuseCurrentImage) {
+    const target = job.request.rollbackTo;
+    if (target) {
+      if (!(await engine.imageExists(target.image))) {
+        throw new PierError(
+          "RELEASE_NOT_FOUND",
+          `The image of release v${target.number} is no longer kept (the last ${KEPT_RELEASES} releases keep theirs).`,
+          `Redeploy its commit ${target.commit.slice(0, 12)} with git push instead.`,
+        );
+      }
+      image = target.image;
+      write(
+        `Rolling back to release v${target.number} (commit ${target.commit.slice(0, 12)}): its image, today's variables.`,
+      );
+    } else if (job.request.reuseCurrentImage) {
       if (!current) throw new PierError("NOTHING_TO_DEPLOY", "This app has no release yet: push first.");
       image = current.image;
       write(`Reusing the image of release v${current.number}.`);

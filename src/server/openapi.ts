@@ -32,6 +32,17 @@ const ROUTES: RouteDoc[] = [
   },
   { method: "put", path: "/v1/apps/{app}/env/{name}", summary: "Set one variable", body: schemas.putEnv },
   { method: "delete", path: "/v1/apps/{app}/env/{name}", summary: "Remove one variable", status: 204 },
+  {
+    method: "get",
+    path: "/v1/apps/{app}/releases",
+    summary: "Releases, newest first (the current one marked)",
+  },
+  {
+    method: "post",
+    path: "/v1/apps/{app}/releases/{number}/rollback",
+    summary: "Redeploy a kept release's image",
+    status: 202,
+  },
   { method: "get", path: "/v1/apps/{app}/deployments", summary: "Deployments, newest first" },
   {
     method: "post",

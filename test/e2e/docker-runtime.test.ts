@@ -208,6 +208,26 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
     assert.equal((await pier.get("web")).status, 200);
   });
 
+  test("rollback redeploys an earlier release's image through the health gate", async () => {
+    const before = await pier.cliJson<{ number: number; current: boolean }[]>(["releases", "--app", "web"]);
+    const serving = before.find((r) => r.current);
+    assert.ok(serving);
+    await pier.commit(repo, { "server.js": NODE_DOCKER_APP["server.js"]!.replace('|| "1"', '|| "3"') }, "v3");
+    const push = await pier.push(repo);
+    assert.equal(push.code, 0, push.stderr);
+    assert.equal((JSON.parse((await pier.get("web")).body) as Echo).version, "3");
+    const back = await pier.cli(["rollback", `v${serving.number}`, "--app", "web"]);
+    assert.equal(back.code, 0, back.stderr);
+    assert.match(back.stderr, /Rolling back to release v\d+/);
+    assert.equal((JSON.parse((await pier.get("web")).body) as Echo).version, "1");
+    const after = await pier.cliJson<{ number: number; current: boolean }[]>(["releases", "--app", "web"]);
+    assert.equal(after[0]?.current, true);
+    assert.equal(after[0]?.number, serving.number + 2);
+    const missing = await pier.cli(["rollback", "v999", "--app", "web"]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /v999/);
+  });
+
   test("delete removes the app; its host answers 404", async () => {
     const r = await pier.cli(["delete", "--yes", "--app", "web"]);
     assert.equal(r.code, 0, r.stderr);

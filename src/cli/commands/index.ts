@@ -8,6 +8,7 @@ import { env } from "./env.js";
 import { help } from "./help.js";
 import { link } from "./link.js";
 import { logs } from "./logs.js";
+import { releases, rollback } from "./releases.js";
 import { restart } from "./restart.js";
 import { runtimes } from "./runtimes.js";
 import { scale } from "./scale.js";
@@ -25,6 +26,8 @@ export const COMMANDS: readonly Command[] = [
   deployments,
   logs,
   restart,
+  releases,
+  rollback,
   scale,
   stop,
   cancelDeploy,

@@ -1,0 +1,90 @@
+import { z } from "zod";
+import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
+import { appPath } from "../client.js";
+import type { Command } from "../command.js";
+import { awaitDeployment, reportDeployment } from "../follow.js";
+import { resolveApp } from "../link-file.js";
+import { json, table } from "../output.js";
+import { DeploymentSchema } from "../schemas.js";
+import { exitOnFlag } from "./restart.js";
+
+const ReleaseSchema = z.object({
+  id: z.string(),
+  number: z.number(),
+  deploymentId: z.string(),
+  image: z.string(),
+  commit: z.string(),
+  createdAt: z.string(),
+  current: z.boolean(),
+});
+
+export const releases: Command = {
+  name: "releases",
+  summary: "List the app's releases (each successful deploy)",
+  help: `Usage: pier releases [--app <name|id>] [--format human|json]
+
+Lists the releases, newest first; the one serving is marked. The last 5 keep their image, so
+\`pier rollback <vN>\` needs no rebuild.
+
+Options:
+  -a, --app <name|id>   the app (default: the one in .pier.json, searched upwards)
+      --format human|json
+  -h, --help            show this help
+`,
+  async run(args, ctx) {
+    const { values, positionals } = parseFlags("releases", args, { ...HELP, ...APP, ...FORMAT });
+    takePositionals("releases", positionals, 0, 0, "");
+    const { format } = checkFlags("releases", z.object({ format: humanJson }), values);
+    const app = resolveApp(values.app, ctx.cwd, "releases");
+    const list = await ctx.client().call("GET", appPath(app.ref, "releases"), z.array(ReleaseSchema));
+    if (format === "json") ctx.out(json(list));
+    else {
+      ctx.out(
+        table(
+          ["RELEASE", "COMMIT", "DEPLOYMENT", "CREATED", ""],
+          list.map((r) => [
+            `v${r.number}`,
+            r.commit.slice(0, 8),
+            r.deploymentId,
+            r.createdAt,
+            r.current ? "current" : "",
+          ]),
+        ),
+      );
+    }
+    return 0;
+  },
+};
+
+export const rollback: Command = {
+  name: "rollback",
+  summary: "Redeploy an earlier release (through the same health gate)",
+  help: `Usage: pier rollback <vN> [--app <name|id>] [--exit-on deploy-start|deploy-end]
+
+Redeploys release N's image with the app's current variables. It goes through the health gate
+like any deploy; on failure the serving release stays. Exits 1 unless the deployment succeeds.
+
+Options:
+  -a, --app <name|id>                     the app (default: the one in .pier.json, searched upwards)
+      --exit-on deploy-start|deploy-end   return once queued, or when it ends (default deploy-end)
+      --format human|json
+  -h, --help                              show this help
+`,
+  async run(args, ctx) {
+    const { values, positionals } = parseFlags("rollback", args, {
+      ...HELP,
+      ...APP,
+      ...FORMAT,
+      "exit-on": { type: "string" },
+    });
+    const [release] = takePositionals("rollback", positionals, 1, 1, "<vN>");
+    const f = checkFlags("rollback", z.object({ format: humanJson, "exit-on": exitOnFlag }), values);
+    const app = resolveApp(values.app, ctx.cwd, "rollback");
+    const queued = await ctx
+      .client()
+      .call("POST", appPath(app.ref, "releases", release ?? "", "rollback"), DeploymentSchema, { body: {} });
+    const final = await awaitDeployment(ctx, app.ref, queued, f["exit-on"]);
+    reportDeployment(ctx, f.format, app.ref, final);
+    return 0;
+  },
+};
