@@ -1,10 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import { chmod, mkdir, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, writeFile } from "node:fs/promises";
 import { createServer, type Server as NetServer, type Socket } from "node:net";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import ssh2 from "ssh2";
 import { ensureBareRepo } from "../adapters/git.js";
 
@@ -51,12 +50,56 @@ export interface GitSshServerOptions {
 const APP_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const COMMAND =
   /^(git-receive-pack|git-upload-pack|git receive-pack|git upload-pack) '?\/?([^'\s]+?)(?:\.git)?\/?'?$/;
-const HOOK_JS = join(dirname(fileURLToPath(import.meta.url)), "git-hook.js");
-
-/** The pre-receive hook: runs the compiled git-hook.js with the Node that runs Pier. */
+/** The pre-receive hook (bash: its /dev/tcp reaches the hook port without starting a Node process). */
 export function hookScript(): string {
-  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  return `#!/bin/sh\nexec ${q(process.execPath)} ${q(HOOK_JS)}\n`;
+  return `#!/bin/bash
+# Pier's pre-receive hook: hands the push to pier server, prints the deploy log as it comes (git shows it
+# as remote: lines) and exits non-zero unless the deployment succeeded, so git refuses the ref update.
+set -u
+zero=0000000000000000000000000000000000000000
+master=""
+while read -r old new ref; do
+  if [ "$ref" != "refs/heads/master" ]; then
+    echo "Pier deploys the master branch only; '\${ref#refs/heads/}' was not accepted."
+    echo "To deploy another branch: git push pier <branch>:master"
+    exit 1
+  fi
+  if [ "$new" = "$zero" ]; then
+    echo "Deleting master is not allowed: it holds the deployed commit. Use pier delete to remove the app."
+    exit 1
+  fi
+  master="$old $new $ref"
+done
+[ -n "$master" ] || exit 0
+if [ -z "\${PIER_HOOK_PORT:-}" ] || [ -z "\${PIER_PUSH_TOKEN:-}" ]; then
+  echo "Pier: push through pier server's SSH git endpoint; this repository deploys nothing otherwise."
+  exit 1
+fi
+if ! exec 3<>"/dev/tcp/127.0.0.1/$PIER_HOOK_PORT"; then
+  echo "Pier is not running or not reachable; the push was not deployed."
+  exit 1
+fi
+{
+  printf 'PUSH %s %s\\n' "$PIER_PUSH_TOKEN" "$master"
+  for name in GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_QUARANTINE_PATH; do
+    [ -n "\${!name:-}" ] && printf 'ENV %s %s\\n' "$name" "\${!name}"
+  done
+  printf 'END\\n'
+} >&3
+status=""
+while IFS= read -r line <&3; do
+  case "$line" in
+    "L "*) printf '%s\\n' "\${line#L }" ;;
+    "R ok "*) status=0; printf '%s\\n' "\${line#R ok }" ;;
+    "R failed "*) status=1; printf '%s\\n' "\${line#R failed }" ;;
+  esac
+done
+if [ -z "$status" ]; then
+  echo "Pier closed the connection before the deployment ended."
+  exit 1
+fi
+exit "$status"
+`;
 }
 
 /** "SHA256:<base64 without padding>", as `ssh-keygen -l` prints it. */
@@ -82,73 +125,66 @@ async function hostKey(path: string): Promise<Buffer> {
   return readFileSync(path);
 }
 
-/** The hook's side channel: a unix socket where a hook hands over its push and reads the deploy log. */
-async function startHookSocket(
-  path: string,
+/**
+ * The hook's side channel: a loopback TCP port where a hook hands over its push (with its one-time token)
+ * and reads the deploy log. Plain text lines, so the hook can be a few lines of bash (a Node hook costs
+ * ~90 ms of start-up per push): the hook sends `PUSH <token> <old> <new> <ref>`, `ENV <name> <value>`
+ * lines and `END`; Pier answers `L <log line>` lines, then `R ok <message>` or `R failed <message>`.
+ */
+async function startHookServer(
   pending: Map<string, PendingPush>,
   onPush: PushHandler,
   logger: MiniLogger,
 ): Promise<NetServer> {
-  await rm(path, { force: true });
   const server = createServer((sock: Socket) => {
     let buf = "";
     let handled = false;
-    const send = (o: object) => {
-      if (!sock.destroyed) sock.write(`${JSON.stringify(o)}\n`);
+    const send = (kind: "L" | "R", text: string) => {
+      if (sock.destroyed) return;
+      for (const line of text.split("\n")) sock.write(`${kind} ${line.replace(/\r/g, "")}\n`);
     };
     sock.on("error", () => undefined);
+    sock.setTimeout(30_000, () => {
+      if (!handled) sock.destroy();
+    });
     sock.on("data", (c: Buffer) => {
       if (handled) return;
       buf += c.toString("utf8");
-      const nl = buf.indexOf("\n");
-      if (nl < 0) {
-        if (buf.length > 1_000_000) sock.destroy();
-        return;
-      }
+      if (buf.length > 64 * 1024) return void sock.destroy();
+      if (!/(^|\n)END\n/.test(buf)) return;
       handled = true;
       void (async () => {
-        let msg: {
-          token?: string;
-          ref?: string;
-          oldSha?: string;
-          newSha?: string;
-          gitEnv?: Record<string, string>;
-        };
-        try {
-          msg = JSON.parse(buf.slice(0, nl));
-        } catch {
-          send({ result: "failed", message: "pier: malformed hook request" });
-          sock.end();
-          return;
-        }
-        const push = msg.token ? pending.get(msg.token) : undefined;
-        if (!push || !msg.ref || !msg.newSha || !msg.oldSha) {
-          send({ result: "failed", message: "pier: this push is not known to the server (expired token)" });
+        const lines = buf.split("\n");
+        const [verb, token, oldSha, newSha, ref] = (lines[0] ?? "").split(" ");
+        const push = verb === "PUSH" && token ? pending.get(token) : undefined;
+        if (!push || !oldSha || !newSha || !ref) {
+          send("R", "failed pier: this push is not known to the server (expired token)");
           sock.end();
           return;
         }
         const gitEnv: Record<string, string> = {};
-        for (const k of ["GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_QUARANTINE_PATH"]) {
-          const v = msg.gitEnv?.[k];
-          if (typeof v === "string") gitEnv[k] = v;
+        for (const l of lines.slice(1)) {
+          const m =
+            /^ENV (GIT_OBJECT_DIRECTORY|GIT_ALTERNATE_OBJECT_DIRECTORIES|GIT_QUARANTINE_PATH) (.+)$/.exec(l);
+          if (m?.[1] && m[2]) gitEnv[m[1]] = m[2];
         }
         sock.on("close", () => push.controller.abort(new Error("The pusher disconnected.")));
         try {
           const r = await onPush({
             appId: push.appId,
             keyFingerprint: push.fingerprint,
-            ref: msg.ref,
-            oldSha: msg.oldSha,
-            newSha: msg.newSha,
+            ref,
+            oldSha,
+            newSha,
             gitEnv,
             repoDir: push.repoDir,
-            log: (line) => send({ log: line }),
+            log: (line) => send("L", line),
             signal: push.controller.signal,
           });
-          send({ result: r.ok ? "ok" : "failed", message: r.message });
+          send("R", `${r.ok ? "ok" : "failed"} ${r.message}`);
         } catch (e) {
           logger.error({ err: e }, "push handler failed");
-          send({ result: "failed", message: `pier: internal error: ${(e as Error).message}` });
+          send("R", `failed pier: internal error: ${(e as Error).message}`);
         }
         sock.end();
       })();
@@ -156,9 +192,8 @@ async function startHookSocket(
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(path, () => resolve());
+    server.listen(0, "127.0.0.1", () => resolve());
   });
-  await chmod(path, 0o600);
   return server;
 }
 
@@ -168,9 +203,11 @@ export async function startGitSshServer(
   const key = await hostKey(opts.hostKeyPath);
   await mkdir(opts.runDir, { recursive: true });
   await mkdir(opts.reposDir, { recursive: true });
-  const socketPath = join(opts.runDir, "git-hook.sock");
+
   const pending = new Map<string, PendingPush>();
-  const hookServer = await startHookSocket(socketPath, pending, opts.onPush, opts.logger);
+  const hookServer = await startHookServer(pending, opts.onPush, opts.logger);
+  const hookAddress = hookServer.address();
+  const hookPort = typeof hookAddress === "object" && hookAddress ? hookAddress.port : 0;
   const children = new Set<ChildProcess>();
 
   const server = new Server({ hostKeys: [key], ident: "Pier" }, (client) => {
@@ -233,7 +270,7 @@ export async function startGitSshServer(
                 repoDir,
                 controller: new AbortController(),
               });
-              env.PIER_HOOK_SOCKET = socketPath;
+              env.PIER_HOOK_PORT = String(hookPort);
               env.PIER_PUSH_TOKEN = token;
             } else if (!existsSync(join(repoDir, "HEAD"))) {
               return fail(`pier: app '${appId}' has never been pushed.`);
@@ -289,7 +326,6 @@ export async function startGitSshServer(
       for (const c of children) c.kill("SIGTERM");
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await new Promise<void>((resolve) => hookServer.close(() => resolve()));
-      await rm(socketPath, { force: true });
     },
   };
 }
