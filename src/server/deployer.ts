@@ -207,8 +207,11 @@ export class Deployer {
       const retiring = await this.execute(appId, job);
       await this.finish(job, "succeeded", null);
       // The new release serves already: the old instances drain (SIGTERM, grace) while the pusher moves on.
+      // Instances retired by an earlier deploy (stopped, kept for their logs) go now; the running ones stop.
+      const stopped = retiring.filter((i) => !i.running && i.state !== "restarting");
       void this.deps.instances
-        .retire(retiring)
+        .remove(stopped)
+        .then(() => this.deps.instances.retire(retiring.filter((i) => !stopped.includes(i))))
         .then(() => this.deps.instances.pruneNetworks(appId))
         .then(() => this.pruneImages(appId))
         .catch((err) => log.warn({ err }, "could not retire an instance of the previous release"));
@@ -387,16 +390,11 @@ export class Deployer {
       await instances.remove(started).catch(() => undefined);
       throw e;
     }
-    const others = await instances.others(app.id, d.id);
-    // Instances retired by an earlier deploy (stopped, kept for their logs) go now.
-    await instances.remove(others.filter((i) => !i.running && i.state !== "restarting"));
-    const old = others.filter((i) => i.running || i.state === "restarting");
-    if (old.length > 0) {
-      write(
-        `Retiring ${old.length} instance(s) of the previous release (SIGTERM, ${this.deps.stopGraceMs / 1000} s grace).`,
-      );
+    const serving = await instances.others(app.id, d.id);
+    if (serving.length > 0) {
+      write(`Retiring the previous release's instances (SIGTERM, ${this.deps.stopGraceMs / 1000} s grace).`);
     }
-    return old;
+    return serving;
   }
 
   private async gate(

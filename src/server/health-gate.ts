@@ -62,6 +62,8 @@ export async function waitListening(
   const delay = 25;
   let diagnosed = false;
   while (Date.now() < deadline) {
+    // The address on the app network does not change while the instance runs: try it before asking the engine.
+    if (instance.networkAddress && (await tcpOpen(instance.networkAddress, port))) return { ok: true };
     const now = await engine.inspectInstance(instance.id);
     if (!now) return { ok: false, exited: null };
     if (!now.running && now.state !== "restarting" && now.state !== "created") {
