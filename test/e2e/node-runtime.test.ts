@@ -274,6 +274,33 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
     assert.equal(r.dev, false, "bun install --production without dev dependencies");
   });
 
+  test("the pnpm recipe of section 9: custom tool, pre-build hook installs pnpm; --without-cache empties the cache", async () => {
+    const app = await pier.cliJson<{ id: string }>(["create", "--type", "node", "pnpmapp"]);
+    for (const [k, v] of [
+      ["CC_NODE_VERSION", "22.16.0"],
+      ["NODE_ENV", "production"],
+      ["CC_NODE_BUILD_TOOL", "custom"],
+      ["CC_PRE_BUILD_HOOK", "npm install -g --no-audit --no-fund pnpm@9"],
+      ["CC_CUSTOM_BUILD_TOOL", "pnpm install --prod"],
+      ["CC_RUN_COMMAND", "node server.js"],
+    ] as const) {
+      assert.equal((await pier.cli(["env", "set", k, v, "--app", "pnpmapp"])).code, 0);
+    }
+    const pnpmRepo = await pier.repo(
+      "pnpmapp",
+      { "package.json": pkg(), "server.js": SERVER, ".gitignore": "/node_modules\n" },
+      app.id,
+    );
+    const push = await pier.push(pnpmRepo);
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /using pnpm v9/);
+    const r = JSON.parse((await pier.get("pnpmapp")).body) as Body;
+    assert.equal(r.twoHours, 7_200_000);
+    const clean = await pier.cli(["restart", "--without-cache", "--app", "pnpmapp"]);
+    assert.equal(clean.code, 0, clean.stderr);
+    assert.match(clean.stderr, /dependency cache of this app is emptied/);
+  });
+
   test("pier runtimes node lists versions with LTS and end-of-life marked", async () => {
     const versions = await pier.cliJson<{ version: string; lts: string | null; eol: boolean }[]>([
       "runtimes",
