@@ -30,15 +30,7 @@ export interface Edge {
   stop(): Promise<void>;
 }
 
-export interface NewApp {
-  id: string;
-  name: string;
-  type: Runtime;
-  flavor: Flavor;
-  buildFlavor: Flavor;
-  instances: number;
-  task: string | null;
-}
+export type NewApp = Pick<App, "id" | "name" | "type" | "flavor" | "buildFlavor" | "instances" | "task">;
 
 export interface DeploymentPatch {
   state?: DeployState;
