@@ -3,7 +3,7 @@
  * and, where unit tests need it, a fake that passes the same conformance suite.
  */
 
-import type { App, Deployment, DeployState, Flavor, LogLine, Release, Runtime, SshKey } from "./model.js";
+import type { App, Deployment, DeployState, LogLine, Release, SshKey } from "./model.js";
 
 /** One address an instance answers HTTP on (a loopback address of the host). */
 export interface RouteTarget {
