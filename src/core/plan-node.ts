@@ -50,7 +50,11 @@ export interface NodeBuildPlan {
    * Shell commands run in order in the build container, in /app, each with `set -e`. User commands (hooks,
    * CC_CUSTOM_BUILD_TOOL) are verbatim; Pier's own are built only from fixed words and validated values.
    */
-  buildSteps: { label: string; command: string }[];
+  buildSteps: {
+    label: string;
+    command: string /** The dependency install, which a cache may replace. */;
+    install?: boolean;
+  }[];
   /**
    * Environment of the build steps on top of the app's variables: the app's variables with `$APP_HOME`
    * expanded (so NODE_ENV and YARN_GLOBAL_FOLDER as the app set them), INSTANCE_TYPE=build, and the
@@ -689,7 +693,7 @@ export function planNodeBuild(input: NodeBuildInput): Result {
 
   // Steps: the package manager, CC_PRE_BUILD_HOOK, the install (npm's own preinstall, install and
   // postinstall scripts run inside it), CC_POST_BUILD_HOOK.
-  const steps: { label: string; command: string }[] = [];
+  const steps: NodeBuildPlan["buildSteps"] = [];
   steps.push(...toolSteps(t, pm, dev.install, nodeVersion, warnings));
   const preBuild = read(vars, "CC_PRE_BUILD_HOOK");
   if (preBuild !== undefined) steps.push({ label: "Running CC_PRE_BUILD_HOOK", command: preBuild });
@@ -700,7 +704,7 @@ export function planNodeBuild(input: NodeBuildInput): Result {
     });
   } else {
     const command = installCommand(t, dev.install, npmMajor);
-    steps.push({ label: `Installing dependencies: ${command}`, command });
+    steps.push({ label: `Installing dependencies: ${command}`, command, install: true });
   }
   const postBuild = read(vars, "CC_POST_BUILD_HOOK");
   if (postBuild !== undefined) steps.push({ label: "Running CC_POST_BUILD_HOOK", command: postBuild });

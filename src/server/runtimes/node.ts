@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -109,10 +110,34 @@ export class NodeRuntime implements Runtime {
       };
       await writeFile(join(secrets, "build.env"), renderEnvFile(env), { mode: 0o600 });
       if (plan.npmrc) await writeFile(join(secrets, "npmrc"), plan.npmrc, { mode: 0o600 });
+      // With a lock file, the installed node_modules is kept in the app's cache under a key of everything
+      // the install depends on; an unchanged key restores it instead of installing again (the root
+      // package's own install scripts still run).
+      const lock = await firstLockFile(dir);
+      const depsKey = lock
+        ? createHash("sha256")
+            .update(
+              JSON.stringify([
+                lock,
+                await readInside(dir, "package.json"),
+                plan.nodeVersion,
+                plan.npmVersion,
+                plan.tool,
+                plan.devDependencies,
+              ]),
+            )
+            .digest("hex")
+            .slice(0, 24)
+        : null;
+      const rootScripts = rootInstallScripts(await readInside(dir, "package.json"));
       const script = [
         "set -a; . /pier/build.env; set +a",
         plan.npmrc ? "export NPM_CONFIG_USERCONFIG=/pier/npmrc" : "",
-        ...plan.buildSteps.flatMap((s) => [`echo ${shellQuote(`-----> ${s.label}`)}`, s.command]),
+        ...plan.buildSteps.flatMap((s) =>
+          s.install && depsKey
+            ? reusableInstall(s, depsKey, rootScripts)
+            : [`echo ${shellQuote(`-----> ${s.label}`)}`, s.command],
+        ),
       ]
         .filter(Boolean)
         .join("\n");
@@ -149,4 +174,44 @@ export class NodeRuntime implements Runtime {
       await rm(secrets, { recursive: true, force: true });
     }
   }
+}
+
+const LOCK_FILES = ["package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "bun.lock", "bun.lockb"];
+
+async function firstLockFile(dir: string): Promise<string | null> {
+  for (const f of LOCK_FILES) {
+    const text = await readInside(dir, f);
+    if (text !== null) return `${f}\n${text}`;
+  }
+  return null;
+}
+
+/** The root package's own install lifecycle scripts, which must run even when node_modules is restored. */
+function rootInstallScripts(packageJson: string | null): string[] {
+  try {
+    const scripts = (JSON.parse(packageJson ?? "{}") as { scripts?: Record<string, unknown> }).scripts ?? {};
+    return ["preinstall", "install", "postinstall", "prepare"].filter((s) => typeof scripts[s] === "string");
+  } catch {
+    return [];
+  }
+}
+
+/** The install step, or the restore of node_modules from the app's cache when nothing it depends on changed. */
+function reusableInstall(
+  step: { label: string; command: string },
+  key: string,
+  rootScripts: string[],
+): string[] {
+  const cached = `/cache/deps/${key}/node_modules`;
+  return [
+    `if [ -d ${cached} ]; then`,
+    `  echo '-----> Dependencies unchanged (lock file, package.json, Node.js, tool): node_modules restored from the cache'`,
+    `  cp -a ${cached} /app/`,
+    ...rootScripts.map((s) => `  npm run ${s}`),
+    "else",
+    `  echo ${shellQuote(`-----> ${step.label}`)}`,
+    `  ${step.command}`,
+    `  rm -rf /cache/deps && mkdir -p /cache/deps/${key} && { [ ! -d /app/node_modules ] || cp -a /app/node_modules /cache/deps/${key}/; }`,
+    "fi",
+  ];
 }
