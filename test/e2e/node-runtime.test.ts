@@ -249,6 +249,16 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
     assert.match(push.stderr, /yarn install/);
     const r = JSON.parse((await pier.get("yarnapp")).body) as Body;
     assert.equal(r.twoHours, 7_200_000);
+
+    await pier.commit(
+      yarnRepo,
+      { "server.js": `${files["server.js"]}\n// changed code, same lock file\n` },
+      "code only",
+    );
+    const again = await pier.push(yarnRepo);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stderr, /node_modules restored from the cache/);
+    assert.equal((JSON.parse((await pier.get("yarnapp")).body) as Body).twoHours, 7_200_000);
   });
 
   test("CC_NODE_BUILD_TOOL=bun installs with Bun (from the npm registry)", async () => {
