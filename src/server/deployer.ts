@@ -365,9 +365,15 @@ export class Deployer {
         if (code !== 0) throw new PierError("BUILD_FAILED", `The task exited with code ${code}.`);
         write("Task finished with exit code 0.");
       } else {
-        await Promise.all(
-          started.map((inst) => this.gate(app, inst, settings.httpPort, health.paths, write, signal)),
-        );
+        try {
+          await Promise.all(
+            started.map((inst) => this.gate(app, inst, settings.httpPort, health.paths, write, signal)),
+          );
+        } catch (e) {
+          await this.runHook("CC_RUN_FAILED_HOOK", vars, started, write);
+          throw e;
+        }
+        await this.runHook("CC_RUN_SUCCEEDED_HOOK", vars, started, write);
       }
       check();
       const release = await store.createRelease({
@@ -395,6 +401,28 @@ export class Deployer {
       write(`Retiring the previous release's instances (SIGTERM, ${this.deps.stopGraceMs / 1000} s grace).`);
     }
     return serving;
+  }
+
+  /**
+   * CC_RUN_SUCCEEDED_HOOK / CC_RUN_FAILED_HOOK: the user's command, by a shell inside instance 0, after
+   * the health gate. Its output and exit code are logged; it never changes the deployment's outcome.
+   */
+  private async runHook(
+    name: "CC_RUN_SUCCEEDED_HOOK" | "CC_RUN_FAILED_HOOK",
+    vars: Record<string, string>,
+    started: InstanceInfo[],
+    write: (l: string) => void,
+  ): Promise<void> {
+    const hook = vars[name]?.trim();
+    const target = started[0];
+    if (!hook || !target) return;
+    write(`-----> Running ${name} in instance 0`);
+    try {
+      const code = await this.deps.engine.execInInstance(target.id, ["/bin/sh", "-c", hook], (l) => write(l));
+      write(`${name} exited with code ${code}${code === 0 ? "" : " (logged only)"}.`);
+    } catch (e) {
+      write(`${name} could not run: ${(e as Error).message} (logged only).`);
+    }
   }
 
   private async gate(

@@ -149,6 +149,46 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
     await pier.commit(repo, { "server.js": SERVER }, "all interfaces");
   });
 
+  test("CC_RUN_SUCCEEDED_HOOK and CC_RUN_FAILED_HOOK run in the instance after the gate, logged only", async () => {
+    await env(
+      "CC_RUN_SUCCEEDED_HOOK",
+      "echo succeeded-hook on $INSTANCE_NUMBER",
+      "CC_RUN_FAILED_HOOK",
+      "echo failed-hook ran; exit 5",
+    );
+    await pier.commit(repo, { "package.json": pkg(), "server.js": SERVER }, "hooks");
+    const ok = await pier.push(repo);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stderr, /succeeded-hook on 0/);
+    await env("CC_HEALTH_CHECK_PATH", "/missing");
+    await pier.commit(
+      repo,
+      {
+        "server.js": SERVER.replace(
+          "res.setHeader",
+          "if (req.url === '/missing') { res.statusCode = 404; return res.end(); }\n  res.setHeader",
+        ),
+      },
+      "404 health",
+    );
+    const bad = await pier.push(repo);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /failed-hook ran/);
+    assert.match(bad.stderr, /CC_RUN_FAILED_HOOK exited with code 5 \(logged only\)/);
+    assert.match(bad.stderr, /- GET \/missing returned 404\./);
+    const r = await pier.cli([
+      "env",
+      "rm",
+      "CC_HEALTH_CHECK_PATH",
+      "CC_RUN_SUCCEEDED_HOOK",
+      "CC_RUN_FAILED_HOOK",
+      "--app",
+      "nodeapp",
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    await pier.commit(repo, { "server.js": SERVER }, "back");
+  });
+
   test("a Node.js version that does not exist fails naming CC_NODE_VERSION", async () => {
     await pier.commit(repo, { "package.json": pkg() }, "back");
     await env("CC_NODE_VERSION", "99");
