@@ -174,6 +174,30 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
     );
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /Permission denied/);
+    const { run } = await import("./harness.js");
+    const unknownApp = await run(
+      ["git", "-C", repo, "push", `git+ssh://git@127.0.0.1:${pier.sshPort}/app-000000000000.git`, "master"],
+      { env: pier.gitEnv() },
+    );
+    assert.notEqual(unknownApp.code, 0);
+    assert.match(unknownApp.stderr, /app 'app-000000000000' not found/);
+    const notGit = await run([
+      "ssh",
+      "-i",
+      pier.keyFile,
+      "-o",
+      "StrictHostKeyChecking=no",
+      "-o",
+      "UserKnownHostsFile=/dev/null",
+      "-o",
+      "LogLevel=ERROR",
+      "-p",
+      String(pier.sshPort),
+      "git@127.0.0.1",
+      "sh -c id",
+    ]);
+    assert.notEqual(notGit.code, 0);
+    assert.match(notGit.stderr, /only `git push` and `git fetch`/);
     const bad = await pier.api("GET", "/v1/apps", undefined, "not-a-token");
     assert.equal(bad.status, 401);
     assert.equal((bad.json as { error: { code: string } }).error.code, "UNAUTHORIZED");
