@@ -1,10 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import { chmod, mkdir, writeFile } from "node:fs/promises";
+import { chmod, mkdir, rm } from "node:fs/promises";
 import { createServer, type Server as NetServer, type Socket } from "node:net";
 import { dirname, join } from "node:path";
 import ssh2 from "ssh2";
+import { exec } from "../adapters/exec.js";
 import { ensureBareRepo } from "../adapters/git.js";
 
 const { Server, utils } = ssh2;
@@ -114,15 +115,26 @@ interface PendingPush {
   controller: AbortController;
 }
 
+/**
+ * The server's host key, made once with ssh-keygen. (ssh2's own generator now and then writes an ed25519
+ * key that ssh2 then refuses to parse: seen as "Malformed OpenSSH private key" at start-up.) A key that
+ * does not parse is made again.
+ */
 async function hostKey(path: string): Promise<Buffer> {
-  if (!existsSync(path)) {
-    await mkdir(dirname(path), { recursive: true });
-    const pair = utils.generateKeyPairSync("ed25519");
-    await writeFile(path, pair.private, { mode: 0o600 });
-    await writeFile(`${path}.pub`, `${pair.public}\n`);
+  await mkdir(dirname(path), { recursive: true });
+  for (let attempt = 0; attempt < 3; attempt++) {
+    if (existsSync(path)) {
+      const key = readFileSync(path);
+      if (!(utils.parseKey(key) instanceof Error)) {
+        await chmod(path, 0o600);
+        return key;
+      }
+      await rm(path, { force: true });
+      await rm(`${path}.pub`, { force: true });
+    }
+    await exec(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "pier-host-key", "-f", path]);
   }
-  await chmod(path, 0o600);
-  return readFileSync(path);
+  throw new Error(`Could not make a usable SSH host key at ${path}.`);
 }
 
 /**
