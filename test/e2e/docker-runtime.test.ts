@@ -221,6 +221,52 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
     assert.match(human.stdout, /\[\d\] /);
   });
 
+  test("logs -f streams new lines as they come; scale --flavor sets the instances' memory limit", async () => {
+    const { spawn } = await import("node:child_process");
+    const { ROOT, run } = await import("./harness.js");
+    const follower = spawn(
+      process.execPath,
+      [`${ROOT}/bin/pier.js`, "logs", "-f", "--tail", "0", "--format", "json", "--app", "web"],
+      {
+        env: pier.env,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let streamed = "";
+    follower.stdout.on("data", (c: Buffer) => {
+      streamed += c.toString();
+    });
+    try {
+      await new Promise((r) => setTimeout(r, 1000));
+      assert.doesNotMatch(streamed, /listening on 8080/, "--tail 0: no old lines");
+      await pier.get("web", "/say/hello-stream");
+      for (let i = 0; i < 50 && !streamed.includes("hello-stream"); i++)
+        await new Promise((r) => setTimeout(r, 200));
+      assert.match(streamed, /said hello-stream/, "a new line arrives while following");
+      const line = JSON.parse(streamed.split("\n").find((l) => l.includes("hello-stream")) ?? "{}") as {
+        instance?: number;
+        at?: string;
+      };
+      assert.equal(typeof line.instance, "number");
+      assert.ok(line.at);
+    } finally {
+      follower.kill();
+    }
+
+    const scaled = await pier.cli(["scale", "--flavor", "S", "--instances", "1", "--app", "web"]);
+    assert.equal(scaled.code, 0, scaled.stderr);
+    const status = await pier.cliJson<{ instances: { id: string }[] }>(["status", "--app", "web"]);
+    const mem = await run([
+      "/usr/bin/docker",
+      "inspect",
+      "-f",
+      "{{.HostConfig.Memory}}",
+      status.instances[0]!.id,
+    ]);
+    assert.equal(mem.stdout.trim(), String(2048 * 2 ** 20));
+    assert.equal((await pier.get("web")).status, 200);
+  });
+
   test("stop: the app answers 503 until a restart brings it back", async () => {
     const stop = await pier.cli(["stop", "--app", "web"]);
     assert.equal(stop.code, 0, stop.stderr);

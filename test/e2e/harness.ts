@@ -286,6 +286,7 @@ const http = require("http");
 const port = Number(process.env.CC_APP_PORT || process.env.PORT || 8080);
 const server = http.createServer((req, res) => {
   if (req.url === "/health") { res.writeHead(Number(process.env.HEALTH_STATUS || 200)); return res.end("ok"); }
+  if (req.url.startsWith("/say/")) { console.log("said " + req.url.slice(5)); res.end("ok"); return; }
   if (req.url === "/crash") { res.end("bye"); setTimeout(() => process.exit(3), 10); return; }
   res.setHeader("content-type", "application/json");
   res.end(JSON.stringify({ greeting: process.env.GREETING, version: process.env.APP_VERSION || "1", env: process.env, headers: req.headers }));

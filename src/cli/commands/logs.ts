@@ -28,7 +28,7 @@ const flagsSchema = z.object({
   deployment: z.string().trim().min(1, "must be a deployment id or `latest`").optional(),
   since: timeFlag.optional(),
   until: timeFlag.optional(),
-  tail: countFlag(1).optional(),
+  tail: countFlag(0).optional(),
   follow: z.boolean().default(false),
 });
 type Flags = z.output<typeof flagsSchema>;
@@ -49,7 +49,7 @@ Options:
       --deployment <id|latest> show a deployment's log instead of the runtime logs
       --since <T>              runtime lines from T: an ISO time or a duration back (10m, 2h, 1d)
       --until <T>              runtime lines up to T
-      --tail <N>               only the last N runtime lines
+      --tail <N>               only the last N runtime lines (0 with -f: only new ones)
   -f, --follow                 keep printing new lines as they come (a deployment's log ends
                                with the deployment)
       --format human|json      output format (default human; json prints the array of line
