@@ -5,23 +5,10 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, httpGet, NODE_DOCKER_APP, Pier, run } from "../test/e2e/harness.js";
+import { freePort, NODE_DOCKER_APP, Pier, run, until200 } from "../test/e2e/harness.js";
 
 const DOCKER = "/usr/bin/docker";
 const rounds = Number(process.argv[2] ?? 3);
-
-async function until200(port: number, host: string, limitMs = 60_000): Promise<void> {
-  const end = Date.now() + limitMs;
-  while (Date.now() < end) {
-    try {
-      if ((await httpGet(port, host, "/", 2000)).status === 200) return;
-    } catch {
-      // not yet
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error("no 200 within the limit");
-}
 
 function app(nonce: string): Record<string, string> {
   return { ...NODE_DOCKER_APP, "server.js": `${NODE_DOCKER_APP["server.js"]}\n// ${nonce}\n` };

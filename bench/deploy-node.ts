@@ -7,26 +7,13 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, httpGet, Pier, run } from "../test/e2e/harness.js";
+import { freePort, Pier, run, until200 } from "../test/e2e/harness.js";
 
 const rounds = Number(process.argv[2] ?? 3);
 
 const PACKAGE = `${JSON.stringify({ name: "express-hello", version: "1.0.0", scripts: { start: "node server.js" }, dependencies: { express: "^4.21.0" } }, null, 2)}\n`;
 const server = (text: string) =>
   `const express = require("express");\nconst app = express();\napp.get("/", (req, res) => res.send(${JSON.stringify(text)}));\napp.listen(Number(process.env.PORT || 8080), "0.0.0.0");\n`;
-
-async function until200(port: number, host: string, limitMs = 120_000): Promise<void> {
-  const end = Date.now() + limitMs;
-  while (Date.now() < end) {
-    try {
-      if ((await httpGet(port, host, "/", 2000)).status === 200) return;
-    } catch {
-      // not yet
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error("no 200 within the limit");
-}
 
 /** The bare work: npm ci with an empty (or the given) cache, then node server.js until the first 200. */
 async function bare(lock: string, cache: string): Promise<number> {

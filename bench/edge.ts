@@ -6,7 +6,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { join } from "node:path";
-import { NODE_DOCKER_APP, Pier, run } from "../test/e2e/harness.js";
+import { freePort, NODE_DOCKER_APP, Pier, run } from "../test/e2e/harness.js";
 
 const seconds = Number(process.argv[2] ?? 10);
 
@@ -120,8 +120,7 @@ async function main(): Promise<void> {
     if (!target) throw new Error("no instance address");
     const [, directPort] = target.split(":");
 
-    const nginxPort = (await import("../test/e2e/harness.js")).freePort;
-    const plainPort = await nginxPort();
+    const plainPort = await freePort();
     stopNginx = plainNginx(join(pier.work, "plain-nginx"), plainPort, target);
 
     const direct = await wrk(Number(directPort), "bench.localhost");

@@ -78,6 +78,20 @@ export function httpGet(port: number, host: string, path = "/", timeoutMs = 10_0
   });
 }
 
+/** Polls until `GET /` answers 200 (through the edge when `host` is an app's host name). */
+export async function until200(port: number, host: string, limitMs = 120_000): Promise<void> {
+  const end = Date.now() + limitMs;
+  while (Date.now() < end) {
+    try {
+      if ((await httpGet(port, host, "/", 2000)).status === 200) return;
+    } catch {
+      // not yet
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`no 200 from ${host} within ${limitMs / 1000} s`);
+}
+
 export class Pier {
   readonly dataDir: string;
   readonly work: string;
