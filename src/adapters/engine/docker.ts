@@ -1,9 +1,12 @@
-import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:net";
 import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
+import { buildImage, buildInContainer, imageExists, isNotFound } from "./docker-build.js";
+
+export { cleanBuildLine } from "./docker-build.js";
+
 import type {
   ContainerBuild,
   Engine,
@@ -69,38 +72,6 @@ function infoOf(c: InspectLike): InstanceInfo {
   };
 }
 
-type FollowProgress = (
-  stream: NodeJS.ReadableStream,
-  onFinished: (err: Error | null) => void,
-  onProgress: (ev: {
-    stream?: string;
-    error?: string;
-    errorDetail?: { message?: string };
-    status?: string;
-  }) => void,
-) => void;
-
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching terminal escape sequences is the point.
-const ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-
-/**
- * One line of build output as a user should read it: without terminal colour codes, and with BuildKit's
- * command output decoded (dockerode 5 hands the protobuf `bytes` of a log message on still in base64).
- */
-export function cleanBuildLine(line: string, buildkit: boolean): string {
-  let l = line;
-  if (buildkit && BASE64.test(l)) {
-    const decoded = Buffer.from(l, "base64").toString("utf8");
-    if (!decoded.includes("\uFFFD")) l = decoded.replace(/\n$/, "");
-  }
-  return l.replace(ANSI, "").replace(/\r/g, "");
-}
-
-function isNotFound(e: unknown): boolean {
-  return typeof e === "object" && e !== null && (e as { statusCode?: number }).statusCode === 404;
-}
-
 export class DockerEngine implements Engine {
   private readonly docker: Docker;
 
@@ -128,173 +99,12 @@ export class DockerEngine implements Engine {
     }
   }
 
-  async buildImage(b: ImageBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void> {
-    const auth = b.login
-      ? {
-          username: b.login.username,
-          password: b.login.password,
-          serveraddress: b.login.server ?? "https://index.docker.io/v1/",
-        }
-      : undefined;
-    if (auth) {
-      try {
-        await this.docker.checkAuth(auth);
-      } catch (e) {
-        throw new PierError(
-          "BUILD_FAILED",
-          `Registry login to ${b.login?.server ?? "the default registry"} as ${b.login?.username} failed: ${(e as { json?: { message?: string } }).json?.message ?? (e as Error).message}`,
-          "Check CC_DOCKER_LOGIN_USERNAME, CC_DOCKER_LOGIN_PASSWORD and CC_DOCKER_LOGIN_SERVER.",
-        );
-      }
-    }
-    const tar = spawn("tar", ["-C", b.contextDir, "-c", "."], { stdio: ["ignore", "pipe", "pipe"] });
-    const context = new PassThrough();
-    tar.stdout.pipe(context);
-    const options: Record<string, unknown> = {
-      t: b.tag,
-      dockerfile: b.dockerfile,
-      buildargs: b.buildArgs,
-      nocache: b.noCache,
-      rm: true,
-      forcerm: true,
-      memory: b.memoryBytes,
-      memswap: b.memoryBytes,
-      abortSignal: signal,
-    };
-    // The classic builder turns each image label into one more build step with its own container
-    // (about 100 ms each); images are known by their name (pier-app/<app>:<deployment>) instead.
-    if (b.buildkit) {
-      options.version = "2";
-      options.labels = { ...b.labels, ...this.ownLabels };
-    }
-    if (auth) {
-      const key = b.login?.server ?? "https://index.docker.io/v1/";
-      options.registryconfig = { [key]: auth };
-      options.authconfig = auth;
-    }
-    let stream: NodeJS.ReadableStream;
-    try {
-      stream = await this.docker.buildImage(context, options);
-    } catch (e) {
-      tar.kill();
-      throw new PierError("BUILD_FAILED", `The engine refused the build: ${(e as Error).message}`);
-    }
-    const onAbort = () => (stream as unknown as { destroy?: () => void }).destroy?.();
-    signal.addEventListener("abort", onAbort, { once: true });
-    let failure: string | null = null;
-    try {
-      await new Promise<void>((resolve, reject) => {
-        // dockerode 5's followProgress decodes BuildKit's protobuf status too; @types lags behind it.
-        (this.docker as unknown as { followProgress: FollowProgress }).followProgress(
-          stream,
-          (err: Error | null) => (err ? reject(err) : resolve()),
-          (ev: { stream?: string; error?: string; errorDetail?: { message?: string }; status?: string }) => {
-            if (ev.error) failure = ev.errorDetail?.message ?? ev.error;
-            const text = ev.stream ?? ev.status ?? ev.error;
-            if (!text) return;
-            for (const raw of text.replace(/\n$/, "").split("\n")) {
-              for (const l of cleanBuildLine(raw, b.buildkit).split("\n")) if (l.trim()) onLine(l);
-            }
-          },
-        );
-      });
-    } catch (e) {
-      if (signal.aborted) throw signal.reason;
-      throw new PierError("BUILD_FAILED", `The build stream broke: ${(e as Error).message}`);
-    } finally {
-      signal.removeEventListener("abort", onAbort);
-    }
-    if (signal.aborted) throw signal.reason;
-    if (failure) {
-      const oom = /exit code: 137|signal: killed|returned a non-zero code: 137/.test(failure);
-      throw new PierError(
-        "BUILD_FAILED",
-        oom
-          ? `The build ran out of memory: the ${b.flavor} build flavor has ${Math.round(b.memoryBytes / 2 ** 20)} MiB (${failure})`
-          : `The build failed: ${failure}`,
-        oom ? "Give builds a larger flavor: pier scale --build-flavor <S|M|L|XL>" : undefined,
-      );
-    }
-    if (!(await this.imageExists(b.tag)))
-      throw new PierError("BUILD_FAILED", `The build produced no image ${b.tag}.`);
+  buildImage(b: ImageBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void> {
+    return buildImage(this.docker, this.ownLabels, b, onLine, signal);
   }
 
-  async buildInContainer(
-    b: ContainerBuild,
-    onLine: (line: string) => void,
-    signal: AbortSignal,
-  ): Promise<void> {
-    for (const v of b.volumes) {
-      try {
-        await this.docker.getVolume(v.name).inspect();
-      } catch (e) {
-        if (!isNotFound(e)) throw e;
-        await this.docker.createVolume({ Name: v.name, Labels: { ...b.labels, ...this.ownLabels } });
-      }
-    }
-    const container = await this.docker.createContainer({
-      Image: b.from,
-      Cmd: ["/bin/sh", "-ec", b.script],
-      WorkingDir: b.appDir,
-      Env: Object.entries(b.env).map(([k, v]) => `${k}=${v}`),
-      Labels: { ...b.labels, ...this.ownLabels, "pier.role": "build" },
-      HostConfig: {
-        Memory: b.memoryBytes,
-        MemorySwap: b.memoryBytes,
-        PidsLimit: 4096,
-        Binds: [
-          ...b.volumes.map((v) => `${v.name}:${v.target}`),
-          ...b.binds.map((m) => `${m.source}:${m.target}:ro`),
-        ],
-        LogConfig: { Type: "json-file", Config: {} },
-      },
-    });
-    const onAbort = () => void container.kill().catch(() => undefined);
-    signal.addEventListener("abort", onAbort, { once: true });
-    try {
-      const tar = spawn("tar", ["-C", b.contextDir, "-c", "."], { stdio: ["ignore", "pipe", "ignore"] });
-      await container.putArchive(tar.stdout, { path: b.appDir });
-      const stream = await container.attach({ stream: true, stdout: true, stderr: true });
-      const out = new PassThrough();
-      let buf = "";
-      out.on("data", (c: Buffer) => {
-        buf += c.toString("utf8");
-        const lines = buf.split("\n");
-        buf = lines.pop() ?? "";
-        for (const l of lines) onLine(cleanBuildLine(l, false));
-      });
-      this.docker.modem.demuxStream(stream, out, out);
-      await container.start();
-      const { StatusCode } = (await container.wait()) as { StatusCode: number };
-      if (buf) onLine(cleanBuildLine(buf, false));
-      if (signal.aborted) throw signal.reason;
-      const state = ((await container.inspect()) as unknown as { State: { OOMKilled: boolean } }).State;
-      if (state.OOMKilled || StatusCode === 137) {
-        throw new PierError(
-          "BUILD_FAILED",
-          `The build ran out of memory: the ${b.flavor} build flavor has ${Math.round(b.memoryBytes / 2 ** 20)} MiB.`,
-          "Give builds a larger flavor: pier scale --build-flavor <S|M|L|XL>",
-        );
-      }
-      if (StatusCode !== 0)
-        throw new PierError("BUILD_FAILED", `The build failed (exit code ${StatusCode}).`);
-      const [repo, tag] = b.tag.split(":");
-      // The engine merges the container's own Env into the image: only non-secret variables may be
-      // given as `env`; the build's variables come in through a bind-mounted file (not committed).
-      await container.commit({
-        _query: { container: container.id, repo, tag },
-        _body: {
-          Cmd: b.image.cmd,
-          Entrypoint: null,
-          Env: Object.entries(b.image.env).map(([k, v]) => `${k}=${v}`),
-          WorkingDir: b.image.workdir,
-          Labels: { ...b.labels, ...this.ownLabels },
-        },
-      } as unknown as Record<string, unknown>);
-    } finally {
-      signal.removeEventListener("abort", onAbort);
-      await container.remove({ force: true }).catch(() => undefined);
-    }
+  buildInContainer(b: ContainerBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void> {
+    return buildInContainer(this.docker, this.ownLabels, b, onLine, signal);
   }
 
   async removeVolumes(labels: Record<string, string>): Promise<void> {
@@ -307,14 +117,8 @@ export class DockerEngine implements Engine {
     }
   }
 
-  async imageExists(tag: string): Promise<boolean> {
-    try {
-      await this.docker.getImage(tag).inspect();
-      return true;
-    } catch (e) {
-      if (isNotFound(e)) return false;
-      throw e;
-    }
+  imageExists(tag: string): Promise<boolean> {
+    return imageExists(this.docker, tag);
   }
 
   async imageTags(repo: string): Promise<string[]> {
