@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, rm } from "node:fs/promises";
 import { createServer, type Server as NetServer, type Socket } from "node:net";
 import { dirname, join } from "node:path";
-import ssh2, { type Connection } from "ssh2";
+import ssh2 from "ssh2";
 import { exec } from "../adapters/exec.js";
 import { ensureBareRepo } from "../adapters/git.js";
 
@@ -76,7 +76,7 @@ if [ -z "\${PIER_HOOK_PORT:-}" ] || [ -z "\${PIER_PUSH_TOKEN:-}" ]; then
   echo "Pier: push through pier server's SSH git endpoint; this repository deploys nothing otherwise."
   exit 1
 fi
-if ! { exec 3<>"/dev/tcp/127.0.0.1/$PIER_HOOK_PORT"; } 2>/dev/null; then
+if ! exec 3<>"/dev/tcp/127.0.0.1/$PIER_HOOK_PORT"; then
   echo "Pier is not running or not reachable; the push was not deployed."
   exit 1
 fi
@@ -113,10 +113,6 @@ interface PendingPush {
   fingerprint: string;
   repoDir: string;
   controller: AbortController;
-  /** A token is good for one hook connection. */
-  used: boolean;
-  /** onPush has returned: a later disconnect aborts nothing. */
-  finished: boolean;
 }
 
 /**
@@ -151,24 +147,14 @@ async function startHookServer(
   pending: Map<string, PendingPush>,
   onPush: PushHandler,
   logger: MiniLogger,
-  live: Set<Socket>,
 ): Promise<NetServer> {
   const server = createServer((sock: Socket) => {
     let buf = "";
     let handled = false;
-    const sendLog = (text: string) => {
+    const send = (kind: "L" | "R", text: string) => {
       if (sock.destroyed) return;
-      for (const line of text.split("\n")) sock.write(`L ${line.replace(/\r/g, "")}\n`);
+      for (const line of text.split("\n")) sock.write(`${kind} ${line.replace(/\r/g, "")}\n`);
     };
-    /** The hook reads one `R` line: a message of several lines goes as log lines, then its last line. */
-    const sendResult = (ok: boolean, message: string) => {
-      const lines = message.replace(/\r/g, "").split("\n");
-      const last = lines.pop() ?? "";
-      if (lines.length) sendLog(lines.join("\n"));
-      if (!sock.destroyed) sock.write(`R ${ok ? "ok" : "failed"} ${last}\n`);
-    };
-    live.add(sock);
-    sock.on("close", () => live.delete(sock));
     sock.on("error", () => undefined);
     sock.setTimeout(30_000, () => {
       if (!handled) sock.destroy();
@@ -183,21 +169,18 @@ async function startHookServer(
         const lines = buf.split("\n");
         const [verb, token, oldSha, newSha, ref] = (lines[0] ?? "").split(" ");
         const push = verb === "PUSH" && token ? pending.get(token) : undefined;
-        if (!push || push.used || !oldSha || !newSha || !ref) {
-          sendResult(false, "pier: this push is not known to the server (expired token)");
+        if (!push || !oldSha || !newSha || !ref) {
+          send("R", "failed pier: this push is not known to the server (expired token)");
           sock.end();
           return;
         }
-        push.used = true;
         const gitEnv: Record<string, string> = {};
         for (const l of lines.slice(1)) {
           const m =
             /^ENV (GIT_OBJECT_DIRECTORY|GIT_ALTERNATE_OBJECT_DIRECTORIES|GIT_QUARANTINE_PATH) (.+)$/.exec(l);
           if (m?.[1] && m[2]) gitEnv[m[1]] = m[2];
         }
-        sock.on("close", () => {
-          if (!push.finished) push.controller.abort(new Error("The pusher disconnected."));
-        });
+        sock.on("close", () => push.controller.abort(new Error("The pusher disconnected.")));
         try {
           const r = await onPush({
             appId: push.appId,
@@ -207,15 +190,13 @@ async function startHookServer(
             newSha,
             gitEnv,
             repoDir: push.repoDir,
-            log: sendLog,
+            log: (line) => send("L", line),
             signal: push.controller.signal,
           });
-          push.finished = true;
-          sendResult(r.ok, r.message);
+          send("R", `${r.ok ? "ok" : "failed"} ${r.message}`);
         } catch (e) {
-          push.finished = true;
           logger.error({ err: e }, "push handler failed");
-          sendResult(false, `pier: internal error: ${(e as Error).message}`);
+          send("R", `failed pier: internal error: ${(e as Error).message}`);
         }
         sock.end();
       })();
@@ -236,17 +217,13 @@ export async function startGitSshServer(
   await mkdir(opts.reposDir, { recursive: true });
 
   const pending = new Map<string, PendingPush>();
-  const hookSockets = new Set<Socket>();
-  const hookServer = await startHookServer(pending, opts.onPush, opts.logger, hookSockets);
+  const hookServer = await startHookServer(pending, opts.onPush, opts.logger);
   const hookAddress = hookServer.address();
   const hookPort = typeof hookAddress === "object" && hookAddress ? hookAddress.port : 0;
   const children = new Set<ChildProcess>();
-  const clients = new Set<Connection>();
 
   const server = new Server({ hostKeys: [key], ident: "Pier" }, (client) => {
     let fingerprint: string | null = null;
-    clients.add(client);
-    client.on("close", () => clients.delete(client));
     client.on("error", (err) => opts.logger.warn({ err: err.message }, "ssh client error"));
     client.on("authentication", (ctx) => {
       if (ctx.method !== "publickey") return ctx.reject(["publickey"]);
@@ -261,10 +238,7 @@ export async function startGitSshServer(
         }
         fingerprint = auth.fingerprint;
         ctx.accept();
-      })().catch((err: Error) => {
-        opts.logger.warn({ err: err.message }, "ssh authentication failed");
-        ctx.reject(["publickey"]);
-      });
+      })();
     });
     client.on("ready", () => {
       client.on("session", (acceptSession) => {
@@ -280,12 +254,7 @@ export async function startGitSshServer(
         session.on("env", (accept) => accept?.());
         session.on("exec", (accept, _reject, info) => {
           const channel = accept();
-          let channelOpen = true;
-          channel.on("close", () => {
-            channelOpen = false;
-          });
           const fail = (message: string) => {
-            if (!channelOpen) return;
             channel.stderr.write(`${message}\n`);
             channel.exit(1);
             channel.end();
@@ -305,24 +274,18 @@ export async function startGitSshServer(
             const env: NodeJS.ProcessEnv = { ...process.env };
             let token: string | null = null;
             if (receive) {
-              await ensureBareRepo(repoDir, hookScript(), { maxInputBytes: opts.maxPushBytes });
+              await ensureBareRepo(repoDir, hookScript(), opts.maxPushBytes);
               token = randomBytes(24).toString("hex");
               pending.set(token, {
                 appId,
                 fingerprint: fingerprint ?? "unknown",
                 repoDir,
                 controller: new AbortController(),
-                used: false,
-                finished: false,
               });
               env.PIER_HOOK_PORT = String(hookPort);
               env.PIER_PUSH_TOKEN = token;
             } else if (!existsSync(join(repoDir, "HEAD"))) {
               return fail(`pier: app '${appId}' has never been pushed.`);
-            }
-            if (!channelOpen) {
-              if (token) pending.delete(token);
-              return;
             }
             const child = spawn(receive ? "git-receive-pack" : "git-upload-pack", [repoDir], {
               env,
@@ -330,12 +293,9 @@ export async function startGitSshServer(
             });
             children.add(child);
             let received = 0;
-            let tooLarge = false;
             channel.on("data", (c: Buffer) => {
-              if (tooLarge) return;
               received += c.length;
               if (received > opts.maxPushBytes) {
-                tooLarge = true;
                 channel.stderr.write(
                   `pier: the push is larger than the limit of ${opts.maxPushBytes} bytes (PIER_MAX_PUSH_BYTES).\n`,
                 );
@@ -352,11 +312,9 @@ export async function startGitSshServer(
               if (child.exitCode === null) child.kill("SIGTERM");
               if (token) pending.get(token)?.controller.abort(new Error("The pusher disconnected."));
             });
-            child.on("error", (err) => fail(`pier: could not run git: ${err.message}`));
             child.on("close", (code) => {
               children.delete(child);
               if (token) pending.delete(token);
-              if (!channelOpen) return;
               channel.exit(code ?? 1);
               channel.end();
             });
@@ -377,14 +335,9 @@ export async function startGitSshServer(
   return {
     port,
     close: async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      const hookClosed = new Promise<void>((resolve) => hookServer.close(() => resolve()));
-      for (const p of pending.values()) p.controller.abort(new Error("Pier is shutting down."));
       for (const c of children) c.kill("SIGTERM");
-      for (const s of hookSockets) s.destroy();
-      for (const c of clients) c.end();
-      await closed;
-      await hookClosed;
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await new Promise<void>((resolve) => hookServer.close(() => resolve()));
     },
   };
 }
