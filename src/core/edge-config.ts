@@ -216,3 +216,194 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
 export function configVersion(config: string): string | null {
   return /string "([0-9a-f]{16})" if \{ path \/\.pier\/edge-version \}/.exec(config)?.[1] ?? null;
 }
+
+/*
+ * The nginx configuration of Pier's edge (the NginxEdge adapter): a whole nginx.conf for Pier's own nginx
+ * master (`nginx -p <prefix> -c <prefix>/nginx.conf`), never the system's. Routes change by a graceful
+ * reload. Pure and deterministic: the same routes give the same text, whatever their order.
+ */
+
+export interface NginxConfigInput {
+  routes: readonly Route[];
+  listenPort: number;
+  listenHost: string;
+  /** Absolute directory: pid file, error log, temp paths. */
+  prefix: string;
+  workerProcesses?: number | "auto";
+}
+
+/** The Host that reaches the edge's own status server (`/.pier/edge-version`); no app may take it. */
+export const EDGE_STATUS_HOST = "pier-edge.invalid";
+
+const nginxPage = (title: string, text: string) =>
+  `<!doctype html><html><head><meta charset=utf-8><title>${title}</title></head><body style='font-family:sans-serif;margin:3em'><h1>${title}</h1><p>${text}</p><p><small>Pier</small></p></body></html>\\n`;
+
+const sameTargets = (a: readonly RouteTarget[], b: readonly RouteTarget[]) =>
+  a.length === b.length && a.every((t, i) => t.host === b[i]?.host && t.port === b[i]?.port);
+
+/** Sorted, without duplicates: the order of targets does not change the text. */
+function sortedTargets(targets: readonly RouteTarget[]): RouteTarget[] {
+  const out: RouteTarget[] = [];
+  for (const t of [...targets].sort((a, b) =>
+    a.host === b.host ? a.port - b.port : a.host < b.host ? -1 : 1,
+  )) {
+    if (!out.some((o) => o.host === t.host && o.port === t.port)) out.push(t);
+  }
+  return out;
+}
+
+export function renderNginxConfig(input: NginxConfigInput): string {
+  const p = input.prefix;
+  check(
+    PATH.test(p) && !p.split("/").includes(".."),
+    `prefix '${p}' must be an absolute path of plain characters`,
+  );
+  check(
+    input.listenHost === "0.0.0.0" || IPV4.test(input.listenHost),
+    `listen host '${input.listenHost}' must be an IPv4 address`,
+  );
+  check(
+    Number.isInteger(input.listenPort) && input.listenPort > 0 && input.listenPort < 65536,
+    "listen port must be 1..65535",
+  );
+  const workers = input.workerProcesses ?? "auto";
+  check(
+    workers === "auto" || (Number.isInteger(workers) && workers > 0 && workers <= 64),
+    "worker processes must be 'auto' or 1..64",
+  );
+  validateRoutes(input.routes);
+  check(
+    !input.routes.some((r) => r.hostname === EDGE_STATUS_HOST),
+    `hostname '${EDGE_STATUS_HOST}' is the edge's own`,
+  );
+
+  const listen = `${input.listenHost}:${input.listenPort}`;
+  const routes = [...input.routes].sort((a, b) => (a.hostname < b.hostname ? -1 : 1));
+  // One upstream per app; an app served at several hostnames shares it. Names that collide once
+  // sanitized (`a-b`, `a_b`) get a numbered suffix.
+  const upstreams: { appId: string; name: string; targets: RouteTarget[] }[] = [];
+  const servers: string[] = [];
+  for (const r of routes) {
+    const targets = sortedTargets(r.targets);
+    const lines = ["  server {", `    listen ${listen};`, `    server_name ${r.hostname};`];
+    if (targets.length === 0) {
+      lines.push(
+        "    default_type text/html;",
+        `    location / { return 503 "${nginxPage("App not running", `The app at ${r.hostname} has no running instance. Deploy it, or start it with pier restart.`)}"; }`,
+      );
+    } else {
+      let up = upstreams.find((u) => u.appId === r.appId && sameTargets(u.targets, targets));
+      if (!up) {
+        const base = backendName(r.appId);
+        let name = base;
+        for (let n = 1; upstreams.some((u) => u.name === name); n++) name = `${base}_${n}`;
+        up = { appId: r.appId, name, targets };
+        upstreams.push(up);
+      }
+      lines.push(`    location / { proxy_pass http://${up.name}; }`);
+    }
+    lines.push("  }", "");
+    servers.push(...lines);
+  }
+
+  const body = [
+    "# Rendered by Pier from its route table. Do not edit: the next change overwrites it.",
+    "daemon on;",
+    "master_process on;",
+    `worker_processes ${workers};`,
+    "worker_rlimit_nofile 16384;",
+    // A reload leaves old workers finishing their requests; a long-lived connection cannot keep one for ever.
+    "worker_shutdown_timeout 300s;",
+    `pid ${p}/nginx.pid;`,
+    `lock_file ${p}/nginx.lock;`,
+    `error_log ${p}/error.log warn;`,
+    "",
+    "events {",
+    "  worker_connections 4096;",
+    "}",
+    "",
+    "http {",
+    "  access_log off;",
+    "  server_tokens off;",
+    "  tcp_nodelay on;",
+    "  keepalive_timeout 65s;",
+    "  keepalive_requests 10000;",
+    "  client_max_body_size 0;",
+    "  large_client_header_buffers 4 16k;",
+    // Room for a 253-character hostname per bucket, and for thousands of them.
+    "  server_names_hash_bucket_size 512;",
+    "  server_names_hash_max_size 16384;",
+    `  client_body_temp_path ${p}/tmp/client_body;`,
+    `  proxy_temp_path ${p}/tmp/proxy;`,
+    `  fastcgi_temp_path ${p}/tmp/fastcgi;`,
+    `  uwsgi_temp_path ${p}/tmp/uwsgi;`,
+    `  scgi_temp_path ${p}/tmp/scgi;`,
+    "",
+    // Upgrade (WebSocket) requests keep their Connection header; every other request sends none, so the
+    // connections to the instances stay alive.
+    '  map $http_upgrade $pier_connection { default upgrade; "" ""; }',
+    // A client's own request id is kept when it looks like one (as Heroku does); otherwise nginx makes one.
+    '  map $http_x_request_id $pier_request_id { default $request_id; "~^[A-Za-z0-9._:+/=-]{20,200}$" $http_x_request_id; }',
+    // Only a plain host name is echoed in the 404 page.
+    '  map $host $pier_host { default "this address"; "~^[a-z0-9.-]{1,253}$" $host; }',
+    "",
+    "  proxy_http_version 1.1;",
+    "  proxy_set_header Host $host;",
+    "  proxy_set_header Connection $pier_connection;",
+    "  proxy_set_header Upgrade $http_upgrade;",
+    "  proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;",
+    "  proxy_set_header X-Forwarded-Proto $scheme;",
+    "  proxy_set_header X-Forwarded-Host $http_host;",
+    "  proxy_set_header X-Forwarded-Port $server_port;",
+    "  proxy_set_header X-Request-Id $pier_request_id;",
+    "  proxy_connect_timeout 5s;",
+    "  proxy_send_timeout 300s;",
+    "  proxy_read_timeout 300s;",
+    // A refused connection (an instance that is retiring) is retried on another instance.
+    "  proxy_next_upstream error timeout;",
+    "  proxy_next_upstream_tries 3;",
+    "  proxy_next_upstream_timeout 15s;",
+    // Bodies stream through: no temp file, so the workers never need to write under the prefix.
+    "  proxy_request_buffering off;",
+    "  proxy_max_temp_file_size 0;",
+    "  proxy_buffer_size 16k;",
+    "  proxy_buffers 8 16k;",
+    "  proxy_busy_buffers_size 32k;",
+    "",
+    ...upstreams.flatMap((u) => [
+      `  upstream ${u.name} {`,
+      "    least_conn;",
+      ...u.targets.map((t) => `    server ${t.host}:${t.port} max_fails=1 fail_timeout=5s;`),
+      "    keepalive 64;",
+      // Shorter than Node's default keepAliveTimeout (5 s): nginx closes an idle connection first.
+      "    keepalive_timeout 4s;",
+      "  }",
+      "",
+    ]),
+    "  server {",
+    `    listen ${listen} default_server backlog=4096;`,
+    "    server_name _;",
+    "    default_type text/html;",
+    `    location / { return 404 "${nginxPage("No app here", "No app is served at $pier_host.")}"; }`,
+    "  }",
+    "",
+    "  server {",
+    `    listen ${listen};`,
+    `    server_name ${EDGE_STATUS_HOST};`,
+    "    default_type text/plain;",
+    '    location = /.pier/edge-version { return 200 "@VERSION@\\n"; }',
+    "    location / { return 404; }",
+    "  }",
+    "",
+    ...servers,
+    "}",
+    "",
+  ].join("\n");
+  const version = createHash("sha256").update(body).digest("hex").slice(0, 16);
+  return body.replace("@VERSION@", version);
+}
+
+/** The version a rendered nginx config answers at `/.pier/edge-version` (Host `pier-edge.invalid`). */
+export function nginxConfigVersion(config: string): string | null {
+  return /location = \/\.pier\/edge-version \{ return 200 "([0-9a-f]{16})\\n"; \}/.exec(config)?.[1] ?? null;
+}
