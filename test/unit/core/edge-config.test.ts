@@ -4,9 +4,12 @@ import {
   configVersion,
   type EdgeLayout,
   layoutFor,
+  type NginxConfigInput,
+  nginxConfigVersion,
   planRuntimeSwitch,
   renderHaproxyConfig,
   renderHostsMap,
+  renderNginxConfig,
   runtimeCommands,
 } from "../../../src/core/edge-config.js";
 import type { Route } from "../../../src/core/ports.js";
@@ -173,4 +176,185 @@ test("runtime commands", () => {
   assert.deepEqual(runtimeCommands({ backend: "app_x", slot: "s0", state: "maint", target: null }), [
     "set server app_x/s0 state maint",
   ]);
+});
+
+describe("renderNginxConfig", () => {
+  const base: NginxConfigInput = {
+    routes: [route("app-a", "a.localhost", 1002, 1001), route("app-b", "b.localhost")],
+    listenHost: "127.0.0.1",
+    listenPort: 8000,
+    prefix: "/var/lib/pier/edge",
+  };
+  const render = (patch: Partial<NginxConfigInput> = {}) => renderNginxConfig({ ...base, ...patch });
+  const cfg = render();
+  /** The text of the `server { ... }` block for `name`. */
+  const serverBlock = (text: string, name: string) =>
+    [...text.matchAll(/^ {2}server \{\n[\s\S]*?^ {2}\}$/gm)]
+      .map((m) => m[0])
+      .find((b) => b.includes(`    server_name ${name};\n`)) ?? "";
+
+  test("a whole nginx.conf for Pier's own master: pid, log and temp paths under the prefix", () => {
+    for (const line of [
+      "daemon on;",
+      "pid /var/lib/pier/edge/nginx.pid;",
+      "error_log /var/lib/pier/edge/error.log warn;",
+      "  client_body_temp_path /var/lib/pier/edge/tmp/client_body;",
+      "  proxy_temp_path /var/lib/pier/edge/tmp/proxy;",
+      "  worker_connections 4096;",
+      "worker_processes auto;",
+      "  access_log off;",
+    ]) {
+      assert.ok(cfg.includes(`${line}\n`), `missing: ${line}`);
+    }
+    assert.doesNotMatch(cfg, /\/etc\/nginx|\/var\/log\/nginx|include /);
+    assert.match(render({ workerProcesses: 2 }), /^worker_processes 2;$/m);
+  });
+
+  test("forwards Host, X-Forwarded-*, X-Request-Id over HTTP/1.1 keep-alive, retrying a refused instance", () => {
+    for (const line of [
+      "proxy_http_version 1.1;",
+      "proxy_set_header Host $host;",
+      "proxy_set_header Connection $pier_connection;",
+      "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;",
+      "proxy_set_header X-Forwarded-Proto $scheme;",
+      "proxy_set_header X-Forwarded-Host $http_host;",
+      "proxy_set_header X-Request-Id $pier_request_id;",
+      "proxy_next_upstream error timeout;",
+      "proxy_connect_timeout 5s;",
+    ]) {
+      assert.ok(cfg.includes(`  ${line}\n`), `missing: ${line}`);
+    }
+    // No Upgrade header: no Connection header at all, so the connection to the instance stays alive.
+    assert.match(cfg, /map \$http_upgrade \$pier_connection \{ default upgrade; "" ""; \}/);
+  });
+
+  test("one upstream per app, targets sorted, balanced, with keep-alive connections", () => {
+    assert.ok(
+      cfg.includes(
+        [
+          "  upstream app_app_a {",
+          "    least_conn;",
+          "    server 127.0.0.1:1001 max_fails=1 fail_timeout=5s;",
+          "    server 127.0.0.1:1002 max_fails=1 fail_timeout=5s;",
+          "    keepalive 64;",
+        ].join("\n"),
+      ),
+    );
+    assert.match(serverBlock(cfg, "a.localhost"), /listen 127\.0\.0\.1:8000;\n {4}server_name a\.localhost;/);
+    assert.match(serverBlock(cfg, "a.localhost"), /location \/ \{ proxy_pass http:\/\/app_app_a; \}/);
+  });
+
+  test("an app without instances answers 503 with a page, and has no upstream", () => {
+    const b = serverBlock(cfg, "b.localhost");
+    assert.match(b, /return 503 "<!doctype html>.*has no running instance/);
+    assert.match(b, /default_type text\/html;/);
+    assert.doesNotMatch(cfg, /upstream app_app_b/);
+  });
+
+  test("unknown hosts reach the default server: 404 with a page naming the host", () => {
+    const d = serverBlock(cfg, "_");
+    assert.match(d, /listen 127\.0\.0\.1:8000 default_server/);
+    assert.match(d, /default_type text\/html;/);
+    assert.match(d, /return 404 "<!doctype html>.*No app is served at \$pier_host\./);
+    // Only a plain host name is echoed into the page.
+    assert.match(
+      cfg,
+      /map \$host \$pier_host \{ default "this address"; "~\^\[a-z0-9\.-\]\{1,253\}\$" \$host; \}/,
+    );
+  });
+
+  test("the edge's version answers on its own host name", () => {
+    const v = nginxConfigVersion(cfg);
+    assert.match(v ?? "", /^[0-9a-f]{16}$/);
+    assert.match(
+      serverBlock(cfg, "pier-edge.invalid"),
+      new RegExp(`/.pier/edge-version \\{ return 200 "${v}`),
+    );
+    assert.equal(nginxConfigVersion("worker_processes 1;"), null);
+  });
+
+  test("deterministic: the order of routes and targets, and duplicate targets, change nothing", () => {
+    const shuffled = render({
+      routes: [route("app-b", "b.localhost"), route("app-a", "a.localhost", 1001, 1002, 1001)],
+    });
+    assert.equal(shuffled, cfg);
+    assert.equal(render(), cfg);
+    const moved = render({ routes: [route("app-a", "a.localhost", 1003), route("app-b", "b.localhost")] });
+    assert.notEqual(nginxConfigVersion(moved), nginxConfigVersion(cfg), "a new target is a new version");
+  });
+
+  test("upstream names: sanitized app ids, collisions told apart, one app at two hostnames shares one", () => {
+    const text = render({
+      routes: [
+        route("a-b", "x.localhost", 1),
+        route("a_b", "y.localhost", 2),
+        route("a-b", "www.x.localhost", 1),
+        route("app.1/x", "z.localhost", 3),
+      ],
+    });
+    assert.deepEqual(
+      [...text.matchAll(/^ {2}upstream (\S+) \{$/gm)].map((m) => m[1]),
+      ["app_a_b", "app_a_b_1", "app_app_1_x"],
+    );
+    assert.match(serverBlock(text, "www.x.localhost"), /proxy_pass http:\/\/app_a_b;/);
+    assert.match(serverBlock(text, "y.localhost"), /proxy_pass http:\/\/app_a_b_1;/);
+  });
+
+  test("a 253-character hostname is accepted", () => {
+    const long = `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(61)}`;
+    assert.equal(long.length, 253);
+    assert.match(render({ routes: [route("x", long, 1)] }), new RegExp(`server_name ${long};`));
+  });
+
+  const refused: [string, Partial<NginxConfigInput>, RegExp][] = [
+    ["an upper-case hostname", { routes: [route("x", "Bad_Host", 1)] }, /not a valid DNS name/],
+    ["a hostname with a space", { routes: [route("x", "a b", 1)] }, /not a valid DNS name/],
+    ["a hostname ending a directive", { routes: [route("x", "a.localhost;", 1)] }, /not a valid DNS name/],
+    ["a hostname with a variable", { routes: [route("x", "$host", 1)] }, /not a valid DNS name/],
+    [
+      "a hostname with a new line",
+      { routes: [route("x", "a.localhost\n  server {", 1)] },
+      /not a valid DNS name/,
+    ],
+    ["an empty label", { routes: [route("x", "a..b", 1)] }, /not a valid DNS name/],
+    ["a label starting with -", { routes: [route("x", "-a.b", 1)] }, /not a valid DNS name/],
+    ["a 64-character label", { routes: [route("x", `${"a".repeat(64)}.b`, 1)] }, /not a valid DNS name/],
+    ["an empty hostname", { routes: [route("x", "", 1)] }, /not a valid DNS name/],
+    ["the edge's own hostname", { routes: [route("x", "pier-edge.invalid", 1)] }, /edge's own/],
+    [
+      "a hostname routed twice",
+      { routes: [route("x", "a.localhost", 1), route("y", "a.localhost", 2)] },
+      /routed twice/,
+    ],
+    [
+      "a target that is not an IP",
+      { routes: [{ appId: "x", hostname: "a.localhost", targets: [{ host: "localhost", port: 1 }] }] },
+      /IPv4/,
+    ],
+    [
+      "a target with a directive",
+      { routes: [{ appId: "x", hostname: "a.localhost", targets: [{ host: "10.0.0.1; evil", port: 1 }] }] },
+      /IPv4/,
+    ],
+    [
+      "a target out of range",
+      { routes: [{ appId: "x", hostname: "a.localhost", targets: [{ host: "256.0.0.1", port: 1 }] }] },
+      /IPv4/,
+    ],
+    ["port 0", { routes: [route("x", "a.localhost", 0)] }, /port 0/],
+    ["port 70000", { routes: [route("x", "a.localhost", 70000)] }, /port 70000/],
+    ["a fractional port", { routes: [route("x", "a.localhost", 80.5)] }, /port 80.5/],
+    ["a relative prefix", { prefix: "edge" }, /prefix/],
+    ["a prefix with a space", { prefix: "/var/lib/pier edge" }, /prefix/],
+    ["a prefix with ..", { prefix: "/var/lib/../etc" }, /prefix/],
+    ["a prefix with ;", { prefix: "/var/lib/pier;" }, /prefix/],
+    ["a listen host with a directive", { listenHost: "127.0.0.1; x" }, /listen host/],
+    ["listen port 0", { listenPort: 0 }, /listen port/],
+    ["0 worker processes", { workerProcesses: 0 }, /worker processes/],
+  ];
+  for (const [what, patch, message] of refused) {
+    test(`refuses ${what}`, () => {
+      assert.throws(() => render(patch), message);
+    });
+  }
 });
