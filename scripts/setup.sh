@@ -15,10 +15,11 @@ if ! flock -n 9; then
   flock 9
 fi
 
-# 1. Debian packages. The edge is HAProxy (docs/adr/0001), not nginx.
+# 1. Debian packages. The edge is HAProxy (docs/adr/0001); nginx is the edge measured against it.
 missing=()
 command -v dockerd >/dev/null || missing+=(docker.io)
 command -v haproxy >/dev/null || missing+=(haproxy)
+command -v nginx >/dev/null || missing+=(nginx-light)
 command -v git >/dev/null || missing+=(git)
 command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
 { command -v ssh-keygen && command -v ssh; } >/dev/null || missing+=(openssh-client)
@@ -26,9 +27,18 @@ command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then say "missing Debian packages: ${missing[*]} (run as root, or install them)"; exit 1; fi
   say "installing Debian packages: ${missing[*]}"
+  # The packages' services are not started (Pier runs its own dockerd, HAProxy and nginx; a system
+  # nginx would take port 80): a policy-rc.d that refuses, as Docker images have, for the install only.
+  policy=
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy"
+  fi
   # An unreachable third-party source makes `apt-get update` fail while Debian's indexes are fine.
   apt-get update -qq >&2 || say "apt-get update reported errors; installing anyway"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [ -n "$policy" ]; then rm -f "$policy"; trap - EXIT; fi
 fi
 
 # 2. npm packages (better-sqlite3 compiles from source here: about 100 s, once).
