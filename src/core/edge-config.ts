@@ -366,9 +366,8 @@ export function renderNginxConfig(input: NginxConfigInput): string {
     // Bodies stream through: no temp file, so the workers never need to write under the prefix.
     "  proxy_request_buffering off;",
     "  proxy_max_temp_file_size 0;",
-    "  proxy_buffer_size 16k;",
-    "  proxy_buffers 8 16k;",
-    "  proxy_busy_buffers_size 32k;",
+    // Room for an app's response headers up to 8 KiB (cookies); the body buffers keep nginx's defaults.
+    "  proxy_buffer_size 8k;",
     "",
     ...upstreams.flatMap((u) => [
       `  upstream ${u.name} {`,
