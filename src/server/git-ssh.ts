@@ -227,18 +227,22 @@ export async function startGitSshServer(
     client.on("error", (err) => opts.logger.warn({ err: err.message }, "ssh client error"));
     client.on("authentication", (ctx) => {
       if (ctx.method !== "publickey") return ctx.reject(["publickey"]);
+      // The key must be what the client says it is: an ed25519 key offered as rsa-sha2-256 makes verify()
+      // fail with an Error, which is truthy; only `true` is a valid signature.
+      const parsed = utils.parseKey(ctx.key.data);
+      const pub = Array.isArray(parsed) ? parsed[0] : parsed;
+      if (!pub || pub instanceof Error || pub.type !== ctx.key.algo) return ctx.reject(["publickey"]);
       void (async () => {
         const auth = await opts.authorizeKey(ctx.key.algo, ctx.key.data).catch(() => null);
         if (!auth) return ctx.reject(["publickey"]);
         if (!ctx.signature || !ctx.blob) return ctx.accept(); // the client asks whether this key would do
-        const parsed = utils.parseKey(ctx.key.data);
-        const pub = Array.isArray(parsed) ? parsed[0] : parsed;
-        if (!pub || pub instanceof Error || !pub.verify(ctx.blob, ctx.signature, ctx.hashAlgo)) {
-          return ctx.reject(["publickey"]);
-        }
+        if (pub.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return ctx.reject(["publickey"]);
         fingerprint = auth.fingerprint;
         ctx.accept();
-      })();
+      })().catch((err: Error) => {
+        opts.logger.warn({ err: err.message }, "ssh authentication failed");
+        ctx.reject(["publickey"]);
+      });
     });
     client.on("ready", () => {
       client.on("session", (acceptSession) => {

@@ -6,10 +6,12 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import ssh2, { type ParsedKey, type PublicKeyAuthMethod } from "ssh2";
 import { archiveCommit, commitInfo } from "../../src/adapters/git.js";
 import { hookScript, type PushRequest, startGitSshServer } from "../../src/server/git-ssh.js";
 import { freePort, type RunResult, run } from "./harness.js";
 
+const { Client, utils } = ssh2;
 const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 function keyBlob(pubFile: string): Buffer {
@@ -197,6 +199,39 @@ describe("git push over SSH", () => {
     const r = await push(dir, "master", strangerKey);
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /Permission denied \(publickey\)/);
+  });
+
+  test("a registered public key without its private key does not authenticate", async () => {
+    // The attacker knows the user's ed25519 public key (public keys are public) and offers it as an RSA key
+    // (rsa-sha2-256) with a made-up signature: with a sha256 digest, verifying an ed25519 key fails with an
+    // Error instead of false.
+    const real = utils.parseKey(readFileSync(`${key}.pub`));
+    assert.ok(!(real instanceof Error) && !Array.isArray(real));
+    const forged = Object.create(Object.getPrototypeOf(real)) as ParsedKey;
+    for (const sym of Object.getOwnPropertySymbols(real)) {
+      (forged as unknown as Record<symbol, unknown>)[sym] = (real as unknown as Record<symbol, unknown>)[sym];
+    }
+    Object.defineProperties(forged, {
+      type: { value: "ssh-rsa" },
+      comment: { value: "" },
+      isPrivateKey: { value: () => true },
+      sign: { value: () => Buffer.alloc(64, 7) },
+    });
+    const outcome = await new Promise<string>((resolve) => {
+      const c = new Client();
+      c.on("ready", () => {
+        c.end();
+        resolve("authenticated");
+      });
+      c.on("error", (e) => resolve(e.message));
+      c.connect({
+        host: "127.0.0.1",
+        port,
+        username: "git",
+        authHandler: [{ type: "publickey", username: "git", key: forged } as PublicKeyAuthMethod],
+      });
+    });
+    assert.match(outcome, /All configured authentication methods failed/);
   });
 
   test("an unknown app gets a message saying how to create it", async () => {
