@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chmod, mkdir, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ExecError, exec } from "./exec.js";
 
@@ -11,24 +12,58 @@ function envWith(gitEnv?: Record<string, string>): NodeJS.ProcessEnv {
   return { ...process.env, ...(gitEnv ?? {}) };
 }
 
-/** Creates the app's bare repository if needed and (re)writes its pre-receive hook. Idempotent. */
-export async function ensureBareRepo(
-  repoDir: string,
-  hookScript: string,
-  maxInputBytes: number,
-): Promise<void> {
+/** One ensureBareRepo at a time per repository: `git config` takes a lock and fails at once if it is held. */
+const ensuring = new Map<string, Promise<void>>();
+
+/**
+ * Creates the app's bare repository if needed (HEAD -> master), sets its receive.* settings and writes its
+ * pre-receive hook. Idempotent and cheap when nothing changed: it runs on every push, so the config is read
+ * once and only values that differ are written, and the hook is replaced by a rename, never rewritten in
+ * place (a push running the hook meanwhile would find it truncated, and git runs an empty hook with sh:
+ * exit 0, a push accepted with no deploy).
+ */
+export function ensureBareRepo(repoDir: string, hookScript: string, maxInputBytes: number): Promise<void> {
+  const run = (ensuring.get(repoDir) ?? Promise.resolve())
+    .catch(() => undefined)
+    .then(() => ensureNow(repoDir, hookScript, maxInputBytes));
+  ensuring.set(repoDir, run);
+  const forget = () => {
+    if (ensuring.get(repoDir) === run) ensuring.delete(repoDir);
+  };
+  run.then(forget, forget);
+  return run;
+}
+
+async function ensureNow(repoDir: string, hookScript: string, maxInputBytes: number): Promise<void> {
   if (!existsSync(join(repoDir, "HEAD"))) {
     await mkdir(repoDir, { recursive: true });
     await exec(["git", "init", "--quiet", "--bare", repoDir]);
     await exec(["git", "-C", repoDir, "symbolic-ref", "HEAD", "refs/heads/master"]);
   }
-  await exec(["git", "-C", repoDir, "config", "receive.fsckObjects", "true"]);
-  await exec(["git", "-C", repoDir, "config", "receive.maxInputSize", String(maxInputBytes)]);
-  await exec(["git", "-C", repoDir, "config", "receive.denyDeletes", "true"]);
-  const hook = join(repoDir, "hooks", "pre-receive");
-  await mkdir(join(repoDir, "hooks"), { recursive: true });
-  await writeFile(hook, hookScript);
-  await chmod(hook, 0o755);
+  const wanted: Record<string, string> = {
+    "receive.fsckobjects": "true",
+    "receive.maxinputsize": String(maxInputBytes),
+    "receive.denydeletes": "true",
+  };
+  const current = new Map<string, string>();
+  const list = await exec(["git", "-C", repoDir, "config", "--local", "--list"]);
+  for (const line of list.stdout.split("\n")) {
+    const eq = line.indexOf("=");
+    if (eq > 0) current.set(line.slice(0, eq).toLowerCase(), line.slice(eq + 1));
+  }
+  for (const [name, value] of Object.entries(wanted)) {
+    if (current.get(name) !== value) await exec(["git", "-C", repoDir, "config", name, value]);
+  }
+
+  const hooks = join(repoDir, "hooks");
+  const hook = join(hooks, "pre-receive");
+  const existing = await readFile(hook, "utf8").catch(() => null);
+  if (existing === hookScript && ((await stat(hook)).mode & 0o111) !== 0) return;
+  await mkdir(hooks, { recursive: true });
+  const tmp = join(hooks, `.pre-receive.${randomBytes(6).toString("hex")}`);
+  await writeFile(tmp, hookScript);
+  await chmod(tmp, 0o755);
+  await rename(tmp, hook);
 }
 
 export async function removeRepo(repoDir: string): Promise<void> {

@@ -102,7 +102,7 @@ describe("git push over SSH", () => {
       maxPushBytes: 50 * 1024 * 1024,
       logger: quiet,
       authorizeKey: async (_algo, blob) => (blob.equals(allowed) ? { fingerprint: "SHA256:e2e" } : null),
-      appExists: async (appId) => appId === "myapp",
+      appExists: async (appId) => appId === "myapp" || appId === "busy",
       onPush: async (req) => {
         const { subject } = await commitInfo(req.repoDir, req.newSha, req.gitEnv);
         const call: Call = { req, subject, hello: null, aborted: false, done: false };
@@ -290,6 +290,23 @@ describe("git push over SSH", () => {
     assert.notEqual(r.code, 0);
     assert.notEqual(base, shaB);
     assert.equal(await bareMaster(), shaB);
+  });
+
+  test("simultaneous pushes to one app all reach their deploy (no lock errors on the repository's set-up)", async () => {
+    const dirs: string[] = [];
+    for (let i = 0; i < 6; i++) dirs.push(await workTree(`busy-${i}`, "busy"));
+    for (let round = 0; round < 3; round++) {
+      // A new commit everywhere, so that no push is "Everything up-to-date".
+      for (const [i, dir] of dirs.entries())
+        await commit(dir, { "hello.txt": `busy ${round}.${i}\n` }, "busy");
+      const n = calls.length;
+      const results = await Promise.all(dirs.map((d) => git(["-C", d, "push", "-f", "pier", "master"])));
+      for (const r of results) {
+        assert.doesNotMatch(r.stderr, /could not lock config|pier: git exited/);
+        assert.match(r.stderr, /remote: -----> Building myapp/);
+      }
+      assert.equal(calls.length, n + dirs.length);
+    }
   });
 
   test("a pusher that disconnects aborts its push's signal", async () => {
