@@ -297,9 +297,12 @@ export async function startGitSshServer(
             });
             children.add(child);
             let received = 0;
+            let tooLarge = false;
             channel.on("data", (c: Buffer) => {
+              if (tooLarge) return; // the client keeps sending until it reads the exit
               received += c.length;
               if (received > opts.maxPushBytes) {
+                tooLarge = true;
                 channel.stderr.write(
                   `pier: the push is larger than the limit of ${opts.maxPushBytes} bytes (PIER_MAX_PUSH_BYTES).\n`,
                 );
