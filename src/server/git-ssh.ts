@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, rm } from "node:fs/promises";
 import { createServer, type Server as NetServer, type Socket } from "node:net";
 import { dirname, join } from "node:path";
-import ssh2 from "ssh2";
+import ssh2, { type Connection } from "ssh2";
 import { exec } from "../adapters/exec.js";
 import { ensureBareRepo } from "../adapters/git.js";
 
@@ -147,8 +147,11 @@ async function startHookServer(
   pending: Map<string, PendingPush>,
   onPush: PushHandler,
   logger: MiniLogger,
+  live: Set<Socket>,
 ): Promise<NetServer> {
   const server = createServer((sock: Socket) => {
+    live.add(sock);
+    sock.on("close", () => live.delete(sock));
     let buf = "";
     let handled = false;
     const send = (kind: "L" | "R", text: string) => {
@@ -217,13 +220,17 @@ export async function startGitSshServer(
   await mkdir(opts.reposDir, { recursive: true });
 
   const pending = new Map<string, PendingPush>();
-  const hookServer = await startHookServer(pending, opts.onPush, opts.logger);
+  const hookSockets = new Set<Socket>();
+  const hookServer = await startHookServer(pending, opts.onPush, opts.logger, hookSockets);
   const hookAddress = hookServer.address();
   const hookPort = typeof hookAddress === "object" && hookAddress ? hookAddress.port : 0;
   const children = new Set<ChildProcess>();
 
+  const clients = new Set<Connection>();
   const server = new Server({ hostKeys: [key], ident: "Pier" }, (client) => {
     let fingerprint: string | null = null;
+    clients.add(client);
+    client.on("close", () => clients.delete(client));
     client.on("error", (err) => opts.logger.warn({ err: err.message }, "ssh client error"));
     client.on("authentication", (ctx) => {
       if (ctx.method !== "publickey") return ctx.reject(["publickey"]);
@@ -331,20 +338,39 @@ export async function startGitSshServer(
     });
   });
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port, opts.host, () => resolve());
+  // Pier's own listener hands sockets to ssh2, so that close() can end connections that never go away
+  // (net.Server.close waits for every one of them: `pier server` would not stop on SIGTERM).
+  const sockets = new Set<Socket>();
+  const listener = createServer((sock) => {
+    sockets.add(sock);
+    sock.on("close", () => sockets.delete(sock));
+    server.injectSocket(sock);
   });
-  const address = server.address();
+  await new Promise<void>((resolve, reject) => {
+    listener.once("error", reject);
+    listener.listen(opts.port, opts.host, () => resolve());
+  });
+  const address = listener.address();
   const port = typeof address === "object" && address ? address.port : opts.port;
   opts.logger.info({ port }, "git over SSH listening");
 
   return {
     port,
     close: async () => {
+      const closed = new Promise<void>((resolve) => listener.close(() => resolve()));
+      const hookClosed = new Promise<void>((resolve) => hookServer.close(() => resolve()));
+      // As when the pushers disconnect: their deploys are cancelled and nothing is accepted.
+      for (const p of pending.values()) p.controller.abort(new Error("Pier is stopping."));
       for (const c of children) c.kill("SIGTERM");
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await new Promise<void>((resolve) => hookServer.close(() => resolve()));
+      for (const s of hookSockets) s.destroy();
+      for (const c of clients) c.end();
+      // Connections that do not end when asked (say, one that never finished its handshake) are cut.
+      const cut = setTimeout(() => {
+        for (const s of sockets) s.destroy();
+      }, 2000);
+      await closed;
+      await hookClosed;
+      clearTimeout(cut);
     },
   };
 }
