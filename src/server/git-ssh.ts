@@ -76,7 +76,7 @@ if [ -z "\${PIER_HOOK_PORT:-}" ] || [ -z "\${PIER_PUSH_TOKEN:-}" ]; then
   echo "Pier: push through pier server's SSH git endpoint; this repository deploys nothing otherwise."
   exit 1
 fi
-if ! exec 3<>"/dev/tcp/127.0.0.1/$PIER_HOOK_PORT"; then
+if ! { exec 3<>"/dev/tcp/127.0.0.1/$PIER_HOOK_PORT"; } 2>/dev/null; then
   echo "Pier is not running or not reachable; the push was not deployed."
   exit 1
 fi
@@ -154,9 +154,16 @@ async function startHookServer(
     sock.on("close", () => live.delete(sock));
     let buf = "";
     let handled = false;
-    const send = (kind: "L" | "R", text: string) => {
+    const sendLog = (text: string) => {
       if (sock.destroyed) return;
-      for (const line of text.split("\n")) sock.write(`${kind} ${line.replace(/\r/g, "")}\n`);
+      for (const line of text.split("\n")) sock.write(`L ${line.replace(/\r/g, "")}\n`);
+    };
+    /** The hook reads one `R` line: the lines of a longer message go first, as log lines. */
+    const sendResult = (ok: boolean, message: string) => {
+      const lines = message.split("\n");
+      const last = lines.pop() ?? "";
+      if (lines.length) sendLog(lines.join("\n"));
+      if (!sock.destroyed) sock.write(`R ${ok ? "ok" : "failed"} ${last.replace(/\r/g, "")}\n`);
     };
     sock.on("error", () => undefined);
     sock.setTimeout(30_000, () => {
@@ -173,7 +180,7 @@ async function startHookServer(
         const [verb, token, oldSha, newSha, ref] = (lines[0] ?? "").split(" ");
         const push = verb === "PUSH" && token ? pending.get(token) : undefined;
         if (!push || !oldSha || !newSha || !ref) {
-          send("R", "failed pier: this push is not known to the server (expired token)");
+          sendResult(false, "pier: this push is not known to the server (expired token)");
           sock.end();
           return;
         }
@@ -193,13 +200,13 @@ async function startHookServer(
             newSha,
             gitEnv,
             repoDir: push.repoDir,
-            log: (line) => send("L", line),
+            log: sendLog,
             signal: push.controller.signal,
           });
-          send("R", `${r.ok ? "ok" : "failed"} ${r.message}`);
+          sendResult(r.ok, r.message);
         } catch (e) {
           logger.error({ err: e }, "push handler failed");
-          send("R", `failed pier: internal error: ${(e as Error).message}`);
+          sendResult(false, `pier: internal error: ${(e as Error).message}`);
         }
         sock.end();
       })();

@@ -120,7 +120,10 @@ describe("git push over SSH", () => {
         req.log("-----> Done building");
         call.done = true;
         if (subject.includes("fail"))
-          return { ok: false, message: "Deploy failed: the build exited with 1." };
+          return {
+            ok: false,
+            message: "Deploy failed: the build exited with 1.\nThe previous release keeps serving.",
+          };
         return { ok: true, message: "Deployed myapp." };
       },
     });
@@ -162,7 +165,10 @@ describe("git push over SSH", () => {
     const r = await push(dir);
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /remote: -----> Done building/);
-    assert.match(r.stderr, /remote: Deploy failed: the build exited with 1\./);
+    assert.match(
+      r.stderr,
+      /remote: Deploy failed: the build exited with 1\.\s*\nremote: The previous release keeps serving\./,
+    );
     assert.match(r.stderr, /pre-receive hook declined/);
     assert.equal(calls.at(-1)?.req.newSha, sha);
     assert.equal(await bareMaster(), prev);
@@ -341,6 +347,7 @@ describe("git push over SSH", () => {
     });
     assert.equal(r.code, 1);
     assert.match(r.stdout, /Pier is not running/);
+    assert.equal(r.stderr, "", "no shell noise about the refused connection");
   });
 });
 
