@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, rm } from "node:fs/promises";
 import { createServer, type Server as NetServer, type Socket } from "node:net";
 import { dirname, join } from "node:path";
-import ssh2, { type Connection } from "ssh2";
+import ssh2 from "ssh2";
 import { exec } from "../adapters/exec.js";
 import { ensureBareRepo } from "../adapters/git.js";
 
@@ -76,7 +76,7 @@ if [ -z "\${PIER_HOOK_PORT:-}" ] || [ -z "\${PIER_PUSH_TOKEN:-}" ]; then
   echo "Pier: push through pier server's SSH git endpoint; this repository deploys nothing otherwise."
   exit 1
 fi
-if ! { exec 3<>"/dev/tcp/127.0.0.1/$PIER_HOOK_PORT"; } 2>/dev/null; then
+if ! exec 3<>"/dev/tcp/127.0.0.1/$PIER_HOOK_PORT"; then
   echo "Pier is not running or not reachable; the push was not deployed."
   exit 1
 fi
@@ -147,23 +147,13 @@ async function startHookServer(
   pending: Map<string, PendingPush>,
   onPush: PushHandler,
   logger: MiniLogger,
-  live: Set<Socket>,
 ): Promise<NetServer> {
   const server = createServer((sock: Socket) => {
-    live.add(sock);
-    sock.on("close", () => live.delete(sock));
     let buf = "";
     let handled = false;
-    const sendLog = (text: string) => {
+    const send = (kind: "L" | "R", text: string) => {
       if (sock.destroyed) return;
-      for (const line of text.split("\n")) sock.write(`L ${line.replace(/\r/g, "")}\n`);
-    };
-    /** The hook reads one `R` line: the lines of a longer message go first, as log lines. */
-    const sendResult = (ok: boolean, message: string) => {
-      const lines = message.split("\n");
-      const last = lines.pop() ?? "";
-      if (lines.length) sendLog(lines.join("\n"));
-      if (!sock.destroyed) sock.write(`R ${ok ? "ok" : "failed"} ${last.replace(/\r/g, "")}\n`);
+      for (const line of text.split("\n")) sock.write(`${kind} ${line.replace(/\r/g, "")}\n`);
     };
     sock.on("error", () => undefined);
     sock.setTimeout(30_000, () => {
@@ -180,7 +170,7 @@ async function startHookServer(
         const [verb, token, oldSha, newSha, ref] = (lines[0] ?? "").split(" ");
         const push = verb === "PUSH" && token ? pending.get(token) : undefined;
         if (!push || !oldSha || !newSha || !ref) {
-          sendResult(false, "pier: this push is not known to the server (expired token)");
+          send("R", "failed pier: this push is not known to the server (expired token)");
           sock.end();
           return;
         }
@@ -200,13 +190,13 @@ async function startHookServer(
             newSha,
             gitEnv,
             repoDir: push.repoDir,
-            log: sendLog,
+            log: (line) => send("L", line),
             signal: push.controller.signal,
           });
-          sendResult(r.ok, r.message);
+          send("R", `${r.ok ? "ok" : "failed"} ${r.message}`);
         } catch (e) {
           logger.error({ err: e }, "push handler failed");
-          sendResult(false, `pier: internal error: ${(e as Error).message}`);
+          send("R", `failed pier: internal error: ${(e as Error).message}`);
         }
         sock.end();
       })();
@@ -227,17 +217,13 @@ export async function startGitSshServer(
   await mkdir(opts.reposDir, { recursive: true });
 
   const pending = new Map<string, PendingPush>();
-  const hookSockets = new Set<Socket>();
-  const hookServer = await startHookServer(pending, opts.onPush, opts.logger, hookSockets);
+  const hookServer = await startHookServer(pending, opts.onPush, opts.logger);
   const hookAddress = hookServer.address();
   const hookPort = typeof hookAddress === "object" && hookAddress ? hookAddress.port : 0;
   const children = new Set<ChildProcess>();
 
-  const clients = new Set<Connection>();
   const server = new Server({ hostKeys: [key], ident: "Pier" }, (client) => {
     let fingerprint: string | null = null;
-    clients.add(client);
-    client.on("close", () => clients.delete(client));
     client.on("error", (err) => opts.logger.warn({ err: err.message }, "ssh client error"));
     client.on("authentication", (ctx) => {
       if (ctx.method !== "publickey") return ctx.reject(["publickey"]);
@@ -311,12 +297,9 @@ export async function startGitSshServer(
             });
             children.add(child);
             let received = 0;
-            let tooLarge = false;
             channel.on("data", (c: Buffer) => {
-              if (tooLarge) return; // the client keeps sending until it reads the exit
               received += c.length;
               if (received > opts.maxPushBytes) {
-                tooLarge = true;
                 channel.stderr.write(
                   `pier: the push is larger than the limit of ${opts.maxPushBytes} bytes (PIER_MAX_PUSH_BYTES).\n`,
                 );
@@ -345,39 +328,20 @@ export async function startGitSshServer(
     });
   });
 
-  // Pier's own listener hands sockets to ssh2, so that close() can end connections that never go away
-  // (net.Server.close waits for every one of them: `pier server` would not stop on SIGTERM).
-  const sockets = new Set<Socket>();
-  const listener = createServer((sock) => {
-    sockets.add(sock);
-    sock.on("close", () => sockets.delete(sock));
-    server.injectSocket(sock);
-  });
   await new Promise<void>((resolve, reject) => {
-    listener.once("error", reject);
-    listener.listen(opts.port, opts.host, () => resolve());
+    server.once("error", reject);
+    server.listen(opts.port, opts.host, () => resolve());
   });
-  const address = listener.address();
+  const address = server.address();
   const port = typeof address === "object" && address ? address.port : opts.port;
   opts.logger.info({ port }, "git over SSH listening");
 
   return {
     port,
     close: async () => {
-      const closed = new Promise<void>((resolve) => listener.close(() => resolve()));
-      const hookClosed = new Promise<void>((resolve) => hookServer.close(() => resolve()));
-      // As when the pushers disconnect: their deploys are cancelled and nothing is accepted.
-      for (const p of pending.values()) p.controller.abort(new Error("Pier is stopping."));
       for (const c of children) c.kill("SIGTERM");
-      for (const s of hookSockets) s.destroy();
-      for (const c of clients) c.end();
-      // Connections that do not end when asked (say, one that never finished its handshake) are cut.
-      const cut = setTimeout(() => {
-        for (const s of sockets) s.destroy();
-      }, 2000);
-      await closed;
-      await hookClosed;
-      clearTimeout(cut);
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await new Promise<void>((resolve) => hookServer.close(() => resolve()));
     },
   };
 }
