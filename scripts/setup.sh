@@ -1,57 +1,92 @@
 #!/usr/bin/env bash
 # Idempotent set-up for `npm start` and `npm test` on a fresh Debian machine: Debian packages, npm
-# packages, dockerd, and Pier's local images. Quick when everything is already there.
+# packages, dockerd, and Pier's local images. Quick when everything is already there (well under 1 s).
+# Env: PIER_EXTRA_CA_CERTS (CA bundle put into the images), PIER_CACHE_DIR (downloaded tarballs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { echo "setup: $*" >&2; }
 
-# 1. Debian packages.
+# Concurrent runs (several checkouts, `npm test` beside `npm start`) wait for each other instead of
+# starting two daemons or building an image twice; the second then finds everything in place.
+# fd 9 must not leak into dockerd (it would hold the lock for ever): see `9>&-` below.
+exec 9>/tmp/pier-setup.lock
+if ! flock -n 9; then
+  say "waiting for another set-up to finish"
+  flock 9
+fi
+
+# 1. Debian packages. The edge is HAProxy (docs/adr/0001).
 missing=()
 command -v dockerd >/dev/null || missing+=(docker.io)
 command -v haproxy >/dev/null || missing+=(haproxy)
 command -v git >/dev/null || missing+=(git)
 command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
-command -v ssh-keygen >/dev/null || missing+=(openssh-client)
-command -v ssh >/dev/null || missing+=(openssh-client)
+{ command -v ssh-keygen && command -v ssh; } >/dev/null || missing+=(openssh-client)
 [ -r /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then say "missing Debian packages: ${missing[*]} (run as root, or install them)"; exit 1; fi
   say "installing Debian packages: ${missing[*]}"
-  apt-get update -qq
+  # The packages' services are not started (Pier runs its own dockerd and HAProxy; a system HAProxy
+  # would take its ports): a policy-rc.d that refuses, as Docker images have, for the install only.
+  policy=
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy"
+  fi
+  # An unreachable third-party source makes `apt-get update` fail while Debian's indexes are fine.
+  apt-get update -qq >&2 || say "apt-get update reported errors; installing anyway"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [ -n "$policy" ]; then rm -f "$policy"; trap - EXIT; fi
 fi
 
 # 2. npm packages (better-sqlite3 compiles from source here: about 100 s, once).
-# `npm install` (not `npm ci`): npm 11 writes lock files whose platform-specific optional packages its
-# own `npm ci` then rejects as out of sync. The lock file still pins every version.
+# `npm install`, not `npm ci`: npm 11 writes lock files without the other platforms' optional packages
+# (@biomejs/cli-*), and its own `npm ci` then refuses them as out of sync ("Missing: ... from lock
+# file"). With a lock file in sync, `npm install` installs exactly its versions and leaves it as is.
 lock_hash() { cat package.json package-lock.json | sha256sum | cut -d' ' -f1; }
 if [ ! -f node_modules/.pier-lock-hash ] || [ "$(cat node_modules/.pier-lock-hash)" != "$(lock_hash)" ]; then
   say "installing npm packages"
-  npm install --no-audit --no-fund --loglevel=error >&2
-  lock_hash > node_modules/.pier-lock-hash
+  npm install --no-audit --no-fund --loglevel=error </dev/null >&2
+  lock_hash >node_modules/.pier-lock-hash
 fi
 
-# 3. dockerd. The Debian CLI (/usr/bin/docker) matches the Debian daemon.
+# 3. dockerd. The Debian CLI (/usr/bin/docker) matches the Debian daemon's API version.
 DOCKER=/usr/bin/docker
 [ -x "$DOCKER" ] || DOCKER=docker
 export DOCKER
+dockerd_alive() { [ "$(cat "/proc/$(cat /var/run/docker.pid 2>/dev/null)/comm" 2>/dev/null)" = dockerd ]; }
 if ! "$DOCKER" info >/dev/null 2>&1; then
-  say "starting dockerd"
-  setsid nohup dockerd >/var/log/pier-dockerd.log 2>&1 </dev/null &
-  for _ in $(seq 1 60); do "$DOCKER" info >/dev/null 2>&1 && break; sleep 1; done
+  log=/var/log/pier-dockerd.log
+  if dockerd_alive; then
+    say "dockerd is running but not answering yet; waiting"
+  else
+    say "starting dockerd (log: $log)"
+    setsid nohup dockerd >"$log" 2>&1 </dev/null 9>&- &
+  fi
+  # Up to 60 s; a daemon that has exited (no live pid file after 5 s) is not waited for.
+  for i in $(seq 1 120); do
+    "$DOCKER" info >/dev/null 2>&1 && break
+    [ "$i" -lt 10 ] || dockerd_alive || break
+    sleep 0.5
+  done
   if ! "$DOCKER" info >/dev/null 2>&1; then
-    say "dockerd did not come up within 60 s; the end of /var/log/pier-dockerd.log:"
-    tail -n 20 /var/log/pier-dockerd.log >&2
+    say "dockerd did not come up (it has exited, or 60 s passed); the end of $log:"
+    tail -n 20 "$log" >&2 || true
     exit 1
   fi
 fi
 
-# 4. Pier's local images (no registry is needed).
-if ! "$DOCKER" image inspect pier/base:bookworm >/dev/null 2>&1; then
-  say "building pier/base:bookworm (Debian minbase + CA bundle, about 30 s)"
+# 4. Pier's local images (no image registry is needed or reachable).
+# The base image's generation goes up when its package list changes; images built from it record its id.
+export PIER_BASE_GENERATION=3
+label() { "$DOCKER" image inspect -f "{{index .Config.Labels \"$2\"}}" "$1" 2>/dev/null || true; }
+if [ "$(label pier/base:bookworm pier.base.generation)" != "$PIER_BASE_GENERATION" ]; then
+  say "building pier/base:bookworm (Debian minbase, git, openssh-client, libatomic1 and the CA bundle, about 40 s)"
   images/base/build.sh
 fi
-if ! "$DOCKER" image inspect pier/node:22 >/dev/null 2>&1; then
+base_id=$("$DOCKER" image inspect -f '{{.Id}}' pier/base:bookworm)
+if [ "$(label pier/node:22 pier.base)" != "$base_id" ]; then
   say "building pier/node:22 (Node.js 22.16.0 and npm 10.9.2 from the npm registry)"
   images/node/build.sh 22.16.0 10.9.2 pier/node:22
 fi

@@ -1,23 +1,38 @@
 #!/usr/bin/env bash
 # Builds pier/base:bookworm: Debian bookworm minbase with ca-certificates and the configured CA bundle
 # (PIER_EXTRA_CA_CERTS, default the host's), so TLS through a re-signing proxy works inside containers.
+# PIER_BASE_GENERATION (set by scripts/setup.sh) is recorded as a label: a newer one rebuilds the image.
+# The Debian mirror is the host's own (its apt sources), else deb.debian.org. About 35 s.
 set -euo pipefail
 ca=${PIER_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}
 docker=${DOCKER:-docker}
 [ -r "$ca" ] || { echo "setup: PIER_EXTRA_CA_CERTS=$ca is not a readable file" >&2; exit 1; }
-mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\/\{0,1\}\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1)
-[ -n "$mirror" ] || mirror=$(sed -n 's/^deb \(http[^ ]*\) bookworm .*/\1/p' /etc/apt/sources.list 2>/dev/null | head -n1)
-[ -n "$mirror" ] || mirror=http://deb.debian.org/debian
+grep -q 'BEGIN CERTIFICATE' "$ca" || { echo "setup: PIER_EXTRA_CA_CERTS=$ca holds no PEM certificate" >&2; exit 1; }
+
+# The first `deb` source for the suite bookworm: deb822 stanzas, then one-line sources.
+mirror=$(awk 'BEGIN { RS = "" }
+  /(^|\n)Types:[^\n]*[ \t]deb([ \t]|\n|$)/ && /(^|\n)Suites:[^\n]*[ \t]bookworm([ \t]|\n|$)/ {
+    if (match($0, /(^|\n)URIs:[ \t]*[^ \t\n]+/)) { u = substr($0, RSTART, RLENGTH); sub(/^\n?URIs:[ \t]*/, "", u); print u; exit }
+  }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+if [ -z "$mirror" ] && [ -r /etc/apt/sources.list ]; then
+  mirror=$(awk '$1 == "deb" { i = 2; if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ } if ($(i + 1) == "bookworm") { print $i; exit } }' /etc/apt/sources.list)
+fi
+mirror=${mirror:-http://deb.debian.org/debian}
+
+here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp "$ca" "$work/extra-ca.crt"
-mmdebstrap --quiet --variant=minbase --include=ca-certificates \
-  --customize-hook="cp '$work/extra-ca.crt' \"\$1/usr/local/share/ca-certificates/pier-extra-ca.crt\"" \
-  --customize-hook='chroot "$1" update-ca-certificates >/dev/null' \
+echo "setup: mmdebstrap bookworm from $mirror" >&2
+# git and openssh-client: npm, Yarn and Bun fetch git dependencies (git+ssh:// with the app's private key).
+# libatomic1: Node.js 26 and later link against it.
+mmdebstrap --quiet --variant=minbase --include=ca-certificates,git,openssh-client,libatomic1 \
+  --customize-hook="'$here/install-ca.sh' \"\$1\" '$work/extra-ca.crt'" \
   --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
   bookworm "$work/rootfs.tar" "$mirror"
 "$docker" import \
-  --change 'LABEL pier.managed=true' \
+  --change "LABEL pier.managed=true pier.base.generation=${PIER_BASE_GENERATION:?}" \
+  --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change 'ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt' \
   --change 'CMD ["/bin/bash"]' \
   "$work/rootfs.tar" pier/base:bookworm >/dev/null

@@ -48,7 +48,14 @@ export const SshKeySchema = z.looseObject({
   name: z.string(),
   fingerprint: z.string(),
   algo: z.string(),
+  readOnly: z.boolean(),
   createdAt: time,
+});
+
+export const SshPrivateKeySchema = z.looseObject({
+  type: z.string(),
+  fingerprint: z.string(),
+  publicKey: z.string(),
 });
 
 export const EnvSchema = z.looseObject({ vars: z.record(z.string(), z.string()) });

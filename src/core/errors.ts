@@ -24,6 +24,7 @@ export type ErrorCode =
   | "ENGINE_ERROR"
   | "EDGE_ERROR"
   | "CONFIG_INVALID"
+  | "SECRET_UNREADABLE"
   | "INTERNAL";
 
 export const STATUS_OF: Record<ErrorCode, number> = {
@@ -48,6 +49,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   ENGINE_ERROR: 502,
   EDGE_ERROR: 502,
   CONFIG_INVALID: 500,
+  SECRET_UNREADABLE: 500,
   INTERNAL: 500,
 };
 

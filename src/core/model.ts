@@ -77,6 +77,8 @@ export interface SshKey {
   /** The key's algorithm and base64 blob, as in an authorized_keys line. */
   algo: string;
   blob: string;
+  /** A read-only key may fetch repositories (git-upload-pack) but not push: a deploy key for builds. */
+  readOnly: boolean;
   createdAt: string;
 }
 

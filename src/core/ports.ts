@@ -56,6 +56,10 @@ export interface Store {
   setCurrentRelease(appId: string, releaseId: string | null): Promise<void>;
 
   getEnv(appId: string): Promise<Record<string, string>>;
+  /** An app's secret other than its variables (e.g. `ssh_private_key`), or null. Stored encrypted. */
+  getAppSecret(appId: string, name: string): Promise<string | null>;
+  /** Sets (or with null removes) an app's secret. */
+  setAppSecret(appId: string, name: string, value: string | null): Promise<void>;
   /** All-or-nothing. */
   changeEnv(
     appId: string,
@@ -112,6 +116,8 @@ export interface ImageBuild {
   noCache: boolean;
   buildkit: boolean;
   login: { server: string | null; username: string; password: string } | null;
+  /** The Docker network RUN steps use (classic builder; BuildKit knows only its own); null: default. */
+  network: string | null;
 }
 
 /**
@@ -133,6 +139,8 @@ export interface ContainerBuild {
   memoryBytes: number;
   labels: Record<string, string>;
   image: { cmd: string[]; env: Record<string, string>; workdir: string };
+  /** The Docker network the build container joins; null: the engine's default bridge. */
+  network: string | null;
 }
 
 /** One instance of a release: a container. */
@@ -190,9 +198,13 @@ export interface Engine {
   buildInContainer(build: ContainerBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void>;
   removeVolumes(labels: Record<string, string>): Promise<void>;
   imageExists(tag: string): Promise<boolean>;
+  /** The image's id and labels, or null when there is no such image. */
+  imageInfo(tag: string): Promise<{ id: string; labels: Record<string, string> } | null>;
   removeImage(tag: string): Promise<void>;
   /** Tags (`repo:tag`) of the images of one repository, e.g. `pier-app/<app id>`. */
   imageTags(repo: string): Promise<string[]>;
+  /** Whether a network of this name exists (any network, Pier's or not). */
+  networkExists(name: string): Promise<boolean>;
   ensureNetwork(name: string, labels: Record<string, string>, ipv6Subnet: string | null): Promise<void>;
   /** Removes the networks with these labels, except `keep`; a network still in use stays. */
   removeNetworks(labels: Record<string, string>, keep?: string): Promise<void>;

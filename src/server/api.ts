@@ -264,6 +264,25 @@ export function createApi(deps: {
 
   api.get("/v1/runtimes/node", async (c) => c.json({ versions: await deps.nodeVersions() }));
 
+  api.get("/v1/apps/:app/ssh-private-key", async (c) => {
+    const info = await apps.sshPrivateKey(c.req.param("app"));
+    if (!info)
+      throw new PierError(
+        "NOT_FOUND",
+        `App '${c.req.param("app")}' has no private SSH key.`,
+        "Set one: pier ssh-private-key set FILE --app APP",
+      );
+    return c.json(info);
+  });
+  api.put("/v1/apps/:app/ssh-private-key", async (c) => {
+    const { privateKey } = await body(c, schemas.putPrivateKey);
+    return c.json(await apps.setSshPrivateKey(c.req.param("app"), privateKey));
+  });
+  api.delete("/v1/apps/:app/ssh-private-key", async (c) => {
+    await apps.removeSshPrivateKey(c.req.param("app"));
+    return c.body(null, 204);
+  });
+
   api.get("/v1/ssh-keys", async (c) => c.json((await store.listSshKeys()).map(({ blob: _b, ...k }) => k)));
   api.post("/v1/ssh-keys", async (c) => {
     const { blob: _b, ...k } = await apps.addSshKey(await body(c, schemas.addKey));

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { rm } from "node:fs/promises";
 import type { Logger } from "pino";
+import ssh2 from "ssh2";
 import { revParse } from "../adapters/git.js";
 import { PierError } from "../core/errors.js";
 import type { App, Deployment, Flavor, Runtime, SshKey } from "../core/model.js";
@@ -49,6 +50,52 @@ export function parsePublicKey(line: string): {
   const fingerprint = `SHA256:${createHash("sha256").update(blob).digest("base64").replace(/=+$/, "")}`;
   return { algo, blob: blob.toString("base64"), comment: rest.join(" "), fingerprint };
 }
+
+/** What Pier shows of an app's private SSH key: never the key itself. */
+export interface SshPrivateKeyInfo {
+  type: string;
+  fingerprint: string;
+  /** The public half as an authorized_keys line, to register where the build fetches from. */
+  publicKey: string;
+}
+
+/**
+ * Checks an app's private SSH key (contract section 5.2): an unencrypted OpenSSH or PEM private key.
+ * Messages never quote the key.
+ */
+export function parsePrivateKey(text: string): SshPrivateKeyInfo {
+  if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(text)) {
+    throw new PierError(
+      "INVALID_INPUT",
+      "privateKey: not a private key (expected a file starting with -----BEGIN OPENSSH PRIVATE KEY-----).",
+      /ssh-|ecdsa-/.test(text.trim().slice(0, 20))
+        ? "This is a public key: pass the file without .pub."
+        : undefined,
+    );
+  }
+  const parsed = ssh2.utils.parseKey(text);
+  const key = Array.isArray(parsed) ? parsed[0] : parsed;
+  if (!key || key instanceof Error) {
+    const encrypted = key instanceof Error && /passphrase|encrypted/i.test(key.message);
+    throw new PierError(
+      "INVALID_INPUT",
+      encrypted
+        ? "privateKey: the key is protected by a passphrase; builds cannot type it."
+        : "privateKey: the key cannot be read (damaged or of an unsupported type).",
+      encrypted ? "Remove the passphrase from a copy: ssh-keygen -p -N '' -f COPY" : undefined,
+    );
+  }
+  if (!key.isPrivateKey())
+    throw new PierError("INVALID_INPUT", "privateKey: this is a public key, not a private key.");
+  const blob = key.getPublicSSH();
+  return {
+    type: key.type,
+    fingerprint: `SHA256:${createHash("sha256").update(blob).digest("base64").replace(/=+$/, "")}`,
+    publicKey: `${key.type} ${blob.toString("base64")}`,
+  };
+}
+
+const SSH_PRIVATE_KEY = "ssh_private_key";
 
 /** What the API and the git server do to apps: one place, so both behave alike. */
 export class AppService {
@@ -284,7 +331,7 @@ export class AppService {
     );
   }
 
-  async addSshKey(input: { publicKey: string; name?: string }): Promise<SshKey> {
+  async addSshKey(input: { publicKey: string; name?: string; readOnly?: boolean }): Promise<SshKey> {
     const k = parsePublicKey(input.publicKey);
     return this.deps.store.addSshKey({
       id: newId("key"),
@@ -292,6 +339,30 @@ export class AppService {
       fingerprint: k.fingerprint,
       algo: k.algo,
       blob: k.blob,
+      readOnly: input.readOnly ?? false,
     });
+  }
+
+  /** The app's private SSH key for builds (section 5.2), stored encrypted; the next deploy uses it. */
+  async setSshPrivateKey(ref: string, privateKey: string): Promise<SshPrivateKeyInfo> {
+    const app = await this.get(ref);
+    const info = parsePrivateKey(privateKey);
+    await this.deps.store.setAppSecret(
+      app.id,
+      SSH_PRIVATE_KEY,
+      privateKey.endsWith("\n") ? privateKey : `${privateKey}\n`,
+    );
+    return info;
+  }
+
+  async sshPrivateKey(ref: string): Promise<SshPrivateKeyInfo | null> {
+    const app = await this.get(ref);
+    const key = await this.deps.store.getAppSecret(app.id, SSH_PRIVATE_KEY);
+    return key === null ? null : parsePrivateKey(key);
+  }
+
+  async removeSshPrivateKey(ref: string): Promise<void> {
+    const app = await this.get(ref);
+    await this.deps.store.setAppSecret(app.id, SSH_PRIVATE_KEY, null);
   }
 }

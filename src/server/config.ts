@@ -44,6 +44,10 @@ const schema = z.object({
   PIER_NPM_REGISTRY: z
     .url({ message: "must be a URL like https://registry.npmjs.org" })
     .default("https://registry.npmjs.org"),
+  PIER_BUILD_NETWORK: z
+    .string()
+    .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/, "must be the name of a Docker network")
+    .optional(),
   PIER_DOCKER_SOCKET: z.string().default("/var/run/docker.sock"),
   PIER_DOCKER_CLI: z.string().default(existsSync("/usr/bin/docker") ? "/usr/bin/docker" : "docker"),
   PIER_HAPROXY: z.string().default("haproxy"),
@@ -69,6 +73,8 @@ export interface Config {
   extraCaCerts: string;
   cacheDir: string;
   npmRegistry: string;
+  /** A Docker network builds join (a registry mirror, an internal git server), or null: the default bridge. */
+  buildNetwork: string | null;
   dockerSocket: string;
   dockerCli: string;
   haproxy: string;
@@ -108,6 +114,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     extraCaCerts: c.PIER_EXTRA_CA_CERTS,
     cacheDir: resolve(c.PIER_CACHE_DIR),
     npmRegistry: c.PIER_NPM_REGISTRY.replace(/\/+$/, ""),
+    buildNetwork: c.PIER_BUILD_NETWORK ?? null,
     dockerSocket: c.PIER_DOCKER_SOCKET,
     dockerCli: c.PIER_DOCKER_CLI,
     haproxy: c.PIER_HAPROXY,

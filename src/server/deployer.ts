@@ -317,7 +317,16 @@ export class Deployer {
       try {
         await archiveCommit(this.deps.repoDir(app.id), d.commit, sourceDir, job.request.gitEnv);
         image = await runtime.build(
-          { app, deployment: d, vars, platformVars: common, sourceDir, write, signal },
+          {
+            app,
+            deployment: d,
+            vars,
+            platformVars: common,
+            sourceDir,
+            sshPrivateKey: await this.deps.store.getAppSecret(app.id, "ssh_private_key"),
+            write,
+            signal,
+          },
           settings,
         );
       } finally {

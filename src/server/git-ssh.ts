@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, rm } from "node:fs/promises";
 import { createServer, type Server as NetServer, type Socket } from "node:net";
 import { dirname, join } from "node:path";
-import ssh2 from "ssh2";
+import ssh2, { type Connection } from "ssh2";
 import { exec } from "../adapters/exec.js";
 import { ensureBareRepo } from "../adapters/git.js";
 
@@ -37,11 +37,14 @@ export interface GitSshServerOptions {
   port: number;
   /** Created (ed25519, 0600) if absent. */
   hostKeyPath: string;
+  /** A unix socket served too: builds reach the server through it (mounted into build containers). */
+  socketPath?: string;
   /** The repository of app X is <reposDir>/<X>.git. */
   reposDir: string;
   /** For the hook's unix socket. */
   runDir: string;
-  authorizeKey(algo: string, blob: Buffer): Promise<{ fingerprint: string } | null>;
+  /** The registered key, or null. A read-only key (a deploy key) may fetch but not push. */
+  authorizeKey(algo: string, blob: Buffer): Promise<{ fingerprint: string; readOnly: boolean } | null>;
   appExists(appId: string): Promise<boolean>;
   onPush: PushHandler;
   maxPushBytes: number;
@@ -76,7 +79,7 @@ if [ -z "\${PIER_HOOK_PORT:-}" ] || [ -z "\${PIER_PUSH_TOKEN:-}" ]; then
   echo "Pier: push through pier server's SSH git endpoint; this repository deploys nothing otherwise."
   exit 1
 fi
-if ! exec 3<>"/dev/tcp/127.0.0.1/$PIER_HOOK_PORT"; then
+if ! { exec 3<>"/dev/tcp/127.0.0.1/$PIER_HOOK_PORT"; } 2>/dev/null; then
   echo "Pier is not running or not reachable; the push was not deployed."
   exit 1
 fi
@@ -115,12 +118,20 @@ interface PendingPush {
   controller: AbortController;
 }
 
+/** The public half of a host key, as a known_hosts entry takes it: `ssh-ed25519 AAAA...`. */
+export function hostPublicKey(key: Buffer): string {
+  const parsed = utils.parseKey(key);
+  const k = Array.isArray(parsed) ? parsed[0] : parsed;
+  if (!k || k instanceof Error) throw new Error("The SSH host key cannot be parsed.");
+  return `${k.type} ${k.getPublicSSH().toString("base64")}`;
+}
+
 /**
  * The server's host key, made once with ssh-keygen. (ssh2's own generator now and then writes an ed25519
  * key that ssh2 then refuses to parse: seen as "Malformed OpenSSH private key" at start-up.) A key that
  * does not parse is made again.
  */
-async function hostKey(path: string): Promise<Buffer> {
+export async function hostKey(path: string): Promise<Buffer> {
   await mkdir(dirname(path), { recursive: true });
   for (let attempt = 0; attempt < 3; attempt++) {
     if (existsSync(path)) {
@@ -147,13 +158,23 @@ async function startHookServer(
   pending: Map<string, PendingPush>,
   onPush: PushHandler,
   logger: MiniLogger,
+  live: Set<Socket>,
 ): Promise<NetServer> {
   const server = createServer((sock: Socket) => {
+    live.add(sock);
+    sock.on("close", () => live.delete(sock));
     let buf = "";
     let handled = false;
-    const send = (kind: "L" | "R", text: string) => {
+    const sendLog = (text: string) => {
       if (sock.destroyed) return;
-      for (const line of text.split("\n")) sock.write(`${kind} ${line.replace(/\r/g, "")}\n`);
+      for (const line of text.split("\n")) sock.write(`L ${line.replace(/\r/g, "")}\n`);
+    };
+    /** The hook reads one `R` line: the lines of a longer message go first, as log lines. */
+    const sendResult = (ok: boolean, message: string) => {
+      const lines = message.split("\n");
+      const last = lines.pop() ?? "";
+      if (lines.length) sendLog(lines.join("\n"));
+      if (!sock.destroyed) sock.write(`R ${ok ? "ok" : "failed"} ${last.replace(/\r/g, "")}\n`);
     };
     sock.on("error", () => undefined);
     sock.setTimeout(30_000, () => {
@@ -170,7 +191,7 @@ async function startHookServer(
         const [verb, token, oldSha, newSha, ref] = (lines[0] ?? "").split(" ");
         const push = verb === "PUSH" && token ? pending.get(token) : undefined;
         if (!push || !oldSha || !newSha || !ref) {
-          send("R", "failed pier: this push is not known to the server (expired token)");
+          sendResult(false, "pier: this push is not known to the server (expired token)");
           sock.end();
           return;
         }
@@ -190,13 +211,13 @@ async function startHookServer(
             newSha,
             gitEnv,
             repoDir: push.repoDir,
-            log: (line) => send("L", line),
+            log: sendLog,
             signal: push.controller.signal,
           });
-          send("R", `${r.ok ? "ok" : "failed"} ${r.message}`);
+          sendResult(r.ok, r.message);
         } catch (e) {
           logger.error({ err: e }, "push handler failed");
-          send("R", `failed pier: internal error: ${(e as Error).message}`);
+          sendResult(false, `pier: internal error: ${(e as Error).message}`);
         }
         sock.end();
       })();
@@ -217,13 +238,18 @@ export async function startGitSshServer(
   await mkdir(opts.reposDir, { recursive: true });
 
   const pending = new Map<string, PendingPush>();
-  const hookServer = await startHookServer(pending, opts.onPush, opts.logger);
+  const hookSockets = new Set<Socket>();
+  const hookServer = await startHookServer(pending, opts.onPush, opts.logger, hookSockets);
   const hookAddress = hookServer.address();
   const hookPort = typeof hookAddress === "object" && hookAddress ? hookAddress.port : 0;
   const children = new Set<ChildProcess>();
 
+  const clients = new Set<Connection>();
   const server = new Server({ hostKeys: [key], ident: "Pier" }, (client) => {
     let fingerprint: string | null = null;
+    let readOnly = true;
+    clients.add(client);
+    client.on("close", () => clients.delete(client));
     client.on("error", (err) => opts.logger.warn({ err: err.message }, "ssh client error"));
     client.on("authentication", (ctx) => {
       if (ctx.method !== "publickey") return ctx.reject(["publickey"]);
@@ -238,6 +264,7 @@ export async function startGitSshServer(
         if (!ctx.signature || !ctx.blob) return ctx.accept(); // the client asks whether this key would do
         if (pub.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return ctx.reject(["publickey"]);
         fingerprint = auth.fingerprint;
+        readOnly = auth.readOnly;
         ctx.accept();
       })().catch((err: Error) => {
         opts.logger.warn({ err: err.message }, "ssh authentication failed");
@@ -268,6 +295,10 @@ export async function startGitSshServer(
           const receive = m[1]?.includes("receive") ?? false;
           const appId = m[2] ?? "";
           if (!APP_ID.test(appId)) return fail(`pier: '${appId}' is not an app id (see \`pier apps\`).`);
+          if (receive && readOnly)
+            return fail(
+              "pier: this key is a read-only deploy key: it may fetch (git clone, npm git dependencies) but not push.",
+            );
           void (async () => {
             if (!(await opts.appExists(appId))) {
               return fail(
@@ -297,9 +328,12 @@ export async function startGitSshServer(
             });
             children.add(child);
             let received = 0;
+            let tooLarge = false;
             channel.on("data", (c: Buffer) => {
+              if (tooLarge) return; // the client keeps sending until it reads the exit
               received += c.length;
               if (received > opts.maxPushBytes) {
+                tooLarge = true;
                 channel.stderr.write(
                   `pier: the push is larger than the limit of ${opts.maxPushBytes} bytes (PIER_MAX_PUSH_BYTES).\n`,
                 );
@@ -328,20 +362,55 @@ export async function startGitSshServer(
     });
   });
 
+  // Pier's own listener hands sockets to ssh2, so that close() can end connections that never go away
+  // (net.Server.close waits for every one of them: `pier server` would not stop on SIGTERM).
+  const sockets = new Set<Socket>();
+  const accept = (sock: Socket) => {
+    sockets.add(sock);
+    sock.on("close", () => sockets.delete(sock));
+    server.injectSocket(sock);
+  };
+  const listener = createServer(accept);
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port, opts.host, () => resolve());
+    listener.once("error", reject);
+    listener.listen(opts.port, opts.host, () => resolve());
   });
-  const address = server.address();
+  let unixListener: NetServer | null = null;
+  if (opts.socketPath) {
+    const path = opts.socketPath;
+    await rm(path, { force: true }); // left by a server that was killed
+    unixListener = createServer(accept);
+    await new Promise<void>((resolve, reject) => {
+      unixListener?.once("error", reject);
+      unixListener?.listen(path, () => resolve());
+    });
+    await chmod(path, 0o600);
+  }
+  const address = listener.address();
   const port = typeof address === "object" && address ? address.port : opts.port;
   opts.logger.info({ port }, "git over SSH listening");
 
   return {
     port,
     close: async () => {
+      const closed = new Promise<void>((resolve) => listener.close(() => resolve()));
+      const unixClosed = new Promise<void>((resolve) =>
+        unixListener ? unixListener.close(() => resolve()) : resolve(),
+      );
+      const hookClosed = new Promise<void>((resolve) => hookServer.close(() => resolve()));
+      // As when the pushers disconnect: their deploys are cancelled and nothing is accepted.
+      for (const p of pending.values()) p.controller.abort(new Error("Pier is stopping."));
       for (const c of children) c.kill("SIGTERM");
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await new Promise<void>((resolve) => hookServer.close(() => resolve()));
+      for (const s of hookSockets) s.destroy();
+      for (const c of clients) c.end();
+      // Connections that do not end when asked (say, one that never finished its handshake) are cut.
+      const cut = setTimeout(() => {
+        for (const s of sockets) s.destroy();
+      }, 2000);
+      await closed;
+      await unixClosed;
+      await hookClosed;
+      clearTimeout(cut);
     },
   };
 }

@@ -7,7 +7,9 @@ import pino, { type Logger } from "pino";
 import { HaproxyEdge } from "../adapters/edge/haproxy.js";
 import { DockerEngine } from "../adapters/engine/docker.js";
 import { NpmRegistry } from "../adapters/npm-registry.js";
+import { SecretBox } from "../adapters/secret-box.js";
 import { SqliteStore } from "../adapters/store/sqlite.js";
+import { pierGitPrefixes } from "../core/build-git.js";
 import { PierError } from "../core/errors.js";
 import type { Store } from "../core/ports.js";
 import { createApi, hashToken } from "./api.js";
@@ -15,7 +17,7 @@ import { AppService } from "./apps.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { DeployLogs } from "./deploy-logs.js";
 import { Deployer } from "./deployer.js";
-import { startGitSshServer } from "./git-ssh.js";
+import { hostKey, hostPublicKey, startGitSshServer } from "./git-ssh.js";
 import { Instances } from "./instances.js";
 import { reconcile } from "./reconciler.js";
 import { DockerRuntime } from "./runtimes/docker.js";
@@ -52,14 +54,27 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config): Promise<RunningServer> {
-  const logger = pino({ level: config.logLevel, redact: ["token", "password", "*.password", "*.token"] });
+  const logger = pino({
+    level: config.logLevel,
+    redact: ["token", "password", "privateKey", "*.password", "*.token", "*.privateKey"],
+  });
   for (const d of ["repos", "edge", "run"]) await mkdir(join(config.dataDir, d), { recursive: true });
-  const store = new SqliteStore(join(config.dataDir, "pier.db"));
+  // Secrets at rest are sealed with this key; it is kept apart from the database (back up both).
+  const store = new SqliteStore(
+    join(config.dataDir, "pier.db"),
+    SecretBox.fromFile(join(config.dataDir, "secret.key")),
+  );
   const tokenFile = await adminToken(config, store);
 
   const scope = createHash("sha256").update(config.dataDir).digest("hex").slice(0, 12);
   const engine = new DockerEngine({ socketPath: config.dockerSocket, scope });
   await engine.ping();
+  if (config.buildNetwork && !(await engine.networkExists(config.buildNetwork)))
+    throw new PierError(
+      "CONFIG_INVALID",
+      `PIER_BUILD_NETWORK: there is no Docker network named '${config.buildNetwork}'.`,
+      `Create it (docker network create ${config.buildNetwork}) or unset PIER_BUILD_NETWORK.`,
+    );
   const edge = new HaproxyEdge({
     haproxyBin: config.haproxy,
     dir: join(config.dataDir, "edge"),
@@ -75,6 +90,13 @@ export async function startServer(config: Config): Promise<RunningServer> {
     cacheDir: config.cacheDir,
   });
   const toolchains = new Toolchains({ engine, registry });
+  const hostKeyPath = join(config.dataDir, "ssh_host_ed25519_key");
+  const gitSocket = join(config.dataDir, "run", "git-ssh.sock");
+  const pierGit = {
+    socketPath: gitSocket,
+    hostKey: hostPublicKey(await hostKey(hostKeyPath)),
+    prefixes: pierGitPrefixes(config.gitHost, config.ssh.port),
+  };
   const repoDir = (appId: string) => join(config.dataDir, "repos", `${appId}.git`);
   const instances = new Instances({
     engine,
@@ -92,8 +114,15 @@ export async function startServer(config: Config): Promise<RunningServer> {
     logger: logger.child({ part: "deployer" }),
     repoDir,
     runtimes: {
-      docker: new DockerRuntime(engine),
-      node: new NodeRuntime({ engine, registry, toolchains, registryUrl: config.npmRegistry }),
+      docker: new DockerRuntime(engine, config.buildNetwork),
+      node: new NodeRuntime({
+        engine,
+        registry,
+        toolchains,
+        registryUrl: config.npmRegistry,
+        pierGit,
+        buildNetwork: config.buildNetwork,
+      }),
     },
     deployTimeoutMs: config.deployTimeoutMs,
     listenTimeoutMs: config.listenTimeoutMs,
@@ -154,14 +183,15 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const ssh = await startGitSshServer({
     host: config.ssh.host,
     port: config.ssh.port,
-    hostKeyPath: join(config.dataDir, "ssh_host_ed25519_key"),
+    hostKeyPath,
+    socketPath: gitSocket,
     reposDir: join(config.dataDir, "repos"),
     runDir: join(config.dataDir, "run"),
     maxPushBytes: config.maxPushBytes,
     logger: logger.child({ part: "ssh" }),
     authorizeKey: async (algo, blob) => {
       const k = await store.findSshKeyByBlob(algo, blob.toString("base64"));
-      return k ? { fingerprint: k.fingerprint } : null;
+      return k ? { fingerprint: k.fingerprint, readOnly: k.readOnly } : null;
     },
     appExists: async (appId) => (await store.findApp(appId)) !== null,
     onPush: async (req) => {

@@ -70,11 +70,29 @@ const ROUTES: RouteDoc[] = [
     path: "/v1/runtimes/node",
     summary: "Node.js versions available, LTS and end-of-life marked",
   },
+  {
+    method: "get",
+    path: "/v1/apps/{app}/ssh-private-key",
+    summary: "The app's private SSH key for builds: type, fingerprint and public half (never the key)",
+  },
+  {
+    method: "put",
+    path: "/v1/apps/{app}/ssh-private-key",
+    summary:
+      "Set the app's private SSH key (stored encrypted) used by builds to fetch private git dependencies",
+    body: schemas.putPrivateKey,
+  },
+  {
+    method: "delete",
+    path: "/v1/apps/{app}/ssh-private-key",
+    summary: "Remove the app's private SSH key",
+    status: 204,
+  },
   { method: "get", path: "/v1/ssh-keys", summary: "Registered SSH keys" },
   {
     method: "post",
     path: "/v1/ssh-keys",
-    summary: "Register an SSH public key",
+    summary: "Register an SSH public key (readOnly: may fetch, not push; a deploy key)",
     body: schemas.addKey,
     status: 201,
   },

@@ -28,5 +28,10 @@ export const schemas = {
   }),
   putEnv: z.object({ value: z.string() }),
   deploy: z.object({ withoutCache: z.boolean().optional() }),
-  addKey: z.object({ publicKey: z.string().min(1).max(16384), name: z.string().max(100).optional() }),
+  addKey: z.object({
+    publicKey: z.string().min(1).max(16384),
+    name: z.string().max(100).optional(),
+    readOnly: z.boolean().optional(),
+  }),
+  putPrivateKey: z.object({ privateKey: z.string().min(1).max(32768) }),
 };

@@ -1,11 +1,13 @@
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { exec } from "../adapters/exec.js";
 import type { NpmRegistry } from "../adapters/npm-registry.js";
+import { PierError } from "../core/errors.js";
 import type { Engine } from "../core/ports.js";
 
+const BASE_IMAGE = "pier/base:bookworm";
 const NODE_DOCKERFILE = fileURLToPath(new URL("../../../images/node/Dockerfile", import.meta.url));
 
 /**
@@ -41,7 +43,19 @@ export class Toolchains {
     write: (l: string) => void,
     signal: AbortSignal,
   ): Promise<string> {
-    if (await this.deps.engine.imageExists(tag)) return tag;
+    // A toolchain records the base image it was built from: a rebuilt base (new packages, another CA
+    // bundle) makes it build again.
+    const [base, existing] = await Promise.all([
+      this.deps.engine.imageInfo(BASE_IMAGE),
+      this.deps.engine.imageInfo(tag),
+    ]);
+    if (!base)
+      throw new PierError(
+        "ENGINE_ERROR",
+        `The base image ${BASE_IMAGE} is missing.`,
+        "Run scripts/setup.sh (npm start runs it) to build it.",
+      );
+    if (existing && existing.labels["pier.base"] === base.id) return tag;
     write(
       `Preparing the toolchain image ${tag} (once): Node.js ${nodeVersion} and npm ${npmVersion} from the npm registry.`,
     );
@@ -61,7 +75,9 @@ export class Toolchains {
         "package/bin/node",
       ]);
       await exec(["tar", "-xzf", npmTgz, "-C", join(ctx, "npm"), "--strip-components=1"]);
-      await exec(["cp", NODE_DOCKERFILE, join(ctx, "Dockerfile")]);
+      // The classic builder drops build-option labels (see buildImage): the Dockerfile carries it.
+      const dockerfile = await readFile(NODE_DOCKERFILE, "utf8");
+      await writeFile(join(ctx, "Dockerfile"), `${dockerfile}LABEL pier.base=${base.id}\n`);
       await this.deps.engine.buildImage(
         {
           contextDir: ctx,
@@ -73,6 +89,7 @@ export class Toolchains {
           memoryBytes: 2 * 2 ** 30,
           noCache: false,
           buildkit: false,
+          network: null,
           login: null,
         },
         () => undefined,

@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -32,6 +33,7 @@ describe("git push over SSH", () => {
   const tmp = mkdtempSync(join(tmpdir(), "pier-git-ssh-"));
   const key = join(tmp, "id_ed25519");
   const strangerKey = join(tmp, "stranger_ed25519");
+  const deployKey = join(tmp, "deploy_ed25519");
   const reposDir = join(tmp, "repos");
   let port = 0;
   let close: () => Promise<void> = async () => undefined;
@@ -88,11 +90,12 @@ describe("git push over SSH", () => {
   const push = (dir: string, refspec = "master", k = key) => git(["-C", dir, "push", "pier", refspec], k);
 
   before(async () => {
-    for (const k of [key, strangerKey]) {
+    for (const k of [key, strangerKey, deployKey]) {
       const r = await run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "e2e@pier", "-f", k]);
       assert.equal(r.code, 0, r.stderr);
     }
     const allowed = keyBlob(`${key}.pub`);
+    const readOnly = keyBlob(`${deployKey}.pub`);
     const server = await startGitSshServer({
       host: "127.0.0.1",
       port: 0,
@@ -101,7 +104,12 @@ describe("git push over SSH", () => {
       runDir: join(tmp, "run"),
       maxPushBytes: 50 * 1024 * 1024,
       logger: quiet,
-      authorizeKey: async (_algo, blob) => (blob.equals(allowed) ? { fingerprint: "SHA256:e2e" } : null),
+      authorizeKey: async (_algo, blob) =>
+        blob.equals(allowed)
+          ? { fingerprint: "SHA256:e2e", readOnly: false }
+          : blob.equals(readOnly)
+            ? { fingerprint: "SHA256:deploy", readOnly: true }
+            : null,
       appExists: async (appId) => appId === "myapp" || appId === "busy",
       onPush: async (req) => {
         const { subject } = await commitInfo(req.repoDir, req.newSha, req.gitEnv);
@@ -119,7 +127,10 @@ describe("git push over SSH", () => {
         req.log("-----> Done building");
         call.done = true;
         if (subject.includes("fail"))
-          return { ok: false, message: "Deploy failed: the build exited with 1." };
+          return {
+            ok: false,
+            message: "Deploy failed: the build exited with 1.\nThe previous release keeps serving.",
+          };
         return { ok: true, message: "Deployed myapp." };
       },
     });
@@ -161,7 +172,10 @@ describe("git push over SSH", () => {
     const r = await push(dir);
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /remote: -----> Done building/);
-    assert.match(r.stderr, /remote: Deploy failed: the build exited with 1\./);
+    assert.match(
+      r.stderr,
+      /remote: Deploy failed: the build exited with 1\.\s*\nremote: The previous release keeps serving\./,
+    );
     assert.match(r.stderr, /pre-receive hook declined/);
     assert.equal(calls.at(-1)?.req.newSha, sha);
     assert.equal(await bareMaster(), prev);
@@ -263,6 +277,22 @@ describe("git push over SSH", () => {
     assert.equal(readFileSync(join(dest, "hello.txt"), "utf8"), "feature\n");
   });
 
+  test("a read-only deploy key clones but cannot push", async () => {
+    const dest = join(tmp, "clone-deploy-key");
+    const cloned = await git(["clone", "-q", remote("myapp"), dest], deployKey);
+    assert.equal(cloned.code, 0, cloned.stderr);
+    assert.equal(await head(dest), await bareMaster());
+    const before = await bareMaster();
+    const dir = await workTree("deploy-key-push");
+    await commit(dir, { "hello.txt": "from a deploy key\n" }, "deploy key push");
+    const calls0 = calls.length;
+    const r = await push(dir, "master", deployKey);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /read-only deploy key: it may fetch .* but not push/);
+    assert.equal(calls.length, calls0, "no deploy was started");
+    assert.equal(await bareMaster(), before);
+  });
+
   test("a second push while the first deploy still runs gets its own onPush call", async () => {
     const a = join(tmp, "clone");
     const b = join(tmp, "clone-b");
@@ -340,10 +370,11 @@ describe("git push over SSH", () => {
     });
     assert.equal(r.code, 1);
     assert.match(r.stdout, /Pier is not running/);
+    assert.equal(r.stderr, "", "no shell noise about the refused connection");
   });
 });
 
-describe("git push over SSH: size limit", () => {
+describe("git over SSH: limits and shutdown", () => {
   const tmp = mkdtempSync(join(tmpdir(), "pier-git-ssh-limit-"));
   const key = join(tmp, "id_ed25519");
   let server: { port: number; close(): Promise<void> } | null = null;
@@ -363,7 +394,7 @@ describe("git push over SSH: size limit", () => {
       runDir: join(tmp, "run"),
       maxPushBytes: 64 * 1024,
       logger: quiet,
-      authorizeKey: async () => ({ fingerprint: "SHA256:any" }),
+      authorizeKey: async () => ({ fingerprint: "SHA256:any", readOnly: false }),
       appExists: async () => true,
       onPush: async () => {
         deploys++;
@@ -395,7 +426,67 @@ describe("git push over SSH: size limit", () => {
       },
     );
     assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /larger than the limit of 65536 bytes|pack exceeds maximum allowed size/);
+    assert.equal(
+      r.stderr.match(/pier: the push is larger than the limit of 65536 bytes/g)?.length,
+      1,
+      r.stderr,
+    );
     assert.equal(deploys, 0);
+  });
+
+  test("close() ends open connections and cancels the deploys of waiting pushes", async () => {
+    const tmp2 = mkdtempSync(join(tmpdir(), "pier-git-ssh-close-"));
+    const key2 = join(tmp2, "id_ed25519");
+    assert.equal((await run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key2])).code, 0);
+    let signal: AbortSignal | null = null;
+    const s = await startGitSshServer({
+      host: "127.0.0.1",
+      port: 0,
+      hostKeyPath: join(tmp2, "host_key"),
+      reposDir: join(tmp2, "repos"),
+      runDir: join(tmp2, "run"),
+      maxPushBytes: 1 << 20,
+      logger: quiet,
+      authorizeKey: async () => ({ fingerprint: "SHA256:any", readOnly: false }),
+      appExists: async () => true,
+      onPush: async (req) => {
+        signal = req.signal;
+        req.log("-----> Building");
+        // A deploy that ends only when cancelled.
+        await new Promise((r) => req.signal.addEventListener("abort", r));
+        return { ok: false, message: "Deploy cancelled." };
+      },
+    });
+    // A connection that never says a word, and a push waiting for its deploy.
+    const idle = connect(s.port, "127.0.0.1");
+    idle.on("error", () => undefined);
+    await new Promise((r) => idle.once("connect", r));
+    const env = {
+      ...process.env,
+      GIT_SSH_COMMAND: `ssh -i ${key2} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o IdentitiesOnly=yes -o LogLevel=ERROR`,
+      GIT_AUTHOR_NAME: "e2e",
+      GIT_AUTHOR_EMAIL: "e2e@pier.test",
+      GIT_COMMITTER_NAME: "e2e",
+      GIT_COMMITTER_EMAIL: "e2e@pier.test",
+    };
+    const dir = join(tmp2, "app");
+    await run(["git", "init", "-q", "-b", "master", dir]);
+    writeFileSync(join(dir, "a.txt"), "a\n");
+    await run(["git", "-C", dir, "add", "-A"], { env });
+    await run(["git", "-C", dir, "commit", "-q", "-m", "a"], { env });
+    const pushed = run(["git", "-C", dir, "push", `git+ssh://git@127.0.0.1:${s.port}/app.git`, "master"], {
+      env,
+      timeoutMs: 60_000,
+    });
+    await until(() => signal !== null, "the push's onPush");
+
+    const t0 = Date.now();
+    await s.close();
+    assert.ok(Date.now() - t0 < 5000, `close() took ${Date.now() - t0} ms`);
+    assert.equal((signal as AbortSignal | null)?.aborted, true);
+    const r = await pushed;
+    assert.notEqual(r.code, 0);
+    idle.destroy();
+    rmSync(tmp2, { recursive: true, force: true });
   });
 });

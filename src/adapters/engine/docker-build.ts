@@ -97,6 +97,8 @@ export async function buildImage(
   if (b.buildkit) {
     options.version = "2";
     options.labels = { ...b.labels, ...own };
+  } else if (b.network) {
+    options.networkmode = b.network;
   }
   if (auth) {
     const key = b.login?.server ?? "https://index.docker.io/v1/";
@@ -180,6 +182,7 @@ export async function buildInContainer(
         ...b.binds.map((m) => `${m.source}:${m.target}:ro`),
       ],
       LogConfig: { Type: "json-file", Config: {} },
+      ...(b.network ? { NetworkMode: b.network } : {}),
     },
   });
   const onAbort = () => void container.kill().catch(() => undefined);

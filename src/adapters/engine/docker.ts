@@ -121,6 +121,16 @@ export class DockerEngine implements Engine {
     return imageExists(this.docker, tag);
   }
 
+  async imageInfo(tag: string): Promise<{ id: string; labels: Record<string, string> } | null> {
+    try {
+      const i = await this.docker.getImage(tag).inspect();
+      return { id: i.Id, labels: i.Config?.Labels ?? {} };
+    } catch (e) {
+      if (isNotFound(e)) return null;
+      throw e;
+    }
+  }
+
   async imageTags(repo: string): Promise<string[]> {
     const images = await this.docker.listImages({ filters: { reference: [repo] } });
     return images.flatMap((i) => i.RepoTags ?? []).filter((t) => t.startsWith(`${repo}:`));
@@ -131,6 +141,16 @@ export class DockerEngine implements Engine {
       await this.docker.getImage(tag).remove({ force: true });
     } catch (e) {
       if (!isNotFound(e)) throw e;
+    }
+  }
+
+  async networkExists(name: string): Promise<boolean> {
+    try {
+      await this.docker.getNetwork(name).inspect();
+      return true;
+    } catch (e) {
+      if (isNotFound(e)) return false;
+      throw e;
     }
   }
 

@@ -2,6 +2,7 @@ import Database from "better-sqlite3";
 import { PierError } from "../../core/errors.js";
 import type { App, Deployment, Flavor, LogLine, Release, Runtime, SshKey } from "../../core/model.js";
 import type { DeploymentPatch, NewApp, Store } from "../../core/ports.js";
+import type { SecretBox } from "../secret-box.js";
 
 /** Schema changes, applied in order once each. Never edit a shipped entry: add one. */
 const MIGRATIONS: readonly string[] = [
@@ -28,6 +29,9 @@ const MIGRATIONS: readonly string[] = [
    CREATE TABLE instance_exits (app_id TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE, container_id TEXT NOT NULL,
      instance INTEGER NOT NULL, exit_code INTEGER NOT NULL, at TEXT NOT NULL);
    CREATE INDEX instance_exits_container ON instance_exits(container_id);`,
+  `CREATE TABLE app_secrets (app_id TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE, name TEXT NOT NULL,
+     value TEXT NOT NULL, PRIMARY KEY (app_id, name));
+   ALTER TABLE ssh_keys ADD COLUMN read_only INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 type Row = Record<string, unknown>;
@@ -67,7 +71,7 @@ function deploymentOf(r: Row): Deployment {
   };
 }
 
-function releaseOf(r: Row): Release {
+function releaseOf(r: Row, box: SecretBox): Release {
   return {
     id: str(r.id),
     appId: str(r.app_id),
@@ -75,7 +79,7 @@ function releaseOf(r: Row): Release {
     deploymentId: str(r.deployment_id),
     image: str(r.image),
     commit: str(r.commit_sha),
-    env: JSON.parse(str(r.env_json)) as Record<string, string>,
+    env: JSON.parse(box.open(str(r.env_json))) as Record<string, string>,
     httpPort: Number(r.http_port),
     tcpPort: r.tcp_port === null ? null : Number(r.tcp_port),
     createdAt: str(r.created_at),
@@ -89,20 +93,41 @@ function sshKeyOf(r: Row): SshKey {
     fingerprint: str(r.fingerprint),
     algo: str(r.algo),
     blob: str(r.blob),
+    readOnly: r.read_only === 1,
     createdAt: str(r.created_at),
   };
 }
 
+/**
+ * The store. Secrets (variable values, the variables of each release, app secrets such as private SSH
+ * keys) are sealed with the SecretBox before they reach the database file.
+ */
 export class SqliteStore implements Store {
   private readonly db: Database.Database;
 
-  constructor(file: string) {
+  constructor(
+    file: string,
+    private readonly box: SecretBox,
+  ) {
     this.db = new Database(file);
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("synchronous = NORMAL");
     this.db.pragma("foreign_keys = ON");
     this.db.pragma("busy_timeout = 5000");
     this.migrate();
+    this.sealLegacySecrets();
+  }
+
+  /** Values written in clear by versions before encryption at rest are sealed in place, once. */
+  private sealLegacySecrets(): void {
+    this.db.transaction(() => {
+      const env = this.all("SELECT app_id, name, value FROM env WHERE value NOT LIKE 'pier1:%'");
+      const upEnv = this.db.prepare("UPDATE env SET value = ? WHERE app_id = ? AND name = ?");
+      for (const r of env) upEnv.run(this.box.seal(str(r.value)), r.app_id, r.name);
+      const rel = this.all("SELECT id, env_json FROM releases WHERE env_json NOT LIKE 'pier1:%'");
+      const upRel = this.db.prepare("UPDATE releases SET env_json = ? WHERE id = ?");
+      for (const r of rel) upRel.run(this.box.seal(str(r.env_json)), r.id);
+    })();
   }
 
   private migrate(): void {
@@ -190,7 +215,7 @@ export class SqliteStore implements Store {
       "SELECT r.* FROM releases r JOIN apps a ON a.current_release_id = r.id WHERE a.id = ?",
       appId,
     );
-    return r ? releaseOf(r) : null;
+    return r ? releaseOf(r, this.box) : null;
   }
 
   async setCurrentRelease(appId: string, releaseId: string | null): Promise<void> {
@@ -200,7 +225,7 @@ export class SqliteStore implements Store {
   async getEnv(appId: string): Promise<Record<string, string>> {
     const out: Record<string, string> = {};
     for (const r of this.all("SELECT name, value FROM env WHERE app_id = ? ORDER BY name", appId)) {
-      out[str(r.name)] = str(r.value);
+      out[str(r.name)] = this.box.open(str(r.value));
     }
     return out;
   }
@@ -214,11 +239,28 @@ export class SqliteStore implements Store {
       const up = this.db.prepare(
         "INSERT INTO env (app_id, name, value) VALUES (?,?,?) ON CONFLICT (app_id, name) DO UPDATE SET value = excluded.value",
       );
-      for (const [k, v] of Object.entries(set)) up.run(appId, k, v);
+      for (const [k, v] of Object.entries(set)) up.run(appId, k, this.box.seal(v));
       const del = this.db.prepare("DELETE FROM env WHERE app_id = ? AND name = ?");
       for (const k of unset) del.run(appId, k);
     })();
     return this.getEnv(appId);
+  }
+
+  async getAppSecret(appId: string, name: string): Promise<string | null> {
+    const r = this.one("SELECT value FROM app_secrets WHERE app_id = ? AND name = ?", appId, name);
+    return r ? this.box.open(str(r.value)) : null;
+  }
+
+  async setAppSecret(appId: string, name: string, value: string | null): Promise<void> {
+    if (value === null) {
+      this.db.prepare("DELETE FROM app_secrets WHERE app_id = ? AND name = ?").run(appId, name);
+      return;
+    }
+    this.db
+      .prepare(
+        "INSERT INTO app_secrets (app_id, name, value) VALUES (?,?,?) ON CONFLICT (app_id, name) DO UPDATE SET value = excluded.value",
+      )
+      .run(appId, name, this.box.seal(value));
   }
 
   async createDeployment(
@@ -308,29 +350,33 @@ export class SqliteStore implements Store {
           r.deploymentId,
           r.image,
           r.commit,
-          JSON.stringify(r.env),
+          this.box.seal(JSON.stringify(r.env)),
           r.httpPort,
           r.tcpPort,
           now(),
         );
     })();
-    return releaseOf(this.one("SELECT * FROM releases WHERE id = ?", r.id)!);
+    return releaseOf(this.one("SELECT * FROM releases WHERE id = ?", r.id)!, this.box);
   }
 
   async getRelease(id: string): Promise<Release | null> {
     const r = this.one("SELECT * FROM releases WHERE id = ?", id);
-    return r ? releaseOf(r) : null;
+    return r ? releaseOf(r, this.box) : null;
   }
 
   async listReleases(appId: string): Promise<Release[]> {
-    return this.all("SELECT * FROM releases WHERE app_id = ? ORDER BY number DESC", appId).map(releaseOf);
+    return this.all("SELECT * FROM releases WHERE app_id = ? ORDER BY number DESC", appId).map((x) =>
+      releaseOf(x, this.box),
+    );
   }
 
   async addSshKey(k: Omit<SshKey, "createdAt">): Promise<SshKey> {
     try {
       this.db
-        .prepare("INSERT INTO ssh_keys (id, name, fingerprint, algo, blob, created_at) VALUES (?,?,?,?,?,?)")
-        .run(k.id, k.name, k.fingerprint, k.algo, k.blob, now());
+        .prepare(
+          "INSERT INTO ssh_keys (id, name, fingerprint, algo, blob, read_only, created_at) VALUES (?,?,?,?,?,?,?)",
+        )
+        .run(k.id, k.name, k.fingerprint, k.algo, k.blob, k.readOnly ? 1 : 0, now());
     } catch (e) {
       if (e instanceof Error && /UNIQUE/.test(e.message)) {
         throw new PierError("SSH_KEY_EXISTS", `The key ${k.fingerprint} is already registered.`);

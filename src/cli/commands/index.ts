@@ -14,6 +14,7 @@ import { runtimes } from "./runtimes.js";
 import { scale } from "./scale.js";
 import { server } from "./server.js";
 import { sshKeys } from "./ssh-keys.js";
+import { sshPrivateKey } from "./ssh-private-key.js";
 import { status } from "./status.js";
 import { stop } from "./stop.js";
 
@@ -34,6 +35,7 @@ export const COMMANDS: readonly Command[] = [
   env,
   link,
   sshKeys,
+  sshPrivateKey,
   runtimes,
   del,
   help,

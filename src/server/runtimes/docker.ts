@@ -5,7 +5,11 @@ import { type BuildContext, type RunSettings, type Runtime, readInside } from ".
 
 /** The Dockerfile runtime: contract section 2.4 and the Install/Login, Build, Run phases of section 3. */
 export class DockerRuntime implements Runtime {
-  constructor(private readonly engine: Engine) {}
+  constructor(
+    private readonly engine: Engine,
+    /** PIER_BUILD_NETWORK: the network RUN steps use (classic builder), or null. */
+    private readonly buildNetwork: string | null = null,
+  ) {}
 
   settings(vars: Record<string, string>): {
     settings: RunSettings & { dockerfile: string };
@@ -55,6 +59,7 @@ export class DockerRuntime implements Runtime {
         flavor: app.buildFlavor,
         memoryBytes: plan.memoryBytes,
         noCache: plan.noCache,
+        network: this.buildNetwork,
         buildkit: plan.buildkit,
         login: plan.login,
       },

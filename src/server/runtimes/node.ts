@@ -5,6 +5,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NpmRegistry } from "../../adapters/npm-registry.js";
+import { buildGitSetup } from "../../core/build-git.js";
 import { PierError } from "../../core/errors.js";
 import { FLAVOR_MEMORY_MIB } from "../../core/model.js";
 import { markVersions, type NodeVersion } from "../../core/node-versions.js";
@@ -16,6 +17,7 @@ import type { Toolchains } from "../toolchains.js";
 import { type BuildContext, imageTag, type RunSettings, type Runtime, readInside } from "./runtime.js";
 
 const APP_HOME = "/app";
+const PIER_GIT_SOCKET = "/run/pier-git.sock";
 const require = createRequire(import.meta.url);
 
 /** Release schedule of Node.js lines (LTS, end of life), from the maintained node-releases package. */
@@ -45,6 +47,10 @@ export class NodeRuntime implements Runtime {
       registry: NpmRegistry;
       toolchains: Toolchains;
       registryUrl: string;
+      /** Pier's own git server as builds reach it: its unix socket, host key, and the URL prefixes of its repositories. */
+      pierGit: { socketPath: string; hostKey: string; prefixes: string[] };
+      /** PIER_BUILD_NETWORK: the network build containers join, or null. */
+      buildNetwork: string | null;
     },
   ) {}
 
@@ -97,7 +103,7 @@ export class NodeRuntime implements Runtime {
     const toolchain = await this.deps.toolchains.node(plan.nodeVersion, plan.npmVersion, write, ctx.signal);
     const secrets = await mkdtemp(join(tmpdir(), "pier-build-env-"));
     try {
-      const env = {
+      const env: Record<string, string> = {
         ...ctx.vars,
         ...ctx.platformVars,
         ...this.registryEnv(ctx.vars),
@@ -108,6 +114,25 @@ export class NodeRuntime implements Runtime {
         npm_config_update_notifier: "false",
         npm_config_fund: "false",
       };
+      // Section 5.2: git+ssh dependencies are fetched with the app's private key; Pier's own repositories
+      // through its git server's socket (host key pinned), other hosts over the network.
+      const binds = [{ source: secrets, target: "/pier" }];
+      const git = buildGitSetup({
+        secretsDir: "/pier",
+        pierSocket: PIER_GIT_SOCKET,
+        pierHostKey: this.deps.pierGit.hostKey,
+        pierPrefixes: this.deps.pierGit.prefixes,
+        hasKey: ctx.sshPrivateKey !== null,
+      });
+      for (const [name, text] of Object.entries(git.files))
+        await writeFile(join(secrets, name), text, { mode: 0o644 });
+      Object.assign(env, git.env);
+      if (existsSync(this.deps.pierGit.socketPath))
+        binds.push({ source: this.deps.pierGit.socketPath, target: PIER_GIT_SOCKET });
+      if (ctx.sshPrivateKey) {
+        await writeFile(join(secrets, "ssh_key"), ctx.sshPrivateKey, { mode: 0o600 });
+        write("Using the app's private SSH key for git dependencies.");
+      }
       await writeFile(join(secrets, "build.env"), renderEnvFile(env), { mode: 0o600 });
       if (plan.npmrc) await writeFile(join(secrets, "npmrc"), plan.npmrc, { mode: 0o600 });
       // With a lock file, the installed node_modules is kept in the app's cache under a key of everything
@@ -150,24 +175,40 @@ export class NodeRuntime implements Runtime {
       write(
         `Building in a ${app.buildFlavor} build container (${FLAVOR_MEMORY_MIB[app.buildFlavor]} MiB) from ${toolchain}...`,
       );
-      await this.deps.engine.buildInContainer(
-        {
-          from: toolchain,
-          tag,
-          contextDir: dir,
-          appDir: APP_HOME,
-          script,
-          env: { HOME: "/root", APP_HOME },
-          volumes: [{ name: `pier-cache-${app.id}`, target: "/cache" }],
-          binds: [{ source: secrets, target: "/pier" }],
-          flavor: app.buildFlavor,
-          memoryBytes,
-          labels: { "pier.app": app.id, "pier.deployment": d.id, "pier.cache": "deps" },
-          image: { cmd: withWorkers(plan.start, plan.workers), env: { APP_HOME }, workdir: APP_HOME },
-        },
-        write,
-        ctx.signal,
-      );
+      let deniedByKey = false;
+      await this.deps.engine
+        .buildInContainer(
+          {
+            from: toolchain,
+            tag,
+            contextDir: dir,
+            appDir: APP_HOME,
+            script,
+            env: { HOME: "/root", APP_HOME },
+            volumes: [{ name: `pier-cache-${app.id}`, target: "/cache" }],
+            binds,
+            network: this.deps.buildNetwork,
+            flavor: app.buildFlavor,
+            memoryBytes,
+            labels: { "pier.app": app.id, "pier.deployment": d.id, "pier.cache": "deps" },
+            image: { cmd: withWorkers(plan.start, plan.workers), env: { APP_HOME }, workdir: APP_HOME },
+          },
+          (line) => {
+            if (/Permission denied \(publickey\)/.test(line)) deniedByKey = true;
+            write(line);
+          },
+          ctx.signal,
+        )
+        .catch((e: unknown) => {
+          if (!deniedByKey || !(e instanceof PierError)) throw e;
+          throw new PierError(
+            "BUILD_FAILED",
+            `${e.message} A git dependency was refused over SSH (Permission denied (publickey)).`,
+            ctx.sshPrivateKey
+              ? "Allow the public half of the app's key where the dependency lives (on Pier: pier ssh-keys add KEY.pub --read-only); see pier ssh-private-key."
+              : "Give the app a private SSH key: pier ssh-private-key set FILE, and allow its public half where the dependency lives.",
+          );
+        });
       write(`Built ${tag} (Node.js ${plan.nodeVersion}, start: ${plan.start.join(" ")}).`);
       return tag;
     } finally {

@@ -20,6 +20,8 @@ export interface BuildContext {
   platformVars: Record<string, string>;
   /** The files of the commit. */
   sourceDir: string;
+  /** The app's private SSH key for git dependencies (section 5.2), or null. Secret: never logged. */
+  sshPrivateKey: string | null;
   write: (line: string) => void;
   signal: AbortSignal;
 }

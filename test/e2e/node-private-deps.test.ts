@@ -1,0 +1,133 @@
+// Private dependencies (contract section 5.2), end to end: an app's private SSH key, stored encrypted, lets
+// its build install a git+ssh:// dependency from a private repository on Pier's own git server (reached
+// through the server's unix socket, host key pinned), fetched with a read-only deploy key.
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { Pier } from "./harness.js";
+
+const LIB = {
+  "package.json": `${JSON.stringify({ name: "private-lib", version: "1.0.0", main: "index.js", scripts: { start: "node server.js" } }, null, 2)}\n`,
+  "index.js": 'module.exports = { greeting: "hello from a private repository" };\n',
+  // The library's own repository is an app too (a push deploys it): a tiny server keeps that deploy green.
+  "server.js":
+    'require("http").createServer((q, s) => s.end(require("./index").greeting)).listen(8080, "0.0.0.0");\n',
+};
+
+const webPackage = (libUrl: string) =>
+  `${JSON.stringify({ name: "web", version: "1.0.0", scripts: { start: "node server.js" }, dependencies: { "private-lib": libUrl } }, null, 2)}\n`;
+
+const WEB_SERVER = `
+require("http").createServer((q, s) => s.end(require("private-lib").greeting)).listen(8080, "0.0.0.0");
+`;
+
+describe("Node.js private dependencies over SSH", { timeout: 600_000 }, () => {
+  const pier = new Pier();
+  let lib = { id: "", gitUrl: "" };
+  let web = "";
+  let deployKey = "";
+
+  before(async () => {
+    await pier.start();
+    await pier.addKey();
+    lib = await pier.cliJson<{ id: string; gitUrl: string }>(["create", "--type", "node", "private-lib"]);
+    const libRepo = await pier.repo("private-lib", LIB, lib.id);
+    const pushed = await pier.push(libRepo);
+    assert.equal(pushed.code, 0, pushed.stderr);
+
+    deployKey = join(pier.work, "deploy_key");
+    spawnSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "web-deploy", "-f", deployKey]);
+    const webApp = await pier.cliJson<{ id: string }>(["create", "--type", "node", "web"]);
+    web = await pier.repo(
+      "web",
+      { "package.json": webPackage(lib.gitUrl), "server.js": WEB_SERVER, ".gitignore": "/node_modules\n" },
+      webApp.id,
+    );
+  });
+  after(() => pier.destroy());
+
+  test("without a private key the git dependency cannot be fetched, and the deploy fails", async () => {
+    const push = await pier.push(web);
+    assert.notEqual(push.code, 0);
+    assert.match(push.stderr, /Permission denied \(publickey\)/);
+    assert.match(push.stderr, /pier ssh-private-key set FILE/, "the failure says how to give the app a key");
+  });
+
+  test("ssh-private-key set refuses a public key and a passphrase-protected key, naming the problem", async () => {
+    const pub = await pier.cli(["ssh-private-key", "set", `${deployKey}.pub`, "--app", "web"]);
+    assert.notEqual(pub.code, 0);
+    assert.match(pub.stderr, /not a private key/);
+    const locked = join(pier.work, "locked_key");
+    spawnSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "secret-pass", "-f", locked]);
+    const r = await pier.cli(["ssh-private-key", "set", locked, "--app", "web"]);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /passphrase/);
+  });
+
+  test("with the key set and its public half registered read-only, the build installs the dependency", async () => {
+    const set = await pier.cli(["ssh-private-key", "set", deployKey, "--app", "web"]);
+    assert.equal(set.code, 0, set.stderr);
+    const pub = readFileSync(`${deployKey}.pub`, "utf8").trim().split(" ").slice(0, 2).join(" ");
+    assert.ok(set.stdout.includes(pub), "set prints the public half");
+    const shown = await pier.cliJson<{ fingerprint: string; publicKey: string }>([
+      "ssh-private-key",
+      "--app",
+      "web",
+    ]);
+    assert.equal(shown.publicKey, pub);
+    const added = await pier.cli(["ssh-keys", "add", `${deployKey}.pub`, "--read-only"]);
+    assert.equal(added.code, 0, added.stderr);
+
+    await pier.commit(web, {}, "with the deploy key");
+    const push = await pier.push(web);
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /private SSH key/);
+    assert.equal((await pier.get("web")).body, "hello from a private repository");
+
+    // The key never reaches a log, nor the database file in clear.
+    const key = readFileSync(deployKey, "utf8");
+    const keyBody = key.split("\n")[1] ?? "";
+    assert.ok(keyBody.length > 20);
+    assert.ok(!push.stderr.includes(keyBody), "the push log does not hold the key");
+    const logs = await pier.cli(["logs", "--app", "web", "--deployment", "latest"]);
+    assert.ok(!logs.stdout.includes(keyBody));
+    for (const f of ["pier.db", "pier.db-wal"]) {
+      let bytes = "";
+      try {
+        bytes = readFileSync(join(pier.dataDir, f), "latin1");
+      } catch {
+        continue;
+      }
+      assert.ok(!bytes.includes(keyBody), `${f} does not hold the key in clear`);
+      assert.ok(!bytes.includes("BEGIN OPENSSH PRIVATE KEY"), `${f} does not hold a private key in clear`);
+    }
+  });
+
+  test("the read-only deploy key cannot push", async () => {
+    const env = pier.gitEnv(deployKey);
+    const { run } = await import("./harness.js");
+    await pier.commit(web, { "x.txt": "x\n" }, "by the deploy key");
+    const denied = await run(["git", "-C", web, "push", "pier", "master"], { env, timeoutMs: 60_000 });
+    assert.notEqual(denied.code, 0);
+    assert.match(denied.stderr, /read-only deploy key/);
+  });
+
+  test("variable values are stored encrypted", async () => {
+    const secret = "s3cr3t-value-that-must-not-be-in-the-db-file";
+    const r = await pier.cli(["env", "set", "API_SECRET", secret, "--app", "web"]);
+    assert.equal(r.code, 0, r.stderr);
+    const shown = await pier.cliJson<Record<string, string>>(["env", "--app", "web"]);
+    assert.equal(JSON.stringify(shown).includes(secret), true, "the API still gives the value back");
+    for (const f of ["pier.db", "pier.db-wal"]) {
+      let bytes = "";
+      try {
+        bytes = readFileSync(join(pier.dataDir, f), "latin1");
+      } catch {
+        continue;
+      }
+      assert.ok(!bytes.includes(secret), `${f} does not hold the value in clear`);
+    }
+  });
+});
