@@ -222,7 +222,7 @@ async function main(): Promise<void> {
         "same lock",
       );
       again.push(r.ms);
-      if (r.log.includes("node_modules restored from the cache")) restored++;
+      if (r.log.includes("node_modules reused from the current release")) restored++;
       await deleteApp(pier, id);
     }
 
@@ -251,7 +251,7 @@ async function main(): Promise<void> {
       again,
       `   ratio to bare cold ${(median(again) / bc).toFixed(2)} (target <= 1.0)`,
     );
-    console.log(`redeploys that restored node_modules from the app's cache: ${restored} of ${rounds}`);
+    console.log(`redeploys that reused the current release's node_modules: ${restored} of ${rounds}`);
   } finally {
     clearTimeout(watchdog);
     process.off("SIGINT", onSigint);

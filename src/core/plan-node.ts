@@ -78,6 +78,8 @@ export interface NodeBuildPlan {
   buildEnv: Record<string, string>;
   /** How instances start: argv. */
   start: string[];
+  /** Variables of the run phase that npm would set when the start script is run without it. */
+  runEnv: Record<string, string>;
   /** Background workers (CC_WORKER_COMMAND, CC_WORKER_COMMAND_<n>), in order. */
   workers: NodeWorker[];
   /** CC_TASK=true: the command runs once to completion; no HTTP, no health gate. */
@@ -426,7 +428,11 @@ function toolSteps(
     }
   }
   if (t === "yarn" && !yarnFromCorepack) {
-    steps.push({ label: "Installing Yarn Classic (v1)", command: "npm install --global yarn@1" });
+    // Skipped when a build starts from the current release's image, which has it already.
+    steps.push({
+      label: "Installing Yarn Classic (v1)",
+      command: "yarn --version 2>/dev/null | grep -q '^1\\.' || npm install --global yarn@1",
+    });
   }
   if (t === "yarn2" && !yarnFromCorepack) {
     // No packageManager: the latest stable Yarn, which runs the release of .yarnrc.yml's yarnPath if any.
@@ -446,10 +452,19 @@ function toolSteps(
       pm?.name === "bun" && semver.valid(pm.version) ? (semver.valid(pm.version) as string) : null;
     steps.push({
       label: pinned ? `Installing Bun ${pinned} (packageManager)` : "Installing Bun (latest)",
-      command: `npm install --global bun${pinned ? `@${pinned}` : ""}`,
+      command: pinned
+        ? `[ "$(bun --version 2>/dev/null)" = ${pinned} ] || npm install --global bun@${pinned}`
+        : "command -v bun >/dev/null 2>&1 || npm install --global bun",
     });
   }
   return steps;
+}
+
+/** `node <file> [args]` with nothing a shell would interpret, as argv; otherwise null. */
+export function plainNodeCommand(script: string): string[] | null {
+  const argv = script.trim().split(/\s+/);
+  if (argv[0] !== "node" || argv.length < 2) return null;
+  return argv.every((a) => /^[A-Za-z0-9_./@%+=:,-]+$/.test(a)) ? argv : null;
 }
 
 /**
@@ -466,7 +481,13 @@ function startCommand(
   const scripts = pkg.scripts ?? {};
   const runner = tool === "yarn" || tool === "yarn2" ? "yarn" : tool === "bun" ? "bun" : "npm";
   if (scripts.start !== undefined) {
-    if (runner === "npm") return ["npm", "start"];
+    if (runner === "npm") {
+      // A plain `node <file> [args]` start script with no prestart or poststart runs as is: npm would only
+      // stay resident beside it (tens of MB per instance, and a slower start).
+      const plain = plainNodeCommand(scripts.start);
+      if (plain && scripts.prestart === undefined && scripts.poststart === undefined) return plain;
+      return ["npm", "start"];
+    }
     if (runner === "bun") return ["bun", "run", "start"];
     if (tool === "yarn") return ["yarn", "start"];
     // Yarn 2+ runs no pre/post scripts by itself.
@@ -631,10 +652,22 @@ export function planNodeBuild(input: NodeBuildInput): Result {
   // Run phase.
   const runCommand = read(vars, "CC_RUN_COMMAND");
   let start = startCommand(t, pkg, runCommand, warnings);
+  const direct = runCommand === undefined && start[0] === "node" && pkg.scripts?.start !== undefined;
+  const runEnv: Record<string, string> = direct
+    ? {
+        npm_lifecycle_event: "start",
+        npm_lifecycle_script: pkg.scripts?.start ?? "",
+        npm_package_name: String(pkg.name ?? ""),
+        npm_package_version: String(pkg.version ?? ""),
+        npm_package_json: "/app/package.json",
+      }
+    : {};
   logLines.push(
     runCommand !== undefined
       ? "Start command: CC_RUN_COMMAND (through /bin/sh -c)."
-      : `Start command: ${start.join(" ")}`,
+      : direct
+        ? `Start command: ${start.join(" ")} (scripts.start, run directly: a plain node command with no prestart or poststart needs no npm beside it).`
+        : `Start command: ${start.join(" ")}`,
   );
   const preRun = read(vars, "CC_PRE_RUN_HOOK");
   if (preRun !== undefined) {
@@ -677,6 +710,7 @@ export function planNodeBuild(input: NodeBuildInput): Result {
       buildSteps: steps,
       buildEnv,
       start,
+      runEnv,
       workers,
       task,
       npmrc,

@@ -130,6 +130,8 @@ export interface ContainerBuild {
   tag: string;
   contextDir: string;
   appDir: string;
+  /** Where the commit's files go instead of appDir (the script moves them), e.g. `/tmp/pier-src`. */
+  stageDir?: string;
   script: string;
   env: Record<string, string>;
   /** Named volumes (kept between builds: the dependency caches) and read-only host folders. */
@@ -177,6 +179,14 @@ export interface InstanceInfo {
   networkAddress: string | null;
 }
 
+export interface RoutableInstance {
+  id: string;
+  labels: Record<string, string>;
+  running: boolean;
+  /** Where the HTTP port is published on the host (loopback). */
+  http: RouteTarget | null;
+}
+
 export interface InstanceLogLine {
   at: string;
   stream: "stdout" | "stderr";
@@ -215,6 +225,8 @@ export interface Engine {
   stopInstance(id: string, graceMs: number): Promise<void>;
   startInstance(id: string): Promise<void>;
   listInstances(labels: Record<string, string>): Promise<InstanceInfo[]>;
+  /** What routing needs of every instance with these labels, from one engine call (no inspect each). */
+  listRoutable(labels: Record<string, string>): Promise<RoutableInstance[]>;
   /** Waits until a task instance ends; resolves its exit code. */
   waitInstance(id: string, signal: AbortSignal): Promise<number>;
   /** Runs a command inside a running instance. */

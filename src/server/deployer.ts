@@ -324,6 +324,7 @@ export class Deployer {
             platformVars: common,
             sourceDir,
             sshPrivateKey: await this.deps.store.getAppSecret(app.id, "ssh_private_key"),
+            previousImage: current?.image ?? null,
             write,
             signal,
           },

@@ -161,6 +161,7 @@ async function startHookServer(
   live: Set<Socket>,
 ): Promise<NetServer> {
   const server = createServer((sock: Socket) => {
+    sock.setNoDelay(true); // each log line reaches the pusher at once
     live.add(sock);
     sock.on("close", () => live.delete(sock));
     let buf = "";
@@ -366,6 +367,9 @@ export async function startGitSshServer(
   // (net.Server.close waits for every one of them: `pier server` would not stop on SIGTERM).
   const sockets = new Set<Socket>();
   const accept = (sock: Socket) => {
+    // ssh2 writes a reply in several small writes: with Nagle's algorithm each exchange waits for the
+    // client's delayed ACK (40 ms), three times per connection (key exchange, auth, command).
+    if (sock.remoteFamily) sock.setNoDelay(true);
     sockets.add(sock);
     sock.on("close", () => sockets.delete(sock));
     server.injectSocket(sock);

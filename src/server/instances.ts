@@ -104,13 +104,18 @@ export class Instances {
   /** The route table: every app's hostname to the running instances of its current release. */
   async routes(): Promise<Route[]> {
     const routes: Route[] = [];
+    // One engine call for every app's instances: a deploy refreshes the edge on its critical path.
+    const all = await this.deps.engine.listRoutable({});
     for (const app of await this.deps.store.listApps()) {
       if (app.task) continue;
       const release = await this.deps.store.currentRelease(app.id);
       const serving =
         release && !app.stopped
-          ? (await this.list(app.id)).filter(
-              (i) => i.labels["pier.deployment"] === release.deploymentId && i.http,
+          ? all.filter(
+              (i) =>
+                i.labels["pier.app"] === app.id &&
+                i.labels["pier.deployment"] === release.deploymentId &&
+                i.http,
             )
           : [];
       routes.push({

@@ -1,8 +1,10 @@
 // The Node.js runtime end to end: a real app pushed over git, built with a Node.js from the npm registry.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { Pier } from "./harness.js";
+import { Pier, run } from "./harness.js";
 
 const pkg = (extra: Record<string, unknown> = {}) =>
   `${JSON.stringify(
@@ -62,7 +64,6 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
   });
   after(async () => {
     await pier.destroy();
-    const { run } = await import("./harness.js");
     const scope = createHash("sha256").update(pier.dataDir).digest("hex").slice(0, 12);
     const volumes = await run([
       "/usr/bin/docker",
@@ -282,7 +283,11 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
       "server.js": SERVER.replace('require("is-number")', 'require("ms")'),
       ".gitignore": "/node_modules\n",
     };
-    const yarnRepo = await pier.repo("yarnapp", files, app.id);
+    const yarnRepo = await pier.repo(
+      "yarnapp",
+      { ...files, "old.txt": "removed by the next commit\n" },
+      app.id,
+    );
     const push = await pier.push(yarnRepo);
     assert.equal(push.code, 0, push.stderr);
     assert.match(push.stderr, /yarn\.lock/);
@@ -290,6 +295,7 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
     const r = JSON.parse((await pier.get("yarnapp")).body) as Body;
     assert.equal(r.twoHours, 7_200_000);
 
+    rmSync(join(yarnRepo, "old.txt"));
     await pier.commit(
       yarnRepo,
       { "server.js": `${files["server.js"]}\n// changed code, same lock file\n` },
@@ -297,8 +303,25 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
     );
     const again = await pier.push(yarnRepo);
     assert.equal(again.code, 0, again.stderr);
-    assert.match(again.stderr, /node_modules restored from the cache/);
+    assert.match(again.stderr, /node_modules reused from the current release/);
+    assert.doesNotMatch(again.stderr, /-----> Installing dependencies/, "nothing is installed again");
     assert.equal((JSON.parse((await pier.get("yarnapp")).body) as Body).twoHours, 7_200_000);
+    // The new release holds the new commit's files only (old.txt is gone), beside the reused node_modules.
+    const [release] = await pier.cliJson<{ image: string }[]>(["releases", "--app", "yarnapp"]);
+    const files2 = await run([
+      "/usr/bin/docker",
+      "run",
+      "--rm",
+      "--entrypoint",
+      "sh",
+      release?.image ?? "",
+      "-c",
+      "ls -A /app; tail -n1 /app/server.js",
+    ]);
+    assert.equal(files2.code, 0, files2.stderr);
+    assert.doesNotMatch(files2.stdout, /old\.txt/);
+    assert.match(files2.stdout, /node_modules/);
+    assert.match(files2.stdout, /changed code, same lock file/);
   });
 
   test("CC_NODE_BUILD_TOOL=bun installs with Bun (from the npm registry)", async () => {

@@ -198,7 +198,16 @@ export class HaproxyEdge implements Edge {
     return next;
   }
 
+  /** Writing the files of a runtime switch, after the switch (off the deploy's critical path). */
+  private persisting: Promise<void> = Promise.resolve();
+
+  /** Waits for the files of the last route change to be written. */
+  flushed(): Promise<void> {
+    return this.persisting;
+  }
+
   private async applyNow(routes: readonly Route[]): Promise<void> {
+    await this.persisting;
     let plan: ReturnType<typeof planRuntimeSwitch>;
     try {
       plan = planRuntimeSwitch(this.layout, routes);
@@ -213,8 +222,13 @@ export class HaproxyEdge implements Edge {
         throw new PierError("EDGE_ERROR", `HAProxy refused a route change: ${answer.trim()}`);
       }
       this.layout = plan.layout;
-      // Keep the files in step, so a restarted HAProxy comes back with the same routes.
-      await this.write(plan.layout);
+      // Keep the files in step, so a restarted HAProxy comes back with the same routes. The switch is
+      // live already: the check and write (haproxy -c, ~50 ms) need not delay the deploy. The next route
+      // change, and stop(), wait for it.
+      this.persisting = this.write(plan.layout).then(
+        () => undefined,
+        (e: Error) => this.opts.logger?.warn({ err: e.message }, "could not write the edge configuration"),
+      );
       return;
     }
     const layout = layoutFor(routes, this.layout);
@@ -224,6 +238,7 @@ export class HaproxyEdge implements Edge {
   }
 
   async stop(): Promise<void> {
+    await this.persisting;
     const pid = this.pid();
     if (!pid) return;
     process.kill(pid, "SIGUSR1");

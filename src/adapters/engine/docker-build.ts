@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { posix } from "node:path";
 import { PassThrough } from "node:stream";
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
@@ -188,8 +189,14 @@ export async function buildInContainer(
   const onAbort = () => void container.kill().catch(() => undefined);
   signal.addEventListener("abort", onAbort, { once: true });
   try {
-    const tar = spawn("tar", ["-C", b.contextDir, "-c", "."], { stdio: ["ignore", "pipe", "ignore"] });
-    await container.putArchive(tar.stdout, { path: b.appDir });
+    // A staged context goes to a new folder (named in the archive) under an existing one.
+    const stage = b.stageDir ? { parent: posix.dirname(b.stageDir), name: posix.basename(b.stageDir) } : null;
+    const tar = spawn(
+      "tar",
+      ["-C", b.contextDir, "-c", ...(stage ? [`--transform=s,^\\.,${stage.name},`] : []), "."],
+      { stdio: ["ignore", "pipe", "ignore"] },
+    );
+    await container.putArchive(tar.stdout, { path: stage ? stage.parent : b.appDir });
     const stream = await container.attach({ stream: true, stdout: true, stderr: true });
     const out = new PassThrough();
     let buf = "";

@@ -15,6 +15,7 @@ import type {
   InstanceInfo,
   InstanceLogLine,
   InstanceSpec,
+  RoutableInstance,
   RouteTarget,
 } from "../../core/ports.js";
 
@@ -291,12 +292,27 @@ export class DockerEngine implements Engine {
       all: true,
       filters: { label: this.labelFilters(labels) },
     });
-    const out: InstanceInfo[] = [];
-    for (const c of list) {
-      const info = await this.inspectInstance(c.Id);
-      if (info) out.push(info);
-    }
-    return out;
+    // One inspect per container, side by side (a deploy lists an app's instances on its critical path).
+    const infos = await Promise.all(list.map((c) => this.inspectInstance(c.Id)));
+    return infos.filter((i): i is InstanceInfo => i !== null);
+  }
+
+  async listRoutable(labels: Record<string, string>): Promise<RoutableInstance[]> {
+    const list = await this.docker.listContainers({
+      all: true,
+      filters: { label: this.labelFilters(labels) },
+    });
+    return list.map((c) => {
+      const own = c.Labels ?? {};
+      const port = Number(own["pier.http-port"]);
+      const b = c.Ports.find((p) => p.PrivatePort === port && p.Type === "tcp" && p.PublicPort);
+      return {
+        id: c.Id,
+        labels: own,
+        running: c.State === "running",
+        http: b ? { host: !b.IP || b.IP === "0.0.0.0" ? "127.0.0.1" : b.IP, port: b.PublicPort } : null,
+      };
+    });
   }
 
   async waitInstance(id: string, signal: AbortSignal): Promise<number> {

@@ -18,6 +18,12 @@ import { type BuildContext, imageTag, type RunSettings, type Runtime, readInside
 
 const APP_HOME = "/app";
 const PIER_GIT_SOCKET = "/run/pier-git.sock";
+/** Where a build that starts from the current release gets the commit's files, before they replace /app's. */
+const STAGE = "/tmp/pier-src";
+/** Tools whose whole install is node_modules (Yarn Berry keeps it in .yarn and .pnp.cjs, custom anywhere). */
+const REUSABLE_TOOLS: ReadonlySet<string> = new Set(["npm-install", "npm-ci", "yarn", "bun"]);
+/** Builds on top of each other before one starts from the toolchain again (each adds a layer). */
+const MAX_REUSE_DEPTH = 20;
 const require = createRequire(import.meta.url);
 
 /** Release schedule of Node.js lines (LTS, end of life), from the maintained node-releases package. */
@@ -66,6 +72,25 @@ export class NodeRuntime implements Runtime {
       settings: { httpPort: 8080, tcpPort: null, ipv6Subnet: null, mountDockerSocket: false, cmd: null },
       errors: [],
     };
+  }
+
+  /** The current release's image, when its dependencies are what this build would install. */
+  private async reusableBase(
+    previous: string | null,
+    depsKey: string,
+    toolchainId: string,
+    write: (l: string) => void,
+  ): Promise<{ image: string; depth: number } | null> {
+    if (!previous) return null;
+    const info = await this.deps.engine.imageInfo(previous);
+    if (!info || info.labels["pier.deps-key"] !== depsKey || info.labels["pier.toolchain"] !== toolchainId)
+      return null;
+    const depth = Number(info.labels["pier.reuse-depth"] ?? "0");
+    if (depth >= MAX_REUSE_DEPTH) {
+      write(`Installing from scratch: the last ${depth} builds each started from the one before.`);
+      return null;
+    }
+    return { image: previous, depth };
   }
 
   async build(ctx: BuildContext): Promise<string> {
@@ -135,9 +160,10 @@ export class NodeRuntime implements Runtime {
       }
       await writeFile(join(secrets, "build.env"), renderEnvFile(env), { mode: 0o600 });
       if (plan.npmrc) await writeFile(join(secrets, "npmrc"), plan.npmrc, { mode: 0o600 });
-      // With a lock file, the installed node_modules is kept in the app's cache under a key of everything
-      // the install depends on; an unchanged key restores it instead of installing again (the root
-      // package's own install scripts still run).
+      // With a lock file, the release image records a key of everything the install depends on. When the
+      // current release has the same key, the build starts from its image: its node_modules stays, the
+      // rest of /app is replaced by the commit, and only the root package's own install scripts run again
+      // (no install, no copy of node_modules, and the committed layer holds just the app's files).
       const lock = await firstLockFile(dir);
       const depsKey = lock
         ? createHash("sha256")
@@ -155,12 +181,28 @@ export class NodeRuntime implements Runtime {
             .slice(0, 24)
         : null;
       const rootScripts = rootInstallScripts(await readInside(dir, "package.json"));
+      const toolchainId = (await this.deps.engine.imageInfo(toolchain))?.id ?? toolchain;
+      const base =
+        depsKey && REUSABLE_TOOLS.has(plan.tool) && !d.withoutCache && !has("node_modules")
+          ? await this.reusableBase(ctx.previousImage, depsKey, toolchainId, write)
+          : null;
       const script = [
         "set -a; . /pier/build.env; set +a",
         plan.npmrc ? "export NPM_CONFIG_USERCONFIG=/pier/npmrc" : "",
+        ...(base
+          ? [
+              `find ${APP_HOME} -mindepth 1 -maxdepth 1 ! -name node_modules -exec rm -rf {} +`,
+              `cp -a ${STAGE}/. ${APP_HOME}/`,
+              `rm -rf ${STAGE}`,
+            ]
+          : // node_modules copies that earlier versions of Pier kept in the cache volume (no longer used).
+            ["rm -rf /cache/deps"]),
         ...plan.buildSteps.flatMap((s) =>
-          s.install && depsKey
-            ? reusableInstall(s, depsKey, rootScripts)
+          s.install && base
+            ? [
+                "echo '-----> Dependencies unchanged (lock file, package.json, Node.js, tool): node_modules reused from the current release'",
+                ...rootScripts.map((r) => `npm run ${r}`),
+              ]
             : [`echo ${shellQuote(`-----> ${s.label}`)}`, s.command],
         ),
       ]
@@ -179,10 +221,11 @@ export class NodeRuntime implements Runtime {
       await this.deps.engine
         .buildInContainer(
           {
-            from: toolchain,
+            from: base?.image ?? toolchain,
             tag,
             contextDir: dir,
             appDir: APP_HOME,
+            ...(base ? { stageDir: STAGE } : {}),
             script,
             env: { HOME: "/root", APP_HOME },
             volumes: [{ name: `pier-cache-${app.id}`, target: "/cache" }],
@@ -190,8 +233,19 @@ export class NodeRuntime implements Runtime {
             network: this.deps.buildNetwork,
             flavor: app.buildFlavor,
             memoryBytes,
-            labels: { "pier.app": app.id, "pier.deployment": d.id, "pier.cache": "deps" },
-            image: { cmd: withWorkers(plan.start, plan.workers), env: { APP_HOME }, workdir: APP_HOME },
+            labels: {
+              "pier.app": app.id,
+              "pier.deployment": d.id,
+              "pier.cache": "deps",
+              "pier.toolchain": toolchainId,
+              ...(depsKey ? { "pier.deps-key": depsKey } : {}),
+              "pier.reuse-depth": String(base ? base.depth + 1 : 0),
+            },
+            image: {
+              cmd: withWorkers(plan.start, plan.workers),
+              env: { ...plan.runEnv, APP_HOME },
+              workdir: APP_HOME,
+            },
           },
           (line) => {
             if (/Permission denied \(publickey\)/.test(line)) deniedByKey = true;
@@ -235,24 +289,4 @@ function rootInstallScripts(packageJson: string | null): string[] {
   } catch {
     return [];
   }
-}
-
-/** The install step, or the restore of node_modules from the app's cache when nothing it depends on changed. */
-function reusableInstall(
-  step: { label: string; command: string },
-  key: string,
-  rootScripts: string[],
-): string[] {
-  const cached = `/cache/deps/${key}/node_modules`;
-  return [
-    `if [ -d ${cached} ]; then`,
-    `  echo '-----> Dependencies unchanged (lock file, package.json, Node.js, tool): node_modules restored from the cache'`,
-    `  cp -a ${cached} /app/`,
-    ...rootScripts.map((s) => `  npm run ${s}`),
-    "else",
-    `  echo ${shellQuote(`-----> ${step.label}`)}`,
-    `  ${step.command}`,
-    `  rm -rf /cache/deps && mkdir -p /cache/deps/${key} && { [ ! -d /app/node_modules ] || cp -a /app/node_modules /cache/deps/${key}/; }`,
-    "fi",
-  ];
 }

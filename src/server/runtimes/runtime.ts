@@ -22,6 +22,8 @@ export interface BuildContext {
   sourceDir: string;
   /** The app's private SSH key for git dependencies (section 5.2), or null. Secret: never logged. */
   sshPrivateKey: string | null;
+  /** The image of the app's current release, if any: a build may start from it (unchanged dependencies). */
+  previousImage: string | null;
   write: (line: string) => void;
   signal: AbortSignal;
 }

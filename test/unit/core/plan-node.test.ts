@@ -754,7 +754,10 @@ describe("planNodeBuild: build steps", () => {
       {},
       { lockFiles: { yarnLock: true } },
       [
-        ["Installing Yarn Classic (v1)", "npm install --global yarn@1"],
+        [
+          "Installing Yarn Classic (v1)",
+          "yarn --version 2>/dev/null | grep -q '^1\\.' || npm install --global yarn@1",
+        ],
         ["Installing dependencies: yarn install --production=true", "yarn install --production=true"],
       ],
     ],
@@ -793,7 +796,7 @@ describe("planNodeBuild: build steps", () => {
       {},
       { lockFiles: { bunLock: true } },
       [
-        ["Installing Bun (latest)", "npm install --global bun"],
+        ["Installing Bun (latest)", "command -v bun >/dev/null 2>&1 || npm install --global bun"],
         ["Installing dependencies: bun install --production", "bun install --production"],
       ],
     ],
@@ -802,7 +805,10 @@ describe("planNodeBuild: build steps", () => {
       {},
       { lockFiles: { bunLock: true }, packageJson: pkg({ packageManager: "bun@1.2.16" }) },
       [
-        ["Installing Bun 1.2.16 (packageManager)", "npm install --global bun@1.2.16"],
+        [
+          "Installing Bun 1.2.16 (packageManager)",
+          '[ "$(bun --version 2>/dev/null)" = 1.2.16 ] || npm install --global bun@1.2.16',
+        ],
         ["Installing dependencies: bun install --production", "bun install --production"],
       ],
     ],
@@ -811,7 +817,10 @@ describe("planNodeBuild: build steps", () => {
       { CC_PRE_BUILD_HOOK: "yarn config set registry https://r.example.com" },
       { lockFiles: { yarnLock: true } },
       [
-        ["Installing Yarn Classic (v1)", "npm install --global yarn@1"],
+        [
+          "Installing Yarn Classic (v1)",
+          "yarn --version 2>/dev/null | grep -q '^1\\.' || npm install --global yarn@1",
+        ],
         ["Running CC_PRE_BUILD_HOOK", "yarn config set registry https://r.example.com"],
         ["Installing dependencies: yarn install --production=true", "yarn install --production=true"],
       ],
@@ -905,7 +914,43 @@ describe("planNodeBuild: start command", () => {
   const main = (extra: Record<string, unknown> = {}) =>
     JSON.stringify({ name: "a", version: "1", main: "server.js", ...extra });
   const cases: [string, Record<string, string>, Files, string[]][] = [
-    ["scripts.start: npm start (it runs prestart and poststart)", {}, {}, ["npm", "start"]],
+    ["scripts.start `node server.js`, no prestart/poststart: run directly", {}, {}, ["node", "server.js"]],
+    [
+      "scripts.start with prestart: npm start (it runs prestart and poststart)",
+      {},
+      { packageJson: pkg({ scripts: { start: "node server.js", prestart: "node m.js" } }) },
+      ["npm", "start"],
+    ],
+    [
+      "scripts.start with poststart: npm start",
+      {},
+      { packageJson: pkg({ scripts: { start: "node server.js", poststart: "echo up" } }) },
+      ["npm", "start"],
+    ],
+    [
+      "scripts.start that a shell must read (&&, $VAR, quotes): npm start",
+      {},
+      { packageJson: pkg({ scripts: { start: "node a.js && node b.js" } }) },
+      ["npm", "start"],
+    ],
+    [
+      "scripts.start with a variable: npm start",
+      {},
+      { packageJson: pkg({ scripts: { start: "node server.js --port $PORT" } }) },
+      ["npm", "start"],
+    ],
+    [
+      "scripts.start not a node command: npm start",
+      {},
+      { packageJson: pkg({ scripts: { start: "next start" } }) },
+      ["npm", "start"],
+    ],
+    [
+      "plain node command with flags and arguments: run directly",
+      {},
+      { packageJson: pkg({ scripts: { start: "node --enable-source-maps dist/main.js --port=8080" } }) },
+      ["node", "--enable-source-maps", "dist/main.js", "--port=8080"],
+    ],
     ["main only", {}, { packageJson: main() }, ["node", "server.js"]],
     [
       "main with prestart: prestart, then node <main>",
@@ -923,7 +968,7 @@ describe("planNodeBuild: start command", () => {
       "scripts.start wins over main",
       {},
       { packageJson: main({ scripts: { start: "node other.js" } }) },
-      ["npm", "start"],
+      ["node", "other.js"],
     ],
     ["yarn: yarn start", {}, { lockFiles: { yarnLock: true } }, ["yarn", "start"]],
     ["yarn2: yarn run start", { CC_NODE_BUILD_TOOL: "yarn2" }, {}, ["yarn", "run", "start"]],
@@ -960,10 +1005,10 @@ describe("planNodeBuild: start command", () => {
       ["/bin/sh", "-c", 'yarn run prestart && exec yarn node "$1"', "pier-start", "server.js"],
     ],
     [
-      "custom: npm start",
+      "custom: the start script (plain node command: directly)",
       { CC_NODE_BUILD_TOOL: "custom", CC_CUSTOM_BUILD_TOOL: "pnpm i" },
       {},
-      ["npm", "start"],
+      ["node", "server.js"],
     ],
     [
       "CC_RUN_COMMAND replaces it",
@@ -984,7 +1029,7 @@ describe("planNodeBuild: start command", () => {
       ["/bin/sh", "-c", "node x.js"],
     ],
     [
-      "CC_PRE_RUN_HOOK runs in its own shell before npm start",
+      "CC_PRE_RUN_HOOK runs in its own shell before the start command",
       { CC_PRE_RUN_HOOK: "node migrate.js" },
       {},
       [
@@ -993,8 +1038,8 @@ describe("planNodeBuild: start command", () => {
         '/bin/sh -ec "$1" && shift && exec "$@"',
         "pier-pre-run",
         "node migrate.js",
-        "npm",
-        "start",
+        "node",
+        "server.js",
       ],
     ],
     [
@@ -1016,6 +1061,21 @@ describe("planNodeBuild: start command", () => {
   for (const [name, vars, files, start] of cases) {
     it(name, () => assert.deepEqual(plan(vars, files).start, start));
   }
+
+  it("a start script run directly gets the variables npm would set; npm start gets none from Pier", () => {
+    const direct = plan({}, {});
+    assert.deepEqual(direct.runEnv, {
+      npm_lifecycle_event: "start",
+      npm_lifecycle_script: "node server.js",
+      npm_package_name: "app",
+      npm_package_version: "1.0.0",
+      npm_package_json: "/app/package.json",
+    });
+    assert.ok(direct.logLines.some((l) => l.includes("run directly")));
+    const viaNpm = plan({}, { packageJson: pkg({ scripts: { start: "node s.js", prestart: "echo" } }) });
+    assert.deepEqual(viaNpm.runEnv, {});
+    assert.deepEqual(plan({ CC_RUN_COMMAND: "node x.js" }, {}).runEnv, {});
+  });
 
   it("poststart with main only warns that it is not run", () => {
     const p = plan({}, { packageJson: main({ scripts: { poststart: "echo bye" } }) });
