@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chmod, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { appendFile, chmod, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ExecError, exec } from "./exec.js";
 
@@ -35,24 +35,27 @@ export function ensureBareRepo(repoDir: string, hookScript: string, maxInputByte
 }
 
 async function ensureNow(repoDir: string, hookScript: string, maxInputBytes: number): Promise<void> {
-  if (!existsSync(join(repoDir, "HEAD"))) {
-    await mkdir(repoDir, { recursive: true });
-    await exec(["git", "init", "--quiet", "--bare", repoDir]);
-    await exec(["git", "-C", repoDir, "symbolic-ref", "HEAD", "refs/heads/master"]);
-  }
   const wanted: Record<string, string> = {
     "receive.fsckobjects": "true",
     "receive.maxinputsize": String(maxInputBytes),
     "receive.denydeletes": "true",
   };
-  const current = new Map<string, string>();
-  const list = await exec(["git", "-C", repoDir, "config", "--local", "--list"]);
-  for (const line of list.stdout.split("\n")) {
-    const eq = line.indexOf("=");
-    if (eq > 0) current.set(line.slice(0, eq).toLowerCase(), line.slice(eq + 1));
-  }
-  for (const [name, value] of Object.entries(wanted)) {
-    if (current.get(name) !== value) await exec(["git", "-C", repoDir, "config", name, value]);
+  if (!existsSync(join(repoDir, "HEAD"))) {
+    // A new repository: one git process (the first push waits for it), its receive section appended.
+    await mkdir(repoDir, { recursive: true });
+    await exec(["git", "init", "--quiet", "--bare", "--initial-branch=master", repoDir]);
+    const section = Object.entries(wanted).map(([k, v]) => `\t${k.slice("receive.".length)} = ${v}\n`);
+    await appendFile(join(repoDir, "config"), `[receive]\n${section.join("")}`);
+  } else {
+    const current = new Map<string, string>();
+    const list = await exec(["git", "-C", repoDir, "config", "--local", "--list"]);
+    for (const line of list.stdout.split("\n")) {
+      const eq = line.indexOf("=");
+      if (eq > 0) current.set(line.slice(0, eq).toLowerCase(), line.slice(eq + 1));
+    }
+    for (const [name, value] of Object.entries(wanted)) {
+      if (current.get(name) !== value) await exec(["git", "-C", repoDir, "config", name, value]);
+    }
   }
 
   const hooks = join(repoDir, "hooks");

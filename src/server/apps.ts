@@ -149,6 +149,14 @@ export class AppService {
       task: input.task ?? null,
     });
     this.deps.logger.info({ appId: app.id, name: app.name, type: app.type }, "app created");
+    // The edge learns the app now (its host answers "not running" until the first deploy), so that
+    // deploy switches servers at run time instead of reloading HAProxy on its critical path.
+    if (!app.task)
+      await this.deps.instances
+        .refreshEdge()
+        .catch((err: Error) =>
+          this.deps.logger.warn({ err: err.message }, "edge not updated for the new app"),
+        );
     return app;
   }
 
