@@ -160,6 +160,34 @@ export interface InstanceSpec {
   mountDockerSocket: boolean;
   /** Restarted by the engine when it exits (with backoff): the instances of a web app. Not for tasks. */
   restart: boolean;
+  /**
+   * The sandbox whose network the instance joins (its address and published ports), or null: the
+   * instance gets its own on `network`.
+   */
+  sandbox: SandboxInfo | null;
+}
+
+/**
+ * A sandbox holds a network namespace on an app's network, with the app's ports published, for one
+ * instance at a time (as a Kubernetes pod's sandbox does). Starting an instance in a ready sandbox skips
+ * the engine's network set-up (about 0.3 s of each start); each instance slot has two, so a deploy's new
+ * instance starts beside the old one.
+ */
+export interface SandboxSpec {
+  name: string;
+  labels: Record<string, string>;
+  network: { name: string; ipv6Subnet: string | null };
+  httpPort: number | null;
+  tcpPort: number | null;
+}
+
+export interface SandboxInfo {
+  id: string;
+  labels: Record<string, string>;
+  running: boolean;
+  http: RouteTarget | null;
+  tcp: RouteTarget | null;
+  networkAddress: string | null;
 }
 
 export interface InstanceInfo {
@@ -219,6 +247,12 @@ export interface Engine {
   /** Removes the networks with these labels, except `keep`; a network still in use stays. */
   removeNetworks(labels: Record<string, string>, keep?: string): Promise<void>;
   runInstance(spec: InstanceSpec): Promise<InstanceInfo>;
+  createSandbox(spec: SandboxSpec): Promise<SandboxInfo>;
+  /** The sandboxes with these labels (from one engine call). */
+  listSandboxes(labels: Record<string, string>): Promise<SandboxInfo[]>;
+  /** Removes a sandbox (an instance still in it loses its network). */
+  removeSandbox(id: string): Promise<void>;
+  startSandbox(id: string): Promise<void>;
   inspectInstance(id: string): Promise<InstanceInfo | null>;
   /** SIGTERM, wait up to graceMs, then SIGKILL; then remove. */
   removeInstance(id: string, graceMs: number): Promise<void>;

@@ -151,12 +151,18 @@ export class AppService {
     this.deps.logger.info({ appId: app.id, name: app.name, type: app.type }, "app created");
     // The edge learns the app now (its host answers "not running" until the first deploy), so that
     // deploy switches servers at run time instead of reloading HAProxy on its critical path.
-    if (!app.task)
+    if (!app.task) {
       await this.deps.instances
         .refreshEdge()
         .catch((err: Error) =>
           this.deps.logger.warn({ err: err.message }, "edge not updated for the new app"),
         );
+      // Sandboxes for the first deploy (default ports), made while the user prepares the first push; the
+      // second deploy's are made after the first.
+      void this.deps.instances
+        .prepare(app.id, { httpPort: 8080, tcpPort: null, ipv6Subnet: null }, app.instances)
+        .catch((err: Error) => this.deps.logger.warn({ err: err.message }, "sandboxes not prepared"));
+    }
     return app;
   }
 
@@ -248,6 +254,7 @@ export class AppService {
     await this.deps.store.deleteApp(app.id);
     await this.deps.instances.refreshEdge();
     await this.deps.instances.remove(instances);
+    await this.deps.instances.removeSandboxes(app.id);
     for (const tag of await this.deps.engine.imageTags(`pier-app/${app.id}`))
       await this.deps.engine.removeImage(tag);
     await this.deps.engine.removeVolumes({ "pier.app": app.id });

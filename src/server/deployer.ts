@@ -204,7 +204,7 @@ export class Deployer {
       this.deps.deployTimeoutMs,
     );
     try {
-      const retiring = await this.execute(appId, job);
+      const { retiring, next } = await this.execute(appId, job);
       await this.finish(job, "succeeded", null);
       // The new release serves already: the old instances drain (SIGTERM, grace) while the pusher moves on.
       // Instances retired by an earlier deploy (stopped, kept for their logs) go now; the running ones stop.
@@ -213,6 +213,8 @@ export class Deployer {
         .remove(stopped)
         .then(() => this.deps.instances.retire(retiring.filter((i) => !stopped.includes(i))))
         .then(() => this.deps.instances.pruneNetworks(appId))
+        // The next deploy's sandboxes: the retired instances' are free again (made if scaled up).
+        .then(() => (next ? this.deps.instances.prepare(appId, next, next.instances) : undefined))
         .then(() => this.pruneImages(appId))
         .catch((err) => log.warn({ err }, "could not retire an instance of the previous release"));
     } catch (e) {
@@ -239,7 +241,18 @@ export class Deployer {
     }
   }
 
-  private async execute(appId: string, job: Job): Promise<InstanceInfo[]> {
+  private async execute(
+    appId: string,
+    job: Job,
+  ): Promise<{
+    retiring: InstanceInfo[];
+    next: {
+      httpPort: number | null;
+      tcpPort: number | null;
+      ipv6Subnet: string | null;
+      instances: number;
+    } | null;
+  }> {
     const { store, engine, instances, logs } = this.deps;
     const signal = job.controller.signal;
     const d = job.deployment;
@@ -410,7 +423,17 @@ export class Deployer {
     if (serving.length > 0) {
       write(`Retiring the previous release's instances (SIGTERM, ${this.deps.stopGraceMs / 1000} s grace).`);
     }
-    return serving;
+    return {
+      retiring: serving,
+      next: task
+        ? null
+        : {
+            httpPort: toRun.httpPort,
+            tcpPort: toRun.tcpPort,
+            ipv6Subnet: toRun.ipv6Subnet,
+            instances: toRun.instances,
+          },
+    };
   }
 
   /**

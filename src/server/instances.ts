@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type App, FLAVOR_MEMORY_MIB } from "../core/model.js";
-import type { Edge, Engine, InstanceInfo, InstanceSpec, Route, Store } from "../core/ports.js";
+import type { Edge, Engine, InstanceInfo, InstanceSpec, Route, SandboxInfo, Store } from "../core/ports.js";
 
 export const appNetworkName = (appId: string, ipv6Subnet: string | null) =>
   ipv6Subnet ? `pier-${appId}-v6-${Buffer.from(ipv6Subnet).toString("hex").slice(0, 16)}` : `pier-${appId}`;
@@ -33,9 +33,104 @@ export class Instances {
     },
   ) {}
 
+  /** Sandbox preparations under way, per app: a deploy waits for them instead of making its own. */
+  private readonly preparing = new Map<string, Promise<SandboxInfo[]>>();
+
+  /**
+   * Free sandboxes for `count` new instances of the app with these ports and network, made when missing.
+   * A sandbox is free when no running instance is in it. Sandboxes for other ports or networks go.
+   */
+  sandboxes(
+    appId: string,
+    want: { httpPort: number | null; tcpPort: number | null; ipv6Subnet: string | null },
+    count: number,
+    pruneSurplus = false,
+  ): Promise<SandboxInfo[]> {
+    const run = (this.preparing.get(appId) ?? Promise.resolve([]))
+      .catch(() => [])
+      .then(() => this.sandboxesNow(appId, want, count, pruneSurplus));
+    this.preparing.set(appId, run);
+    const forget = () => {
+      if (this.preparing.get(appId) === run) this.preparing.delete(appId);
+    };
+    run.then(forget, forget);
+    return run;
+  }
+
+  private async sandboxesNow(
+    appId: string,
+    want: { httpPort: number | null; tcpPort: number | null; ipv6Subnet: string | null },
+    count: number,
+    pruneSurplus: boolean,
+  ): Promise<SandboxInfo[]> {
+    const { engine } = this.deps;
+    const network = appNetworkName(appId, want.ipv6Subnet);
+    const [all, instances] = await Promise.all([
+      engine.listSandboxes({ "pier.app": appId }),
+      this.list(appId),
+    ]);
+    const busy = new Set(
+      instances.filter((i) => i.running || i.state === "restarting").map((i) => i.labels["pier.sandbox"]),
+    );
+    const fits = (s: SandboxInfo) =>
+      s.labels["pier.network"] === network &&
+      s.labels["pier.http-port"] === (want.httpPort === null ? "" : String(want.httpPort)) &&
+      s.labels["pier.tcp-port"] === (want.tcpPort === null ? "" : String(want.tcpPort));
+    // Sandboxes of other settings, with no instance running in them, are not needed any more.
+    await Promise.all(all.filter((s) => !fits(s) && !busy.has(s.id)).map((s) => engine.removeSandbox(s.id)));
+    const ready = all.filter((s) => fits(s) && s.running && !busy.has(s.id));
+    // After a scale-down, the sandboxes of instance slots that are gone.
+    if (pruneSurplus) await Promise.all(ready.slice(count).map((s) => engine.removeSandbox(s.id)));
+    const free = ready.slice(0, count);
+    if (free.length < count) {
+      await engine.ensureNetwork(network, { "pier.app": appId }, want.ipv6Subnet);
+      const made = await Promise.all(
+        Array.from({ length: count - free.length }, () =>
+          engine.createSandbox({
+            name: `pier-sandbox-${appId}-${randomUUID().slice(0, 8)}`,
+            labels: { "pier.app": appId },
+            network: { name: network, ipv6Subnet: want.ipv6Subnet },
+            httpPort: want.httpPort,
+            tcpPort: want.tcpPort,
+          }),
+        ),
+      );
+      free.push(...made);
+    }
+    return free;
+  }
+
+  /**
+   * Makes the sandboxes of an app's next deploy ahead of it (at creation, and after a deploy retired the
+   * previous instances): two per instance, so a deploy always finds the new instances' sandboxes ready.
+   */
+  prepare(
+    appId: string,
+    want: { httpPort: number | null; tcpPort: number | null; ipv6Subnet: string | null },
+    instances: number,
+  ): Promise<void> {
+    return this.sandboxes(appId, want, instances, true).then(() => undefined);
+  }
+
+  /** Removes every sandbox of the app (it is deleted). */
+  async removeSandboxes(appId: string): Promise<void> {
+    await (this.preparing.get(appId) ?? Promise.resolve()).catch(() => undefined);
+    const all = await this.deps.engine.listSandboxes({ "pier.app": appId });
+    await Promise.all(all.map((s) => this.deps.engine.removeSandbox(s.id)));
+  }
+
   async start(r: ReleaseToRun, onLine: (line: string) => void): Promise<InstanceInfo[]> {
     const network = appNetworkName(r.appId, r.ipv6Subnet);
-    await this.deps.engine.ensureNetwork(network, { "pier.app": r.appId }, r.ipv6Subnet);
+    // Web instances start in ready sandboxes (no network set-up on the critical path); tasks get their own.
+    const sandboxes =
+      r.restart && r.httpPort !== null
+        ? await this.sandboxes(
+            r.appId,
+            { httpPort: r.httpPort, tcpPort: r.tcpPort, ipv6Subnet: r.ipv6Subnet },
+            r.instances,
+          )
+        : null;
+    if (!sandboxes) await this.deps.engine.ensureNetwork(network, { "pier.app": r.appId }, r.ipv6Subnet);
     const started: InstanceInfo[] = [];
     try {
       for (let n = 0; n < r.instances; n++) {
@@ -58,6 +153,7 @@ export class Instances {
           network: { name: network, ipv6Subnet: r.ipv6Subnet },
           mountDockerSocket: r.mountDockerSocket,
           restart: r.restart,
+          sandbox: sandboxes?.[n] ?? null,
         };
         const info = await this.deps.engine.runInstance(spec);
         onLine(

@@ -67,7 +67,11 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const tokenFile = await adminToken(config, store);
 
   const scope = createHash("sha256").update(config.dataDir).digest("hex").slice(0, 12);
-  const engine = new DockerEngine({ socketPath: config.dockerSocket, scope });
+  const engine = new DockerEngine({
+    socketPath: config.dockerSocket,
+    scope,
+    sandboxImage: "pier/base:bookworm",
+  });
   await engine.ping();
   if (config.buildNetwork && !(await engine.networkExists(config.buildNetwork)))
     throw new PierError(

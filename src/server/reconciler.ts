@@ -28,6 +28,12 @@ export async function reconcile(deps: {
       await instances.remove(leftovers);
     }
     if (!release || app.stopped || app.task || release.env.CC_TASK === "true") continue;
+    // An instance in a sandbox needs it running first (both restart with the engine, in no set order).
+    const sandboxes = await engine.listSandboxes({ "pier.app": app.id });
+    for (const s of sandboxes) {
+      if (!s.running && serving.some((i) => i.labels["pier.sandbox"] === s.id))
+        await engine.startSandbox(s.id).catch((err) => logger.warn({ err }, "could not start a sandbox"));
+    }
     for (const i of serving) {
       if (!i.running) {
         logger.info({ appId: app.id, instance: i.name }, "starting a stopped instance");
@@ -54,6 +60,9 @@ export async function reconcile(deps: {
   if (strays.length > 0) {
     logger.info({ count: strays.length }, "removing instances of deleted apps");
     await instances.remove(strays);
+  }
+  for (const s of await engine.listSandboxes({})) {
+    if (!known.has(s.labels["pier.app"] ?? "")) await engine.removeSandbox(s.id);
   }
   await instances.refreshEdge();
 }

@@ -298,6 +298,59 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
     assert.match(missing.stderr, /v999/);
   });
 
+  test("instances start in sandboxes: each instance slot alternates between two, reused deploy after deploy", async () => {
+    const { run } = await import("./harness.js");
+    const sandboxOf = async () => {
+      const ids = await run([
+        "/usr/bin/docker",
+        "ps",
+        "-q",
+        "--no-trunc",
+        "--filter",
+        `label=pier.app=${app.id}`,
+        "--filter",
+        "label=pier.instance=0",
+      ]);
+      const id = ids.stdout.trim().split("\n")[0] ?? "";
+      const label = await run([
+        "/usr/bin/docker",
+        "inspect",
+        "-f",
+        '{{index .Config.Labels "pier.sandbox"}}',
+        id,
+      ]);
+      return label.stdout.trim();
+    };
+    const seen: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      await pier.commit(repo, { "version.txt": `sandbox ${i}\n` }, `sandbox ${i}`);
+      const push = await pier.push(repo);
+      assert.equal(push.code, 0, push.stderr);
+      assert.equal((await pier.get("web")).status, 200);
+      seen.push(await sandboxOf());
+    }
+    assert.ok(
+      seen.every((s) => /^[0-9a-f]{64}$/.test(s)),
+      `each instance is in a sandbox: ${seen.join(", ")}`,
+    );
+    assert.notEqual(
+      seen[0],
+      seen[1],
+      "a deploy's new instance starts beside the old one, in the other sandbox",
+    );
+    assert.equal(seen[2], seen[0], "the freed sandbox is used again");
+    const sandboxes = await run([
+      "/usr/bin/docker",
+      "ps",
+      "-aq",
+      "--filter",
+      `label=pier.app=${app.id}`,
+      "--filter",
+      "label=pier.role=sandbox",
+    ]);
+    assert.ok(sandboxes.stdout.trim().split("\n").length <= 2, "two sandboxes for one instance, no more");
+  });
+
   test("delete removes the app; its host answers 404", async () => {
     const r = await pier.cli(["delete", "--yes", "--app", "web"]);
     assert.equal(r.code, 0, r.stderr);

@@ -17,6 +17,8 @@ import type {
   InstanceSpec,
   RoutableInstance,
   RouteTarget,
+  SandboxInfo,
+  SandboxSpec,
 } from "../../core/ports.js";
 
 /** Every object Pier creates carries this label; Pier touches nothing without it. */
@@ -49,8 +51,20 @@ interface InspectLike {
   };
 }
 
+/** The role label of sandboxes: they are not instances. */
+const ROLE_SANDBOX = "sandbox";
+const isSandbox = (labels: Record<string, string> | undefined) => labels?.["pier.role"] === ROLE_SANDBOX;
+
+/** `host:port` as a label carries it (an instance in a sandbox records the sandbox's published ports). */
+const targetOf = (text: string | undefined): RouteTarget | null => {
+  const m = text ? /^(.+):(\d+)$/.exec(text) : null;
+  return m ? { host: m[1] as string, port: Number(m[2]) } : null;
+};
+const targetText = (t: RouteTarget | null) => (t ? `${t.host}:${t.port}` : "");
+
 function infoOf(c: InspectLike): InstanceInfo {
   const labels = c.Config.Labels ?? {};
+  const inSandbox = labels["pier.sandbox"] !== undefined;
   const ports = c.NetworkSettings.Ports ?? {};
   const published = (port: string | undefined): RouteTarget | null => {
     if (!port) return null;
@@ -67,16 +81,42 @@ function infoOf(c: InspectLike): InstanceInfo {
     startedAt: c.State.StartedAt && !c.State.StartedAt.startsWith("0001") ? c.State.StartedAt : null,
     restarts: c.RestartCount,
     exitCode: c.State.Running ? null : c.State.ExitCode,
-    http: published(labels["pier.http-port"]),
-    tcp: published(labels["pier.tcp-port"]),
-    networkAddress: nets.find((n) => n.IPAddress)?.IPAddress ?? null,
+    http: inSandbox ? targetOf(labels["pier.http-target"]) : published(labels["pier.http-port"]),
+    tcp: inSandbox ? targetOf(labels["pier.tcp-target"]) : published(labels["pier.tcp-port"]),
+    networkAddress: inSandbox
+      ? labels["pier.address"] || null
+      : (nets.find((n) => n.IPAddress)?.IPAddress ?? null),
   };
+}
+
+interface ListedContainer {
+  Id: string;
+  Labels?: Record<string, string>;
+  State: string;
+  Ports: { IP?: string; PrivatePort: number; PublicPort?: number; Type: string }[];
+  NetworkSettings?: { Networks?: Record<string, { IPAddress?: string }> };
+}
+
+/** A published port as `docker ps` lists it. */
+function listedTarget(c: ListedContainer, port: string | undefined): RouteTarget | null {
+  const p = Number(port);
+  const b = c.Ports.find((x) => x.PrivatePort === p && x.Type === "tcp" && x.PublicPort);
+  return b?.PublicPort
+    ? { host: !b.IP || b.IP === "0.0.0.0" ? "127.0.0.1" : b.IP, port: b.PublicPort }
+    : null;
 }
 
 export class DockerEngine implements Engine {
   private readonly docker: Docker;
 
-  constructor(private readonly opts: { socketPath: string; scope: string }) {
+  constructor(
+    private readonly opts: {
+      socketPath: string;
+      scope: string;
+      /** The image sandboxes run (`sleep infinity`): Pier's base image. */
+      sandboxImage: string;
+    },
+  ) {
     this.docker = new Docker({ socketPath: opts.socketPath });
   }
 
@@ -208,12 +248,19 @@ export class DockerEngine implements Engine {
     const ports: Record<string, { HostIp: string; HostPort: string }[]> = {};
     const exposed: Record<string, object> = {};
     const labels: Record<string, string> = { ...s.labels, ...this.ownLabels };
-    if (s.httpPort !== null) {
+    if (s.sandbox) {
+      labels["pier.sandbox"] = s.sandbox.id;
+      labels["pier.http-target"] = targetText(s.sandbox.http);
+      labels["pier.tcp-target"] = targetText(s.sandbox.tcp);
+      labels["pier.address"] = s.sandbox.networkAddress ?? "";
+      if (s.httpPort !== null) labels["pier.http-port"] = String(s.httpPort);
+      if (s.tcpPort !== null) labels["pier.tcp-port"] = String(s.tcpPort);
+    } else if (s.httpPort !== null) {
       exposed[`${s.httpPort}/tcp`] = {};
       ports[`${s.httpPort}/tcp`] = [{ HostIp: "127.0.0.1", HostPort: String(await freeLoopbackPort()) }];
       labels["pier.http-port"] = String(s.httpPort);
     }
-    if (s.tcpPort !== null && s.tcpPort !== s.httpPort) {
+    if (!s.sandbox && s.tcpPort !== null && s.tcpPort !== s.httpPort) {
       exposed[`${s.tcpPort}/tcp`] = {};
       ports[`${s.tcpPort}/tcp`] = [{ HostIp: "0.0.0.0", HostPort: "" }];
       labels["pier.tcp-port"] = String(s.tcpPort);
@@ -234,7 +281,7 @@ export class DockerEngine implements Engine {
         PidsLimit: 4096,
         Init: true,
         RestartPolicy: s.restart ? { Name: "unless-stopped" } : { Name: "no" },
-        NetworkMode: s.network.name,
+        NetworkMode: s.sandbox ? `container:${s.sandbox.id}` : s.network.name,
         SecurityOpt: ["no-new-privileges"],
         LogConfig: { Type: "json-file", Config: { "max-size": "10m", "max-file": "3" } },
         Binds: s.mountDockerSocket ? ["/var/run/docker.sock:/var/run/docker.sock"] : [],
@@ -249,6 +296,90 @@ export class DockerEngine implements Engine {
     const info = await this.inspectInstance(container.id);
     if (!info) throw new PierError("ENGINE_ERROR", `The instance ${s.name} vanished after start.`);
     return info;
+  }
+
+  async createSandbox(s: SandboxSpec): Promise<SandboxInfo> {
+    const ports: Record<string, { HostIp: string; HostPort: string }[]> = {};
+    const exposed: Record<string, object> = {};
+    const labels: Record<string, string> = {
+      ...s.labels,
+      ...this.ownLabels,
+      "pier.role": ROLE_SANDBOX,
+      "pier.network": s.network.name,
+      "pier.http-port": s.httpPort === null ? "" : String(s.httpPort),
+      "pier.tcp-port": s.tcpPort === null ? "" : String(s.tcpPort),
+    };
+    if (s.httpPort !== null) {
+      exposed[`${s.httpPort}/tcp`] = {};
+      ports[`${s.httpPort}/tcp`] = [{ HostIp: "127.0.0.1", HostPort: String(await freeLoopbackPort()) }];
+    }
+    if (s.tcpPort !== null && s.tcpPort !== s.httpPort) {
+      exposed[`${s.tcpPort}/tcp`] = {};
+      ports[`${s.tcpPort}/tcp`] = [{ HostIp: "0.0.0.0", HostPort: "" }];
+    }
+    const container = await this.docker.createContainer({
+      name: s.name,
+      Image: this.opts.sandboxImage,
+      Cmd: ["sleep", "infinity"],
+      Labels: labels,
+      ExposedPorts: exposed,
+      HostConfig: {
+        PortBindings: ports,
+        Memory: 32 * 2 ** 20,
+        MemorySwap: 32 * 2 ** 20,
+        PidsLimit: 8,
+        Init: true,
+        RestartPolicy: { Name: "unless-stopped" },
+        NetworkMode: s.network.name,
+        SecurityOpt: ["no-new-privileges"],
+        ReadonlyRootfs: true,
+        LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
+      },
+    });
+    try {
+      await container.start();
+    } catch (e) {
+      await container.remove({ force: true }).catch(() => undefined);
+      throw new PierError("ENGINE_ERROR", `The sandbox ${s.name} did not start: ${(e as Error).message}`);
+    }
+    const c = (await container.inspect()) as unknown as InspectLike;
+    const info = infoOf(c);
+    return {
+      id: c.Id,
+      labels,
+      running: c.State.Running,
+      http: info.http,
+      tcp: info.tcp,
+      networkAddress: info.networkAddress,
+    };
+  }
+
+  async listSandboxes(labels: Record<string, string>): Promise<SandboxInfo[]> {
+    const list = (await this.docker.listContainers({
+      all: true,
+      filters: { label: this.labelFilters({ ...labels, "pier.role": ROLE_SANDBOX }) },
+    })) as unknown as ListedContainer[];
+    return list.map((c) => ({
+      id: c.Id,
+      labels: c.Labels ?? {},
+      running: c.State === "running",
+      http: listedTarget(c, c.Labels?.["pier.http-port"]),
+      tcp: listedTarget(c, c.Labels?.["pier.tcp-port"]),
+      networkAddress:
+        Object.values(c.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress ?? null,
+    }));
+  }
+
+  async removeSandbox(id: string): Promise<void> {
+    try {
+      await this.docker.getContainer(id).remove({ force: true });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+  }
+
+  async startSandbox(id: string): Promise<void> {
+    await this.startInstance(id);
   }
 
   async inspectInstance(id: string): Promise<InstanceInfo | null> {
@@ -293,26 +424,31 @@ export class DockerEngine implements Engine {
       filters: { label: this.labelFilters(labels) },
     });
     // One inspect per container, side by side (a deploy lists an app's instances on its critical path).
-    const infos = await Promise.all(list.map((c) => this.inspectInstance(c.Id)));
+    const infos = await Promise.all(
+      list.filter((c) => !isSandbox(c.Labels)).map((c) => this.inspectInstance(c.Id)),
+    );
     return infos.filter((i): i is InstanceInfo => i !== null);
   }
 
   async listRoutable(labels: Record<string, string>): Promise<RoutableInstance[]> {
-    const list = await this.docker.listContainers({
+    const list = (await this.docker.listContainers({
       all: true,
       filters: { label: this.labelFilters(labels) },
-    });
-    return list.map((c) => {
-      const own = c.Labels ?? {};
-      const port = Number(own["pier.http-port"]);
-      const b = c.Ports.find((p) => p.PrivatePort === port && p.Type === "tcp" && p.PublicPort);
-      return {
-        id: c.Id,
-        labels: own,
-        running: c.State === "running",
-        http: b ? { host: !b.IP || b.IP === "0.0.0.0" ? "127.0.0.1" : b.IP, port: b.PublicPort } : null,
-      };
-    });
+    })) as unknown as ListedContainer[];
+    return list
+      .filter((c) => !isSandbox(c.Labels))
+      .map((c) => {
+        const own = c.Labels ?? {};
+        return {
+          id: c.Id,
+          labels: own,
+          running: c.State === "running",
+          http:
+            own["pier.sandbox"] !== undefined
+              ? targetOf(own["pier.http-target"])
+              : listedTarget(c, own["pier.http-port"]),
+        };
+      });
   }
 
   async waitInstance(id: string, signal: AbortSignal): Promise<number> {
