@@ -62,9 +62,16 @@ export class NodeRuntime implements Runtime {
 
   /** Package managers fetch from Pier's configured registry (a mirror, or the npm registry) unless the app says otherwise. */
   private registryEnv(vars: Record<string, string>): Record<string, string> {
-    if (vars.CC_NPM_REGISTRY || vars.npm_config_registry || vars.NPM_CONFIG_REGISTRY) return {};
+    // Corepack fetches Yarn Berry and pnpm from the npm registry too (not repo.yarnpkg.com), never asking.
+    const corepack = { COREPACK_ENABLE_DOWNLOAD_PROMPT: "0", COREPACK_NPM_REGISTRY: this.deps.registryUrl };
+    if (vars.CC_NPM_REGISTRY || vars.npm_config_registry || vars.NPM_CONFIG_REGISTRY) return corepack;
     const url = `${this.deps.registryUrl}/`;
-    return { npm_config_registry: url, YARN_REGISTRY: url, YARN_NPM_REGISTRY_SERVER: this.deps.registryUrl };
+    return {
+      ...corepack,
+      npm_config_registry: url,
+      YARN_REGISTRY: url,
+      YARN_NPM_REGISTRY_SERVER: this.deps.registryUrl,
+    };
   }
 
   settings(): { settings: RunSettings; errors: string[] } {
@@ -220,6 +227,7 @@ export class NodeRuntime implements Runtime {
         `Building in a ${app.buildFlavor} build container (${FLAVOR_MEMORY_MIB[app.buildFlavor]} MiB) from ${toolchain}...`,
       );
       let deniedByKey = false;
+      let unsigned = false;
       await this.deps.engine
         .buildInContainer(
           {
@@ -251,11 +259,18 @@ export class NodeRuntime implements Runtime {
           },
           (line) => {
             if (/Permission denied \(publickey\)/.test(line)) deniedByKey = true;
+            if (/No compatible signature found in package metadata/.test(line)) unsigned = true;
             write(line);
           },
           ctx.signal,
         )
         .catch((e: unknown) => {
+          if (unsigned && e instanceof PierError)
+            throw new PierError(
+              "BUILD_FAILED",
+              `${e.message} Corepack found no signature for the package manager in the registry's metadata (a registry mirror that does not serve npm's signatures).`,
+              "Set COREPACK_INTEGRITY_KEYS=0 for this app (the tarball's integrity hash is still checked), or point PIER_NPM_REGISTRY at a registry that serves signatures.",
+            );
           if (!deniedByKey || !(e instanceof PierError)) throw e;
           throw new PierError(
             "BUILD_FAILED",
