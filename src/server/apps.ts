@@ -110,6 +110,8 @@ export class AppService {
       gitUrl: (appId: string) => string;
       appUrl: (name: string) => string;
       stopGraceMs: number;
+      /** PIER_BUILD_NETWORK, or null: where Node.js builds' sandbox sits. */
+      buildNetwork: string | null;
     },
   ) {}
 
@@ -161,6 +163,11 @@ export class AppService {
       // second deploy's are made after the first.
       void this.deps.instances
         .prepare(app.id, { httpPort: 8080, tcpPort: null, ipv6Subnet: null }, app.instances)
+        .then(() =>
+          app.type === "node"
+            ? this.deps.instances.buildSandbox(app.id, this.deps.buildNetwork ?? "bridge")
+            : null,
+        )
         .catch((err: Error) => this.deps.logger.warn({ err: err.message }, "sandboxes not prepared"));
     }
     return app;

@@ -66,7 +66,7 @@ export class Instances {
     const { engine } = this.deps;
     const network = appNetworkName(appId, want.ipv6Subnet);
     const [all, instances] = await Promise.all([
-      engine.listSandboxes({ "pier.app": appId }),
+      engine.listSandboxes({ "pier.app": appId, "pier.sandbox-for": "instances" }),
       this.list(appId),
     ]);
     const busy = new Set(
@@ -88,7 +88,7 @@ export class Instances {
         Array.from({ length: count - free.length }, () =>
           engine.createSandbox({
             name: `pier-sandbox-${appId}-${randomUUID().slice(0, 8)}`,
-            labels: { "pier.app": appId },
+            labels: { "pier.app": appId, "pier.sandbox-for": "instances" },
             network: { name: network, ipv6Subnet: want.ipv6Subnet },
             httpPort: want.httpPort,
             tcpPort: want.tcpPort,
@@ -112,9 +112,44 @@ export class Instances {
     return this.sandboxes(appId, want, instances, true).then(() => undefined);
   }
 
+  /** Build sandboxes under way, per app. */
+  private readonly buildSandboxes = new Map<string, Promise<string>>();
+
+  /**
+   * The sandbox an app's build containers join (its network namespace on `network`: the engine's default
+   * bridge, or PIER_BUILD_NETWORK), made once: a build container then starts without network set-up.
+   * One build runs at a time per app. Returns the sandbox's container id.
+   */
+  buildSandbox(appId: string, network: string): Promise<string> {
+    const run = (this.buildSandboxes.get(appId) ?? Promise.resolve(""))
+      .catch(() => "")
+      .then(async () => {
+        const { engine } = this.deps;
+        const all = await engine.listSandboxes({ "pier.app": appId, "pier.sandbox-for": "build" });
+        const ready = all.find((s) => s.running && s.labels["pier.network"] === network);
+        await Promise.all(all.filter((s) => s !== ready).map((s) => engine.removeSandbox(s.id)));
+        if (ready) return ready.id;
+        const made = await engine.createSandbox({
+          name: `pier-build-sandbox-${appId}-${randomUUID().slice(0, 8)}`,
+          labels: { "pier.app": appId, "pier.sandbox-for": "build" },
+          network: { name: network, ipv6Subnet: null },
+          httpPort: null,
+          tcpPort: null,
+        });
+        return made.id;
+      });
+    this.buildSandboxes.set(appId, run);
+    const forget = () => {
+      if (this.buildSandboxes.get(appId) === run) this.buildSandboxes.delete(appId);
+    };
+    run.then(forget, forget);
+    return run;
+  }
+
   /** Removes every sandbox of the app (it is deleted). */
   async removeSandboxes(appId: string): Promise<void> {
     await (this.preparing.get(appId) ?? Promise.resolve()).catch(() => undefined);
+    await (this.buildSandboxes.get(appId) ?? Promise.resolve()).catch(() => undefined);
     const all = await this.deps.engine.listSandboxes({ "pier.app": appId });
     await Promise.all(all.map((s) => this.deps.engine.removeSandbox(s.id)));
   }

@@ -126,6 +126,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
         registryUrl: config.npmRegistry,
         pierGit,
         buildNetwork: config.buildNetwork,
+        buildSandbox: (appId, network) => instances.buildSandbox(appId, network),
       }),
     },
     deployTimeoutMs: config.deployTimeoutMs,
@@ -143,6 +144,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     gitUrl: (id) => `git+ssh://git@${config.gitHost}${portSuffix(config.ssh.port, 22)}/${id}.git`,
     appUrl: (name) => `http://${name}.${config.domain}${portSuffix(config.http.port, 80)}`,
     stopGraceMs: config.stopGraceMs,
+    buildNetwork: config.buildNetwork,
   });
 
   await deployer.recover();

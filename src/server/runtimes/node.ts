@@ -57,6 +57,8 @@ export class NodeRuntime implements Runtime {
       pierGit: { socketPath: string; hostKey: string; prefixes: string[] };
       /** PIER_BUILD_NETWORK: the network build containers join, or null. */
       buildNetwork: string | null;
+      /** The app's build sandbox on a network (its container id): builds join it. */
+      buildSandbox: (appId: string, network: string) => Promise<string>;
     },
   ) {}
 
@@ -240,7 +242,8 @@ export class NodeRuntime implements Runtime {
             env: { HOME: "/root", APP_HOME },
             volumes: [{ name: `pier-cache-${app.id}`, target: "/cache" }],
             binds,
-            network: this.deps.buildNetwork,
+            // The app's build sandbox holds the network namespace (no network set-up per build).
+            network: `container:${await this.deps.buildSandbox(app.id, this.deps.buildNetwork ?? "bridge")}`,
             flavor: app.buildFlavor,
             memoryBytes,
             labels: {
