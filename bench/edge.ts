@@ -1,14 +1,15 @@
 // bench/edge: requests/s and p99 of a small app through Pier's edge, against nginx as a plain reverse
 // proxy to the same instance and against the instance directly, in one run; then the failed requests
 // while the app is redeployed five times under load (target: zero).
-// Run: npm run build && node dist/bench/edge.js [seconds per wrk run, default 10]
+// Run: npm run build && node dist/bench/edge.js [seconds per wrk run, default 5] [rounds, default 5]
 import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { join } from "node:path";
 import { freePort, NODE_DOCKER_APP, Pier, run } from "../test/e2e/harness.js";
 
-const seconds = Number(process.argv[2] ?? 10);
+const seconds = Number(process.argv[2] ?? 5);
+const ROUNDS = Number(process.argv[3] ?? 5);
 
 function ensureTools(): void {
   const missing = [
@@ -123,15 +124,29 @@ async function main(): Promise<void> {
     const plainPort = await freePort();
     stopNginx = plainNginx(join(pier.work, "plain-nginx"), plainPort, target);
 
-    const direct = await wrk(Number(directPort), "bench.localhost");
-    const plain = await wrk(plainPort, "bench.localhost");
-    const edge = await wrk(pier.httpPort, "bench.localhost");
+    // Alternating rounds, medians: the machine's drift between runs (2 cores shared by wrk, the proxy and
+    // the app) then falls on both proxies alike.
+    const runs: Record<"direct" | "plain" | "edge", WrkResult[]> = { direct: [], plain: [], edge: [] };
+    for (let round = 0; round < ROUNDS; round++) {
+      runs.direct.push(await wrk(Number(directPort), "bench.localhost"));
+      runs.plain.push(await wrk(plainPort, "bench.localhost"));
+      runs.edge.push(await wrk(pier.httpPort, "bench.localhost"));
+    }
+    const median = (rs: WrkResult[]): WrkResult =>
+      [...rs].sort((a, b) => a.rps - b.rps)[Math.floor(rs.length / 2)] as WrkResult;
+    const direct = median(runs.direct);
+    const plain = median(runs.plain);
+    const edge = median(runs.edge);
+    const each = (rs: WrkResult[]) => rs.map((r) => r.rps.toFixed(0)).join(", ");
     const row = (name: string, r: WrkResult) =>
       `${name.padEnd(22)} ${r.rps.toFixed(0).padStart(8)} req/s   p99 ${r.p99ms.toFixed(2).padStart(7)} ms   errors ${r.errors}`;
-    console.log(`wrk -t2 -c50 -d${seconds}s, a Node hello app in a container`);
+    console.log(
+      `wrk -t2 -c50 -d${seconds}s, a Node hello app in a container; medians of ${ROUNDS} alternating rounds`,
+    );
     console.log(row("direct (instance)", direct));
     console.log(row("plain nginx proxy", plain));
     console.log(row("pier edge", edge));
+    console.log(`  rounds: direct ${each(runs.direct)}; nginx ${each(runs.plain)}; edge ${each(runs.edge)}`);
     console.log(`ratio edge/plain nginx: ${(edge.rps / plain.rps).toFixed(2)} (target >= 1.0)`);
     console.log(`ratio edge/direct:      ${(edge.rps / direct.rps).toFixed(2)}`);
 

@@ -189,7 +189,6 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
     "  http-request set-header X-Forwarded-Proto http",
     "  http-request set-header X-Forwarded-Host %[req.hdr(host)]",
     "  http-request set-header X-Forwarded-Port %[dst_port]",
-    "  http-request set-header X-Request-Id %[uuid]",
     `  use_backend %[req.hdr(host),field(1,:),lower,map(${dir}/hosts.map)]`,
     "  default_backend no_app",
     "",
