@@ -105,6 +105,13 @@ export function parsePackageManager(value: string): PackageManagerField | null {
   return { raw: value.trim(), name: m[1] as string, version, major: v ? semver.major(v) : null };
 }
 
+/** The npm package whose releases a packageManager field names (Corepack fetches it from there), or null. */
+export function packageManagerPackage(pm: PackageManagerField): string | null {
+  if (pm.major === null) return null;
+  if (pm.name === "yarn") return pm.major >= 2 ? "@yarnpkg/cli-dist" : "yarn";
+  return ["pnpm", "npm", "bun"].includes(pm.name) ? pm.name : null;
+}
+
 /**
  * Whether `.gitignore` keeps the root `node_modules` folder out of git (`node_modules`, `/node_modules`,
  * with or without a trailing `/`, or `**\/node_modules`), and no later `!` line takes it back.

@@ -1,8 +1,9 @@
 // Yarn Berry and Corepack end to end: packageManager pins Yarn 4 (or pnpm), Corepack fetches it from the
 // npm registry Pier is configured with (not repo.yarnpkg.com), and the app is built and served.
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { Pier } from "./harness.js";
+import { Pier, run } from "./harness.js";
 
 /** A Yarn 4 lock file for ms@2.1.3 and is-number@7.0.0 (dev), made by Yarn 4.5.0 itself. */
 const BERRY_LOCK =
@@ -56,6 +57,17 @@ describe("Yarn Berry and Corepack", { timeout: 900_000 }, () => {
     const b = await body("berry");
     assert.equal(b.twoHours, 7_200_000, "the dependency is installed");
     assert.equal(b.dev, false, "NODE_ENV=production: no dev dependencies (contract section 8)");
+  });
+
+  test("a packageManager release that does not exist fails the deploy naming the field; the release serves on", async () => {
+    const repo = join(pier.work, "src", "berry");
+    await pier.commit(repo, { "package.json": pkg({ packageManager: "yarn@4.99.0" }) }, "no such yarn");
+    const push = await pier.push(repo);
+    assert.notEqual(push.code, 0);
+    assert.match(push.stderr, /packageManager yarn@4\.99\.0: there is no yarn 4\.99\.0 in the npm registry/);
+    assert.match(push.stderr, /The newest yarn 4\.x is 4\.\d+\.\d+/);
+    assert.equal((await body("berry")).twoHours, 7_200_000, "the previous release keeps serving");
+    await run(["git", "-C", repo, "reset", "-q", "--hard", "HEAD~1"]);
   });
 
   test("packageManager pnpm with CC_NODE_BUILD_TOOL=custom (section 9): pnpm through Corepack", async () => {

@@ -4,11 +4,13 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import semver from "semver";
 import type { NpmRegistry } from "../../adapters/npm-registry.js";
 import { buildGitSetup } from "../../core/build-git.js";
 import { PierError } from "../../core/errors.js";
 import { FLAVOR_MEMORY_MIB } from "../../core/model.js";
 import { markVersions, type NodeVersion } from "../../core/node-versions.js";
+import { packageManagerPackage, parsePackageManager } from "../../core/package-json.js";
 import { planNodeBuild } from "../../core/plan-node.js";
 import type { Engine } from "../../core/ports.js";
 import { renderEnvFile, shellQuote } from "../../core/shell.js";
@@ -83,6 +85,32 @@ export class NodeRuntime implements Runtime {
     };
   }
 
+  /** A packageManager release that does not exist fails here, naming the field, not deep in Corepack. */
+  private async checkPackageManager(packageJson: string | null): Promise<void> {
+    let field: unknown;
+    try {
+      field = (JSON.parse(packageJson ?? "{}") as { packageManager?: unknown }).packageManager;
+    } catch {
+      return;
+    }
+    const pm = typeof field === "string" ? parsePackageManager(field) : null;
+    const pkg = pm ? packageManagerPackage(pm) : null;
+    if (!pm || !pkg) return;
+    const known = await this.deps.registry.versions(pkg).catch(() => null);
+    if (!known || known.versions.includes(pm.version)) return;
+    const same = known.versions.filter(
+      (v) => semver.valid(v) && semver.major(v) === pm.major && !semver.prerelease(v),
+    );
+    const newest = semver.rsort(same)[0];
+    throw new PierError(
+      "BUILD_FAILED",
+      `package.json's packageManager ${pm.raw}: there is no ${pm.name} ${pm.version} in the npm registry (${pkg}).`,
+      newest
+        ? `The newest ${pm.name} ${pm.major}.x is ${newest}: "packageManager": "${pm.name}@${newest}".`
+        : undefined,
+    );
+  }
+
   /** The current release's image, when its dependencies are what this build would install. */
   private async reusableBase(
     previous: string | null,
@@ -128,6 +156,7 @@ export class NodeRuntime implements Runtime {
       npmEngines: npm.engines,
     });
     if (!planned.ok) throw new PierError("BUILD_FAILED", planned.errors.join(" "));
+    await this.checkPackageManager(await readInside(dir, "package.json"));
     const plan = planned.plan;
     for (const l of plan.logLines) write(l);
     for (const w of plan.warnings) write(`Warning: ${w}`);
