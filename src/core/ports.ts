@@ -258,6 +258,8 @@ export interface Engine {
   removeInstance(id: string, graceMs: number): Promise<void>;
   stopInstance(id: string, graceMs: number): Promise<void>;
   startInstance(id: string): Promise<void>;
+  /** Stops (SIGTERM, then SIGKILL after graceMs) and starts the instance again. */
+  restartInstance(id: string, graceMs: number): Promise<void>;
   listInstances(labels: Record<string, string>): Promise<InstanceInfo[]>;
   /** What routing needs of every instance with these labels, from one engine call (no inspect each). */
   listRoutable(labels: Record<string, string>): Promise<RoutableInstance[]>;

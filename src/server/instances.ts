@@ -146,6 +146,33 @@ export class Instances {
     return run;
   }
 
+  /**
+   * A sandbox started again (it stopped, or the engine restarted): instances that joined its earlier
+   * network namespace have lost their network, and are restarted into the new one; stopped instances of
+   * the current release are started.
+   */
+  async rejoin(appId: string, sandboxId: string): Promise<number> {
+    const sandbox = await this.deps.engine.inspectInstance(sandboxId);
+    if (!sandbox?.running || !sandbox.startedAt) return 0;
+    const release = await this.deps.store.currentRelease(appId);
+    const app = await this.deps.store.findApp(appId);
+    if (!release || !app || app.stopped) return 0;
+    const mine = (await this.list(appId)).filter(
+      (i) => i.labels["pier.sandbox"] === sandboxId && i.labels["pier.deployment"] === release.deploymentId,
+    );
+    const stale = mine.filter(
+      (i) => !i.running || (i.startedAt !== null && i.startedAt < sandbox.startedAt!),
+    );
+    await Promise.all(
+      stale.map((i) =>
+        i.running
+          ? this.deps.engine.restartInstance(i.id, this.deps.stopGraceMs)
+          : this.deps.engine.startInstance(i.id),
+      ),
+    );
+    return stale.length;
+  }
+
   /** Removes every sandbox of the app (it is deleted). */
   async removeSandboxes(appId: string): Promise<void> {
     await (this.preparing.get(appId) ?? Promise.resolve()).catch(() => undefined);

@@ -11,7 +11,7 @@ import { SecretBox } from "../adapters/secret-box.js";
 import { SqliteStore } from "../adapters/store/sqlite.js";
 import { pierGitPrefixes } from "../core/build-git.js";
 import { PierError } from "../core/errors.js";
-import type { Store } from "../core/ports.js";
+import type { EngineEvent, Store } from "../core/ports.js";
 import { createApi, hashToken } from "./api.js";
 import { AppService } from "./apps.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
@@ -151,20 +151,58 @@ export async function startServer(config: Config): Promise<RunningServer> {
   await reconcile({ store, engine, instances, deployer, logger: logger.child({ part: "reconciler" }) });
 
   const events = new AbortController();
-  void engine
-    .events(async (e) => {
-      if (e.type !== "die" || !e.labels["pier.app"]) return;
-      await store
-        .recordExit({
-          appId: e.labels["pier.app"],
-          containerId: e.containerId,
-          instance: Number(e.labels["pier.instance"] ?? 0),
-          exitCode: e.exitCode ?? -1,
-          at: e.at,
-        })
-        .catch(() => undefined);
-    }, events.signal)
-    .catch((err) => logger.warn({ err }, "engine events stream ended"));
+  const onEngineEvent = async (e: EngineEvent) => {
+    const appId = e.labels["pier.app"];
+    if (!appId) return;
+    if (e.labels["pier.role"] === "sandbox") {
+      if (e.type !== "start") return;
+      const n = await instances.rejoin(appId, e.containerId).catch((err) => {
+        logger.warn({ err, appId }, "could not restart the instances of a restarted sandbox");
+        return 0;
+      });
+      if (n > 0) logger.info({ appId, instances: n }, "sandbox restarted: its instances rejoined it");
+      return;
+    }
+    if (e.type !== "die" || e.labels["pier.role"] === "build") return;
+    await store
+      .recordExit({
+        appId,
+        containerId: e.containerId,
+        instance: Number(e.labels["pier.instance"] ?? 0),
+        exitCode: e.exitCode ?? -1,
+        at: e.at,
+      })
+      .catch(() => undefined);
+  };
+  // The engine's events, for as long as Pier runs. When the stream ends (the engine restarted), Pier
+  // waits for the engine and reconciles: sandboxes first, then the instances in them, then the routes.
+  void (async () => {
+    while (!events.signal.aborted) {
+      await engine
+        .events((e) => void onEngineEvent(e), events.signal)
+        .catch((err) => logger.warn({ err }, "engine events stream failed"));
+      if (events.signal.aborted) return;
+      logger.warn("engine events stream ended: waiting for the engine, then reconciling");
+      while (!events.signal.aborted) {
+        await new Promise((r) => setTimeout(r, 1000));
+        if (
+          await engine.ping().then(
+            () => true,
+            () => false,
+          )
+        )
+          break;
+      }
+      if (events.signal.aborted) return;
+      await reconcile({
+        store,
+        engine,
+        instances,
+        deployer,
+        logger: logger.child({ part: "reconciler" }),
+      }).catch((err) => logger.warn({ err }, "reconcile after the engine came back failed"));
+    }
+  })();
 
   const api = createApi({
     store,

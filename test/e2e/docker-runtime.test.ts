@@ -351,6 +351,33 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
     assert.ok(sandboxes.stdout.trim().split("\n").length <= 2, "two sandboxes for one instance, no more");
   });
 
+  test("a sandbox that restarts takes its instance with it: the app serves again", async () => {
+    const { run } = await import("./harness.js");
+    const ids = await run([
+      "/usr/bin/docker",
+      "ps",
+      "-q",
+      "--filter",
+      `label=pier.app=${app.id}`,
+      "--filter",
+      "label=pier.instance=0",
+    ]);
+    const instance = ids.stdout.trim().split("\n")[0] ?? "";
+    const sandbox = (
+      await run(["/usr/bin/docker", "inspect", "-f", '{{index .Config.Labels "pier.sandbox"}}', instance])
+    ).stdout.trim();
+    assert.match(sandbox, /^[0-9a-f]{64}$/);
+    const restarted = await run(["/usr/bin/docker", "restart", "-t", "0", sandbox]);
+    assert.equal(restarted.code, 0, restarted.stderr);
+    // The instance had joined the sandbox's old network namespace: Pier restarts it into the new one.
+    let status = 0;
+    for (let i = 0; i < 100 && status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      status = (await pier.get("web").catch(() => ({ status: 0 }))).status;
+    }
+    assert.equal(status, 200, "the app answers again within 20 s");
+  });
+
   test("delete removes the app; its host answers 404", async () => {
     const r = await pier.cli(["delete", "--yes", "--app", "web"]);
     assert.equal(r.code, 0, r.stderr);

@@ -400,6 +400,14 @@ export class DockerEngine implements Engine {
     }
   }
 
+  async restartInstance(id: string, graceMs: number): Promise<void> {
+    try {
+      await this.docker.getContainer(id).restart({ t: Math.ceil(graceMs / 1000) });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+  }
+
   async startInstance(id: string): Promise<void> {
     try {
       await this.docker.getContainer(id).start();
