@@ -2,6 +2,8 @@
 // npm's install scripts and prestart/poststart, Pier's build and run hooks, CC_RUN_COMMAND, and every
 // planning error ending the deploy with a message while the previous release keeps serving.
 import assert from "node:assert/strict";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Pier, run } from "./harness.js";
 
@@ -125,6 +127,48 @@ describe("Node.js lifecycle and bad input", { timeout: 900_000 }, () => {
     const body = push.stderr.indexOf("task body ran");
     const post = push.stderr.indexOf("poststart ran");
     assert.ok(body >= 0 && post > body, `poststart after the start script:\n${push.stderr}`);
+  });
+
+  test("CC_NODE_BUILD_TOOL=npm-ci installs exactly the lock file with npm ci", async () => {
+    const app = await pier.cliJson<{ id: string }>(["create", "--type", "node", "lifeci"]);
+    await set("CC_NODE_VERSION", "22.16.0", "lifeci");
+    await set("NODE_ENV", "production", "lifeci");
+    await set("CC_NODE_BUILD_TOOL", "npm-ci", "lifeci");
+    const lockDir = join(pier.work, "lifeci-lock");
+    mkdirSync(lockDir, { recursive: true });
+    const manifest = pkg(
+      {
+        start:
+          "node -e \"require('ms'); require('http').createServer((q, s) => s.end(require('ms')('1h') + '')).listen(8080, '0.0.0.0')\"",
+      },
+      { dependencies: { ms: "2.1.3" } },
+    );
+    writeFileSync(join(lockDir, "package.json"), manifest);
+    const locked = await run(
+      [
+        "npm",
+        "install",
+        "--package-lock-only",
+        "--no-audit",
+        "--no-fund",
+        "--omit-lockfile-registry-resolved=false",
+      ],
+      { cwd: lockDir, timeoutMs: 120_000 },
+    );
+    assert.equal(locked.code, 0, locked.stderr);
+    const ciRepo = await pier.repo(
+      "lifeci",
+      {
+        "package.json": manifest,
+        "package-lock.json": readFileSync(join(lockDir, "package-lock.json"), "utf8"),
+        ".gitignore": "/node_modules\n",
+      },
+      app.id,
+    );
+    const push = await pier.push(ciRepo);
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /npm ci/);
+    assert.equal((await pier.get("lifeci")).body, "3600000");
   });
 
   // Each of these stops the deploy while planning, with a message naming the problem, and the release

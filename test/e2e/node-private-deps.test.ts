@@ -36,6 +36,13 @@ describe("Node.js private dependencies over SSH", { timeout: 600_000 }, () => {
     const libRepo = await pier.repo("private-lib", LIB, lib.id);
     const pushed = await pier.push(libRepo);
     assert.equal(pushed.code, 0, pushed.stderr);
+    // No version asked for: the newest LTS, saying so; the mandatory conditions it misses are called out.
+    assert.match(
+      pushed.stderr,
+      /neither engines\.node in package\.json nor CC_NODE_VERSION is set, so the newest LTS/,
+    );
+    assert.match(pushed.stderr, /There is no \.gitignore: add one with the line \/node_modules/);
+    assert.match(pushed.stderr, /NODE_ENV is not set: set NODE_ENV=production/);
 
     deployKey = join(pier.work, "deploy_key");
     spawnSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "web-deploy", "-f", deployKey]);
