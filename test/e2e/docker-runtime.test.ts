@@ -298,29 +298,32 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
     assert.match(missing.stderr, /v999/);
   });
 
+  /** The sandbox (container id) that instance 0 of the app runs in. */
+  const sandboxOfInstance0 = async () => {
+    const { run } = await import("./harness.js");
+    const ids = await run([
+      "/usr/bin/docker",
+      "ps",
+      "-q",
+      "--filter",
+      `label=pier.app=${app.id}`,
+      "--filter",
+      "label=pier.instance=0",
+    ]);
+    const id = ids.stdout.trim().split("\n")[0] ?? "";
+    const label = await run([
+      "/usr/bin/docker",
+      "inspect",
+      "-f",
+      '{{index .Config.Labels "pier.sandbox"}}',
+      id,
+    ]);
+    return label.stdout.trim();
+  };
+
   test("instances start in sandboxes: each instance slot alternates between two, reused deploy after deploy", async () => {
     const { run } = await import("./harness.js");
-    const sandboxOf = async () => {
-      const ids = await run([
-        "/usr/bin/docker",
-        "ps",
-        "-q",
-        "--no-trunc",
-        "--filter",
-        `label=pier.app=${app.id}`,
-        "--filter",
-        "label=pier.instance=0",
-      ]);
-      const id = ids.stdout.trim().split("\n")[0] ?? "";
-      const label = await run([
-        "/usr/bin/docker",
-        "inspect",
-        "-f",
-        '{{index .Config.Labels "pier.sandbox"}}',
-        id,
-      ]);
-      return label.stdout.trim();
-    };
+    const sandboxOf = sandboxOfInstance0;
     const seen: string[] = [];
     for (let i = 0; i < 3; i++) {
       await pier.commit(repo, { "version.txt": `sandbox ${i}\n` }, `sandbox ${i}`);
@@ -353,19 +356,7 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
 
   test("a sandbox that restarts takes its instance with it: the app serves again", async () => {
     const { run } = await import("./harness.js");
-    const ids = await run([
-      "/usr/bin/docker",
-      "ps",
-      "-q",
-      "--filter",
-      `label=pier.app=${app.id}`,
-      "--filter",
-      "label=pier.instance=0",
-    ]);
-    const instance = ids.stdout.trim().split("\n")[0] ?? "";
-    const sandbox = (
-      await run(["/usr/bin/docker", "inspect", "-f", '{{index .Config.Labels "pier.sandbox"}}', instance])
-    ).stdout.trim();
+    const sandbox = await sandboxOfInstance0();
     assert.match(sandbox, /^[0-9a-f]{64}$/);
     const restarted = await run(["/usr/bin/docker", "restart", "-t", "0", sandbox]);
     assert.equal(restarted.code, 0, restarted.stderr);

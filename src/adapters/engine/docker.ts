@@ -51,6 +51,15 @@ interface InspectLike {
   };
 }
 
+/** Waits for an engine call on an object that may be gone already (then there is nothing to do). */
+async function unlessGone(call: Promise<unknown>): Promise<void> {
+  try {
+    await call;
+  } catch (e) {
+    if (!isNotFound(e)) throw e;
+  }
+}
+
 /** The role label of sandboxes: they are not instances. */
 const ROLE_SANDBOX = "sandbox";
 const isSandbox = (labels: Record<string, string> | undefined) => labels?.["pier.role"] === ROLE_SANDBOX;
@@ -178,11 +187,7 @@ export class DockerEngine implements Engine {
   }
 
   async removeImage(tag: string): Promise<void> {
-    try {
-      await this.docker.getImage(tag).remove({ force: true });
-    } catch (e) {
-      if (!isNotFound(e)) throw e;
-    }
+    await unlessGone(this.docker.getImage(tag).remove({ force: true }));
   }
 
   async networkExists(name: string): Promise<boolean> {
@@ -371,11 +376,7 @@ export class DockerEngine implements Engine {
   }
 
   async removeSandbox(id: string): Promise<void> {
-    try {
-      await this.docker.getContainer(id).remove({ force: true });
-    } catch (e) {
-      if (!isNotFound(e)) throw e;
-    }
+    await unlessGone(this.docker.getContainer(id).remove({ force: true }));
   }
 
   async startSandbox(id: string): Promise<void> {
@@ -401,11 +402,7 @@ export class DockerEngine implements Engine {
   }
 
   async restartInstance(id: string, graceMs: number): Promise<void> {
-    try {
-      await this.docker.getContainer(id).restart({ t: Math.ceil(graceMs / 1000) });
-    } catch (e) {
-      if (!isNotFound(e)) throw e;
-    }
+    await unlessGone(this.docker.getContainer(id).restart({ t: Math.ceil(graceMs / 1000) }));
   }
 
   async startInstance(id: string): Promise<void> {
