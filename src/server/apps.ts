@@ -110,7 +110,7 @@ export class AppService {
       gitUrl: (appId: string) => string;
       appUrl: (name: string) => string;
       stopGraceMs: number;
-      /** PIER_BUILD_NETWORK, or null: where Node.js builds' sandbox sits. */
+      /** PIER_BUILD_NETWORK, or null (the app's network): where Node.js builds' sandbox sits. */
       buildNetwork: string | null;
     },
   ) {}
@@ -164,9 +164,7 @@ export class AppService {
       void this.deps.instances
         .prepare(app.id, { httpPort: 8080, tcpPort: null, ipv6Subnet: null }, app.instances)
         .then(() =>
-          app.type === "node"
-            ? this.deps.instances.buildSandbox(app.id, this.deps.buildNetwork ?? "bridge")
-            : null,
+          app.type === "node" ? this.deps.instances.buildSandbox(app.id, this.deps.buildNetwork) : null,
         )
         .catch((err: Error) => this.deps.logger.warn({ err: err.message }, "sandboxes not prepared"));
     }

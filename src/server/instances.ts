@@ -116,11 +116,12 @@ export class Instances {
   private readonly buildSandboxes = new Map<string, Promise<string>>();
 
   /**
-   * The sandbox an app's build containers join (its network namespace on `network`: the engine's default
-   * bridge, or PIER_BUILD_NETWORK), made once: a build container then starts without network set-up.
-   * One build runs at a time per app. Returns the sandbox's container id.
+   * The sandbox an app's build containers join, made once: a build container then starts without network
+   * set-up. It is on PIER_BUILD_NETWORK when set, else on the app's own network, so one tenant's build
+   * never shares a network with another's. One build runs at a time per app. Returns the container id.
    */
-  buildSandbox(appId: string, network: string): Promise<string> {
+  buildSandbox(appId: string, buildNetwork: string | null): Promise<string> {
+    const network = buildNetwork ?? appNetworkName(appId, null);
     const run = (this.buildSandboxes.get(appId) ?? Promise.resolve(""))
       .catch(() => "")
       .then(async () => {
@@ -129,6 +130,7 @@ export class Instances {
         const ready = all.find((s) => s.running && s.labels["pier.network"] === network);
         await Promise.all(all.filter((s) => s !== ready).map((s) => engine.removeSandbox(s.id)));
         if (ready) return ready.id;
+        if (!buildNetwork) await engine.ensureNetwork(network, { "pier.app": appId }, null);
         const made = await engine.createSandbox({
           name: `pier-build-sandbox-${appId}-${randomUUID().slice(0, 8)}`,
           labels: { "pier.app": appId, "pier.sandbox-for": "build" },

@@ -126,7 +126,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
         registryUrl: config.npmRegistry,
         pierGit,
         buildNetwork: config.buildNetwork,
-        buildSandbox: (appId, network) => instances.buildSandbox(appId, network),
+        buildSandbox: (appId, buildNetwork) => instances.buildSandbox(appId, buildNetwork),
       }),
     },
     deployTimeoutMs: config.deployTimeoutMs,

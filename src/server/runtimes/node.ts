@@ -59,8 +59,8 @@ export class NodeRuntime implements Runtime {
       pierGit: { socketPath: string; hostKey: string; prefixes: string[] };
       /** PIER_BUILD_NETWORK: the network build containers join, or null. */
       buildNetwork: string | null;
-      /** The app's build sandbox on a network (its container id): builds join it. */
-      buildSandbox: (appId: string, network: string) => Promise<string>;
+      /** The app's build sandbox (its container id), on PIER_BUILD_NETWORK or the app's network: builds join it. */
+      buildSandbox: (appId: string, buildNetwork: string | null) => Promise<string>;
     },
   ) {}
 
@@ -272,7 +272,7 @@ export class NodeRuntime implements Runtime {
             volumes: [{ name: `pier-cache-${app.id}`, target: "/cache" }],
             binds,
             // The app's build sandbox holds the network namespace (no network set-up per build).
-            network: `container:${await this.deps.buildSandbox(app.id, this.deps.buildNetwork ?? "bridge")}`,
+            network: `container:${await this.deps.buildSandbox(app.id, this.deps.buildNetwork)}`,
             flavor: app.buildFlavor,
             memoryBytes,
             labels: {
