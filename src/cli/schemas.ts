@@ -92,6 +92,8 @@ export const StatusSchema = z.looseObject({
     }),
   ),
   tcp: z.looseObject({ host: z.string(), port: z.number() }).nullable(),
+  /** Why the edge does not route the app, when it cannot. */
+  routeProblem: z.string().nullish(),
 });
 
 export const ApiErrorBodySchema = z.object({

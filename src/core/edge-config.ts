@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import type { Route, RouteTarget } from "./ports.js";
+import { hostnameProblem } from "./names.js";
+import type { Route, RouteTarget, SkippedRoute } from "./ports.js";
 
 /**
  * The HAProxy configuration of Pier's edge, and the runtime commands that switch an app's instances
@@ -11,7 +12,6 @@ import type { Route, RouteTarget } from "./ports.js";
  * change of the set of apps or of a backend's slot count needs a new configuration (a seamless reload).
  */
 
-const HOSTNAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
 const PATH = /^\/[A-Za-z0-9._/-]*$/;
 
@@ -33,20 +33,44 @@ function check(cond: boolean, message: string): void {
   if (!cond) throw new Error(`edge config: ${message}`);
 }
 
-export function validateRoutes(routes: readonly Route[]): void {
-  const seen = new Set<string>();
+/** Why the edge cannot take this route (its host name or a target), or null. */
+export function routeProblem(r: Route): string | null {
+  const bad = hostnameProblem(r.hostname);
+  if (bad) return bad;
+  for (const t of r.targets) {
+    if (!IPV4.test(t.host)) return `target host '${t.host}' of ${r.hostname} must be an IPv4 address`;
+    if (!Number.isInteger(t.port) || t.port <= 0 || t.port >= 65536)
+      return `target port ${t.port} of ${r.hostname} is invalid`;
+  }
+  return null;
+}
+
+/**
+ * The routes the edge can take, and those it cannot (skipped, with the reason): one app's bad route
+ * never keeps the others from being served. Of two routes for one host name, the first is kept.
+ */
+export function partitionRoutes(routes: readonly Route[]): { ok: Route[]; skipped: SkippedRoute[] } {
+  const ok: Route[] = [];
+  const skipped: SkippedRoute[] = [];
+  const seen = new Map<string, string>();
   for (const r of routes) {
-    check(HOSTNAME.test(r.hostname), `hostname '${r.hostname}' is not a valid DNS name`);
-    check(!seen.has(r.hostname), `hostname '${r.hostname}' is routed twice`);
-    seen.add(r.hostname);
-    for (const t of r.targets) {
-      check(IPV4.test(t.host), `target host '${t.host}' of ${r.hostname} must be an IPv4 address`);
-      check(
-        Number.isInteger(t.port) && t.port > 0 && t.port < 65536,
-        `target port ${t.port} of ${r.hostname} is invalid`,
-      );
+    const other = seen.get(r.hostname);
+    const reason =
+      routeProblem(r) ??
+      (other !== undefined ? `hostname '${r.hostname}' is routed to ${other} already` : null);
+    if (reason) skipped.push({ appId: r.appId, hostname: r.hostname, reason });
+    else {
+      seen.set(r.hostname, r.appId);
+      ok.push(r);
     }
   }
+  return { ok, skipped };
+}
+
+/** Throws on the first route the edge cannot take (the layout functions only get checked routes). */
+export function validateRoutes(routes: readonly Route[]): void {
+  const { skipped } = partitionRoutes(routes);
+  check(skipped.length === 0, skipped[0]?.reason ?? "");
 }
 
 const sameTarget = (a: RouteTarget | null, b: RouteTarget) =>

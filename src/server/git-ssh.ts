@@ -45,7 +45,8 @@ export interface GitSshServerOptions {
   runDir: string;
   /** The registered key, or null. A read-only key (a deploy key) may fetch but not push. */
   authorizeKey(algo: string, blob: Buffer): Promise<{ fingerprint: string; readOnly: boolean } | null>;
-  appExists(appId: string): Promise<boolean>;
+  /** The id of the app with this id or name, or null. */
+  resolveApp(ref: string): Promise<string | null>;
   onPush: PushHandler;
   maxPushBytes: number;
   logger: MiniLogger;
@@ -294,17 +295,17 @@ export async function startGitSshServer(
           const m = COMMAND.exec(info.command.trim());
           if (!m) return fail("pier: only `git push` and `git fetch` are served over SSH.");
           const receive = m[1]?.includes("receive") ?? false;
-          const appId = m[2] ?? "";
-          if (!APP_ID.test(appId)) return fail(`pier: '${appId}' is not an app id (see \`pier apps\`).`);
+          const ref = m[2] ?? "";
+          if (!APP_ID.test(ref)) return fail(`pier: '${ref}' is not an app id (see \`pier apps\`).`);
           if (receive && readOnly)
             return fail(
               "pier: this key is a read-only deploy key: it may fetch (git clone, npm git dependencies) but not push.",
             );
           void (async () => {
-            if (!(await opts.appExists(appId))) {
-              return fail(
-                `pier: app '${appId}' not found. Create it with \`pier create\`; see \`pier apps\`.`,
-              );
+            // An app's name and its id lead to its one repository.
+            const appId = await opts.resolveApp(ref);
+            if (!appId) {
+              return fail(`pier: app '${ref}' not found. Create it with \`pier create\`; see \`pier apps\`.`);
             }
             const repoDir = join(opts.reposDir, `${appId}.git`);
             const env: NodeJS.ProcessEnv = { ...process.env };

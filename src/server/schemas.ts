@@ -1,15 +1,15 @@
 import { z } from "zod";
 import { FLAVORS, RUNTIMES } from "../core/model.js";
+import { appNameProblem } from "../core/names.js";
 
 /** The API's request bodies: validated by the routes, described by the OpenAPI document. */
 export const schemas = {
   createApp: z.object({
-    name: z
-      .string()
-      .regex(
-        /^[a-z][a-z0-9-]{0,29}$/,
-        "must be 1-30 lowercase letters, digits or '-', starting with a letter",
-      ),
+    // The domain-dependent part of the rule (the whole host name fits) is checked by AppService.create.
+    name: z.string().superRefine((name, ctx) => {
+      const problem = appNameProblem(name);
+      if (problem) ctx.addIssue({ code: "custom", message: problem.replace(/^name: /, "") });
+    }),
     type: z.enum(RUNTIMES, { message: `must be one of ${RUNTIMES.join(", ")}` }),
     flavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
     buildFlavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),

@@ -158,11 +158,20 @@ describe("HAProxy edge", { timeout: 120_000 }, () => {
     assert.equal(JSON.parse((await get("c.localhost")).body).name, "c");
   });
 
-  test("invalid routes are refused and the edge keeps serving", async () => {
-    await assert.rejects(
-      edge.apply([{ appId: "x", hostname: "bad host", targets: [] }]),
-      /not a valid DNS name/,
+  test("a route the edge cannot take is skipped and reported; every other app keeps being served", async () => {
+    const c = await backend("c2");
+    servers.push(c.server);
+    const { skipped } = await edge.apply([
+      { appId: "app-x", hostname: "x-.localhost", targets: [{ host: "127.0.0.1", port: c.port }] },
+      { appId: "app-y", hostname: "bad host", targets: [] },
+      { appId: "app-c", hostname: "c.localhost", targets: [{ host: "127.0.0.1", port: c.port }] },
+    ]);
+    assert.deepEqual(
+      skipped.map((s) => s.appId),
+      ["app-x", "app-y"],
     );
-    assert.equal((await get("c.localhost")).status, 200);
+    assert.match(skipped[0]?.reason ?? "", /x-/);
+    assert.equal(JSON.parse((await get("c.localhost")).body).name, "c2");
+    assert.equal((await get("x-.localhost")).status, 404, "the skipped app is not routed");
   });
 });

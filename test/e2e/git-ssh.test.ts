@@ -110,7 +110,7 @@ describe("git push over SSH", () => {
           : blob.equals(readOnly)
             ? { fingerprint: "SHA256:deploy", readOnly: true }
             : null,
-      appExists: async (appId) => appId === "myapp" || appId === "busy",
+      resolveApp: async (ref) => (ref === "myapp" || ref === "busy" ? ref : null),
       onPush: async (req) => {
         const { subject } = await commitInfo(req.repoDir, req.newSha, req.gitEnv);
         const call: Call = { req, subject, hello: null, aborted: false, done: false };
@@ -395,7 +395,7 @@ describe("git over SSH: limits and shutdown", () => {
       maxPushBytes: 64 * 1024,
       logger: quiet,
       authorizeKey: async () => ({ fingerprint: "SHA256:any", readOnly: false }),
-      appExists: async () => true,
+      resolveApp: async (ref) => ref,
       onPush: async () => {
         deploys++;
         return { ok: true, message: "ok" };
@@ -448,7 +448,7 @@ describe("git over SSH: limits and shutdown", () => {
       maxPushBytes: 1 << 20,
       logger: quiet,
       authorizeKey: async () => ({ fingerprint: "SHA256:any", readOnly: false }),
-      appExists: async () => true,
+      resolveApp: async (ref) => ref,
       onPush: async (req) => {
         signal = req.signal;
         req.log("-----> Building");

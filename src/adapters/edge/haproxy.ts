@@ -7,13 +7,14 @@ import {
   configVersion,
   type EdgeLayout,
   layoutFor,
+  partitionRoutes,
   planRuntimeSwitch,
   renderHaproxyConfig,
   renderHostsMap,
   runtimeCommands,
 } from "../../core/edge-config.js";
 import { PierError } from "../../core/errors.js";
-import type { Edge, Route } from "../../core/ports.js";
+import type { Edge, Route, SkippedRoute } from "../../core/ports.js";
 import { ExecError, exec } from "../exec.js";
 
 interface EdgeLogger {
@@ -192,10 +193,13 @@ export class HaproxyEdge implements Edge {
     this.opts.logger?.info({ port: this.opts.listenPort }, "edge started");
   }
 
-  apply(routes: readonly Route[]): Promise<void> {
-    const next = this.chain.then(() => this.applyNow(routes));
+  apply(routes: readonly Route[]): Promise<{ skipped: SkippedRoute[] }> {
+    // A route HAProxy cannot take is left out (and reported), never fatal for the other apps.
+    const { ok, skipped } = partitionRoutes(routes);
+    for (const s of skipped) this.opts.logger?.warn({ appId: s.appId, reason: s.reason }, "route skipped");
+    const next = this.chain.then(() => this.applyNow(ok));
     this.chain = next.catch(() => undefined);
-    return next;
+    return next.then(() => ({ skipped }));
   }
 
   /** Writing the files of a runtime switch, after the switch (off the deploy's critical path). */

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { RUNTIMES } from "../../core/model.js";
+import { appNameProblem } from "../../core/names.js";
 import {
   checkFlags,
   countFlag,
@@ -12,6 +13,7 @@ import {
 } from "../args.js";
 import { apiPath } from "../client.js";
 import type { Command } from "../command.js";
+import { UsageError } from "../errors.js";
 import { findLinkFile, LINK_FILE, writeLinkFile } from "../link-file.js";
 import { json } from "../output.js";
 import { AppSchema } from "../schemas.js";
@@ -64,6 +66,9 @@ Options:
       "the app's name: pier create --type node <name>",
     )[0] as string;
     const f = checkFlags("create", flagsSchema, values);
+    // The server checks it too (with its domain); saying it here spares a round trip.
+    const problem = appNameProblem(name);
+    if (problem) throw new UsageError(problem, { command: "create" });
 
     ctx.err(`Creating app ${name}...\n`);
     const app = await ctx.client().call("POST", apiPath("apps"), AppSchema, {

@@ -42,6 +42,7 @@ Options:
     text += `Deployment:  ${d ? `${d.id} ${d.state}${d.reason ? `: ${d.reason}` : ""} (${d.cause})` : "none yet"}\n`;
     if (s.app.url) text += `URL:         ${s.app.url}\n`;
     if (s.tcp) text += `TCP:         ${s.tcp.host}:${s.tcp.port}\n`;
+    if (s.routeProblem) text += `Route:       not served by the edge: ${s.routeProblem}\n`;
     if (s.instances.length === 0) {
       text += "Instances:   none running\n";
     } else {

@@ -4,6 +4,7 @@ import {
   configVersion,
   type EdgeLayout,
   layoutFor,
+  partitionRoutes,
   planRuntimeSwitch,
   renderHaproxyConfig,
   renderHostsMap,
@@ -41,7 +42,7 @@ describe("layoutFor", () => {
   });
   const bad: [Route[], RegExp][] = [
     [[route("x", "Bad_Host", 1)], /not a valid DNS name/],
-    [[route("x", "a.localhost", 1), route("y", "a.localhost", 2)], /routed twice/],
+    [[route("x", "a.localhost", 1), route("y", "a.localhost", 2)], /routed to x already/],
     [[{ appId: "x", hostname: "a.localhost", targets: [{ host: "10.0.0.1; evil", port: 1 }] }], /IPv4/],
     [[route("x", "a.localhost", 70000)], /port 70000/],
     [[route("x", "a.localhost\nbackend evil", 1)], /not a valid DNS name/],
@@ -49,6 +50,66 @@ describe("layoutFor", () => {
   for (const [routes, message] of bad) {
     test(`refuses ${JSON.stringify(routes[routes.length - 1]?.hostname)} / ${message}`, () => {
       assert.throws(() => layoutFor(routes), message);
+    });
+  }
+});
+
+describe("partitionRoutes: one app's bad route never blocks the others", () => {
+  const cases: [string, Route[], string[], RegExp | null][] = [
+    ["all good", [route("a", "a.localhost", 1), route("b", "b.localhost", 2)], ["a", "b"], null],
+    [
+      "a trailing '-' label",
+      [route("x", "x-.localhost", 1), route("b", "b.localhost", 2)],
+      ["b"],
+      /label 'x-'/,
+    ],
+    [
+      "a leading '-' label",
+      [route("x", "-x.localhost", 1), route("b", "b.localhost", 2)],
+      ["b"],
+      /label '-x'/,
+    ],
+    [
+      "a 64-character label",
+      [route("x", `${"a".repeat(64)}.localhost`, 1), route("b", "b.localhost", 2)],
+      ["b"],
+      /not a valid DNS/,
+    ],
+    [
+      "a host name over 253",
+      [route("x", `${"a.".repeat(127)}localhost`, 1), route("b", "b.localhost", 2)],
+      ["b"],
+      /1-253/,
+    ],
+    [
+      "a duplicate host name",
+      [route("a", "a.localhost", 1), route("y", "a.localhost", 2)],
+      ["a"],
+      /routed to a already/,
+    ],
+    [
+      "a bad target",
+      [
+        { appId: "x", hostname: "x.localhost", targets: [{ host: "::1", port: 1 }] },
+        route("b", "b.localhost", 2),
+      ],
+      ["b"],
+      /IPv4/,
+    ],
+  ];
+  for (const [name, routes, kept, reason] of cases) {
+    test(name, () => {
+      const { ok, skipped } = partitionRoutes(routes);
+      assert.deepEqual(
+        ok.map((r) => r.appId),
+        kept,
+      );
+      if (reason) {
+        assert.equal(skipped.length, 1);
+        assert.match(skipped[0]?.reason ?? "", reason);
+      } else assert.deepEqual(skipped, []);
+      // What is kept, the edge takes.
+      assert.doesNotThrow(() => layoutFor(ok));
     });
   }
 });
