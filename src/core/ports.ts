@@ -11,6 +11,13 @@ export interface RouteTarget {
   port: number;
 }
 
+/** A route the edge did not take, and why. */
+export interface SkippedRoute {
+  appId: string;
+  hostname: string;
+  reason: string;
+}
+
 /** `hostname` (e.g. `myapp.localhost`) is served by `targets`, balanced. No target: 503. */
 export interface Route {
   appId: string;
@@ -22,15 +29,20 @@ export interface Edge {
   /** Starts the proxy if it does not run; adopts one that runs already (after a control-plane restart). */
   start(): Promise<void>;
   /**
-   * Makes the proxy serve exactly these routes, without dropping a request in flight.
+   * Makes the proxy serve exactly these routes, without dropping a request in flight. A route the edge
+   * cannot take (an invalid host name, one routed twice) is skipped and returned; the others are served.
    * A configuration the proxy rejects is not applied (the old one keeps serving) and the call throws.
    */
-  apply(routes: readonly Route[]): Promise<void>;
+  apply(routes: readonly Route[]): Promise<{ skipped: SkippedRoute[] }>;
   /** Stops the proxy. `pier server` never calls it on exit: the data plane outlives the control plane. */
   stop(): Promise<void>;
 }
 
 export type NewApp = Pick<App, "id" | "name" | "type" | "flavor" | "buildFlavor" | "instances" | "task">;
+
+export type AppPatch = Partial<
+  Pick<App, "flavor" | "buildFlavor" | "instances" | "allowDockerSocket" | "stopped">
+>;
 
 export interface DeploymentPatch {
   state?: DeployState;
@@ -47,10 +59,7 @@ export interface Store {
   /** By id or by name. */
   findApp(ref: string): Promise<App | null>;
   listApps(): Promise<App[]>;
-  updateApp(
-    id: string,
-    patch: Partial<Pick<App, "flavor" | "buildFlavor" | "instances" | "allowDockerSocket" | "stopped">>,
-  ): Promise<App>;
+  updateApp(id: string, patch: AppPatch): Promise<App>;
   deleteApp(id: string): Promise<void>;
   currentRelease(appId: string): Promise<Release | null>;
   setCurrentRelease(appId: string, releaseId: string | null): Promise<void>;
@@ -79,6 +88,15 @@ export interface Store {
   deployLog(deploymentId: string): Promise<LogLine[]>;
 
   createRelease(r: Omit<Release, "number" | "createdAt">): Promise<Release>;
+  /**
+   * Records a deploy as done, all at once or not at all: the new release, the app's current release and
+   * size (`app`), and the deployment `succeeded` with its release.
+   */
+  commitRelease(
+    r: Omit<Release, "number" | "createdAt">,
+    app: AppPatch,
+    finishedAt: string,
+  ): Promise<Release>;
   getRelease(id: string): Promise<Release | null>;
   listReleases(appId: string): Promise<Release[]>;
 

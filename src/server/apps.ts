@@ -5,6 +5,7 @@ import ssh2 from "ssh2";
 import { revParse } from "../adapters/git.js";
 import { PierError } from "../core/errors.js";
 import type { App, Deployment, Flavor, Runtime, SshKey } from "../core/model.js";
+import { appNameProblem } from "../core/names.js";
 import type { Engine, InstanceLogLine, Store } from "../core/ports.js";
 import { type Deployer, newId } from "./deployer.js";
 import type { Instances } from "./instances.js";
@@ -110,6 +111,8 @@ export class AppService {
       gitUrl: (appId: string) => string;
       appUrl: (name: string) => string;
       stopGraceMs: number;
+      /** PIER_DOMAIN: apps answer at <name>.<domain>. */
+      domain: string;
       /** PIER_BUILD_NETWORK, or null (the app's network): where Node.js builds' sandbox sits. */
       buildNetwork: string | null;
     },
@@ -133,6 +136,8 @@ export class AppService {
     instances?: number;
     task?: string;
   }): Promise<App> {
+    const nameProblem = appNameProblem(input.name, this.deps.domain);
+    if (nameProblem) throw new PierError("INVALID_INPUT", nameProblem, "Use a DNS label like my-app.");
     const flavor = input.flavor ?? (input.type === "phpserver" ? "XS" : "nano");
     if (input.type === "phpserver" && flavor === "pico") {
       throw new PierError(
@@ -178,17 +183,25 @@ export class AppService {
     if (app.type === "phpserver" && p.flavor === "pico") {
       throw new PierError("INVALID_INPUT", "flavor: a phpserver app cannot run on pico.");
     }
-    const updated = await this.deps.store.updateApp(app.id, p);
     const resized =
       (p.instances !== undefined && p.instances !== app.instances) ||
       (p.flavor !== undefined && p.flavor !== app.flavor);
     const current = await this.deps.store.currentRelease(app.id);
-    if (!resized || !current || updated.stopped) return { app: updated, deployment: null };
+    if (!resized || !current || app.stopped) {
+      // Nothing runs at the old size: the new one applies from the next deploy.
+      return { app: await this.deps.store.updateApp(app.id, p), deployment: null };
+    }
+    // The size is recorded with the redeploy's release, only if that deploy succeeds: a failed scale
+    // leaves the app as it was, in the store as on the engine.
+    const { instances, flavor, ...rest } = p;
+    const updated = await this.deps.store.updateApp(app.id, rest);
+    const target = { instances: instances ?? app.instances, flavor: flavor ?? app.flavor };
     const { deployment } = await this.deps.deployer.enqueue(updated, {
       commit: current.commit,
-      cause: `scale to ${updated.instances} x ${updated.flavor}`,
+      cause: `scale to ${target.instances} x ${target.flavor}`,
       withoutCache: false,
       reuseCurrentImage: true,
+      resize: target,
     });
     return { app: updated, deployment };
   }
@@ -245,26 +258,54 @@ export class AppService {
     return this.deps.deployer.cancel(app.id, ref);
   }
 
+  /**
+   * Stops every instance. The edge stops routing to the app first, then the store records it; if either
+   * fails, the app keeps serving as before. A deploy under way is cancelled (it would start it again).
+   */
   async stop(app: App): Promise<App> {
-    const updated = await this.deps.store.updateApp(app.id, { stopped: true });
-    await this.deps.instances.refreshEdge();
-    await this.deps.instances.remove(await this.deps.instances.list(app.id));
+    await this.deps.deployer.cancelAll(app.id);
+    const running = await this.deps.instances.list(app.id);
+    let updated = app;
+    await this.deps.instances.transition(app.id, null, async () => {
+      updated = await this.deps.store.updateApp(app.id, { stopped: true });
+    });
+    await this.deps.instances.remove(running);
     this.deps.logger.info({ appId: app.id }, "app stopped");
     return updated;
   }
 
+  /**
+   * Deletes the app: the edge stops routing it, the store forgets it (if either fails, nothing changed),
+   * then everything it had on the engine and on disk goes. A leftover that cannot go now is logged, and
+   * the next start of pier server removes what belongs to no app.
+   */
   async remove(app: App): Promise<void> {
     await this.deps.deployer.cancelAll(app.id);
     const instances = await this.deps.instances.list(app.id);
-    await this.deps.store.deleteApp(app.id);
-    await this.deps.instances.refreshEdge();
-    await this.deps.instances.remove(instances);
-    await this.deps.instances.removeSandboxes(app.id);
-    for (const tag of await this.deps.engine.imageTags(`pier-app/${app.id}`))
-      await this.deps.engine.removeImage(tag);
-    await this.deps.engine.removeVolumes({ "pier.app": app.id });
-    await this.deps.engine.removeNetworks({ "pier.app": app.id });
-    await rm(this.deps.repoDir(app.id), { recursive: true, force: true });
+    await this.deps.instances.transition(app.id, null, () => this.deps.store.deleteApp(app.id));
+    const { engine } = this.deps;
+    const steps: [string, () => Promise<unknown>][] = [
+      ["edge", () => this.deps.instances.refreshEdge()],
+      ["instances", () => this.deps.instances.remove(instances)],
+      ["sandboxes", () => this.deps.instances.removeSandboxes(app.id)],
+      [
+        "images",
+        async () => {
+          for (const tag of await engine.imageTags(`pier-app/${app.id}`)) await engine.removeImage(tag);
+        },
+      ],
+      ["volumes", () => engine.removeVolumes({ "pier.app": app.id })],
+      ["networks", () => engine.removeNetworks({ "pier.app": app.id })],
+      ["repository", () => rm(this.deps.repoDir(app.id), { recursive: true, force: true })],
+    ];
+    for (const [what, step] of steps) {
+      await step().catch((err: Error) =>
+        this.deps.logger.warn(
+          { appId: app.id, err: err.message },
+          `deleted app: its ${what} could not be removed yet`,
+        ),
+      );
+    }
     this.deps.logger.info({ appId: app.id, name: app.name }, "app deleted");
   }
 
@@ -310,6 +351,7 @@ export class AppService {
       deployment,
       instances,
       tcp,
+      routeProblem: this.deps.instances.routeProblem(app.id),
     };
   }
 

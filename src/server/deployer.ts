@@ -22,6 +22,8 @@ export interface DeployRequest {
   gitEnv?: Record<string, string>;
   /** Redeploy the current release's image with the app's new size (scale): no build. */
   reuseCurrentImage?: boolean;
+  /** The app's new size (scale): recorded with the release, only if the deploy succeeds. */
+  resize?: { instances?: number; flavor?: App["flavor"] };
   /** Redeploy this release's image (rollback): no build. */
   rollbackTo?: Release;
 }
@@ -358,6 +360,8 @@ export class Deployer {
         "WARNING: CC_MOUNT_DOCKER_SOCKET=true: the engine socket is mounted in the instances; isolation is broken, never run untrusted code in this app.",
       );
     }
+    // A scale deploys the new size; the app records it only when this deploy succeeds.
+    const size = { instances: app.instances, flavor: app.flavor, ...job.request.resize };
     // A task runs once to completion: created with --task "<command>", or CC_TASK=true (its start command).
     const task = app.task !== null || vars.CC_TASK === "true";
     const toRun: ReleaseToRun = {
@@ -369,14 +373,14 @@ export class Deployer {
       httpPort: task ? null : settings.httpPort,
       tcpPort: settings.tcpPort,
       cmd: app.task ? ["/bin/sh", "-c", app.task] : settings.cmd,
-      flavor: app.flavor,
-      instances: task ? 1 : app.instances,
+      flavor: size.flavor,
+      instances: task ? 1 : size.instances,
       ipv6Subnet: settings.ipv6Subnet,
       mountDockerSocket: settings.mountDockerSocket,
       restart: !task,
     };
     write(
-      `Starting ${toRun.instances} instance(s) of flavor ${app.flavor} (${FLAVOR_MEMORY_MIB[app.flavor]} MiB).`,
+      `Starting ${toRun.instances} instance(s) of flavor ${size.flavor} (${FLAVOR_MEMORY_MIB[size.flavor]} MiB).`,
     );
     const started = await instances.start(toRun, write);
     try {
@@ -399,21 +403,27 @@ export class Deployer {
         await this.runHook("CC_RUN_SUCCEEDED_HOOK", vars, started, write);
       }
       check();
-      const release = await store.createRelease({
-        id: newId("rel"),
-        appId: app.id,
-        deploymentId: d.id,
-        image,
-        commit: d.commit,
-        env,
-        httpPort: settings.httpPort,
-        tcpPort: settings.tcpPort,
+      // The switch: the edge serves the new instances first, then the store records the release, the
+      // app's size and the deployment's success in one transaction. If either step fails, the edge goes
+      // back to what the store says and nothing of this deploy is recorded.
+      let release: Release | null = null;
+      await instances.transition(app.id, d.id, async () => {
+        release = await store.commitRelease(
+          {
+            id: newId("rel"),
+            appId: app.id,
+            deploymentId: d.id,
+            image,
+            commit: d.commit,
+            env,
+            httpPort: settings.httpPort,
+            tcpPort: settings.tcpPort,
+          },
+          { stopped: false, ...job.request.resize },
+          now(),
+        );
       });
-      await store.setCurrentRelease(app.id, release.id);
-      await store.updateDeployment(d.id, { releaseId: release.id });
-      if (app.stopped) await store.updateApp(app.id, { stopped: false });
-      await instances.refreshEdge();
-      write(`Release v${release.number} is live at the edge.`);
+      write(`Release v${(release as Release | null)?.number} is live at the edge.`);
     } catch (e) {
       write("Removing the instances of this deployment; the previous release keeps serving.");
       await instances.remove(started).catch(() => undefined);

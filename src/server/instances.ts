@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { PierError } from "../core/errors.js";
 import { type App, FLAVOR_MEMORY_MIB } from "../core/model.js";
 import type { Edge, Engine, InstanceInfo, InstanceSpec, Route, SandboxInfo, Store } from "../core/ports.js";
 
@@ -261,6 +262,15 @@ export class Instances {
     return (await this.list(appId)).filter((i) => i.labels["pier.deployment"] !== keepDeploymentId);
   }
 
+  /**
+   * What the edge serves of an app while a change is under way and not yet recorded in the store: the
+   * instances of a deployment (a deploy's switch), or nothing (stop, delete).
+   */
+  private readonly pending = new Map<string, { deploymentId: string | null }>();
+
+  /** Routes the edge could not take at the last refresh, by app id (shown by `pier status`). */
+  private skipped = new Map<string, string>();
+
   /** The route table: every app's hostname to the running instances of its current release. */
   async routes(): Promise<Route[]> {
     const routes: Route[] = [];
@@ -268,26 +278,62 @@ export class Instances {
     const all = await this.deps.engine.listRoutable({});
     for (const app of await this.deps.store.listApps()) {
       if (app.task) continue;
-      const release = await this.deps.store.currentRelease(app.id);
-      const serving =
-        release && !app.stopped
-          ? all.filter(
-              (i) =>
-                i.labels["pier.app"] === app.id &&
-                i.labels["pier.deployment"] === release.deploymentId &&
-                i.http,
-            )
-          : [];
+      const pending = this.pending.get(app.id);
+      const serving = pending
+        ? pending.deploymentId
+        : app.stopped
+          ? null
+          : ((await this.deps.store.currentRelease(app.id))?.deploymentId ?? null);
       routes.push({
         appId: app.id,
         hostname: `${app.name}.${this.deps.domain}`,
-        targets: serving.flatMap((i) => (i.http ? [i.http] : [])),
+        targets: all.flatMap((i) =>
+          serving !== null &&
+          i.labels["pier.app"] === app.id &&
+          i.labels["pier.deployment"] === serving &&
+          i.http
+            ? [i.http]
+            : [],
+        ),
       });
     }
     return routes;
   }
 
   async refreshEdge(): Promise<void> {
-    await this.deps.edge.apply(await this.routes());
+    const { skipped } = await this.deps.edge.apply(await this.routes());
+    this.skipped = new Map(skipped.map((s) => [s.appId, s.reason]));
+  }
+
+  /** Why the edge does not route this app, or null. */
+  routeProblem(appId: string): string | null {
+    return this.skipped.get(appId) ?? null;
+  }
+
+  /**
+   * Changes what the edge serves of an app, then records it: the edge first serves `serving` (a
+   * deployment's instances, or null: nothing), then `record` writes the store. If either fails, the edge
+   * goes back to what the store says and the error is thrown: nothing is recorded before it is done,
+   * and a failed step leaves the app as it was. Other apps' route refreshes meanwhile keep this app's
+   * pending view, so they never undo the switch half-way.
+   */
+  async transition(appId: string, serving: string | null, record: () => Promise<void>): Promise<void> {
+    this.pending.set(appId, { deploymentId: serving });
+    try {
+      await this.refreshEdge();
+      const refused = serving !== null ? this.routeProblem(appId) : null;
+      if (refused)
+        throw new PierError(
+          "EDGE_ERROR",
+          `The edge cannot route this app: ${refused}.`,
+          "Create an app with a valid name and deploy it there.",
+        );
+      await record();
+    } catch (e) {
+      this.pending.delete(appId);
+      await this.refreshEdge().catch(() => undefined);
+      throw e;
+    }
+    this.pending.delete(appId);
   }
 }

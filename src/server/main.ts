@@ -144,6 +144,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     gitUrl: (id) => `git+ssh://git@${config.gitHost}${portSuffix(config.ssh.port, 22)}/${id}.git`,
     appUrl: (name) => `http://${name}.${config.domain}${portSuffix(config.http.port, 80)}`,
     stopGraceMs: config.stopGraceMs,
+    domain: config.domain,
     buildNetwork: config.buildNetwork,
   });
 
@@ -237,7 +238,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       const k = await store.findSshKeyByBlob(algo, blob.toString("base64"));
       return k ? { fingerprint: k.fingerprint, readOnly: k.readOnly } : null;
     },
-    appExists: async (appId) => (await store.findApp(appId)) !== null,
+    resolveApp: async (ref) => (await store.findApp(ref))?.id ?? null,
     onPush: async (req) => {
       const app = await store.findApp(req.appId);
       if (!app) return { ok: false, message: `App ${req.appId} not found.` };

@@ -1,7 +1,7 @@
 import Database from "better-sqlite3";
 import { PierError } from "../../core/errors.js";
 import type { App, Deployment, Flavor, LogLine, Release, Runtime, SshKey } from "../../core/model.js";
-import type { DeploymentPatch, NewApp, Store } from "../../core/ports.js";
+import type { AppPatch, DeploymentPatch, NewApp, Store } from "../../core/ports.js";
 import type { SecretBox } from "../secret-box.js";
 
 /** Schema changes, applied in order once each. Never edit a shipped entry: add one. */
@@ -183,10 +183,14 @@ export class SqliteStore implements Store {
     return this.all("SELECT * FROM apps ORDER BY name").map(appOf);
   }
 
-  async updateApp(
-    id: string,
-    patch: Partial<Pick<App, "flavor" | "buildFlavor" | "instances" | "allowDockerSocket" | "stopped">>,
-  ): Promise<App> {
+  async updateApp(id: string, patch: AppPatch): Promise<App> {
+    this.patchApp(id, patch);
+    const r = this.one("SELECT * FROM apps WHERE id = ?", id);
+    if (!r) throw new PierError("APP_NOT_FOUND", `App '${id}' not found.`);
+    return appOf(r);
+  }
+
+  private patchApp(id: string, patch: AppPatch): void {
     const cols: Record<string, unknown> = {
       flavor: patch.flavor,
       build_flavor: patch.buildFlavor,
@@ -201,9 +205,6 @@ export class SqliteStore implements Store {
         .prepare(`UPDATE apps SET ${set.map(([k]) => `${k} = ?`).join(", ")} WHERE id = ?`)
         .run(...set.map(([, v]) => v), id);
     }
-    const r = this.one("SELECT * FROM apps WHERE id = ?", id);
-    if (!r) throw new PierError("APP_NOT_FOUND", `App '${id}' not found.`);
-    return appOf(r);
   }
 
   async deleteApp(id: string): Promise<void> {
@@ -337,26 +338,46 @@ export class SqliteStore implements Store {
   }
 
   async createRelease(r: Omit<Release, "number" | "createdAt">): Promise<Release> {
+    this.db.transaction(() => this.insertRelease(r))();
+    return releaseOf(this.one("SELECT * FROM releases WHERE id = ?", r.id)!, this.box);
+  }
+
+  async commitRelease(
+    r: Omit<Release, "number" | "createdAt">,
+    app: AppPatch,
+    finishedAt: string,
+  ): Promise<Release> {
     this.db.transaction(() => {
-      const n = this.one("SELECT COALESCE(MAX(number), 0) + 1 AS n FROM releases WHERE app_id = ?", r.appId);
-      this.db
-        .prepare(
-          "INSERT INTO releases (id, app_id, number, deployment_id, image, commit_sha, env_json, http_port, tcp_port, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-        )
-        .run(
-          r.id,
-          r.appId,
-          Number(n?.n ?? 1),
-          r.deploymentId,
-          r.image,
-          r.commit,
-          this.box.seal(JSON.stringify(r.env)),
-          r.httpPort,
-          r.tcpPort,
-          now(),
-        );
+      this.insertRelease(r);
+      this.patchApp(r.appId, app);
+      this.db.prepare("UPDATE apps SET current_release_id = ? WHERE id = ?").run(r.id, r.appId);
+      const changed = this.db
+        .prepare("UPDATE deployments SET release_id = ?, state = 'succeeded', finished_at = ? WHERE id = ?")
+        .run(r.id, finishedAt, r.deploymentId).changes;
+      if (changed !== 1)
+        throw new PierError("DEPLOYMENT_NOT_FOUND", `Deployment '${r.deploymentId}' not found.`);
     })();
     return releaseOf(this.one("SELECT * FROM releases WHERE id = ?", r.id)!, this.box);
+  }
+
+  private insertRelease(r: Omit<Release, "number" | "createdAt">): void {
+    const n = this.one("SELECT COALESCE(MAX(number), 0) + 1 AS n FROM releases WHERE app_id = ?", r.appId);
+    this.db
+      .prepare(
+        "INSERT INTO releases (id, app_id, number, deployment_id, image, commit_sha, env_json, http_port, tcp_port, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+      )
+      .run(
+        r.id,
+        r.appId,
+        Number(n?.n ?? 1),
+        r.deploymentId,
+        r.image,
+        r.commit,
+        this.box.seal(JSON.stringify(r.env)),
+        r.httpPort,
+        r.tcpPort,
+        now(),
+      );
   }
 
   async getRelease(id: string): Promise<Release | null> {

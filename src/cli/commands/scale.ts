@@ -77,7 +77,9 @@ Options:
       else ctx.out(`Scaled app ${a.name}: ${size}. It takes effect at the next deploy.\n`);
       return 0;
     }
-    ctx.err(`Scaled app ${a.name}: ${size}; redeploying.\n`);
+    ctx.err(
+      `Scaling app ${a.name} to ${f.instances ?? a.instances} × ${f.flavor ?? a.flavor}; redeploying (the new size is recorded when the deploy succeeds).\n`,
+    );
     const final = await awaitDeployment(ctx, app.ref, answer.deployment, f["exit-on"]);
     reportDeployment(ctx, f.format, app.ref, final, { ...answer, deployment: final });
     return 0;

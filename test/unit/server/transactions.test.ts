@@ -1,0 +1,376 @@
+// No failure leaves an app worse off than before: a deploy, a scale, a rollback, a stop and a delete
+// that fail at any step leave the store, the routes and the running instances exactly as they were.
+// The engine and the edge are fakes (they throw where the real ones could); the store is the real one.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, afterEach, before, beforeEach, describe, test } from "node:test";
+import pino from "pino";
+import { SecretBox } from "../../../src/adapters/secret-box.js";
+import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
+import type { App } from "../../../src/core/model.js";
+import type {
+  Edge,
+  Engine,
+  InstanceInfo,
+  InstanceSpec,
+  RoutableInstance,
+  Route,
+  SandboxInfo,
+  SandboxSpec,
+  Store,
+} from "../../../src/core/ports.js";
+import { AppService } from "../../../src/server/apps.js";
+import { DeployLogs } from "../../../src/server/deploy-logs.js";
+import { Deployer } from "../../../src/server/deployer.js";
+import { Instances } from "../../../src/server/instances.js";
+import type { Runtime } from "../../../src/server/runtimes/runtime.js";
+
+type Step = "build" | "run" | "edge" | "commit" | null;
+
+/** An HTTP server on loopback: 500 on /bad, else 200. */
+async function listen(): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    res.statusCode = req.url === "/bad" ? 500 : 200;
+    res.end("ok");
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  return { server, port: (server.address() as { port: number }).port };
+}
+
+/** Containers in memory; every instance "listens" on the test's HTTP server. */
+class FakeEngine {
+  containers: InstanceInfo[] = [];
+  sandboxes: SandboxInfo[] = [];
+  failRun = false;
+  servers: Server[] = [];
+  private n = 0;
+  constructor(private readonly port: number) {}
+
+  async ping() {}
+  async ensureNetwork() {}
+  async removeNetworks() {}
+  async removeVolumes() {}
+  async imageExists() {
+    return true;
+  }
+  async imageTags() {
+    return [];
+  }
+  async removeImage() {}
+  async listSandboxes(labels: Record<string, string>) {
+    return this.sandboxes.filter((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  }
+  async createSandbox(spec: SandboxSpec): Promise<SandboxInfo> {
+    const s: SandboxInfo = {
+      id: `sb-${++this.n}`,
+      labels: {
+        ...spec.labels,
+        "pier.network": spec.network.name,
+        "pier.http-port": spec.httpPort === null ? "" : String(spec.httpPort),
+        "pier.tcp-port": "",
+      },
+      running: true,
+      http: { host: "127.0.0.1", port: this.port },
+      tcp: null,
+      networkAddress: "127.0.0.1",
+    };
+    this.sandboxes.push(s);
+    return s;
+  }
+  async removeSandbox(id: string) {
+    this.sandboxes = this.sandboxes.filter((s) => s.id !== id);
+  }
+  async runInstance(spec: InstanceSpec): Promise<InstanceInfo> {
+    if (this.failRun) throw new Error("engine: no space left on device");
+    const own = await listen();
+    this.servers.push(own.server);
+    const i: InstanceInfo = {
+      id: `c-${++this.n}`,
+      name: spec.name,
+      labels: { ...spec.labels, ...(spec.sandbox ? { "pier.sandbox": spec.sandbox.id } : {}) },
+      state: "running",
+      running: true,
+      startedAt: new Date().toISOString(),
+      restarts: 0,
+      exitCode: null,
+      // Each instance has its own address, so the routes tell them apart.
+      http: { host: "127.0.0.1", port: own.port },
+      tcp: null,
+      networkAddress: "127.0.0.1",
+    };
+    this.containers.push(i);
+    return i;
+  }
+  async listInstances(labels: Record<string, string>) {
+    return this.containers.filter((c) => Object.entries(labels).every(([k, v]) => c.labels[k] === v));
+  }
+  async listRoutable(): Promise<RoutableInstance[]> {
+    return this.containers.filter((c) => c.running);
+  }
+  async inspectInstance(id: string) {
+    return this.containers.find((c) => c.id === id) ?? null;
+  }
+  async removeInstance(id: string) {
+    this.containers = this.containers.filter((c) => c.id !== id);
+  }
+  async stopInstance(id: string) {
+    const c = this.containers.find((x) => x.id === id);
+    if (c) c.running = false;
+  }
+  async execInInstance() {
+    return 1;
+  }
+  async logs() {}
+}
+
+/** Records what it serves; throws on the next apply when told to. */
+class FakeEdge implements Edge {
+  served: Route[] = [];
+  failNext = false;
+  async start() {}
+  async stop() {}
+  async apply(routes: readonly Route[]) {
+    if (this.failNext) {
+      this.failNext = false;
+      throw new Error("edge: HAProxy refused a route change");
+    }
+    this.served = routes.map((r) => ({ ...r, targets: [...r.targets] }));
+    return { skipped: [] };
+  }
+}
+
+describe("a failed step leaves every app exactly as it was", () => {
+  let dir: string;
+  let server: Server;
+  let port: number;
+  let store: SqliteStore;
+  let engine: FakeEngine;
+  let edge: FakeEdge;
+  let apps: AppService;
+  let fail: Step;
+  let failCommit = false;
+  let app: App;
+
+  before(async () => {
+    ({ server, port } = await listen());
+  });
+  after(() => {
+    server.close();
+  });
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), "pier-tx-"));
+    const real = new SqliteStore(join(dir, "pier.db"), SecretBox.fromFile(join(dir, "secret.key")));
+    // The store's one transaction of a deploy can fail too (a full disk, a locked file).
+    store = new Proxy(real, {
+      get(target, prop, receiver) {
+        if (prop === "commitRelease" && failCommit)
+          return async () => {
+            throw new Error("store: database or disk is full");
+          };
+        const v = Reflect.get(target, prop, receiver);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+    engine = new FakeEngine(port);
+    edge = new FakeEdge();
+    fail = null;
+    failCommit = false;
+    const logger = pino({ level: "silent" });
+    const instances = new Instances({
+      engine: engine as unknown as Engine,
+      edge,
+      store: store as Store,
+      domain: "localhost",
+      stopGraceMs: 10,
+    });
+    const runtime: Runtime = {
+      settings: () => ({
+        settings: { httpPort: port, tcpPort: null, ipv6Subnet: null, mountDockerSocket: false, cmd: null },
+        errors: [],
+      }),
+      build: async (ctx) => {
+        if (fail === "build") throw new Error("build: npm ERR! network");
+        return `pier-app/${ctx.app.id}:${ctx.deployment.id}`;
+      },
+    };
+    const repo = join(dir, "repo.git");
+    execFileSync("git", ["init", "-q", "--bare", repo]);
+    const work = join(dir, "work");
+    execFileSync("git", ["init", "-q", "-b", "master", work]);
+    writeFileSync(join(work, "Dockerfile"), "FROM scratch\n");
+    const git = (...a: string[]) =>
+      execFileSync("git", ["-C", work, "-c", "user.name=t", "-c", "user.email=t@t", ...a])
+        .toString()
+        .trim();
+    git("add", "-A");
+    git("commit", "-qm", "one");
+    git("push", "-q", repo, "master");
+    const deployer = new Deployer({
+      store: store as Store,
+      engine: engine as unknown as Engine,
+      instances,
+      logs: new DeployLogs(store as Store),
+      logger,
+      repoDir: () => repo,
+      runtimes: { docker: runtime },
+      deployTimeoutMs: 30_000,
+      listenTimeoutMs: 5_000,
+      stopGraceMs: 10,
+    });
+    apps = new AppService({
+      store: store as Store,
+      engine: engine as unknown as Engine,
+      deployer,
+      instances,
+      logger,
+      repoDir: () => repo,
+      gitUrl: (id) => `git+ssh://git@localhost/${id}.git`,
+      appUrl: (name) => `http://${name}.localhost`,
+      stopGraceMs: 10,
+      domain: "localhost",
+      buildNetwork: null,
+    });
+    app = await apps.create({ name: "web", type: "docker" });
+    const first = await apps.redeploy(app, { withoutCache: false, cause: "test" });
+    await waitEnd(first.id);
+    app = await apps.get("web");
+    // Edge failures are injected only at the switch: the first refresh after it is the switch.
+    const apply = edge.apply.bind(edge);
+    edge.apply = async (routes) => {
+      if (fail === "edge" && routes.some((r) => r.targets.length > 0 && !sameAsServed(r))) {
+        fail = null;
+        throw new Error("edge: HAProxy refused a route change");
+      }
+      return apply(routes);
+    };
+    engine.failRun = false;
+  });
+
+  const sameAsServed = (r: Route) =>
+    JSON.stringify(edge.served.find((s) => s.appId === r.appId)?.targets) === JSON.stringify(r.targets);
+
+  async function waitEnd(id: string) {
+    for (let i = 0; i < 500; i++) {
+      const d = await store.getDeployment(id);
+      if (d && ["succeeded", "failed", "cancelled"].includes(d.state)) return d;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    throw new Error(`deployment ${id} did not end`);
+  }
+
+  /** What a user could observe of the app: the store, the routes, the running instances. */
+  async function snapshot() {
+    const a = await store.findApp(app.id);
+    return {
+      app: a && { instances: a.instances, flavor: a.flavor, stopped: a.stopped },
+      current: (await store.currentRelease(app.id))?.id ?? null,
+      releases: (await store.listReleases(app.id)).length,
+      served: edge.served.find((r) => r.appId === app.id)?.targets ?? null,
+      running: engine.containers.filter((c) => c.running).map((c) => c.id),
+    };
+  }
+
+  test("the first deploy went live (the baseline the others keep)", async () => {
+    const s = await snapshot();
+    assert.equal(s.releases, 1);
+    assert.equal(s.running.length, 1);
+    assert.equal(s.served?.length, 1);
+  });
+
+  const steps: [string, () => void, RegExp][] = [
+    ["the build", () => (fail = "build"), /npm ERR! network/],
+    ["starting the instances", () => (engine.failRun = true), /no space left/],
+    ["the health gate", () => undefined, /health check/i],
+    ["the edge switch", () => (fail = "edge"), /HAProxy refused/],
+    ["the store's record", () => (failCommit = true), /disk is full/],
+  ];
+  for (const [name, inject, reason] of steps) {
+    test(`a deploy that fails at ${name} leaves the app as it was`, async () => {
+      const before = await snapshot();
+      if (name === "the health gate") await store.changeEnv(app.id, { CC_HEALTH_CHECK_PATH: "/bad" }, []);
+      inject();
+      const d = await apps.redeploy(app, { withoutCache: false, cause: "test" });
+      const end = await waitEnd(d.id);
+      assert.equal(end.state, "failed");
+      assert.match(end.reason ?? "", reason);
+      assert.equal(end.releaseId, null);
+      assert.deepEqual(await snapshot(), before);
+    });
+  }
+
+  test("a scale whose deploy fails keeps the old size in the store and on the engine", async () => {
+    const before = await snapshot();
+    fail = "edge";
+    const r = await apps.patch(app, { instances: 3, flavor: "S" });
+    assert.ok(r.deployment);
+    assert.equal((await waitEnd(r.deployment.id)).state, "failed");
+    assert.deepEqual(await snapshot(), before);
+    // And a scale that succeeds records the size with the release.
+    const ok = await apps.patch(app, { instances: 2 });
+    assert.equal((await waitEnd(ok.deployment!.id)).state, "succeeded");
+    const after = await snapshot();
+    assert.equal(after.app?.instances, 2);
+    assert.equal(after.served?.length, 2);
+  });
+
+  test("a rollback that fails leaves the current release", async () => {
+    const second = await apps.redeploy(app, { withoutCache: false, cause: "v2" });
+    assert.equal((await waitEnd(second.id)).state, "succeeded");
+    const before = await snapshot();
+    failCommit = true;
+    const d = await apps.rollback(app, "v1");
+    assert.equal((await waitEnd(d.id)).state, "failed");
+    assert.deepEqual(await snapshot(), before);
+  });
+
+  test("a stop whose edge update fails leaves the app serving and not stopped", async () => {
+    const before = await snapshot();
+    edge.failNext = true;
+    await assert.rejects(apps.stop(app), /HAProxy refused/);
+    assert.deepEqual(await snapshot(), before);
+    // Then it works: no route, no instance, recorded as stopped.
+    await apps.stop(app);
+    const after = await snapshot();
+    assert.equal(after.app?.stopped, true);
+    assert.deepEqual(after.served, []);
+    assert.deepEqual(after.running, []);
+  });
+
+  test("a delete whose edge update fails leaves the app in the store, serving", async () => {
+    const before = await snapshot();
+    edge.failNext = true;
+    await assert.rejects(apps.remove(app), /HAProxy refused/);
+    assert.deepEqual(await snapshot(), before);
+    await apps.remove(app);
+    assert.equal(await store.findApp(app.id), null);
+    assert.deepEqual(engine.containers, []);
+  });
+
+  test("a route refresh of another app during a deploy's switch keeps the switch", async () => {
+    // The pending switch is what routes() shows for the app until the store records it.
+    const other = await apps.create({ name: "other", type: "docker" });
+    const d = await apps.redeploy(app, { withoutCache: false, cause: "test" });
+    const od = await apps.redeploy(other, { withoutCache: false, cause: "test" });
+    assert.equal((await waitEnd(d.id)).state, "succeeded");
+    assert.equal((await waitEnd(od.id)).state, "succeeded");
+    const release = await store.currentRelease(app.id);
+    const live = engine.containers.filter(
+      (c) => c.running && c.labels["pier.deployment"] === release?.deploymentId,
+    );
+    assert.deepEqual(
+      edge.served.find((r) => r.appId === app.id)?.targets,
+      live.map((c) => c.http),
+    );
+  });
+
+  afterEach(() => {
+    for (const s of engine.servers) s.close();
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
