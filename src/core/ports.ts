@@ -292,4 +292,6 @@ export interface Engine {
     signal: AbortSignal,
   ): Promise<void>;
   events(onEvent: (e: EngineEvent) => void, signal: AbortSignal): Promise<void>;
+  /** The app ids that own a network or a volume of this Pier (its scope) on the engine. */
+  ownerAppIds(): Promise<Set<string>>;
 }

@@ -19,6 +19,7 @@ import { DeployLogs } from "./deploy-logs.js";
 import { Deployer } from "./deployer.js";
 import { hostKey, hostPublicKey, startGitSshServer } from "./git-ssh.js";
 import { Instances } from "./instances.js";
+import { removeLeftovers } from "./leftovers.js";
 import { reconcile } from "./reconciler.js";
 import { DockerRuntime } from "./runtimes/docker.js";
 import { availableNodeVersions, NodeRuntime } from "./runtimes/node.js";
@@ -150,6 +151,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
 
   await deployer.recover();
   await reconcile({ store, engine, instances, deployer, logger: logger.child({ part: "reconciler" }) });
+  void removeLeftovers({ store, engine, reposDir: join(config.dataDir, "repos"), logger }).catch((err) =>
+    logger.warn({ err }, "could not look for what deleted apps left behind"),
+  );
 
   const events = new AbortController();
   const onEngineEvent = async (e: EngineEvent) => {

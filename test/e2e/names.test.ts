@@ -1,7 +1,8 @@
 // App names: one rule (a DNS label) for the API, the CLI and the edge; an app's name leads to its one
 // repository; and an app whose route the edge cannot take never blocks the other apps.
 import assert from "node:assert/strict";
-import { existsSync, readdirSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import Database from "better-sqlite3";
@@ -102,5 +103,28 @@ describe("app names and routes", { timeout: 600_000 }, () => {
     const human = await pier.cli(["status", "--app", "app-00000000dead"]);
     assert.match(human.stdout, /Route: +not served by the edge/);
     await pier.api("DELETE", "/v1/apps/app-00000000dead");
+  });
+
+  test("what a deleted app left behind (a network, a volume, a repository) goes at the next start", async () => {
+    await pier.stopServer();
+    const scope = createHash("sha256").update(pier.dataDir).digest("hex").slice(0, 12);
+    const labels = ["pier.managed=true", `pier.scope=${scope}`, "pier.app=app-00000000beef"];
+    const net = `pier-e2e-leftover-${scope}`;
+    const vol = `pier-e2e-leftover-${scope}`;
+    const flags = labels.flatMap((l) => ["--label", l]);
+    assert.equal((await run(["/usr/bin/docker", "network", "create", ...flags, net])).code, 0);
+    assert.equal((await run(["/usr/bin/docker", "volume", "create", ...flags, vol])).code, 0);
+    mkdirSync(join(pier.dataDir, "repos", "app-00000000beef.git"), { recursive: true });
+    mkdirSync(join(pier.dataDir, "repos", "oldname.git"), { recursive: true });
+    await pier.start();
+    let left = true;
+    for (let i = 0; i < 50 && left; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      const n = await run(["/usr/bin/docker", "network", "inspect", net]);
+      const v = await run(["/usr/bin/docker", "volume", "inspect", vol]);
+      left = n.code === 0 || v.code === 0 || existsSync(join(pier.dataDir, "repos", "oldname.git"));
+    }
+    assert.equal(left, false, "the network, the volume and the repositories are gone");
+    assert.equal(existsSync(join(pier.dataDir, "repos", "app-00000000beef.git")), false);
   });
 });

@@ -540,6 +540,21 @@ export class DockerEngine implements Engine {
     });
   }
 
+  async ownerAppIds(): Promise<Set<string>> {
+    const filters = { label: this.labelFilters({}) };
+    // Images carry no scope label (another Pier on this engine has pier-app/ images too): not listed.
+    const [nets, vols] = await Promise.all([
+      this.docker.listNetworks({ filters }),
+      this.docker.listVolumes({ filters }),
+    ]);
+    const ids = new Set<string>();
+    for (const o of [...nets, ...(vols.Volumes ?? [])]) {
+      const id = o.Labels?.["pier.app"];
+      if (id) ids.add(id);
+    }
+    return ids;
+  }
+
   async events(onEvent: (e: EngineEvent) => void, signal: AbortSignal): Promise<void> {
     const stream = (await this.docker.getEvents({
       filters: { type: ["container"], event: ["die", "start"], label: this.labelFilters({}) },

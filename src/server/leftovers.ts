@@ -1,0 +1,39 @@
+import { readdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { Logger } from "pino";
+import type { Engine, Store } from "../core/ports.js";
+
+/**
+ * What deleted apps left behind (a delete that could not finish its clean-up, a crash in the middle of
+ * one): their networks, volumes, images and repositories go. Instances and sandboxes of unknown apps are
+ * the reconciler's. Runs at start, off the path that brings routes back.
+ */
+export async function removeLeftovers(deps: {
+  store: Store;
+  engine: Engine;
+  reposDir: string;
+  logger: Logger;
+}): Promise<number> {
+  const { store, engine, logger } = deps;
+  // What exists is read before which apps exist: an app created meanwhile is never taken for a gone one.
+  const owners = await engine.ownerAppIds();
+  const dirs = await readdir(deps.reposDir).catch(() => [] as string[]);
+  const known = new Set((await store.listApps()).map((a) => a.id));
+  const gone = [...owners].filter((id) => !known.has(id));
+  const repos = dirs
+    .filter((f) => f.endsWith(".git") && !known.has(f.slice(0, -4)))
+    .map((f) => f.slice(0, -4));
+  for (const appId of gone) {
+    try {
+      for (const tag of await engine.imageTags(`pier-app/${appId}`)) await engine.removeImage(tag);
+      await engine.removeVolumes({ "pier.app": appId });
+      await engine.removeNetworks({ "pier.app": appId });
+    } catch (err) {
+      logger.warn({ appId, err: (err as Error).message }, "could not remove what a deleted app left");
+    }
+  }
+  for (const appId of repos) await rm(join(deps.reposDir, `${appId}.git`), { recursive: true, force: true });
+  const n = new Set([...gone, ...repos]).size;
+  if (n > 0) logger.info({ apps: n }, "removed what deleted apps left behind");
+  return n;
+}
