@@ -263,7 +263,7 @@ export class AppService {
     for (const tag of await this.deps.engine.imageTags(`pier-app/${app.id}`))
       await this.deps.engine.removeImage(tag);
     await this.deps.engine.removeVolumes({ "pier.app": app.id });
-    await this.deps.engine.removeNetworks({ "pier.app": app.id });
+    await this.deps.instances.removeNetworks(app.id);
     await rm(this.deps.repoDir(app.id), { recursive: true, force: true });
     this.deps.logger.info({ appId: app.id, name: app.name }, "app deleted");
   }

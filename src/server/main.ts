@@ -19,6 +19,7 @@ import { DeployLogs } from "./deploy-logs.js";
 import { Deployer } from "./deployer.js";
 import { hostKey, hostPublicKey, startGitSshServer } from "./git-ssh.js";
 import { Instances } from "./instances.js";
+import { Networks } from "./networks.js";
 import { reconcile } from "./reconciler.js";
 import { DockerRuntime } from "./runtimes/docker.js";
 import { availableNodeVersions, NodeRuntime } from "./runtimes/node.js";
@@ -79,6 +80,13 @@ export async function startServer(config: Config): Promise<RunningServer> {
       `PIER_BUILD_NETWORK: there is no Docker network named '${config.buildNetwork}'.`,
       `Create it (docker network create ${config.buildNetwork}) or unset PIER_BUILD_NETWORK.`,
     );
+  const networks = new Networks({
+    engine,
+    store,
+    pool: config.subnets.pool,
+    prefix: config.subnets.prefix,
+  });
+  await networks.checkPool();
   const edge = new HaproxyEdge({
     haproxyBin: config.haproxy,
     dir: join(config.dataDir, "edge"),
@@ -106,6 +114,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     engine,
     edge,
     store,
+    networks,
     domain: config.domain,
     stopGraceMs: config.stopGraceMs,
   });
@@ -148,7 +157,14 @@ export async function startServer(config: Config): Promise<RunningServer> {
   });
 
   await deployer.recover();
-  await reconcile({ store, engine, instances, deployer, logger: logger.child({ part: "reconciler" }) });
+  await reconcile({
+    store,
+    engine,
+    instances,
+    networks,
+    deployer,
+    logger: logger.child({ part: "reconciler" }),
+  });
 
   const events = new AbortController();
   const onEngineEvent = async (e: EngineEvent) => {
@@ -198,6 +214,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
         store,
         engine,
         instances,
+        networks,
         deployer,
         logger: logger.child({ part: "reconciler" }),
       }).catch((err) => logger.warn({ err }, "reconcile after the engine came back failed"));
