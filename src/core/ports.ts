@@ -118,7 +118,23 @@ export interface Store {
   }): Promise<void>;
   lastExits(appId: string): Promise<Map<string, { code: number; at: string; count: number }>>;
 
+  /**
+   * Records `subnet` (from PIER_SUBNET_POOL) as the network's, unless the network has one already: returns
+   * the network's subnet, or null when `subnet` is another network's.
+   */
+  claimSubnet(claim: SubnetClaim): Promise<string | null>;
+  listSubnets(): Promise<SubnetClaim[]>;
+  /** Frees the subnets of these networks (they are gone from the engine). */
+  releaseSubnets(networks: readonly string[]): Promise<void>;
+
   close(): void;
+}
+
+/** A subnet of Pier's pool, given to one network Pier created (of one app). */
+export interface SubnetClaim {
+  subnet: string;
+  network: string;
+  appId: string;
 }
 
 /** What it takes to build one image. `contextDir` holds the files of the commit. */
@@ -233,6 +249,13 @@ export interface RoutableInstance {
   http: RouteTarget | null;
 }
 
+export interface NetworkSubnets {
+  name: string;
+  labels: Record<string, string>;
+  /** CIDRs, IPv4 and IPv6. */
+  subnets: string[];
+}
+
 export interface InstanceLogLine {
   at: string;
   stream: "stdout" | "stderr";
@@ -261,9 +284,22 @@ export interface Engine {
   imageTags(repo: string): Promise<string[]>;
   /** Whether a network of this name exists (any network, Pier's or not). */
   networkExists(name: string): Promise<boolean>;
-  ensureNetwork(name: string, labels: Record<string, string>, ipv6Subnet: string | null): Promise<void>;
-  /** Removes the networks with these labels, except `keep`; a network still in use stays. */
-  removeNetworks(labels: Record<string, string>, keep?: string): Promise<void>;
+  /** Every network on the engine (Pier's or not) with its subnets: one call, for the subnet pool. */
+  listNetworkSubnets(): Promise<NetworkSubnets[]>;
+  /**
+   * Creates the bridge network unless it exists, with these subnets (null: the engine picks). Throws
+   * SUBNET_OVERLAPS when a subnet overlaps a network that exists.
+   */
+  ensureNetwork(
+    name: string,
+    labels: Record<string, string>,
+    subnets: { ipv4: string | null; ipv6: string | null },
+  ): Promise<void>;
+  /**
+   * Removes the networks with these labels, except `keep`; a network still in use stays. Returns the names
+   * of the networks that are gone.
+   */
+  removeNetworks(labels: Record<string, string>, keep?: string): Promise<string[]>;
   runInstance(spec: InstanceSpec): Promise<InstanceInfo>;
   createSandbox(spec: SandboxSpec): Promise<SandboxInfo>;
   /** The sandboxes with these labels (from one engine call). */

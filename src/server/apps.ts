@@ -295,7 +295,7 @@ export class AppService {
         },
       ],
       ["volumes", () => engine.removeVolumes({ "pier.app": app.id })],
-      ["networks", () => engine.removeNetworks({ "pier.app": app.id })],
+      ["networks", () => this.deps.instances.removeNetworks(app.id)],
       ["repository", () => rm(this.deps.repoDir(app.id), { recursive: true, force: true })],
     ];
     for (const [what, step] of steps) {

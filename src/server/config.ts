@@ -2,6 +2,14 @@ import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import {
+  type Cidr,
+  DEFAULT_SUBNET_POOL,
+  DEFAULT_SUBNET_PREFIX,
+  MAX_SUBNET_PREFIX,
+  parseCidr,
+  subnetCount,
+} from "../core/subnets.js";
 
 /**
  * The only module of the server that reads process.env. Every setting is validated at start and every
@@ -61,6 +69,31 @@ const schema = z.object({
     .default(512 * 1024 * 1024),
   PIER_LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
   PIER_ADMIN_TOKEN: z.string().min(24, "must be at least 24 characters").optional(),
+  PIER_SUBNET_POOL: z
+    .string()
+    .default(DEFAULT_SUBNET_POOL)
+    .transform((text, ctx) => {
+      const c = parseCidr(text);
+      if (typeof c === "string") {
+        ctx.addIssue({ code: "custom", message: c });
+        return z.NEVER;
+      }
+      return c;
+    }),
+  PIER_SUBNET_SIZE: z
+    .string()
+    .default(String(DEFAULT_SUBNET_PREFIX))
+    .transform((text, ctx) => {
+      const n = Number(text.replace(/^\//, ""));
+      if (!Number.isInteger(n) || n < 8 || n > MAX_SUBNET_PREFIX) {
+        ctx.addIssue({
+          code: "custom",
+          message: `must be a prefix length from 8 to ${MAX_SUBNET_PREFIX} (like ${DEFAULT_SUBNET_PREFIX} or /${DEFAULT_SUBNET_PREFIX}): an app's network needs up to 64 addresses`,
+        });
+        return z.NEVER;
+      }
+      return n;
+    }),
 });
 
 export interface Config {
@@ -84,6 +117,8 @@ export interface Config {
   maxPushBytes: number;
   logLevel: string;
   adminToken: string | undefined;
+  /** PIER_SUBNET_POOL and PIER_SUBNET_SIZE: every network Pier creates gets a /prefix of the pool. */
+  subnets: { pool: Cidr; prefix: number };
 }
 
 export class ConfigError extends Error {
@@ -104,6 +139,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`));
   }
   const c = parsed.data;
+  if (subnetCount(c.PIER_SUBNET_POOL, c.PIER_SUBNET_SIZE) < 2) {
+    throw new ConfigError([
+      `PIER_SUBNET_POOL: a /${c.PIER_SUBNET_POOL.prefix} holds fewer than two networks of PIER_SUBNET_SIZE /${c.PIER_SUBNET_SIZE}: give a larger pool (like ${DEFAULT_SUBNET_POOL}) or a longer PIER_SUBNET_SIZE`,
+    ]);
+  }
   return {
     dataDir: resolve(c.PIER_DATA_DIR),
     api: { host: c.PIER_API_HOST, port: c.PIER_API_PORT },
@@ -124,5 +164,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxPushBytes: c.PIER_MAX_PUSH_BYTES,
     logLevel: c.PIER_LOG_LEVEL,
     adminToken: c.PIER_ADMIN_TOKEN,
+    subnets: { pool: c.PIER_SUBNET_POOL, prefix: c.PIER_SUBNET_SIZE },
   };
 }

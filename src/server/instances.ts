@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { PierError } from "../core/errors.js";
 import { type App, FLAVOR_MEMORY_MIB } from "../core/model.js";
 import type { Edge, Engine, InstanceInfo, InstanceSpec, Route, SandboxInfo, Store } from "../core/ports.js";
+import type { Networks } from "./networks.js";
 
 export const appNetworkName = (appId: string, ipv6Subnet: string | null) =>
   ipv6Subnet ? `pier-${appId}-v6-${Buffer.from(ipv6Subnet).toString("hex").slice(0, 16)}` : `pier-${appId}`;
@@ -29,6 +30,8 @@ export class Instances {
       engine: Engine;
       edge: Edge;
       store: Store;
+      /** Makes and removes the app networks, each with a subnet of Pier's pool. */
+      networks: Pick<Networks, "ensure" | "remove">;
       domain: string;
       stopGraceMs: number;
     },
@@ -84,7 +87,7 @@ export class Instances {
     if (pruneSurplus) await Promise.all(ready.slice(count).map((s) => engine.removeSandbox(s.id)));
     const free = ready.slice(0, count);
     if (free.length < count) {
-      await engine.ensureNetwork(network, { "pier.app": appId }, want.ipv6Subnet);
+      await this.deps.networks.ensure(network, appId, want.ipv6Subnet);
       const made = await Promise.all(
         Array.from({ length: count - free.length }, () =>
           engine.createSandbox({
@@ -131,7 +134,7 @@ export class Instances {
         const ready = all.find((s) => s.running && s.labels["pier.network"] === network);
         await Promise.all(all.filter((s) => s !== ready).map((s) => engine.removeSandbox(s.id)));
         if (ready) return ready.id;
-        if (!buildNetwork) await engine.ensureNetwork(network, { "pier.app": appId }, null);
+        if (!buildNetwork) await this.deps.networks.ensure(network, appId, null);
         const made = await engine.createSandbox({
           name: `pier-build-sandbox-${appId}-${randomUUID().slice(0, 8)}`,
           labels: { "pier.app": appId, "pier.sandbox-for": "build" },
@@ -195,7 +198,7 @@ export class Instances {
             r.instances,
           )
         : null;
-    if (!sandboxes) await this.deps.engine.ensureNetwork(network, { "pier.app": r.appId }, r.ipv6Subnet);
+    if (!sandboxes) await this.deps.networks.ensure(network, r.appId, r.ipv6Subnet);
     const started: InstanceInfo[] = [];
     try {
       for (let n = 0; n < r.instances; n++) {
@@ -237,7 +240,12 @@ export class Instances {
   async pruneNetworks(appId: string): Promise<void> {
     const inUse = new Set((await this.list(appId)).map((i) => i.labels["pier.network"]));
     const keep = [...inUse][0];
-    if (inUse.size <= 1) await this.deps.engine.removeNetworks({ "pier.app": appId }, keep);
+    if (inUse.size <= 1) await this.deps.networks.remove(appId, keep);
+  }
+
+  /** Removes the app's networks and frees their subnets (it is deleted). */
+  removeNetworks(appId: string): Promise<void> {
+    return this.deps.networks.remove(appId);
   }
 
   /**
@@ -249,7 +257,7 @@ export class Instances {
     await Promise.all(instances.map((i) => this.deps.engine.stopInstance(i.id, this.deps.stopGraceMs)));
   }
 
-  async remove(instances: readonly InstanceInfo[]): Promise<void> {
+  async remove(instances: readonly { id: string }[]): Promise<void> {
     await Promise.all(instances.map((i) => this.deps.engine.removeInstance(i.id, this.deps.stopGraceMs)));
   }
 

@@ -12,6 +12,8 @@ export async function removeLeftovers(deps: {
   store: Store;
   engine: Engine;
   reposDir: string;
+  /** Removes an app's networks and frees their subnets. */
+  removeNetworks: (appId: string) => Promise<void>;
   logger: Logger;
 }): Promise<number> {
   const { store, engine, logger } = deps;
@@ -27,7 +29,7 @@ export async function removeLeftovers(deps: {
     try {
       for (const tag of await engine.imageTags(`pier-app/${appId}`)) await engine.removeImage(tag);
       await engine.removeVolumes({ "pier.app": appId });
-      await engine.removeNetworks({ "pier.app": appId });
+      await deps.removeNetworks(appId);
     } catch (err) {
       logger.warn({ appId, err: (err as Error).message }, "could not remove what a deleted app left");
     }

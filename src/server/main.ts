@@ -20,6 +20,7 @@ import { Deployer } from "./deployer.js";
 import { hostKey, hostPublicKey, startGitSshServer } from "./git-ssh.js";
 import { Instances } from "./instances.js";
 import { removeLeftovers } from "./leftovers.js";
+import { Networks } from "./networks.js";
 import { reconcile } from "./reconciler.js";
 import { DockerRuntime } from "./runtimes/docker.js";
 import { availableNodeVersions, NodeRuntime } from "./runtimes/node.js";
@@ -80,6 +81,13 @@ export async function startServer(config: Config): Promise<RunningServer> {
       `PIER_BUILD_NETWORK: there is no Docker network named '${config.buildNetwork}'.`,
       `Create it (docker network create ${config.buildNetwork}) or unset PIER_BUILD_NETWORK.`,
     );
+  const networks = new Networks({
+    engine,
+    store,
+    pool: config.subnets.pool,
+    prefix: config.subnets.prefix,
+  });
+  await networks.checkPool();
   const edge = new HaproxyEdge({
     haproxyBin: config.haproxy,
     dir: join(config.dataDir, "edge"),
@@ -107,6 +115,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     engine,
     edge,
     store,
+    networks,
     domain: config.domain,
     stopGraceMs: config.stopGraceMs,
   });
@@ -150,10 +159,21 @@ export async function startServer(config: Config): Promise<RunningServer> {
   });
 
   await deployer.recover();
-  await reconcile({ store, engine, instances, deployer, logger: logger.child({ part: "reconciler" }) });
-  void removeLeftovers({ store, engine, reposDir: join(config.dataDir, "repos"), logger }).catch((err) =>
-    logger.warn({ err }, "could not look for what deleted apps left behind"),
-  );
+  await reconcile({
+    store,
+    engine,
+    instances,
+    networks,
+    deployer,
+    logger: logger.child({ part: "reconciler" }),
+  });
+  void removeLeftovers({
+    store,
+    engine,
+    reposDir: join(config.dataDir, "repos"),
+    removeNetworks: (appId) => networks.remove(appId),
+    logger,
+  }).catch((err) => logger.warn({ err }, "could not look for what deleted apps left behind"));
 
   const events = new AbortController();
   const onEngineEvent = async (e: EngineEvent) => {
@@ -203,6 +223,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
         store,
         engine,
         instances,
+        networks,
         deployer,
         logger: logger.child({ part: "reconciler" }),
       }).catch((err) => logger.warn({ err }, "reconcile after the engine came back failed"));

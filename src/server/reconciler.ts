@@ -1,45 +1,71 @@
 import type { Logger } from "pino";
-import type { Engine, Store } from "../core/ports.js";
+import type { App } from "../core/model.js";
+import type { Engine, RoutableInstance, SandboxInfo, Store } from "../core/ports.js";
 import type { Deployer } from "./deployer.js";
 import type { Instances } from "./instances.js";
+import type { Networks } from "./networks.js";
+
+/** Runs `work` on every item, at most `limit` at a time. */
+async function eachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>) {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await work(items[next++] as T);
+  });
+  await Promise.all(lanes);
+}
+
+const byApp = <T extends { labels: Record<string, string> }>(list: readonly T[]) => {
+  const m = new Map<string, T[]>();
+  for (const x of list) {
+    const id = x.labels["pier.app"] ?? "";
+    const l = m.get(id);
+    if (l) l.push(x);
+    else m.set(id, [x]);
+  }
+  return m;
+};
 
 /**
  * On start, makes what runs match what the store says: the current release's instances run (stopped ones
- * are started, a release with none left is redeployed from its image), leftovers of other deployments are
- * removed, and the edge routes exactly the serving instances.
+ * are started, a release with none left is redeployed from its image), the edge routes exactly the serving
+ * instances, and leftovers of other deployments and of deleted apps are removed. The cost is two engine
+ * list calls for all apps plus one call per thing to change (ADR 0007: at 100 apps, routes are served
+ * again within seconds of `pier server` starting).
  */
 export async function reconcile(deps: {
   store: Store;
   engine: Engine;
   instances: Instances;
+  networks: Pick<Networks, "reconcile">;
   deployer: Deployer;
   logger: Logger;
 }): Promise<void> {
-  const { store, engine, instances, deployer, logger } = deps;
-  const known = new Set<string>();
-  for (const app of await store.listApps()) {
-    known.add(app.id);
+  const { store, engine, instances, networks, deployer, logger } = deps;
+  const apps = await store.listApps();
+  const known = new Set(apps.map((a) => a.id));
+  const [containers, sandboxes] = await Promise.all([engine.listRoutable({}), engine.listSandboxes({})]);
+  const containersOf = byApp(containers);
+  const sandboxesOf = byApp(sandboxes);
+  const leftovers: RoutableInstance[] = [];
+
+  const bringUp = async (app: App) => {
     const release = await store.currentRelease(app.id);
-    const all = await instances.list(app.id);
+    const all = containersOf.get(app.id) ?? [];
     const serving = all.filter((i) => release && i.labels["pier.deployment"] === release.deploymentId);
-    const leftovers = all.filter((i) => !serving.includes(i));
-    if (leftovers.length > 0) {
-      logger.info({ appId: app.id, count: leftovers.length }, "removing instances of other deployments");
-      await instances.remove(leftovers);
-    }
-    if (!release || app.stopped || app.task || release.env.CC_TASK === "true") continue;
+    leftovers.push(...all.filter((i) => !serving.includes(i)));
+    if (!release || app.stopped || app.task || release.env.CC_TASK === "true") return;
     // An instance in a sandbox needs it running first (both restart with the engine, in no set order).
-    const sandboxes = await engine.listSandboxes({ "pier.app": app.id });
-    for (const s of sandboxes) {
+    const own: SandboxInfo[] = sandboxesOf.get(app.id) ?? [];
+    for (const s of own) {
       if (!s.running && serving.some((i) => i.labels["pier.sandbox"] === s.id))
         await engine.startSandbox(s.id).catch((err) => logger.warn({ err }, "could not start a sandbox"));
     }
     for (const i of serving) {
       if (!i.running) {
-        logger.info({ appId: app.id, instance: i.name }, "starting a stopped instance");
+        logger.info({ appId: app.id, instance: i.id }, "starting a stopped instance");
         await engine
           .startInstance(i.id)
-          .catch((err) => logger.warn({ err, instance: i.name }, "could not start"));
+          .catch((err) => logger.warn({ err, instance: i.id }, "could not start"));
       }
     }
     if (serving.length === 0 && (await engine.imageExists(release.image))) {
@@ -54,15 +80,23 @@ export async function reconcile(deps: {
         reuseCurrentImage: true,
       });
     }
+  };
+  await eachLimited(apps, 8, bringUp);
+  // Routes first: what serves is back before the clean-up below.
+  await instances.refreshEdge();
+
+  if (leftovers.length > 0) {
+    logger.info({ count: leftovers.length }, "removing instances of other deployments");
+    await instances.remove(leftovers);
   }
-  // Instances of apps that no longer exist.
-  const strays = (await engine.listInstances({})).filter((i) => !known.has(i.labels["pier.app"] ?? ""));
+  // Instances and sandboxes of apps that no longer exist, and their networks.
+  const strays = containers.filter((i) => !known.has(i.labels["pier.app"] ?? ""));
   if (strays.length > 0) {
     logger.info({ count: strays.length }, "removing instances of deleted apps");
     await instances.remove(strays);
   }
-  for (const s of await engine.listSandboxes({})) {
-    if (!known.has(s.labels["pier.app"] ?? "")) await engine.removeSandbox(s.id);
-  }
-  await instances.refreshEdge();
+  await Promise.all(
+    sandboxes.filter((s) => !known.has(s.labels["pier.app"] ?? "")).map((s) => engine.removeSandbox(s.id)),
+  );
+  await networks.reconcile(known);
 }

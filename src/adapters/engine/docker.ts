@@ -15,6 +15,7 @@ import type {
   InstanceInfo,
   InstanceLogLine,
   InstanceSpec,
+  NetworkSubnets,
   RoutableInstance,
   RouteTarget,
   SandboxInfo,
@@ -200,10 +201,19 @@ export class DockerEngine implements Engine {
     }
   }
 
+  async listNetworkSubnets(): Promise<NetworkSubnets[]> {
+    const nets = await this.docker.listNetworks();
+    return nets.map((n) => ({
+      name: n.Name,
+      labels: n.Labels ?? {},
+      subnets: (n.IPAM?.Config ?? []).flatMap((c) => (c.Subnet ? [c.Subnet] : [])),
+    }));
+  }
+
   async ensureNetwork(
     name: string,
     labels: Record<string, string>,
-    ipv6Subnet: string | null,
+    subnets: { ipv4: string | null; ipv6: string | null },
   ): Promise<void> {
     try {
       await this.docker.getNetwork(name).inspect();
@@ -211,22 +221,25 @@ export class DockerEngine implements Engine {
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }
+    const config = [
+      ...(subnets.ipv4 ? [{ Subnet: subnets.ipv4 }] : []),
+      ...(subnets.ipv6 ? [{ Subnet: subnets.ipv6 }] : []),
+    ];
     try {
       await this.docker.createNetwork({
         Name: name,
         Driver: "bridge",
         CheckDuplicate: true,
         Labels: { ...labels, ...this.ownLabels },
-        EnableIPv6: ipv6Subnet !== null,
-        ...(ipv6Subnet ? { IPAM: { Driver: "default", Config: [{ Subnet: ipv6Subnet }] } } : {}),
+        EnableIPv6: subnets.ipv6 !== null,
+        ...(config.length > 0 ? { IPAM: { Driver: "default", Config: config } } : {}),
       });
     } catch (e) {
       const msg = (e as Error).message;
-      if (ipv6Subnet && /overlaps/i.test(msg)) {
+      if (/overlaps/i.test(msg)) {
         throw new PierError(
-          "INVALID_VARIABLE",
-          `The IPv6 subnet ${ipv6Subnet} (CC_DOCKER_FIXED-CIDR-V6) overlaps a network that exists already.`,
-          "Choose another subnet: each app needs its own.",
+          "SUBNET_OVERLAPS",
+          `A subnet of the network ${name} (${config.map((c) => c.Subnet).join(", ")}) overlaps a network that exists already.`,
         );
       }
       // Two deploys may race to create the same network.
@@ -236,17 +249,21 @@ export class DockerEngine implements Engine {
     }
   }
 
-  async removeNetworks(labels: Record<string, string>, keep?: string): Promise<void> {
+  async removeNetworks(labels: Record<string, string>, keep?: string): Promise<string[]> {
     const nets = await this.docker.listNetworks({ filters: { label: this.labelFilters(labels) } });
+    const removed: string[] = [];
     for (const n of nets) {
       if (n.Name === keep) continue;
       try {
         await this.docker.getNetwork(n.Id).remove();
+        removed.push(n.Name);
       } catch (e) {
         const code = (e as { statusCode?: number }).statusCode;
-        if (code !== 404 && code !== 403 && code !== 409) throw e;
+        if (code === 404) removed.push(n.Name);
+        else if (code !== 403 && code !== 409) throw e;
       }
     }
+    return removed;
   }
 
   async runInstance(s: InstanceSpec): Promise<InstanceInfo> {

@@ -1,7 +1,7 @@
 import Database from "better-sqlite3";
 import { PierError } from "../../core/errors.js";
 import type { App, Deployment, Flavor, LogLine, Release, Runtime, SshKey } from "../../core/model.js";
-import type { AppPatch, DeploymentPatch, NewApp, Store } from "../../core/ports.js";
+import type { AppPatch, DeploymentPatch, NewApp, Store, SubnetClaim } from "../../core/ports.js";
 import type { SecretBox } from "../secret-box.js";
 
 /** Schema changes, applied in order once each. Never edit a shipped entry: add one. */
@@ -32,6 +32,11 @@ const MIGRATIONS: readonly string[] = [
   `CREATE TABLE app_secrets (app_id TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE, name TEXT NOT NULL,
      value TEXT NOT NULL, PRIMARY KEY (app_id, name));
    ALTER TABLE ssh_keys ADD COLUMN read_only INTEGER NOT NULL DEFAULT 0;`,
+  // density: the subnet of each network Pier creates, from PIER_SUBNET_POOL (ADR 0007). No foreign key on
+  // the app: a deleted app's network may outlive its row until the engine lets it go.
+  `CREATE TABLE subnets (subnet TEXT PRIMARY KEY, network TEXT NOT NULL UNIQUE, app_id TEXT NOT NULL,
+     created_at TEXT NOT NULL);
+   CREATE INDEX subnets_app ON subnets(app_id);`,
 ];
 
 type Row = Record<string, unknown>;
@@ -460,6 +465,35 @@ export class SqliteStore implements Store {
     return new Map(
       rows.map((r) => [str(r.container_id), { code: Number(r.code), at: str(r.last), count: Number(r.n) }]),
     );
+  }
+
+  async claimSubnet(c: SubnetClaim): Promise<string | null> {
+    // One transaction: two claims (even for the same network) never get the same subnet.
+    return this.db.transaction(() => {
+      const mine = this.one("SELECT subnet FROM subnets WHERE network = ?", c.network);
+      if (mine) return str(mine.subnet);
+      const r = this.db
+        .prepare(
+          "INSERT INTO subnets (subnet, network, app_id, created_at) VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
+        )
+        .run(c.subnet, c.network, c.appId, now());
+      return r.changes === 1 ? c.subnet : null;
+    })();
+  }
+
+  async listSubnets(): Promise<SubnetClaim[]> {
+    return this.all("SELECT subnet, network, app_id FROM subnets ORDER BY subnet").map((r) => ({
+      subnet: str(r.subnet),
+      network: str(r.network),
+      appId: str(r.app_id),
+    }));
+  }
+
+  async releaseSubnets(networks: readonly string[]): Promise<void> {
+    const del = this.db.prepare("DELETE FROM subnets WHERE network = ?");
+    this.db.transaction(() => {
+      for (const n of networks) del.run(n);
+    })();
   }
 
   close(): void {

@@ -82,6 +82,10 @@ function setUp(engine: FakeEngine): Instances {
     engine: engine as unknown as Engine,
     edge: {} as Edge,
     store: {} as Store,
+    networks: {
+      ensure: (name) => engine.ensureNetwork(name),
+      remove: async () => undefined,
+    },
     domain: "localhost",
     stopGraceMs: 1000,
   });

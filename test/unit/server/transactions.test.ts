@@ -185,6 +185,7 @@ describe("a failed step leaves every app exactly as it was", () => {
       engine: engine as unknown as Engine,
       edge,
       store: store as Store,
+      networks: { ensure: async () => undefined, remove: async () => undefined },
       domain: "localhost",
       stopGraceMs: 10,
     });

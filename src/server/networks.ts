@@ -1,0 +1,152 @@
+import { PierError } from "../core/errors.js";
+import type { Engine, Store } from "../core/ports.js";
+import { type Cidr, formatCidr, overlaps, parseCidr, pickSubnet } from "../core/subnets.js";
+
+const asCidr = (text: string): Cidr | null => {
+  const c = parseCidr(text);
+  return typeof c === "string" ? null : c;
+};
+
+/**
+ * The networks Pier creates (one per app, and one per IPv6 subnet an app asks for), each with an explicit
+ * IPv4 subnet from Pier's pool (PIER_SUBNET_POOL, PIER_SUBNET_SIZE; ADR 0007), recorded in the store so
+ * two creates never get the same one, and freed when the network goes. Networks that exist on the engine
+ * without a record in this store (another Pier's, a user's) are skipped.
+ */
+export class Networks {
+  constructor(
+    private readonly deps: {
+      engine: Engine;
+      store: Store;
+      pool: Cidr;
+      prefix: number;
+    },
+  ) {}
+
+  /** Creations under way, per network: a second caller waits for the first. */
+  private readonly creating = new Map<string, Promise<void>>();
+
+  /**
+   * At start: the pool must not overlap a network that no Pier made (a user's network, the engine's
+   * default bridge). Other Piers' networks in the pool are fine: their subnets are skipped.
+   */
+  async checkPool(): Promise<void> {
+    const { pool } = this.deps;
+    for (const n of await this.deps.engine.listNetworkSubnets()) {
+      if (n.labels["pier.managed"] === "true") continue;
+      const clash = n.subnets.find((s) => {
+        const c = asCidr(s);
+        return c !== null && overlaps(c, pool);
+      });
+      if (clash) {
+        throw new PierError(
+          "CONFIG_INVALID",
+          `PIER_SUBNET_POOL: ${formatCidr(pool)} overlaps the Docker network '${n.name}' (${clash}), which Pier did not create.`,
+          "Set PIER_SUBNET_POOL to a private range no network on this engine or host uses (docker network inspect shows theirs), e.g. 10.211.0.0/16.",
+        );
+      }
+    }
+  }
+
+  /** Makes the network unless it exists: one engine call when it does. */
+  ensure(name: string, appId: string, ipv6Subnet: string | null): Promise<void> {
+    const under = this.creating.get(name);
+    if (under) return under;
+    const run = this.create(name, appId, ipv6Subnet);
+    this.creating.set(name, run);
+    const forget = () => {
+      if (this.creating.get(name) === run) this.creating.delete(name);
+    };
+    run.then(forget, forget);
+    return run;
+  }
+
+  private async create(name: string, appId: string, ipv6: string | null): Promise<void> {
+    const { engine, store } = this.deps;
+    if (await engine.networkExists(name)) return;
+    const skip: Cidr[] = [];
+    // Another Pier on this engine may take the same subnet between our look and our create: then the
+    // engine refuses it, and the next free one is tried.
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const subnet = await this.claim(name, appId, skip);
+      try {
+        await engine.ensureNetwork(name, { "pier.app": appId }, { ipv4: subnet, ipv6 });
+        return;
+      } catch (e) {
+        if (!(e instanceof PierError) || e.code !== "SUBNET_OVERLAPS") throw e;
+        const mine = asCidr(subnet) as Cidr;
+        const taken = (await engine.listNetworkSubnets()).some(
+          (n) =>
+            n.name !== name &&
+            n.subnets.some((s) => {
+              const c = asCidr(s);
+              return c !== null && overlaps(c, mine);
+            }),
+        );
+        if (!taken && ipv6) {
+          throw new PierError(
+            "INVALID_VARIABLE",
+            `The IPv6 subnet ${ipv6} (CC_DOCKER_FIXED-CIDR-V6) overlaps a network that exists already.`,
+            "Choose another subnet: each app needs its own.",
+          );
+        }
+        if (!taken) throw e;
+        await store.releaseSubnets([name]);
+        skip.push(mine);
+      }
+    }
+    throw new PierError("ENGINE_ERROR", `Could not find a free subnet for the network ${name}.`);
+  }
+
+  /** The network's recorded subnet, or a free one of the pool, recorded for it. */
+  private async claim(name: string, appId: string, skip: readonly Cidr[]): Promise<string> {
+    const { engine, store, pool, prefix } = this.deps;
+    const claims = await store.listSubnets();
+    const own = claims.find((c) => c.network === name);
+    if (own) return own.subnet;
+    const claimed = claims.map((c) => c.subnet);
+    const recorded = new Set(claimed);
+    // One engine call per new network: the subnets of networks this store does not know.
+    const foreign = (await engine.listNetworkSubnets())
+      .flatMap((n) => n.subnets)
+      .filter((s) => !recorded.has(s))
+      .flatMap((s) => asCidr(s) ?? [])
+      .concat(skip);
+    for (;;) {
+      const pick = pickSubnet(pool, prefix, claimed, foreign);
+      if (!pick) {
+        throw new PierError(
+          "SUBNET_POOL_FULL",
+          `Pier's subnet pool ${formatCidr(pool)} has no free /${prefix} left for the network ${name}.`,
+          "Delete apps you no longer need, or set a larger PIER_SUBNET_POOL (or a longer PIER_SUBNET_SIZE) and restart pier server.",
+        );
+      }
+      const got = await store.claimSubnet({ network: name, appId, subnet: pick });
+      if (got) return got;
+      claimed.push(pick); // another network's since our look
+    }
+  }
+
+  /** Removes the app's networks (but `keep`, and those still in use) and frees their subnets. */
+  async remove(appId: string, keep?: string): Promise<void> {
+    const gone = await this.deps.engine.removeNetworks({ "pier.app": appId }, keep);
+    await this.deps.store.releaseSubnets(gone);
+  }
+
+  /**
+   * After a restart: the networks of apps that are gone are removed, and subnets recorded for networks the
+   * engine no longer has are freed (a crash between the two steps of a delete).
+   */
+  async reconcile(known: ReadonlySet<string>): Promise<void> {
+    const { engine, store } = this.deps;
+    const claims = await store.listSubnets();
+    for (const appId of new Set(claims.map((c) => c.appId))) {
+      if (!known.has(appId)) await this.remove(appId);
+    }
+    const exist = new Set((await engine.listNetworkSubnets()).map((n) => n.name));
+    const lost = (await store.listSubnets())
+      .filter((c) => !exist.has(c.network) && !this.creating.has(c.network))
+      .map((c) => c.network);
+    if (lost.length > 0) await store.releaseSubnets(lost);
+  }
+}

@@ -1,0 +1,206 @@
+// The subnet pool (src/server/networks.ts) against a fake engine that refuses overlapping subnets as
+// dockerd does, and the real SQLite store.
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, test } from "node:test";
+import { SecretBox } from "../../../src/adapters/secret-box.js";
+import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
+import { PierError } from "../../../src/core/errors.js";
+import type { Engine, NetworkSubnets } from "../../../src/core/ports.js";
+import { type Cidr, overlaps, parseCidr } from "../../../src/core/subnets.js";
+import { Networks } from "../../../src/server/networks.js";
+
+const cidr = (s: string) => parseCidr(s) as Cidr;
+
+class FakeEngine {
+  nets: NetworkSubnets[] = [];
+  listCalls = 0;
+  /** Runs before each create: another Pier acting between our look and our create. */
+  beforeCreate: (() => void) | null = null;
+
+  async networkExists(name: string) {
+    return this.nets.some((n) => n.name === name);
+  }
+  async listNetworkSubnets() {
+    this.listCalls++;
+    return this.nets.map((n) => ({ ...n }));
+  }
+  async ensureNetwork(name: string, labels: Record<string, string>, s: { ipv4: string | null }) {
+    await new Promise((r) => setImmediate(r));
+    this.beforeCreate?.();
+    if (this.nets.some((n) => n.name === name)) return;
+    const mine = s.ipv4 ? cidr(s.ipv4) : null;
+    if (mine && this.nets.some((n) => n.subnets.some((x) => overlaps(cidr(x), mine))))
+      throw new PierError("SUBNET_OVERLAPS", "Pool overlaps with other one on this address space");
+    this.nets.push({ name, labels: { ...labels, "pier.managed": "true" }, subnets: s.ipv4 ? [s.ipv4] : [] });
+  }
+  async removeNetworks(labels: Record<string, string>, keep?: string) {
+    const gone = this.nets.filter(
+      (n) => n.name !== keep && Object.entries(labels).every(([k, v]) => n.labels[k] === v),
+    );
+    this.nets = this.nets.filter((n) => !gone.includes(n));
+    return gone.map((n) => n.name);
+  }
+}
+
+const dir = mkdtempSync(join(tmpdir(), "pier-networks-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+const box = SecretBox.fromKey(randomBytes(32));
+
+function setUp(
+  engine: FakeEngine,
+  file = join(dir, `${randomBytes(4).toString("hex")}.db`),
+  pool = "10.210.0.0/24",
+) {
+  const store = new SqliteStore(file, box);
+  const networks = new Networks({ engine: engine as unknown as Engine, store, pool: cidr(pool), prefix: 26 });
+  return { store, networks, file };
+}
+
+const subnetOf = (e: FakeEngine, name: string) => e.nets.find((n) => n.name === name)?.subnets[0];
+
+describe("the subnet pool", () => {
+  test("concurrent creates get distinct subnets, recorded in the store", async () => {
+    const engine = new FakeEngine();
+    const { store, networks } = setUp(engine, undefined, "10.210.0.0/20");
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) => networks.ensure(`pier-app-${i}`, `app-${i}`, null)),
+    );
+    const subnets = engine.nets.map((n) => n.subnets[0]);
+    assert.equal(new Set(subnets).size, 40);
+    assert.ok(subnets.every((s) => s?.startsWith("10.210.") && s.endsWith("/26")));
+    assert.equal((await store.listSubnets()).length, 40);
+    store.close();
+  });
+
+  test("the same network asked for twice at once is made once, with one subnet", async () => {
+    const engine = new FakeEngine();
+    const { store, networks } = setUp(engine);
+    await Promise.all([networks.ensure("pier-a", "a", null), networks.ensure("pier-a", "a", null)]);
+    assert.equal(engine.nets.length, 1);
+    assert.equal((await store.listSubnets()).length, 1);
+    store.close();
+  });
+
+  test("an existing network costs one engine call and no allocation", async () => {
+    const engine = new FakeEngine();
+    const { store, networks } = setUp(engine);
+    await networks.ensure("pier-a", "a", null);
+    const calls = engine.listCalls;
+    for (let i = 0; i < 10; i++) await networks.ensure("pier-a", "a", null);
+    assert.equal(engine.listCalls, calls);
+    store.close();
+  });
+
+  test("subnets of networks the store does not know are skipped", async () => {
+    const engine = new FakeEngine();
+    engine.nets.push({ name: "users-net", labels: {}, subnets: ["10.210.0.0/25"] });
+    engine.nets.push({
+      name: "other-pier",
+      labels: { "pier.managed": "true" },
+      subnets: ["10.210.0.128/26"],
+    });
+    const { store, networks } = setUp(engine);
+    await networks.ensure("pier-a", "a", null);
+    assert.equal(subnetOf(engine, "pier-a"), "10.210.0.192/26");
+    await assert.rejects(
+      networks.ensure("pier-b", "b", null),
+      (e: PierError) => e.code === "SUBNET_POOL_FULL",
+    );
+    store.close();
+  });
+
+  test("another Pier taking the subnet between look and create: the next one is used", async () => {
+    const engine = new FakeEngine();
+    const { store, networks } = setUp(engine);
+    engine.beforeCreate = () => {
+      engine.beforeCreate = null;
+      engine.nets.push({
+        name: "other-pier",
+        labels: { "pier.managed": "true" },
+        subnets: ["10.210.0.0/26"],
+      });
+    };
+    await networks.ensure("pier-a", "a", null);
+    assert.equal(subnetOf(engine, "pier-a"), "10.210.0.64/26");
+    assert.deepEqual(
+      (await store.listSubnets()).map((c) => c.subnet),
+      ["10.210.0.64/26"],
+    );
+    store.close();
+  });
+
+  test("deleting an app frees its subnets; the record survives a restart", async () => {
+    const engine = new FakeEngine();
+    const first = setUp(engine);
+    await first.networks.ensure("pier-a", "a", null);
+    await first.networks.ensure("pier-a-v6-1", "a", null);
+    await first.networks.ensure("pier-b", "b", null);
+    first.store.close();
+    const again = setUp(engine, first.file);
+    assert.equal((await again.store.listSubnets()).length, 3);
+    await again.networks.remove("a");
+    assert.deepEqual(
+      (await again.store.listSubnets()).map((c) => c.network),
+      ["pier-b"],
+    );
+    // The freed subnet is given again.
+    await again.networks.ensure("pier-c", "c", null);
+    assert.equal(subnetOf(engine, "pier-c"), "10.210.0.0/26");
+    again.store.close();
+  });
+
+  test("a prune keeps the network in use and frees the others", async () => {
+    const engine = new FakeEngine();
+    const { store, networks } = setUp(engine);
+    await networks.ensure("pier-a", "a", null);
+    await networks.ensure("pier-a-v6-1", "a", null);
+    await networks.remove("a", "pier-a-v6-1");
+    assert.deepEqual(
+      (await store.listSubnets()).map((c) => c.network),
+      ["pier-a-v6-1"],
+    );
+    store.close();
+  });
+
+  test("reconcile: deleted apps' networks go, records of vanished networks are freed", async () => {
+    const engine = new FakeEngine();
+    const { store, networks } = setUp(engine);
+    await networks.ensure("pier-a", "a", null);
+    await networks.ensure("pier-b", "b", null);
+    await networks.ensure("pier-c", "c", null);
+    engine.nets = engine.nets.filter((n) => n.name !== "pier-c");
+    await networks.reconcile(new Set(["a", "c"]));
+    assert.deepEqual(
+      engine.nets.map((n) => n.name),
+      ["pier-a"],
+    );
+    assert.deepEqual(
+      (await store.listSubnets()).map((c) => c.network),
+      ["pier-a"],
+    );
+    store.close();
+  });
+
+  test("checkPool: a network no Pier made inside the pool is a start error naming the setting", async () => {
+    const engine = new FakeEngine();
+    engine.nets.push({ name: "bridge", labels: {}, subnets: ["172.17.0.0/16"] });
+    engine.nets.push({ name: "other-pier", labels: { "pier.managed": "true" }, subnets: ["10.210.0.0/26"] });
+    const ok = setUp(engine);
+    await ok.networks.checkPool();
+    ok.store.close();
+    const clash = setUp(engine, undefined, "172.16.0.0/12");
+    await assert.rejects(clash.networks.checkPool(), (e: PierError) => {
+      assert.equal(e.code, "CONFIG_INVALID");
+      assert.match(
+        e.message,
+        /^PIER_SUBNET_POOL: 172\.16\.0\.0\/12 overlaps the Docker network 'bridge' \(172\.17\.0\.0\/16\)/,
+      );
+      return true;
+    });
+    clash.store.close();
+  });
+});
