@@ -149,7 +149,7 @@ export interface KeyAccess {
   /** For an admin key: it may fetch but not push. */
   readOnly: boolean;
   /** Per app id: read-only (fetch) or not (push and fetch). */
-  grants: ReadonlyArray<{ appId: string; readOnly: boolean }>;
+  apps: ReadonlyArray<{ id: string; readOnly: boolean }>;
 }
 
 export type GitDecision = "allowed" | "no access" | "read-only";
@@ -159,7 +159,7 @@ export function decideGit(key: KeyAccess, appId: string | null, op: "fetch" | "p
   let readOnly: boolean;
   if (key.global) readOnly = key.readOnly;
   else {
-    const grant = appId === null ? undefined : key.grants.find((g) => g.appId === appId);
+    const grant = appId === null ? undefined : key.apps.find((g) => g.id === appId);
     if (!grant) return "no access";
     readOnly = grant.readOnly;
   }

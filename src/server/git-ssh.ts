@@ -43,9 +43,13 @@ export interface GitSshServerOptions {
   reposDir: string;
   /** For the hook's unix socket. */
   runDir: string;
-  /** The registered key, or null. A read-only key (a deploy key) may fetch but not push. */
-  authorizeKey(algo: string, blob: Buffer): Promise<{ fingerprint: string; readOnly: boolean } | null>;
-  appExists(appId: string): Promise<boolean>;
+  /** The registered key, or null. What it may reach is authorizeRepo's to say. */
+  authorizeKey(algo: string, blob: Buffer): Promise<{ fingerprint: string; keyId: string } | null>;
+  /**
+   * Whether the key may fetch from (git-upload-pack) or push to (git-receive-pack) this app's repository:
+   * null if it may, else the message the client sees. Also says when the app does not exist.
+   */
+  authorizeRepo(keyId: string, appId: string, op: "fetch" | "push"): Promise<string | null>;
   onPush: PushHandler;
   maxPushBytes: number;
   logger: MiniLogger;
@@ -248,7 +252,7 @@ export async function startGitSshServer(
   const clients = new Set<Connection>();
   const server = new Server({ hostKeys: [key], ident: "Pier" }, (client) => {
     let fingerprint: string | null = null;
-    let readOnly = true;
+    let keyId: string | null = null;
     clients.add(client);
     client.on("close", () => clients.delete(client));
     client.on("error", (err) => opts.logger.warn({ err: err.message }, "ssh client error"));
@@ -265,7 +269,7 @@ export async function startGitSshServer(
         if (!ctx.signature || !ctx.blob) return ctx.accept(); // the client asks whether this key would do
         if (pub.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return ctx.reject(["publickey"]);
         fingerprint = auth.fingerprint;
-        readOnly = auth.readOnly;
+        keyId = auth.keyId;
         ctx.accept();
       })().catch((err: Error) => {
         opts.logger.warn({ err: err.message }, "ssh authentication failed");
@@ -296,16 +300,11 @@ export async function startGitSshServer(
           const receive = m[1]?.includes("receive") ?? false;
           const appId = m[2] ?? "";
           if (!APP_ID.test(appId)) return fail(`pier: '${appId}' is not an app id (see \`pier apps\`).`);
-          if (receive && readOnly)
-            return fail(
-              "pier: this key is a read-only deploy key: it may fetch (git clone, npm git dependencies) but not push.",
-            );
           void (async () => {
-            if (!(await opts.appExists(appId))) {
-              return fail(
-                `pier: app '${appId}' not found. Create it with \`pier create\`; see \`pier apps\`.`,
-              );
-            }
+            const refusal = keyId
+              ? await opts.authorizeRepo(keyId, appId, receive ? "push" : "fetch")
+              : "pier: not authenticated.";
+            if (refusal) return fail(refusal);
             const repoDir = join(opts.reposDir, `${appId}.git`);
             const env: NodeJS.ProcessEnv = { ...process.env };
             let token: string | null = null;

@@ -106,11 +106,17 @@ describe("git push over SSH", () => {
       logger: quiet,
       authorizeKey: async (_algo, blob) =>
         blob.equals(allowed)
-          ? { fingerprint: "SHA256:e2e", readOnly: false }
+          ? { fingerprint: "SHA256:e2e", keyId: "push" }
           : blob.equals(readOnly)
-            ? { fingerprint: "SHA256:deploy", readOnly: true }
+            ? { fingerprint: "SHA256:deploy", keyId: "deploy" }
             : null,
-      appExists: async (appId) => appId === "myapp" || appId === "busy",
+      // The server's own answers (src/server/access.ts authorizeRepo) are tested in tenancy.test.ts.
+      authorizeRepo: async (keyId, appId, op) =>
+        appId !== "myapp" && appId !== "busy"
+          ? `pier: app '${appId}' not found. Create it with \`pier create\`; see \`pier apps\`.`
+          : keyId === "deploy" && op === "push"
+            ? "pier: this key is a read-only deploy key: it may fetch (git clone, npm git dependencies) but not push."
+            : null,
       onPush: async (req) => {
         const { subject } = await commitInfo(req.repoDir, req.newSha, req.gitEnv);
         const call: Call = { req, subject, hello: null, aborted: false, done: false };
@@ -394,8 +400,8 @@ describe("git over SSH: limits and shutdown", () => {
       runDir: join(tmp, "run"),
       maxPushBytes: 64 * 1024,
       logger: quiet,
-      authorizeKey: async () => ({ fingerprint: "SHA256:any", readOnly: false }),
-      appExists: async () => true,
+      authorizeKey: async () => ({ fingerprint: "SHA256:any", keyId: "any" }),
+      authorizeRepo: async () => null,
       onPush: async () => {
         deploys++;
         return { ok: true, message: "ok" };
@@ -447,8 +453,8 @@ describe("git over SSH: limits and shutdown", () => {
       runDir: join(tmp2, "run"),
       maxPushBytes: 1 << 20,
       logger: quiet,
-      authorizeKey: async () => ({ fingerprint: "SHA256:any", readOnly: false }),
-      appExists: async () => true,
+      authorizeKey: async () => ({ fingerprint: "SHA256:any", keyId: "any" }),
+      authorizeRepo: async () => null,
       onPush: async (req) => {
         signal = req.signal;
         req.log("-----> Building");

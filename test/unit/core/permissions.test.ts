@@ -177,19 +177,19 @@ describe("matchRoute", () => {
 });
 
 describe("decideGit (SSH keys)", () => {
-  const admin: KeyAccess = { global: true, readOnly: false, grants: [] };
-  const adminRo: KeyAccess = { global: true, readOnly: true, grants: [] };
+  const admin: KeyAccess = { global: true, readOnly: false, apps: [] };
+  const adminRo: KeyAccess = { global: true, readOnly: true, apps: [] };
   const onWeb: KeyAccess = {
     global: false,
     readOnly: false,
-    grants: [{ appId: "app-web", readOnly: false }],
+    apps: [{ id: "app-web", readOnly: false }],
   };
   const webRo: KeyAccess = {
     global: false,
     readOnly: false,
-    grants: [
-      { appId: "app-web", readOnly: true },
-      { appId: "app-api", readOnly: false },
+    apps: [
+      { id: "app-web", readOnly: true },
+      { id: "app-api", readOnly: false },
     ],
   };
   const cases: [string, KeyAccess, string | null, "fetch" | "push", GitDecision][] = [
@@ -207,7 +207,7 @@ describe("decideGit (SSH keys)", () => {
     ["the same key pushes where it is granted push", webRo, "app-api", "push", "allowed"],
     [
       "a key with no grants reaches nothing",
-      { global: false, readOnly: false, grants: [] },
+      { global: false, readOnly: false, apps: [] },
       "app-web",
       "fetch",
       "no access",
