@@ -48,9 +48,24 @@ export const SshKeySchema = z.looseObject({
   name: z.string(),
   fingerprint: z.string(),
   algo: z.string(),
+  /** An admin key: every app (readOnly then applies); else the apps it is granted on. */
+  global: z.boolean(),
   readOnly: z.boolean(),
+  apps: z.array(z.looseObject({ id: z.string(), name: z.string(), readOnly: z.boolean() })),
   createdAt: time,
 });
+
+export const ApiTokenSchema = z.looseObject({
+  name: z.string(),
+  app: z.looseObject({ id: z.string(), name: z.string() }).nullable(),
+  readOnly: z.boolean(),
+  admin: z.boolean(),
+  bootstrap: z.boolean(),
+  createdAt: time,
+});
+
+/** The answer to `POST /v1/tokens`: the only time the token is shown. */
+export const NewApiTokenSchema = ApiTokenSchema.extend({ token: z.string() });
 
 export const SshPrivateKeySchema = z.looseObject({
   type: z.string(),

@@ -77,8 +77,32 @@ export interface SshKey {
   /** The key's algorithm and base64 blob, as in an authorized_keys line. */
   algo: string;
   blob: string;
-  /** A read-only key may fetch repositories (git-upload-pack) but not push: a deploy key for builds. */
+  /**
+   * An admin key (added without an app) reaches every app; `readOnly` then says it may fetch
+   * repositories (git-upload-pack) but not push: a deploy key for builds.
+   */
+  global: boolean;
   readOnly: boolean;
+  /** The apps a key that is not global is granted on, each push or fetch-only (ADR 0008). */
+  apps: SshKeyGrant[];
+  createdAt: string;
+}
+
+export interface SshKeyGrant {
+  id: string;
+  name: string;
+  readOnly: boolean;
+}
+
+/** An API token, as listed: the token itself is never kept, only its hash (ADR 0008). */
+export interface ApiToken {
+  id: string;
+  name: string;
+  /** The app the token is limited to, or null: every app (an admin token). */
+  app: { id: string; name: string } | null;
+  readOnly: boolean;
+  /** The one admin token from PIER_ADMIN_TOKEN or generated into cli.json at start. */
+  bootstrap: boolean;
   createdAt: string;
 }
 

@@ -3,7 +3,7 @@
  * and, where unit tests need it, a fake that passes the same conformance suite.
  */
 
-import type { App, Deployment, DeployState, LogLine, Release, SshKey } from "./model.js";
+import type { ApiToken, App, Deployment, DeployState, LogLine, Release, SshKey } from "./model.js";
 
 /** One address an instance answers HTTP on (a loopback address of the host). */
 export interface RouteTarget {
@@ -100,14 +100,41 @@ export interface Store {
   getRelease(id: string): Promise<Release | null>;
   listReleases(appId: string): Promise<Release[]>;
 
-  addSshKey(k: Omit<SshKey, "createdAt">): Promise<SshKey>;
-  listSshKeys(): Promise<SshKey[]>;
+  /** An admin key (every app). SSH_KEY_EXISTS if the key is registered already. */
+  addSshKey(k: Omit<SshKey, "createdAt" | "global" | "apps">): Promise<SshKey>;
+  /**
+   * Grants a key on one app (registering it, not global, if it is new), or changes its grant there.
+   * CONFLICT if the key is an admin key.
+   */
+  grantSshKey(
+    k: Omit<SshKey, "createdAt" | "global" | "apps" | "readOnly">,
+    appId: string,
+    readOnly: boolean,
+  ): Promise<{ key: SshKey; created: boolean }>;
+  /** Removes a key's grant on an app; a key left with no grant is removed. False if there was none. */
+  revokeSshKeyGrant(keyId: string, appId: string): Promise<boolean>;
+  /** Every key; with an app, the keys granted on it (their `apps` then holds that app only). */
+  listSshKeys(appId?: string): Promise<SshKey[]>;
+  /** By id, fingerprint or name. */
   findSshKey(ref: string): Promise<SshKey | null>;
   findSshKeyByBlob(algo: string, blob: string): Promise<SshKey | null>;
   deleteSshKey(id: string): Promise<void>;
 
-  addApiToken(id: string, name: string, hash: string): Promise<void>;
-  findApiTokenByHash(hash: string): Promise<{ id: string; name: string } | null>;
+  /** CONFLICT if another token that is not the bootstrap one has this name. */
+  addApiToken(t: {
+    id: string;
+    name: string;
+    hash: string;
+    appId: string | null;
+    readOnly: boolean;
+    bootstrap: boolean;
+  }): Promise<ApiToken>;
+  findApiTokenByHash(hash: string): Promise<ApiToken | null>;
+  listApiTokens(): Promise<ApiToken[]>;
+  /** By name (not the bootstrap token); false if there is none. */
+  deleteApiToken(name: string): Promise<boolean>;
+  /** Removes every bootstrap token but the one with this hash: one bootstrap admin token is valid. */
+  pruneBootstrapTokens(keepHash: string): Promise<number>;
 
   recordExit(e: {
     appId: string;

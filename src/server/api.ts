@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { type Context, Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import type { Logger } from "pino";
@@ -8,13 +7,12 @@ import { PierError } from "../core/errors.js";
 import type { App } from "../core/model.js";
 import type { NodeVersion } from "../core/node-versions.js";
 import type { Store } from "../core/ports.js";
+import { type ApiEnv, accessRoutes, authorize } from "./access.js";
 import type { AppService } from "./apps.js";
 import { CONSOLE_CSP, CONSOLE_HTML } from "./console.js";
 import type { DeployLogs } from "./deploy-logs.js";
 import { buildOpenApi } from "./openapi.js";
 import { schemas } from "./schemas.js";
-
-export const hashToken = (token: string) => createHash("sha256").update(token).digest("hex");
 
 async function body<T extends z.ZodType>(c: Context, schema: T): Promise<z.infer<T>> {
   let raw: unknown;
@@ -59,9 +57,9 @@ export function createApi(deps: {
   logger: Logger;
   nodeVersions: () => Promise<NodeVersion[]>;
   info: { version: string; domain: string; httpPort: number; sshPort: number; gitHost: string };
-}): Hono {
+}): Hono<ApiEnv> {
   const { store, apps, logs } = deps;
-  const api = new Hono();
+  const api = new Hono<ApiEnv>();
 
   api.onError((err, c) => {
     if (err instanceof PierError) return c.json(err.toJSON(), err.status as 400);
@@ -89,31 +87,16 @@ export function createApi(deps: {
   api.get("/v1/info", (c) => c.json(deps.info));
   api.get("/v1/openapi.json", (c) => c.json(buildOpenApi(deps.info.version)));
 
-  api.use("/v1/*", async (c, next) => {
-    const h = c.req.header("authorization") ?? "";
-    const m = /^Bearer\s+(\S+)$/i.exec(h);
-    if (!m?.[1]) {
-      throw new PierError(
-        "UNAUTHORIZED",
-        "Missing API token.",
-        "Send Authorization: Bearer <token> (PIER_TOKEN).",
-      );
-    }
-    if (!(await store.findApiTokenByHash(hashToken(m[1])))) {
-      throw new PierError(
-        "UNAUTHORIZED",
-        "Invalid API token.",
-        "Check PIER_TOKEN, or the token in the data dir's cli.json.",
-      );
-    }
-    await next();
-  });
+  api.use("/v1/*", authorize(store));
+  accessRoutes(api, { store, apps, body });
 
   const appOf = async (c: Context): Promise<App> => apps.get(c.req.param("app") ?? "");
 
-  api.get("/v1/apps", async (c) =>
-    c.json(await Promise.all((await store.listApps()).map((a) => apps.view(a)))),
-  );
+  api.get("/v1/apps", async (c) => {
+    const only = c.get("token").app?.id;
+    const list = (await store.listApps()).filter((a) => only === undefined || a.id === only);
+    return c.json(await Promise.all(list.map((a) => apps.view(a))));
+  });
   api.post("/v1/apps", async (c) =>
     c.json(await apps.view(await apps.create(await body(c, schemas.createApp))), 201),
   );
@@ -280,19 +263,6 @@ export function createApi(deps: {
   });
   api.delete("/v1/apps/:app/ssh-private-key", async (c) => {
     await apps.removeSshPrivateKey(c.req.param("app"));
-    return c.body(null, 204);
-  });
-
-  api.get("/v1/ssh-keys", async (c) => c.json((await store.listSshKeys()).map(({ blob: _b, ...k }) => k)));
-  api.post("/v1/ssh-keys", async (c) => {
-    const { blob: _b, ...k } = await apps.addSshKey(await body(c, schemas.addKey));
-    return c.json(k, 201);
-  });
-  api.delete("/v1/ssh-keys/:key", async (c) => {
-    const k = await store.findSshKey(c.req.param("key"));
-    if (!k)
-      throw new PierError("SSH_KEY_NOT_FOUND", `No SSH key '${c.req.param("key")}'.`, "See `pier ssh-keys`.");
-    await store.deleteSshKey(k.id);
     return c.body(null, 204);
   });
 

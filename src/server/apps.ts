@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import ssh2 from "ssh2";
 import { revParse } from "../adapters/git.js";
 import { PierError } from "../core/errors.js";
-import type { App, Deployment, Flavor, Runtime, SshKey } from "../core/model.js";
+import type { App, Deployment, Flavor, Runtime } from "../core/model.js";
 import { appNameProblem } from "../core/names.js";
 import type { Engine, InstanceLogLine, Store } from "../core/ports.js";
 import { type Deployer, newId } from "./deployer.js";
@@ -391,18 +391,6 @@ export class AppService {
         ),
       ),
     );
-  }
-
-  async addSshKey(input: { publicKey: string; name?: string; readOnly?: boolean }): Promise<SshKey> {
-    const k = parsePublicKey(input.publicKey);
-    return this.deps.store.addSshKey({
-      id: newId("key"),
-      name: input.name ?? (k.comment || k.fingerprint),
-      fingerprint: k.fingerprint,
-      algo: k.algo,
-      blob: k.blob,
-      readOnly: input.readOnly ?? false,
-    });
   }
 
   /** The app's private SSH key for builds (section 5.2), stored encrypted; the next deploy uses it. */

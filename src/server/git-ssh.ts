@@ -43,9 +43,14 @@ export interface GitSshServerOptions {
   reposDir: string;
   /** For the hook's unix socket. */
   runDir: string;
-  /** The registered key, or null. A read-only key (a deploy key) may fetch but not push. */
-  authorizeKey(algo: string, blob: Buffer): Promise<{ fingerprint: string; readOnly: boolean } | null>;
-  /** The id of the app with this id or name, or null. */
+  /** The registered key, or null. What it may reach is authorizeRepo's to say. */
+  authorizeKey(algo: string, blob: Buffer): Promise<{ fingerprint: string; keyId: string } | null>;
+  /**
+   * Whether the key may fetch from (git-upload-pack) or push to (git-receive-pack) this app's repository:
+   * null if it may, else the message the client sees. Also says when the app does not exist.
+   */
+  authorizeRepo(keyId: string, appId: string, op: "fetch" | "push"): Promise<string | null>;
+  /** The id of the app with this id or name, or null: both lead to the app's one repository. */
   resolveApp(ref: string): Promise<string | null>;
   onPush: PushHandler;
   maxPushBytes: number;
@@ -249,7 +254,7 @@ export async function startGitSshServer(
   const clients = new Set<Connection>();
   const server = new Server({ hostKeys: [key], ident: "Pier" }, (client) => {
     let fingerprint: string | null = null;
-    let readOnly = true;
+    let keyId: string | null = null;
     clients.add(client);
     client.on("close", () => clients.delete(client));
     client.on("error", (err) => opts.logger.warn({ err: err.message }, "ssh client error"));
@@ -266,7 +271,7 @@ export async function startGitSshServer(
         if (!ctx.signature || !ctx.blob) return ctx.accept(); // the client asks whether this key would do
         if (pub.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return ctx.reject(["publickey"]);
         fingerprint = auth.fingerprint;
-        readOnly = auth.readOnly;
+        keyId = auth.keyId;
         ctx.accept();
       })().catch((err: Error) => {
         opts.logger.warn({ err: err.message }, "ssh authentication failed");
@@ -297,11 +302,11 @@ export async function startGitSshServer(
           const receive = m[1]?.includes("receive") ?? false;
           const ref = m[2] ?? "";
           if (!APP_ID.test(ref)) return fail(`pier: '${ref}' is not an app id (see \`pier apps\`).`);
-          if (receive && readOnly)
-            return fail(
-              "pier: this key is a read-only deploy key: it may fetch (git clone, npm git dependencies) but not push.",
-            );
           void (async () => {
+            const refusal = keyId
+              ? await opts.authorizeRepo(keyId, ref, receive ? "push" : "fetch")
+              : "pier: not authenticated.";
+            if (refusal) return fail(refusal);
             // An app's name and its id lead to its one repository.
             const appId = await opts.resolveApp(ref);
             if (!appId) {

@@ -12,7 +12,8 @@ import { SqliteStore } from "../adapters/store/sqlite.js";
 import { pierGitPrefixes } from "../core/build-git.js";
 import { PierError } from "../core/errors.js";
 import type { EngineEvent, Store } from "../core/ports.js";
-import { createApi, hashToken } from "./api.js";
+import { authorizeRepo, BOOTSTRAP_NAME, hashToken } from "./access.js";
+import { createApi } from "./api.js";
 import { AppService } from "./apps.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { DeployLogs } from "./deploy-logs.js";
@@ -28,22 +29,43 @@ import { Toolchains } from "./toolchains.js";
 
 export const VERSION = "0.1.0";
 
-/** The admin token: kept hashed in the store, in clear only in <data>/cli.json (0600) for the local CLI. */
+/**
+ * The bootstrap admin token: kept hashed in the store, in clear only in <data>/cli.json (0600) for the local
+ * CLI. It is PIER_ADMIN_TOKEN when set, else the one cli.json holds, else a new one. Exactly one bootstrap
+ * token is valid: setting a new PIER_ADMIN_TOKEN (or deleting cli.json) revokes the previous one.
+ */
 async function adminToken(config: Config, store: Store): Promise<string> {
   const file = join(config.dataDir, "cli.json");
   let token = config.adminToken;
   if (!token && existsSync(file)) {
     try {
       const saved = JSON.parse(readFileSync(file, "utf8")) as { token?: string };
-      if (saved.token && (await store.findApiTokenByHash(hashToken(saved.token)))) token = saved.token;
+      if (saved.token && (await store.findApiTokenByHash(hashToken(saved.token)))?.bootstrap)
+        token = saved.token;
     } catch {
       // A damaged cli.json: a new token replaces it.
     }
   }
   token ??= randomBytes(32).toString("base64url");
-  if (!(await store.findApiTokenByHash(hashToken(token)))) {
-    await store.addApiToken(`tok-${randomBytes(6).toString("hex")}`, "admin", hashToken(token));
+  const known = await store.findApiTokenByHash(hashToken(token));
+  if (known && !known.bootstrap) {
+    throw new PierError(
+      "CONFIG_INVALID",
+      `PIER_ADMIN_TOKEN is the value of the API token '${known.name}'.`,
+      "Choose another value (at least 24 characters), or revoke that token first.",
+    );
   }
+  if (!known) {
+    await store.addApiToken({
+      id: `tok-${randomBytes(6).toString("hex")}`,
+      name: BOOTSTRAP_NAME,
+      hash: hashToken(token),
+      appId: null,
+      readOnly: false,
+      bootstrap: true,
+    });
+  }
+  await store.pruneBootstrapTokens(hashToken(token));
   const url = `http://${config.api.host === "0.0.0.0" ? "127.0.0.1" : config.api.host}:${config.api.port}`;
   await writeFile(file, `${JSON.stringify({ url, token }, null, 2)}\n`, { mode: 0o600 });
   await chmod(file, 0o600);
@@ -261,9 +283,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
     logger: logger.child({ part: "ssh" }),
     authorizeKey: async (algo, blob) => {
       const k = await store.findSshKeyByBlob(algo, blob.toString("base64"));
-      return k ? { fingerprint: k.fingerprint, readOnly: k.readOnly } : null;
+      return k ? { fingerprint: k.fingerprint, keyId: k.id } : null;
     },
     resolveApp: async (ref) => (await store.findApp(ref))?.id ?? null,
+    authorizeRepo: (keyId, ref, op) => authorizeRepo(store, keyId, ref, op),
     onPush: async (req) => {
       const app = await store.findApp(req.appId);
       if (!app) return { ok: false, message: `App ${req.appId} not found.` };

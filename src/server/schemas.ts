@@ -33,5 +33,13 @@ export const schemas = {
     name: z.string().max(100).optional(),
     readOnly: z.boolean().optional(),
   }),
+  createToken: z.object({
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, "must be 1-63 letters, digits, '.', '_' or '-'")
+      .refine((n) => n !== "admin", "'admin' is the bootstrap admin token's name"),
+    app: z.string().min(1).optional(),
+    readOnly: z.boolean().optional(),
+  }),
   putPrivateKey: z.object({ privateKey: z.string().min(1).max(32768) }),
 };

@@ -106,9 +106,16 @@ describe("git push over SSH", () => {
       logger: quiet,
       authorizeKey: async (_algo, blob) =>
         blob.equals(allowed)
-          ? { fingerprint: "SHA256:e2e", readOnly: false }
+          ? { fingerprint: "SHA256:e2e", keyId: "push" }
           : blob.equals(readOnly)
-            ? { fingerprint: "SHA256:deploy", readOnly: true }
+            ? { fingerprint: "SHA256:deploy", keyId: "deploy" }
+            : null,
+      // The server's own answers (src/server/access.ts authorizeRepo) are tested in tenancy.test.ts.
+      authorizeRepo: async (keyId, appId, op) =>
+        appId !== "myapp" && appId !== "busy"
+          ? `pier: app '${appId}' not found. Create it with \`pier create\`; see \`pier apps\`.`
+          : keyId === "deploy" && op === "push"
+            ? "pier: this key is a read-only deploy key: it may fetch (git clone, npm git dependencies) but not push."
             : null,
       resolveApp: async (ref) => (ref === "myapp" || ref === "busy" ? ref : null),
       onPush: async (req) => {
@@ -394,7 +401,8 @@ describe("git over SSH: limits and shutdown", () => {
       runDir: join(tmp, "run"),
       maxPushBytes: 64 * 1024,
       logger: quiet,
-      authorizeKey: async () => ({ fingerprint: "SHA256:any", readOnly: false }),
+      authorizeKey: async () => ({ fingerprint: "SHA256:any", keyId: "any" }),
+      authorizeRepo: async () => null,
       resolveApp: async (ref) => ref,
       onPush: async () => {
         deploys++;
@@ -447,7 +455,8 @@ describe("git over SSH: limits and shutdown", () => {
       runDir: join(tmp2, "run"),
       maxPushBytes: 1 << 20,
       logger: quiet,
-      authorizeKey: async () => ({ fingerprint: "SHA256:any", readOnly: false }),
+      authorizeKey: async () => ({ fingerprint: "SHA256:any", keyId: "any" }),
+      authorizeRepo: async () => null,
       resolveApp: async (ref) => ref,
       onPush: async (req) => {
         signal = req.signal;

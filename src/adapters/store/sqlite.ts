@@ -1,8 +1,18 @@
 import Database from "better-sqlite3";
 import { PierError } from "../../core/errors.js";
-import type { App, Deployment, Flavor, LogLine, Release, Runtime, SshKey } from "../../core/model.js";
+import type {
+  ApiToken,
+  App,
+  Deployment,
+  Flavor,
+  LogLine,
+  Release,
+  Runtime,
+  SshKey,
+} from "../../core/model.js";
 import type { AppPatch, DeploymentPatch, NewApp, Store, SubnetClaim } from "../../core/ports.js";
 import type { SecretBox } from "../secret-box.js";
+import { ACCESS_MIGRATION, SqliteAccess } from "./sqlite-access.js";
 
 /** Schema changes, applied in order once each. Never edit a shipped entry: add one. */
 const MIGRATIONS: readonly string[] = [
@@ -37,6 +47,7 @@ const MIGRATIONS: readonly string[] = [
   `CREATE TABLE subnets (subnet TEXT PRIMARY KEY, network TEXT NOT NULL UNIQUE, app_id TEXT NOT NULL,
      created_at TEXT NOT NULL);
    CREATE INDEX subnets_app ON subnets(app_id);`,
+  ACCESS_MIGRATION, // tenancy
 ];
 
 type Row = Record<string, unknown>;
@@ -91,24 +102,13 @@ function releaseOf(r: Row, box: SecretBox): Release {
   };
 }
 
-function sshKeyOf(r: Row): SshKey {
-  return {
-    id: str(r.id),
-    name: str(r.name),
-    fingerprint: str(r.fingerprint),
-    algo: str(r.algo),
-    blob: str(r.blob),
-    readOnly: r.read_only === 1,
-    createdAt: str(r.created_at),
-  };
-}
-
 /**
  * The store. Secrets (variable values, the variables of each release, app secrets such as private SSH
  * keys) are sealed with the SecretBox before they reach the database file.
  */
 export class SqliteStore implements Store {
   private readonly db: Database.Database;
+  private readonly access: SqliteAccess;
 
   constructor(
     file: string,
@@ -121,6 +121,7 @@ export class SqliteStore implements Store {
     this.db.pragma("busy_timeout = 5000");
     this.migrate();
     this.sealLegacySecrets();
+    this.access = new SqliteAccess(this.db);
   }
 
   /** Values written in clear by versions before encryption at rest are sealed in place, once. */
@@ -396,49 +397,56 @@ export class SqliteStore implements Store {
     );
   }
 
-  async addSshKey(k: Omit<SshKey, "createdAt">): Promise<SshKey> {
-    try {
-      this.db
-        .prepare(
-          "INSERT INTO ssh_keys (id, name, fingerprint, algo, blob, read_only, created_at) VALUES (?,?,?,?,?,?,?)",
-        )
-        .run(k.id, k.name, k.fingerprint, k.algo, k.blob, k.readOnly ? 1 : 0, now());
-    } catch (e) {
-      if (e instanceof Error && /UNIQUE/.test(e.message)) {
-        throw new PierError("SSH_KEY_EXISTS", `The key ${k.fingerprint} is already registered.`);
-      }
-      throw e;
-    }
-    return sshKeyOf(this.one("SELECT * FROM ssh_keys WHERE id = ?", k.id)!);
+  async addSshKey(k: Omit<SshKey, "createdAt" | "global" | "apps">): Promise<SshKey> {
+    return this.access.addSshKey(k);
   }
 
-  async listSshKeys(): Promise<SshKey[]> {
-    return this.all("SELECT * FROM ssh_keys ORDER BY created_at").map(sshKeyOf);
+  async grantSshKey(
+    k: Omit<SshKey, "createdAt" | "global" | "apps" | "readOnly">,
+    appId: string,
+    readOnly: boolean,
+  ): Promise<{ key: SshKey; created: boolean }> {
+    return this.access.grantSshKey(k, appId, readOnly);
+  }
+
+  async revokeSshKeyGrant(keyId: string, appId: string): Promise<boolean> {
+    return this.access.revokeSshKeyGrant(keyId, appId);
+  }
+
+  async listSshKeys(appId?: string): Promise<SshKey[]> {
+    return this.access.listSshKeys(appId);
   }
 
   async findSshKey(ref: string): Promise<SshKey | null> {
-    const r = this.one("SELECT * FROM ssh_keys WHERE id = ? OR fingerprint = ? OR name = ?", ref, ref, ref);
-    return r ? sshKeyOf(r) : null;
+    return this.access.findSshKey(ref);
   }
 
   async findSshKeyByBlob(algo: string, blob: string): Promise<SshKey | null> {
-    const r = this.one("SELECT * FROM ssh_keys WHERE algo = ? AND blob = ?", algo, blob);
-    return r ? sshKeyOf(r) : null;
+    return this.access.findSshKeyByBlob(algo, blob);
   }
 
   async deleteSshKey(id: string): Promise<void> {
-    this.db.prepare("DELETE FROM ssh_keys WHERE id = ?").run(id);
+    this.access.deleteSshKey(id);
   }
 
-  async addApiToken(id: string, name: string, hash: string): Promise<void> {
-    this.db
-      .prepare("INSERT INTO api_tokens (id, name, hash, created_at) VALUES (?,?,?,?)")
-      .run(id, name, hash, now());
+  async addApiToken(t: Parameters<Store["addApiToken"]>[0]): Promise<ApiToken> {
+    return this.access.addApiToken(t);
   }
 
-  async findApiTokenByHash(hash: string): Promise<{ id: string; name: string } | null> {
-    const r = this.one("SELECT id, name FROM api_tokens WHERE hash = ?", hash);
-    return r ? { id: str(r.id), name: str(r.name) } : null;
+  async findApiTokenByHash(hash: string): Promise<ApiToken | null> {
+    return this.access.findApiTokenByHash(hash);
+  }
+
+  async listApiTokens(): Promise<ApiToken[]> {
+    return this.access.listApiTokens();
+  }
+
+  async deleteApiToken(name: string): Promise<boolean> {
+    return this.access.deleteApiToken(name);
+  }
+
+  async pruneBootstrapTokens(keepHash: string): Promise<number> {
+    return this.access.pruneBootstrapTokens(keepHash);
   }
 
   async recordExit(e: {

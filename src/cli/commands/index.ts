@@ -17,6 +17,7 @@ import { sshKeys } from "./ssh-keys.js";
 import { sshPrivateKey } from "./ssh-private-key.js";
 import { status } from "./status.js";
 import { stop } from "./stop.js";
+import { tokens } from "./tokens.js";
 
 /** Every command, in the order `pier help` lists them. */
 export const COMMANDS: readonly Command[] = [
@@ -36,6 +37,7 @@ export const COMMANDS: readonly Command[] = [
   link,
   sshKeys,
   sshPrivateKey,
+  tokens,
   runtimes,
   del,
   help,

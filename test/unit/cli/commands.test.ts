@@ -1,6 +1,6 @@
 // Commands run in-process with a fake fetch behind ApiClient: the requests they send and what they print.
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
@@ -199,6 +199,95 @@ describe("commands", () => {
       [`DELETE /v1/ssh-keys/${encodeURIComponent(fp)}`]: { status: 204 },
     });
     assert.equal(r.code, 0, r.stderr);
+  });
+
+  const KEY = {
+    id: "key-1",
+    name: "deploy",
+    fingerprint: "SHA256:abc",
+    algo: "ssh-ed25519",
+    global: false,
+    readOnly: false,
+    apps: [{ id: APP.id, name: "web", readOnly: true }],
+    createdAt: "2026-11-22T10:00:00.000Z",
+  };
+
+  test("ssh-keys add --app grants the key on that app only, read-only when asked", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pier-keys-"));
+    const pub = join(dir, "k.pub");
+    writeFileSync(pub, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA deploy\n");
+    const r = await pier(["ssh-keys", "add", pub, "--app", "web", "--read-only"], {
+      "POST /v1/apps/web/ssh-keys": { status: 201, body: KEY },
+    });
+    rmSync(dir, { recursive: true, force: true });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(r.sent[0]?.body, {
+      publicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA deploy",
+      readOnly: true,
+    });
+    assert.match(r.stdout, /Granted SSH key deploy \(SHA256:abc\), id key-1, on web: fetch only/);
+  });
+
+  test("ssh-keys lists every key with its scope; --app lists the app's keys", async () => {
+    const admin = { ...KEY, id: "key-0", name: "me", global: true, apps: [] };
+    const all = await pier(["ssh-keys"], { "GET /v1/ssh-keys": { status: 200, body: [admin, KEY] } });
+    assert.equal(all.code, 0, all.stderr);
+    assert.match(all.stdout, /SCOPE/);
+    assert.match(all.stdout, /me .*admin \(push\)/);
+    assert.match(all.stdout, /deploy .*web \(fetch\)/);
+    const one = await pier(["ssh-keys", "--app", "web"], {
+      "GET /v1/apps/web/ssh-keys": { status: 200, body: [KEY] },
+    });
+    assert.equal(one.code, 0, one.stderr);
+    assert.match(one.stdout, /deploy .* fetch /);
+  });
+
+  test("ssh-keys rm --app removes the grant on that app", async () => {
+    const r = await pier(["ssh-keys", "rm", "deploy", "--app", "web"], {
+      "DELETE /v1/apps/web/ssh-keys/deploy": { status: 204 },
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Removed SSH key deploy from web/);
+  });
+
+  const TOKEN = {
+    name: "ci",
+    app: { id: APP.id, name: "web" },
+    readOnly: true,
+    admin: false,
+    bootstrap: false,
+    createdAt: "2026-11-22T10:00:00.000Z",
+  };
+
+  test("tokens create prints the token once, on stdout, and its scope on stderr", async () => {
+    const r = await pier(["tokens", "create", "ci", "--app", "web", "--read-only"], {
+      "POST /v1/tokens": { status: 201, body: { ...TOKEN, token: "pier_s3cret" } },
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(r.sent[0]?.body, { name: "ci", app: "web", readOnly: true });
+    assert.equal(r.stdout, "pier_s3cret\n");
+    assert.match(r.stderr, /Created token ci \(app web, read-only\)\. It is shown this once/);
+  });
+
+  test("tokens lists name, scope and creation time", async () => {
+    const r = await pier(["tokens"], {
+      "GET /v1/tokens": {
+        status: 200,
+        body: [{ ...TOKEN, name: "admin", app: null, readOnly: false, admin: true, bootstrap: true }, TOKEN],
+      },
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /NAME +SCOPE +CREATED/);
+    assert.match(r.stdout, /admin \(bootstrap\) +admin +2026/);
+    assert.match(r.stdout, /ci +app web, read-only +2026/);
+  });
+
+  test("tokens revoke deletes by name; --app belongs to create only", async () => {
+    const r = await pier(["tokens", "revoke", "ci"], { "DELETE /v1/tokens/ci": { status: 204 } });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Revoked token ci/);
+    const bad = await pier(["tokens", "revoke", "ci", "--app", "web"], {});
+    assert.equal(bad.code, 2);
   });
 
   test("an answer that does not match the API is an error naming the field", async () => {
