@@ -149,6 +149,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
 
   await deployer.recover();
   await reconcile({ store, engine, instances, deployer, logger: logger.child({ part: "reconciler" }) });
+  // HAProxy outlives pier server, but may die under it (killed, OOM): the watchdog starts it again.
+  edge.watch(1000, () => instances.refreshEdge());
 
   const events = new AbortController();
   const onEngineEvent = async (e: EngineEvent) => {
@@ -289,6 +291,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     logger,
     close: async () => {
       events.abort();
+      edge.unwatch();
       await ssh.close();
       await new Promise<void>((resolve) => http.close(() => resolve()));
       store.close();

@@ -35,9 +35,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  // A killed daemon whose parent does not reap it stays a zombie: signals reach it, but it serves nothing.
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return true;
   }
 }
 
@@ -49,7 +55,8 @@ const RUNTIME_ERROR = /No such (server|backend)|Unknown command|Require|Invalid|
  * dropped request, for any app. A change of the set of apps (or of an app's slot count) writes a new
  * configuration, checks it with `haproxy -c`, and reloads seamlessly (`-x` hands the listening sockets
  * over; the old process finishes its requests). HAProxy is a daemon: it outlives `pier server`, and a
- * restarted `pier server` adopts it.
+ * restarted `pier server` adopts it. While `pier server` runs, a watchdog (`watch()`) starts HAProxy again
+ * with the current routes when its process is gone (killed, crashed).
  */
 export class HaproxyEdge implements Edge {
   private readonly bin: string;
@@ -237,7 +244,64 @@ export class HaproxyEdge implements Edge {
     await this.launch(text, pid);
   }
 
+  private watchdog: NodeJS.Timeout | null = null;
+
+  /**
+   * The watchdog: every `intervalMs`, if HAProxy's process is gone (killed, crashed, OOM), starts it again
+   * with the current routes (those of the last change, kept in memory and on disk). Checks run in line with
+   * route changes, never during one. `onRestart` runs after each restart (e.g. to re-apply the route table).
+   */
+  watch(intervalMs = 1000, onRestart?: () => Promise<void>): void {
+    this.unwatch();
+    let busy = false;
+    let failing = false;
+    this.watchdog = setInterval(() => {
+      if (busy || this.pid() !== null) return;
+      busy = true;
+      const next = this.chain.then(() => this.revive());
+      this.chain = next.then(
+        () => undefined,
+        () => undefined,
+      );
+      next
+        .then(async (restarted) => {
+          failing = false;
+          if (restarted && onRestart) await onRestart();
+        })
+        .catch((e: Error) => {
+          // Said once per outage, not every second.
+          if (!failing) this.opts.logger?.warn({ err: e.message }, "could not restart the edge (HAProxy)");
+          failing = true;
+        })
+        .finally(() => {
+          busy = false;
+        });
+    }, intervalMs);
+    this.watchdog.unref();
+  }
+
+  /** Stops the watchdog (HAProxy keeps running). */
+  unwatch(): void {
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog = null;
+  }
+
+  /** Starts HAProxy with the current layout when its process is gone; true if it did. */
+  private async revive(): Promise<boolean> {
+    if (this.watchdog === null || this.pid() !== null) return false;
+    await this.persisting;
+    this.opts.logger?.warn(
+      { port: this.opts.listenPort },
+      "the edge (HAProxy) is not running: starting it again with the current routes",
+    );
+    const text = await this.write(this.layout);
+    await this.launch(text, null);
+    this.opts.logger?.info({ port: this.opts.listenPort }, "edge restarted: it serves the current routes");
+    return true;
+  }
+
   async stop(): Promise<void> {
+    this.unwatch();
     await this.persisting;
     const pid = this.pid();
     if (!pid) return;
