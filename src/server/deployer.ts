@@ -78,14 +78,15 @@ export class Deployer {
    * After a restart of the control plane: nothing stays "queued", "building" or "deploying" forever, and
    * each interrupted deployment ends as what serves says. A deployment whose release the store records as
    * current went live (the store records it once the edge switched; the reconciler routes it): it
-   * succeeded. Any other failed, and the edge is brought back to the store's current release before that
-   * deployment's instances go, so a switch the store never recorded is undone while the old instances
-   * still answer.
+   * succeeded. Any other failed. Then the edge is brought in step with the store before any instance goes:
+   * a switch the store never recorded is undone while the old instances still answer, and one it recorded
+   * is completed before the reconciler retires the old instances.
    */
   async recover(): Promise<void> {
     const { store, instances, logs, logger } = this.deps;
     const orphans: InstanceInfo[] = [];
-    for (const d of await store.unfinishedDeployments()) {
+    const unfinished = await store.unfinishedDeployments();
+    for (const d of unfinished) {
       const current = await store.currentRelease(d.appId);
       const write = (line: string) => logs.write(d.id, line);
       if (current && current.deploymentId === d.id) {
@@ -115,10 +116,12 @@ export class Deployer {
       logger.info({ appId: d.appId, deploymentId: d.id, state: d.state }, "interrupted deployment failed");
       orphans.push(...(await instances.list(d.appId)).filter((i) => i.labels["pier.deployment"] === d.id));
     }
-    if (orphans.length === 0) return;
+    if (unfinished.length === 0) return;
+    // The edge follows the store first: then neither these instances nor those the reconciler removes next
+    // (the previous release's, when the new one had gone live) are routed when they go.
     await instances
       .refreshEdge()
-      .catch((err) => logger.warn({ err }, "could not bring the edge back to the current releases"));
+      .catch((err) => logger.warn({ err }, "could not bring the edge in step with the current releases"));
     await instances.remove(orphans);
   }
 

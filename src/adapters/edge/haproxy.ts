@@ -66,6 +66,12 @@ export class HaproxyEdge implements Edge {
   private readonly layoutFile: string;
   private layout: EdgeLayout = { backends: [] };
   private chain: Promise<void> = Promise.resolve();
+  /**
+   * An adopted HAProxy may serve routes that layout.json does not show yet (pier server was killed between
+   * a runtime switch and the write of its files): the first change after adopting reloads from a full
+   * configuration instead of planning runtime steps from the files.
+   */
+  private adopted = false;
 
   constructor(private readonly opts: HaproxyEdgeOptions) {
     this.bin = opts.haproxyBin ?? "haproxy";
@@ -192,6 +198,7 @@ export class HaproxyEdge implements Edge {
     if (pid) {
       // Adopt the running edge: it keeps serving while the control plane re-applies its routes.
       this.opts.logger?.info({ pid }, "adopting the running edge");
+      this.adopted = true;
       return;
     }
     const text = await this.write(this.layout);
@@ -222,7 +229,7 @@ export class HaproxyEdge implements Edge {
       throw new PierError("EDGE_ERROR", (e as Error).message);
     }
     const pid = this.pid();
-    if (plan && pid) {
+    if (plan && pid && !this.adopted) {
       if (plan.steps.length === 0) return;
       const answer = await this.runtime(plan.steps.flatMap(runtimeCommands));
       if (RUNTIME_ERROR.test(answer)) {
@@ -242,6 +249,7 @@ export class HaproxyEdge implements Edge {
     const text = await this.write(layout);
     this.layout = layout;
     await this.launch(text, pid);
+    this.adopted = false;
   }
 
   private watchdog: NodeJS.Timeout | null = null;
