@@ -39,7 +39,11 @@ describe("instances that exit", { timeout: 600_000 }, () => {
     assert.match(push.stderr, /Instance 0 exited with code 3/);
     assert.match(push.stderr, /Deployment failed/);
     assert.ok(Date.now() - started < 15_000, "the gate did not wait for its listen timeout");
-    const deps = await pier.cliJson<{ id: string; state: string; reason: string }[]>(["deployments", "--app", "x"]);
+    const deps = await pier.cliJson<{ id: string; state: string; reason: string }[]>([
+      "deployments",
+      "--app",
+      "x",
+    ]);
     assert.equal(deps[0]?.state, "failed");
     assert.match(deps[0]?.reason ?? "", /exited with code 3/);
     assert.equal((await pier.get("x")).body, "mark=x1", "the previous release serves");
