@@ -76,22 +76,55 @@ export class Deployer {
     },
   ) {}
 
-  /** After a restart of the control plane: nothing stays "queued" or "running" forever. */
+  /**
+   * After a restart of the control plane: nothing stays "queued", "building" or "deploying" forever, and
+   * each interrupted deployment ends as what serves says. A deployment whose release the store records as
+   * current went live (the store records it once the edge switched; the reconciler routes it): it
+   * succeeded. Any other failed. Then the edge is brought in step with the store before any instance goes:
+   * a switch the store never recorded is undone while the old instances still answer, and one it recorded
+   * is completed before the reconciler retires the old instances.
+   */
   async recover(): Promise<void> {
-    for (const d of await this.deps.store.unfinishedDeployments()) {
-      await this.deps.store.updateDeployment(d.id, {
-        state: "failed",
-        reason:
-          "Interrupted: pier server stopped while this deployment ran. Push again or run `pier restart`.",
-        finishedAt: now(),
-      });
-      const app = await this.deps.store.findApp(d.appId);
-      const current = app ? await this.deps.store.currentRelease(app.id) : null;
-      const orphans = (await this.deps.instances.list(d.appId)).filter(
-        (i) => i.labels["pier.deployment"] === d.id && i.labels["pier.deployment"] !== current?.deploymentId,
-      );
-      await this.deps.instances.remove(orphans);
+    const { store, instances, logs, logger } = this.deps;
+    const orphans: InstanceInfo[] = [];
+    const unfinished = await store.unfinishedDeployments();
+    for (const d of unfinished) {
+      const current = await store.currentRelease(d.appId);
+      const write = (line: string) => logs.write(d.id, line);
+      if (current && current.deploymentId === d.id) {
+        write(`pier server stopped after release v${current.number} went live; it serves.`);
+        write("Deployment succeeded.");
+        await store.updateDeployment(d.id, {
+          state: "succeeded",
+          reason: null,
+          releaseId: current.id,
+          finishedAt: now(),
+        });
+        logger.info({ appId: d.appId, deploymentId: d.id }, "interrupted deployment had gone live");
+        continue;
+      }
+      const step =
+        d.state === "queued"
+          ? "before it started"
+          : d.state === "building"
+            ? "during the build"
+            : "before its release went live";
+      const reason = `Interrupted ${step}: pier server stopped. ${
+        current ? `Release v${current.number} keeps serving.` : "Nothing was released."
+      } Push again or run \`pier restart\`.`;
+      write(reason);
+      write("Deployment failed.");
+      await store.updateDeployment(d.id, { state: "failed", reason, finishedAt: now() });
+      logger.info({ appId: d.appId, deploymentId: d.id, state: d.state }, "interrupted deployment failed");
+      orphans.push(...(await instances.list(d.appId)).filter((i) => i.labels["pier.deployment"] === d.id));
     }
+    if (unfinished.length === 0) return;
+    // The edge follows the store first: then neither these instances nor those the reconciler removes next
+    // (the previous release's, when the new one had gone live) are routed when they go.
+    await instances
+      .refreshEdge()
+      .catch((err) => logger.warn({ err }, "could not bring the edge in step with the current releases"));
+    await instances.remove(orphans);
   }
 
   async enqueue(

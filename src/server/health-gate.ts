@@ -72,7 +72,9 @@ export async function waitListening(
     }
     const now = await engine.inspectInstance(instance.id);
     if (!now) return { ok: false, exited: null };
-    if (!now.running && now.state !== "restarting" && now.state !== "created") {
+    // Exited, or exited and waiting for the engine to restart it: an instance that exits before it listens
+    // fails the gate at once, with its exit code (the engine would restart it forever).
+    if (now.state === "restarting" || (!now.running && now.state !== "created")) {
       return { ok: false, exited: now.exitCode };
     }
     const host = now.networkAddress ?? instance.http?.host;

@@ -196,6 +196,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     removeNetworks: (appId) => networks.remove(appId),
     logger,
   }).catch((err) => logger.warn({ err }, "could not look for what deleted apps left behind"));
+  // HAProxy outlives pier server, but may die under it (killed, OOM): the watchdog starts it again.
+  edge.watch(1000, () => instances.refreshEdge());
 
   const events = new AbortController();
   const onEngineEvent = async (e: EngineEvent) => {
@@ -338,6 +340,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     logger,
     close: async () => {
       events.abort();
+      edge.unwatch();
       await ssh.close();
       await new Promise<void>((resolve) => http.close(() => resolve()));
       store.close();

@@ -53,7 +53,7 @@ describe("API and CLI: bad input gets a clear error and loses nothing", { timeou
   test("unknown type, bad names and flavors are refused with the field and the rule", async () => {
     const cases: [unknown, RegExp][] = [
       [{ name: "a", type: "cobol" }, /type: must be one of docker, node, phpserver/],
-      [{ name: "Bad_Name", type: "docker" }, /name: must be/],
+      [{ name: "Bad_Name", type: "docker" }, /name: 'Bad_Name' must start with a lowercase letter/],
       [{ name: "ok", type: "docker", flavor: "huge" }, /flavor: must be one of/],
       [{ name: "php", type: "phpserver", flavor: "pico" }, /pico/],
       [{ type: "docker" }, /name/],

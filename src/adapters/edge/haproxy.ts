@@ -36,9 +36,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  // A killed daemon whose parent does not reap it stays a zombie: signals reach it, but it serves nothing.
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return true;
   }
 }
 
@@ -50,7 +56,8 @@ const RUNTIME_ERROR = /No such (server|backend)|Unknown command|Require|Invalid|
  * dropped request, for any app. A change of the set of apps (or of an app's slot count) writes a new
  * configuration, checks it with `haproxy -c`, and reloads seamlessly (`-x` hands the listening sockets
  * over; the old process finishes its requests). HAProxy is a daemon: it outlives `pier server`, and a
- * restarted `pier server` adopts it.
+ * restarted `pier server` adopts it. While `pier server` runs, a watchdog (`watch()`) starts HAProxy again
+ * with the current routes when its process is gone (killed, crashed).
  */
 export class HaproxyEdge implements Edge {
   private readonly bin: string;
@@ -60,6 +67,12 @@ export class HaproxyEdge implements Edge {
   private readonly layoutFile: string;
   private layout: EdgeLayout = { backends: [] };
   private chain: Promise<void> = Promise.resolve();
+  /**
+   * An adopted HAProxy may serve routes that layout.json does not show yet (pier server was killed between
+   * a runtime switch and the write of its files): the first change after adopting reloads from a full
+   * configuration instead of planning runtime steps from the files.
+   */
+  private adopted = false;
 
   constructor(private readonly opts: HaproxyEdgeOptions) {
     this.bin = opts.haproxyBin ?? "haproxy";
@@ -186,6 +199,7 @@ export class HaproxyEdge implements Edge {
     if (pid) {
       // Adopt the running edge: it keeps serving while the control plane re-applies its routes.
       this.opts.logger?.info({ pid }, "adopting the running edge");
+      this.adopted = true;
       return;
     }
     const text = await this.write(this.layout);
@@ -219,7 +233,7 @@ export class HaproxyEdge implements Edge {
       throw new PierError("EDGE_ERROR", (e as Error).message);
     }
     const pid = this.pid();
-    if (plan && pid) {
+    if (plan && pid && !this.adopted) {
       if (plan.steps.length === 0) return;
       const answer = await this.runtime(plan.steps.flatMap(runtimeCommands));
       if (RUNTIME_ERROR.test(answer)) {
@@ -239,9 +253,67 @@ export class HaproxyEdge implements Edge {
     const text = await this.write(layout);
     this.layout = layout;
     await this.launch(text, pid);
+    this.adopted = false;
+  }
+
+  private watchdog: NodeJS.Timeout | null = null;
+
+  /**
+   * The watchdog: every `intervalMs`, if HAProxy's process is gone (killed, crashed, OOM), starts it again
+   * with the current routes (those of the last change, kept in memory and on disk). Checks run in line with
+   * route changes, never during one. `onRestart` runs after each restart (e.g. to re-apply the route table).
+   */
+  watch(intervalMs = 1000, onRestart?: () => Promise<void>): void {
+    this.unwatch();
+    let busy = false;
+    let failing = false;
+    this.watchdog = setInterval(() => {
+      if (busy || this.pid() !== null) return;
+      busy = true;
+      const next = this.chain.then(() => this.revive());
+      this.chain = next.then(
+        () => undefined,
+        () => undefined,
+      );
+      next
+        .then(async (restarted) => {
+          failing = false;
+          if (restarted && onRestart) await onRestart();
+        })
+        .catch((e: Error) => {
+          // Said once per outage, not every second.
+          if (!failing) this.opts.logger?.warn({ err: e.message }, "could not restart the edge (HAProxy)");
+          failing = true;
+        })
+        .finally(() => {
+          busy = false;
+        });
+    }, intervalMs);
+    this.watchdog.unref();
+  }
+
+  /** Stops the watchdog (HAProxy keeps running). */
+  unwatch(): void {
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog = null;
+  }
+
+  /** Starts HAProxy with the current layout when its process is gone; true if it did. */
+  private async revive(): Promise<boolean> {
+    if (this.watchdog === null || this.pid() !== null) return false;
+    await this.persisting;
+    this.opts.logger?.warn(
+      { port: this.opts.listenPort },
+      "the edge (HAProxy) is not running: starting it again with the current routes",
+    );
+    const text = await this.write(this.layout);
+    await this.launch(text, null);
+    this.opts.logger?.info({ port: this.opts.listenPort }, "edge restarted: it serves the current routes");
+    return true;
   }
 
   async stop(): Promise<void> {
+    this.unwatch();
     await this.persisting;
     const pid = this.pid();
     if (!pid) return;

@@ -90,7 +90,8 @@ function infoOf(c: InspectLike): InstanceInfo {
     running: c.State.Running,
     startedAt: c.State.StartedAt && !c.State.StartedAt.startsWith("0001") ? c.State.StartedAt : null,
     restarts: c.RestartCount,
-    exitCode: c.State.Running ? null : c.State.ExitCode,
+    // While the engine waits to restart it, the exit code is the last run's.
+    exitCode: c.State.Running && c.State.Status !== "restarting" ? null : c.State.ExitCode,
     http: inSandbox ? targetOf(labels["pier.http-target"]) : published(labels["pier.http-port"]),
     tcp: inSandbox ? targetOf(labels["pier.tcp-target"]) : published(labels["pier.tcp-port"]),
     networkAddress: inSandbox

@@ -1,0 +1,105 @@
+// dockerd restarted under running apps (disruptive: it stops every container on the machine, so this runs
+// last, alone). dockerd is stopped the way an operator does (SIGTERM, wait for it to exit) and started again
+// the way scripts/setup.sh starts it; a Dockerfile app and a Node.js app then serve again through the edge.
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { after, before, describe, test } from "node:test";
+import { markedApp, waitFor } from "../e2e/faults-harness.js";
+import { Pier, run } from "../e2e/harness.js";
+
+const PID_FILE = "/var/run/docker.pid";
+
+const NODE_APP = {
+  "package.json": `${JSON.stringify({ name: "n", version: "1.0.0", scripts: { start: "node server.js" } })}\n`,
+  "server.js": `require("http").createServer((req, res) => res.end("mark=node")).listen(8080, "0.0.0.0");\n`,
+};
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "dockerd";
+  } catch {
+    return false;
+  }
+};
+const engineUp = async () => (await run(["docker", "info", "--format", "{{.ServerVersion}}"])).code === 0;
+
+/** Other test runs on this machine (other checkouts): their containers would go down with dockerd. */
+function othersTesting(): string[] {
+  const r = spawnSync("pgrep", ["-fa", "node --test"], { encoding: "utf8" });
+  return r.stdout
+    .split("\n")
+    .filter((l) => l.trim())
+    .filter((l) => ![process.pid, process.ppid].includes(Number(l.split(" ")[0])));
+}
+
+describe("dockerd restarted under running apps", { timeout: 900_000 }, () => {
+  const pier = new Pier();
+  let repo = "";
+
+  before(async () => {
+    await pier.start();
+    await pier.addKey();
+    const docker = (await pier.cliJson<{ id: string }>(["create", "--type", "docker", "dd"])).id;
+    const node = (await pier.cliJson<{ id: string }>(["create", "--type", "node", "dn"])).id;
+    for (const [name, files, id] of [
+      ["dd", markedApp("docker"), docker],
+      ["dn", NODE_APP, node],
+    ] as const) {
+      const dir = await pier.repo(name, files, id);
+      if (name === "dd") repo = dir;
+      const push = await pier.push(dir);
+      assert.equal(push.code, 0, push.stderr);
+    }
+    assert.equal((await pier.get("dd")).body, "mark=docker");
+    assert.equal((await pier.get("dn")).body, "mark=node");
+  });
+  after(async () => {
+    if (!(await engineUp())) await waitFor("the engine", engineUp, 60_000).catch(() => undefined);
+    await pier.destroy();
+  });
+
+  test("both apps serve again through the edge within 60 s, without anyone touching Pier", async (t) => {
+    // Other runs' containers would stop too: wait for them (up to 10 min) rather than break them.
+    await waitFor("other test runs to end", async () => othersTesting().length === 0, 600_000).catch(() =>
+      t.diagnostic(`restarting dockerd while other tests run: ${othersTesting().join("; ")}`),
+    );
+    const pid = Number(readFileSync(PID_FILE, "utf8").trim());
+    assert.ok(alive(pid), "dockerd runs and wrote its pid file");
+    process.kill(pid, "SIGTERM");
+    await waitFor("dockerd to exit", async () => !alive(pid), 120_000);
+    const down = await pier.get("dd").catch(() => ({ status: 0 }));
+    assert.notEqual(down.status, 200, "the apps were really down");
+
+    const started = Date.now();
+    const r = spawnSync(
+      "bash",
+      ["-c", "setsid nohup dockerd >/var/log/pier-dockerd.log 2>&1 </dev/null 9>&- &"],
+      { stdio: "ignore" },
+    );
+    assert.equal(r.status, 0);
+    await waitFor("dockerd to answer", engineUp, 60_000);
+    const engineMs = Date.now() - started;
+    for (const [app, mark] of [
+      ["dd", "mark=docker"],
+      ["dn", "mark=node"],
+    ]) {
+      await waitFor(
+        `${app} to serve again`,
+        async () => (await pier.get(app!, "/")).body === mark,
+        60_000 - (Date.now() - started),
+      );
+    }
+    const ms = Date.now() - started;
+    t.diagnostic(`engine up after ${engineMs} ms; both apps served again after ${ms} ms`);
+    assert.match(pier.output, /engine events stream ended/);
+    // The control plane works on the new engine: a deploy goes through.
+    const status = await pier.cliJson<{ state: string }>(["status", "--app", "dd"]);
+    assert.equal(status.state, "running");
+    await pier.commit(repo, markedApp("docker2"), "after the engine restart");
+    const push = await pier.push(repo);
+    assert.equal(push.code, 0, push.stderr);
+    assert.equal((await pier.get("dd")).body, "mark=docker2");
+  });
+});
