@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import ssh2 from "ssh2";
@@ -29,7 +30,7 @@ const PROBE_APP: Record<string, string> = {
     "FROM pier/node:22",
     "WORKDIR /app",
     "COPY server.js .",
-    "RUN grep -E 'CapEff|NoNewPrivs' /proc/self/status",
+    "RUN echo build-cpu=$(cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us)",
     'CMD ["node", "server.js"]',
     "",
   ].join("\n"),
@@ -152,6 +153,9 @@ describe("hardening", { timeout: 900_000 }, () => {
     const repo = await pier.repo("probe", PROBE_APP, app.id);
     const first = await pier.push(repo);
     assert.equal(first.code, 0, first.stderr);
+    // The Dockerfile's RUN steps get the build flavor's CPU share (M: 4 CPUs, capped at the host's).
+    const quota = Math.min(4, availableParallelism()) * 100_000;
+    assert.match(first.stderr, new RegExp(`build-cpu=(${quota} 100000|${quota})\\b`), first.stderr);
     const dump = join(pier.work, "git-env.txt");
     const hook = join(pier.dataDir, "repos", `${app.id}.git`, "hooks", "post-receive");
     writeFileSync(hook, `#!/bin/sh\nenv > ${dump}\n`, { mode: 0o755 });
