@@ -18,9 +18,42 @@ export class ExecError extends Error {
   }
 }
 
+/**
+ * The variables of the server's environment a child process (HAProxy, git, tar, ssh-keygen) sees: what a
+ * program needs to find its tools, its home, its language and time zone and the system's certificates.
+ * Nothing else passes: not PIER_ADMIN_TOKEN, not a cloud provider's credentials the server was started
+ * with. A child's own needs are given as `extra`.
+ */
+export const CHILD_ENV_NAMES: readonly string[] = [
+  "PATH",
+  "HOME",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "LANG",
+  "LANGUAGE",
+  "TZ",
+  "TMPDIR",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+];
+
+/** The environment of a child process: {@link CHILD_ENV_NAMES} and `LC_*` from `parent`, then `extra`. */
+export function childEnv(
+  extra: Readonly<Record<string, string>> = {},
+  parent: NodeJS.ProcessEnv = process.env,
+): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(parent)) {
+    if (value !== undefined && (CHILD_ENV_NAMES.includes(name) || name.startsWith("LC_"))) env[name] = value;
+  }
+  return Object.assign(env, extra);
+}
+
 export interface ExecOptions {
   cwd?: string;
-  env?: NodeJS.ProcessEnv;
+  /** Variables the child needs beyond {@link childEnv}'s (the server's own environment is not passed). */
+  env?: Readonly<Record<string, string>>;
   input?: string | Buffer;
   signal?: AbortSignal;
   /** Receives output lines (stdout and stderr) as they come. */
@@ -39,7 +72,7 @@ export function exec(argv: readonly string[], opts: ExecOptions = {}): Promise<E
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, {
       cwd: opts.cwd,
-      env: opts.env ?? process.env,
+      env: childEnv(opts.env),
       signal: opts.signal,
       stdio: ["pipe", "pipe", "pipe"],
     });

@@ -3,14 +3,13 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { appendFile, chmod, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ExecError, exec } from "./exec.js";
+import { childEnv, ExecError, exec } from "./exec.js";
 
 const SHA = /^[0-9a-f]{40}$/;
 const REV = /^(refs\/heads\/[A-Za-z0-9._/-]+|HEAD|[0-9a-f]{40})$/;
 
-function envWith(gitEnv?: Record<string, string>): NodeJS.ProcessEnv {
-  return { ...process.env, ...(gitEnv ?? {}) };
-}
+/** What git needs beyond childEnv's: the quarantine of a push being received. */
+const envWith = (gitEnv?: Record<string, string>): Record<string, string> => gitEnv ?? {};
 
 /** One ensureBareRepo at a time per repository: `git config` takes a lock and fails at once if it is held. */
 const ensuring = new Map<string, Promise<void>>();
@@ -102,10 +101,13 @@ export function archiveCommit(
   if (!SHA.test(sha)) return Promise.reject(new Error(`archiveCommit: '${sha}' is not a commit id`));
   return new Promise((resolve, reject) => {
     const git = spawn("git", ["-C", repoDir, "archive", "--format=tar", sha], {
-      env: envWith(gitEnv),
+      env: childEnv(envWith(gitEnv)),
       stdio: ["ignore", "pipe", "pipe"],
     });
-    const tar = spawn("tar", ["-x", "-C", destDir, "--no-same-owner"], { stdio: ["pipe", "ignore", "pipe"] });
+    const tar = spawn("tar", ["-x", "-C", destDir, "--no-same-owner"], {
+      env: childEnv(),
+      stdio: ["pipe", "ignore", "pipe"],
+    });
     git.stdout.pipe(tar.stdin);
     let gitErr = "";
     let tarErr = "";

@@ -25,6 +25,12 @@ export const MAX_VALUE_BYTES = 64 * 1024;
 
 const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/**
+ * Names of Object.prototype's properties (`__proto__`, `constructor`, `toString`, `valueOf`...): stored as
+ * keys of a plain object they are lost or change the object, so they are refused as variable names.
+ */
+const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.prototype));
+
 /** A name as it can be shown in a message: quoted, escaped, cut when long. */
 function shown(name: string): string {
   return JSON.stringify(name.length > 40 ? `${name.slice(0, 40)}…` : name);
@@ -40,6 +46,9 @@ export function validateVariableName(name: string): string | null {
     return `${name} is set by the platform in every instance and cannot be changed.`;
   }
   if (name === DASHED_VARIABLE) return null;
+  if (PROTOTYPE_KEYS.has(name)) {
+    return `The variable name ${shown(name)} is reserved (it names a property of every JavaScript object): choose another name.`;
+  }
   if (!NAME_RE.test(name)) {
     return `The variable name ${shown(name)} is invalid: use ASCII letters, digits and _, not starting with a digit.`;
   }
@@ -255,12 +264,14 @@ export function instanceEnvironment(
   platformVars: Record<string, string>,
   appHome: string,
 ): Record<string, string> {
-  const env: Record<string, string> = {};
+  // Built from entries (own data properties): a name like `__proto__`, stored before the rule refused it,
+  // stays a variable instead of changing the object.
+  const entries: [string, string][] = [];
   for (const [name, value] of Object.entries(appVars)) {
-    if (READONLY_VARIABLES.includes(name)) continue;
-    env[name] = value.replace(APP_HOME_RE, () => appHome);
+    if (READONLY_VARIABLES.includes(name) || Object.hasOwn(platformVars, name)) continue;
+    entries.push([name, value.replace(APP_HOME_RE, () => appHome)]);
   }
-  return { ...env, ...platformVars };
+  return Object.fromEntries([...entries, ...Object.entries(platformVars)]);
 }
 
 export const HEALTH_CHECK_PATH = "CC_HEALTH_CHECK_PATH";
@@ -310,14 +321,28 @@ export function healthCheckPaths(vars: Record<string, string>): { paths: string[
   return { paths, errors };
 }
 
-/** Words that make a variable secret when a `_`/`-`-separated part of its name is, or ends with, one of them. */
-export const SECRET_WORDS: readonly string[] = ["PASSWORD", "PASSWD", "TOKEN", "SECRET", "KEY", "AUTH"];
+/**
+ * Words that make a variable secret when a `_`/`-`-separated part of its name is, or ends with, one of them
+ * (`DB_PASS`, `FTP_PASSWD`, `MYSQL_PWD`, `API_KEY`, `GOOGLE_CREDENTIALS`, `REDISCLI_AUTH`, `NPM_TOKEN`).
+ */
+export const SECRET_WORDS: readonly string[] = [
+  "PASSWORD",
+  "PASSWD",
+  "PASS",
+  "PWD",
+  "TOKEN",
+  "SECRET",
+  "KEY",
+  "AUTH",
+  "CREDENTIAL",
+];
 
 /**
  * A variable is secret when a part of its name (split on `_` and `-`, case-insensitive) is one of
- * {@link SECRET_WORDS} or ends with one, optionally plural: `NPM_TOKEN`, `DB_PASSWORD`, `APIKEY`,
- * `AWS_SECRET_ACCESS_KEY`, `REDISCLI_AUTH`, `API_KEYS`. `KEYBOARD_LAYOUT` or `TOKENIZER` are not
- * (the word must end the part). The rule errs on the side of masking (`MONKEY` is secret).
+ * {@link SECRET_WORDS} or ends with one, optionally plural: `NPM_TOKEN`, `DB_PASSWORD`, `DB_PASS`, `APIKEY`,
+ * `AWS_SECRET_ACCESS_KEY`, `REDISCLI_AUTH`, `API_KEYS`, `GOOGLE_CREDENTIALS`. `KEYBOARD_LAYOUT` or
+ * `TOKENIZER` are not (the word must end the part). The rule errs on the side of masking (`MONKEY`,
+ * `BYPASS` are secret).
  */
 export function isSecretVariable(name: string): boolean {
   return name
@@ -329,22 +354,55 @@ export function isSecretVariable(name: string): boolean {
 /** The smallest secret value masked: shorter ones would mask ordinary words. */
 export const MIN_SECRET_LENGTH = 4;
 
+/** What a secret is replaced with. */
+export const MASK = "****";
+
 /**
- * Replaces in `text` every occurrence of a secret: the value of each secret variable (and each line of a
- * multi-line one, and its percent-encoded form), and the password of any `scheme://user:password@` URL
- * found in any variable's value (e.g. a `DATABASE_URL`). Values shorter than 4 characters are not masked.
+ * `scheme://user:password@` (any scheme), or `scheme://token@` when the user part alone is long enough to be
+ * a token (16 characters or more; `ssh://git@host` stays as it is).
  */
-export function maskSecrets(text: string, vars: Record<string, string>): string {
-  const secrets = new Set<string>();
+const URL_USERINFO_RE =
+  /([a-z][a-z0-9+.-]*:\/\/)([^\s:/@]*):([^\s@/]*)@|([a-z][a-z0-9+.-]*:\/\/)([^\s:/@]{16,})@/gi;
+
+/** Masks the credentials of every URL in `text`: `https://user:****@host`, `https://****@host`. */
+export function maskUrlCredentials(text: string): string {
+  if (!text.includes("://")) return text;
+  return text.replace(URL_USERINFO_RE, (whole, scheme, user, pw, scheme2) => {
+    if (scheme2 !== undefined) return `${scheme2}${MASK}@`;
+    return pw === "" ? whole : `${scheme}${user}:${MASK}@`;
+  });
+}
+
+/** Replaces secrets in a text: a deploy log line, a deployment's reason, an error message. */
+export type Masker = (text: string) => string;
+
+/**
+ * The masker of an app: it masks the credentials of any URL in the text, the value of each secret variable
+ * (and each line of a multi-line one, and its percent-encoded form), the password of any
+ * `scheme://user:password@` URL found in any variable's value (e.g. a `DATABASE_URL`), and each of
+ * `secrets` (e.g. the app's private SSH key, line by line; its `-----BEGIN/END` lines are not secret).
+ * Values shorter than 4 characters are not masked.
+ */
+export function secretMasker(
+  vars: Readonly<Record<string, string>>,
+  secrets: readonly string[] = [],
+): Masker {
+  const found = new Set<string>();
   const add = (s: string) => {
-    if (s.length >= MIN_SECRET_LENGTH) secrets.add(s);
+    if (s.length >= MIN_SECRET_LENGTH) found.add(s);
+  };
+  const addValue = (value: string) => {
+    add(value);
+    add(encodeURIComponent(value));
+    if (value.includes("\n")) {
+      for (const line of value.split(/\r?\n/)) {
+        const t = line.trim();
+        if (!t.startsWith("-----")) add(t);
+      }
+    }
   };
   for (const [name, value] of Object.entries(vars)) {
-    if (isSecretVariable(name)) {
-      add(value);
-      add(encodeURIComponent(value));
-      if (value.includes("\n")) for (const line of value.split(/\r?\n/)) add(line.trim());
-    }
+    if (isSecretVariable(name)) addValue(value);
     for (const m of value.matchAll(/[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:([^\s@/]+)@/gi)) {
       const pw = m[1] as string;
       add(pw);
@@ -355,9 +413,17 @@ export function maskSecrets(text: string, vars: Record<string, string>): string 
       }
     }
   }
-  if (secrets.size === 0) return text;
+  for (const s of secrets) addValue(s);
   // Longest first, so that a secret containing another is masked whole.
-  let out = text;
-  for (const s of [...secrets].sort((a, b) => b.length - a.length)) out = out.split(s).join("****");
-  return out;
+  const ordered = [...found].sort((a, b) => b.length - a.length);
+  return (text: string) => {
+    let out = text;
+    for (const s of ordered) if (out.includes(s)) out = out.split(s).join(MASK);
+    return maskUrlCredentials(out);
+  };
+}
+
+/** {@link secretMasker} for one text. */
+export function maskSecrets(text: string, vars: Readonly<Record<string, string>>): string {
+  return secretMasker(vars)(text);
 }

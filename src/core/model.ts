@@ -17,6 +17,31 @@ export const FLAVOR_MEMORY_MIB: Record<Flavor, number> = {
   XL: 16384,
 };
 
+/**
+ * The CPU share of each flavor, in CPUs: one CPU per GiB of memory (pico a quarter of one). The engine
+ * enforces it as a hard limit (cgroup cpu.max) and a weight under contention (cpu.weight), capped at the
+ * engine host's CPU count. Builds get their build flavor's.
+ */
+export const FLAVOR_CPUS: Record<Flavor, number> = {
+  pico: 0.25,
+  nano: 0.5,
+  XS: 1,
+  S: 2,
+  M: 4,
+  L: 8,
+  XL: 16,
+};
+
+/**
+ * The engine's CPU limits for a container of `memoryBytes` (its flavor's memory): the flavor's CPUs
+ * ({@link FLAVOR_CPUS}: one per GiB, at least 0.25), capped at `hostCpus`, as nano-CPUs (cpu.max) and CPU
+ * shares (1024 per CPU: cpu.weight).
+ */
+export function cpuLimits(memoryBytes: number, hostCpus: number): { nanoCpus: number; cpuShares: number } {
+  const cpus = Math.min(Math.max(memoryBytes / 2 ** 30, 0.25), Math.max(hostCpus, 0.25));
+  return { nanoCpus: Math.round(cpus * 1e9), cpuShares: Math.max(2, Math.round(cpus * 1024)) };
+}
+
 export interface App {
   id: string;
   name: string;
@@ -109,4 +134,13 @@ export interface ApiToken {
 export interface LogLine {
   at: string;
   line: string;
+}
+
+/**
+ * A release number as a user writes it: plain decimal, optionally after `v` (`3`, `v3`), or null.
+ * `0x1`, `1e0`, ` 1`, `+1`, `01` are not release numbers.
+ */
+export function parseReleaseNumber(ref: string): number | null {
+  if (!/^v?[1-9][0-9]{0,8}$/.test(ref)) return null;
+  return Number(ref.replace(/^v/, ""));
 }

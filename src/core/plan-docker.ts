@@ -78,6 +78,45 @@ function flag(name: string, value: string | undefined, errors: string[]): boolea
   return false;
 }
 
+/** The host of a registry address (`registry.example.com:5000`, `https://host/v1/`, `[::1]:5000`), lowercased. */
+export function registryServerHost(server: string): string {
+  let s = server.trim().replace(/^[a-z][a-z0-9+.-]*:\/\//i, "");
+  s = s.replace(/^[^/@]*@/, "").split("/")[0] ?? "";
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(s);
+  if (bracketed) return (bracketed[1] as string).toLowerCase();
+  // One colon: host:port. More: a bare IPv6 address.
+  if ((s.match(/:/g) ?? []).length === 1) s = s.slice(0, s.indexOf(":"));
+  return s.replace(/\.$/, "").toLowerCase();
+}
+
+/**
+ * Whether an address (or the name `localhost`) reaches the host Pier runs on, or its link: 127.0.0.0/8,
+ * 0.0.0.0/8, 169.254.0.0/16, ::1, ::, fe80::/10, and their IPv4-mapped IPv6 forms.
+ */
+export function isHostOnlyAddress(host: string): boolean {
+  const h = host.toLowerCase().replace(/%.*$/, "");
+  if (h === "localhost" || h.endsWith(".localhost")) return true;
+  const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(h);
+  if (v4) {
+    const [a, b] = [Number(v4[1]), Number(v4[2])];
+    return a === 127 || a === 0 || (a === 169 && b === 254);
+  }
+  if (!h.includes(":")) return false;
+  const bytes = parseIpv6(h);
+  if (!bytes) return false;
+  if (bytes.slice(0, 15).every((x) => x === 0) && (bytes[15] === 1 || bytes[15] === 0)) return true;
+  if (bytes[0] === 0xfe && ((bytes[1] as number) & 0xc0) === 0x80) return true;
+  const mapped = bytes.slice(0, 10).every((x) => x === 0) && bytes[10] === 0xff && bytes[11] === 0xff;
+  return mapped && isHostOnlyAddress(bytes.slice(12).join("."));
+}
+
+/** The rule CC_DOCKER_LOGIN_SERVER breaks when it names the host itself, or null. */
+export function loginServerProblem(server: string): string | null {
+  const host = registryServerHost(server);
+  if (!isHostOnlyAddress(host)) return null;
+  return `CC_DOCKER_LOGIN_SERVER=${JSON.stringify(server)} names a loopback or link-local address (${host}): Pier does not send registry credentials to the host's own services. Use the registry's network name or address.`;
+}
+
 /** The 16 bytes of an IPv6 address (`::` compression and a trailing dotted IPv4 allowed), or null. */
 export function parseIpv6(text: string): number[] | null {
   let s = text;
@@ -196,6 +235,10 @@ export function dockerSettings(vars: Record<string, string>): { settings: Docker
     errors.push(
       `CC_DOCKER_LOGIN_SERVER=${JSON.stringify(server)} is not a registry address: use a host name such as registry.example.com:5000.`,
     );
+  }
+  if (server !== undefined && errors.length === before) {
+    const problem = loginServerProblem(server);
+    if (problem) errors.push(problem);
   }
   if (errors.length === before && username !== undefined && password !== undefined) {
     settings.login = { server: server?.trim() ?? null, username, password };

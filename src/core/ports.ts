@@ -86,6 +86,8 @@ export interface Store {
   unfinishedDeployments(): Promise<Deployment[]>;
   appendDeployLog(deploymentId: string, lines: readonly LogLine[]): Promise<void>;
   deployLog(deploymentId: string): Promise<LogLine[]>;
+  /** Deletes the logs of the app's deployments but the newest `keep` ones; returns how many lost theirs. */
+  pruneDeployLogs(appId: string, keep: number): Promise<number>;
 
   createRelease(r: Omit<Release, "number" | "createdAt">): Promise<Release>;
   /**

@@ -1,4 +1,5 @@
 import { type Context, Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import { streamSSE } from "hono/streaming";
 import type { Logger } from "pino";
 import type { z } from "zod";
@@ -16,11 +17,26 @@ import { schemas } from "./schemas.js";
 
 async function body<T extends z.ZodType>(c: Context, schema: T): Promise<z.infer<T>> {
   let raw: unknown;
+  let proto = false;
   try {
     const text = await c.req.text();
-    raw = text.trim() === "" ? {} : JSON.parse(text);
+    // A `__proto__` key would vanish in the schema's objects (or change them): it is refused, not lost.
+    raw =
+      text.trim() === ""
+        ? {}
+        : JSON.parse(text, (k, v: unknown) => {
+            if (k === "__proto__") proto = true;
+            return v;
+          });
   } catch {
     throw new PierError("INVALID_INPUT", "The request body is not valid JSON.");
+  }
+  if (proto) {
+    throw new PierError(
+      "INVALID_VARIABLE",
+      'The name "__proto__" is reserved (it names a property of every JavaScript object): choose another name.',
+      "Nothing was changed.",
+    );
   }
   const r = schema.safeParse(raw);
   if (!r.success) {
@@ -57,6 +73,8 @@ export function createApi(deps: {
   logger: Logger;
   nodeVersions: () => Promise<NodeVersion[]>;
   info: { version: string; domain: string; httpPort: number; sshPort: number; gitHost: string };
+  /** PIER_API_MAX_BODY. */
+  maxBodyBytes: number;
 }): Hono<ApiEnv> {
   const { store, apps, logs } = deps;
   const api = new Hono<ApiEnv>();
@@ -82,6 +100,23 @@ export function createApi(deps: {
     c.header("x-content-type-options", "nosniff");
     return c.html(CONSOLE_HTML);
   };
+  // Checked before anything reads the body: a larger Content-Length is refused unread, and a chunked body
+  // is cut as soon as it passes the limit (never buffered whole).
+  api.use(
+    "*",
+    bodyLimit({
+      maxSize: deps.maxBodyBytes,
+      onError: (c) =>
+        c.json(
+          new PierError(
+            "PAYLOAD_TOO_LARGE",
+            `The request body is larger than ${deps.maxBodyBytes} bytes.`,
+            "Send less (the limit is the server's setting PIER_API_MAX_BODY).",
+          ).toJSON(),
+          413,
+        ),
+    }),
+  );
   api.get("/", consolePage);
   api.get("/console", consolePage);
   api.get("/v1/info", (c) => c.json(deps.info));
@@ -138,7 +173,8 @@ export function createApi(deps: {
     const app = await appOf(c);
     const name = c.req.param("name");
     const vars = await store.getEnv(app.id);
-    if (!(name in vars)) throw new PierError("NOT_FOUND", `The variable ${name} is not set on ${app.name}.`);
+    if (!Object.hasOwn(vars, name))
+      throw new PierError("NOT_FOUND", `The variable ${name} is not set on ${app.name}.`);
     await store.changeEnv(app.id, {}, [name]);
     return c.body(null, 204);
   });

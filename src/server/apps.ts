@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import ssh2 from "ssh2";
 import { revParse } from "../adapters/git.js";
 import { PierError } from "../core/errors.js";
-import type { App, Deployment, Flavor, Runtime } from "../core/model.js";
+import { type App, type Deployment, type Flavor, parseReleaseNumber, type Runtime } from "../core/model.js";
 import { appNameProblem } from "../core/names.js";
 import type { Engine, InstanceLogLine, Store } from "../core/ports.js";
 import { type Deployer, newId } from "./deployer.js";
@@ -234,10 +234,15 @@ export class AppService {
   }
 
   async rollback(app: App, ref: string): Promise<Deployment> {
-    const n = Number(ref.replace(/^v/i, ""));
-    const release = Number.isInteger(n)
-      ? (await this.deps.store.listReleases(app.id)).find((r) => r.number === n)
-      : undefined;
+    const n = parseReleaseNumber(ref);
+    if (n === null) {
+      throw new PierError(
+        "INVALID_INPUT",
+        `'${ref}' is not a release number: write it in plain decimal, like 3 or v3.`,
+        "See `pier releases`.",
+      );
+    }
+    const release = (await this.deps.store.listReleases(app.id)).find((r) => r.number === n);
     if (!release) {
       throw new PierError(
         "RELEASE_NOT_FOUND",

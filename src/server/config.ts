@@ -67,6 +67,17 @@ const schema = z.object({
     .int()
     .positive()
     .default(512 * 1024 * 1024),
+  PIER_API_MAX_BODY: z.coerce
+    .number({ message: "must be a number of bytes" })
+    .int("must be an integer number of bytes")
+    .min(1024, "must be at least 1024 bytes")
+    .default(2 ** 20),
+  PIER_SSH_AUTH_TIMEOUT: seconds(30),
+  PIER_SSH_MAX_UNAUTHENTICATED: z.coerce
+    .number({ message: "must be a number" })
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .default(32),
   PIER_LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
   PIER_ADMIN_TOKEN: z.string().min(24, "must be at least 24 characters").optional(),
   PIER_SUBNET_POOL: z
@@ -115,6 +126,12 @@ export interface Config {
   listenTimeoutMs: number;
   stopGraceMs: number;
   maxPushBytes: number;
+  /** The largest API request body, in bytes; larger ones get 413 unread. */
+  apiMaxBodyBytes: number;
+  /** An SSH connection that has not authenticated by then is closed. */
+  sshAuthTimeoutMs: number;
+  /** SSH connections not yet authenticated, at most; more are refused. */
+  sshMaxUnauthenticated: number;
   logLevel: string;
   adminToken: string | undefined;
   /** PIER_SUBNET_POOL and PIER_SUBNET_SIZE: every network Pier creates gets a /prefix of the pool. */
@@ -162,6 +179,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     listenTimeoutMs: c.PIER_LISTEN_TIMEOUT * 1000,
     stopGraceMs: c.PIER_STOP_GRACE * 1000,
     maxPushBytes: c.PIER_MAX_PUSH_BYTES,
+    apiMaxBodyBytes: c.PIER_API_MAX_BODY,
+    sshAuthTimeoutMs: c.PIER_SSH_AUTH_TIMEOUT * 1000,
+    sshMaxUnauthenticated: c.PIER_SSH_MAX_UNAUTHENTICATED,
     logLevel: c.PIER_LOG_LEVEL,
     adminToken: c.PIER_ADMIN_TOKEN,
     subnets: { pool: c.PIER_SUBNET_POOL, prefix: c.PIER_SUBNET_SIZE },

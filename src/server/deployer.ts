@@ -138,7 +138,7 @@ export class Deployer {
       cause: req.cause,
       withoutCache: req.withoutCache,
     });
-    this.deps.logs.open(deployment.id);
+    await this.deps.logs.open(deployment.id, app.id);
     let resolve!: (d: Deployment) => void;
     const done = new Promise<Deployment>((r) => {
       resolve = r;
@@ -217,9 +217,16 @@ export class Deployer {
     state: "succeeded" | "failed" | "cancelled",
     reason: string | null,
   ): Promise<Deployment> {
-    const d = await this.deps.store.updateDeployment(job.deployment.id, { state, reason, finishedAt: now() });
-    if (state !== "succeeded" && reason) this.deps.logs.write(d.id, reason);
-    this.deps.logs.write(d.id, `Deployment ${state}.`);
+    // The reason is masked as its log line is: it may quote a failed command or a URL with credentials.
+    await this.deps.logs.refreshMasker(job.deployment.id).catch(() => undefined);
+    const masked = reason === null ? null : this.deps.logs.mask(job.deployment.id, reason);
+    const d = await this.deps.store.updateDeployment(job.deployment.id, {
+      state,
+      reason: masked,
+      finishedAt: now(),
+    });
+    if (state !== "succeeded" && masked) this.deps.logs.write(d.id, masked, { final: true });
+    this.deps.logs.write(d.id, `Deployment ${state}.`, { final: true });
     this.deps.logs.close(d.id);
     job.resolve(d);
     return d;

@@ -5,8 +5,9 @@ import { chmod, mkdir, rm } from "node:fs/promises";
 import { createServer, type Server as NetServer, type Socket } from "node:net";
 import { dirname, join } from "node:path";
 import ssh2, { type Connection } from "ssh2";
-import { exec } from "../adapters/exec.js";
+import { childEnv, exec } from "../adapters/exec.js";
 import { ensureBareRepo } from "../adapters/git.js";
+import { maskUrlCredentials } from "../core/env.js";
 
 const { Server, utils } = ssh2;
 
@@ -54,7 +55,20 @@ export interface GitSshServerOptions {
   resolveApp(ref: string): Promise<string | null>;
   onPush: PushHandler;
   maxPushBytes: number;
+  /** A connection not authenticated by then is closed (PIER_SSH_AUTH_TIMEOUT; 30 s by default). */
+  authTimeoutMs?: number;
+  /** Connections not yet authenticated, at most (PIER_SSH_MAX_UNAUTHENTICATED; 32): more are closed at once. */
+  maxUnauthenticated?: number;
   logger: MiniLogger;
+}
+
+/** Keys a connection may try (as OpenSSH's MaxAuthTries): the next attempt closes it. */
+export const MAX_AUTH_TRIES = 6;
+
+/** What Pier knows of one connection before and after it authenticates. */
+interface ConnState {
+  authenticated: boolean;
+  timer: NodeJS.Timeout | null;
 }
 
 const APP_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -174,11 +188,12 @@ async function startHookServer(
     let handled = false;
     const sendLog = (text: string) => {
       if (sock.destroyed) return;
-      for (const line of text.split("\n")) sock.write(`L ${line.replace(/\r/g, "")}\n`);
+      // Deploy log lines come masked with the app's secrets; anything else still gets URLs' credentials masked.
+      for (const line of maskUrlCredentials(text).split("\n")) sock.write(`L ${line.replace(/\r/g, "")}\n`);
     };
     /** The hook reads one `R` line: the lines of a longer message go first, as log lines. */
     const sendResult = (ok: boolean, message: string) => {
-      const lines = message.split("\n");
+      const lines = maskUrlCredentials(message).split("\n");
       const last = lines.pop() ?? "";
       if (lines.length) sendLog(lines.join("\n"));
       if (!sock.destroyed) sock.write(`R ${ok ? "ok" : "failed"} ${last.replace(/\r/g, "")}\n`);
@@ -252,30 +267,54 @@ export async function startGitSshServer(
   const children = new Set<ChildProcess>();
 
   const clients = new Set<Connection>();
+  const states = new WeakMap<Socket, ConnState>();
+  // ssh2 keeps the socket a connection came on; Pier's limits are kept per socket (a connection that never
+  // sends its SSH version never becomes a Connection at all).
+  const stateOf = (client: Connection) => {
+    const sock = (client as unknown as { _sock?: Socket })._sock;
+    return sock ? states.get(sock) : undefined;
+  };
   const server = new Server({ hostKeys: [key], ident: "Pier" }, (client) => {
     let fingerprint: string | null = null;
     let keyId: string | null = null;
+    let failures = 0;
     clients.add(client);
     client.on("close", () => clients.delete(client));
     client.on("error", (err) => opts.logger.warn({ err: err.message }, "ssh client error"));
     client.on("authentication", (ctx) => {
       if (ctx.method !== "publickey") return ctx.reject(["publickey"]);
+      if (failures >= MAX_AUTH_TRIES) {
+        opts.logger.info({ tries: failures }, "ssh connection closed: too many keys tried");
+        ctx.reject([]);
+        client.end();
+        return;
+      }
+      const rejectKey = () => {
+        failures++;
+        ctx.reject(["publickey"]);
+      };
       // The key must be what the client says it is: an ed25519 key offered as rsa-sha2-256 makes verify()
       // fail with an Error, which is truthy; only `true` is a valid signature.
       const parsed = utils.parseKey(ctx.key.data);
       const pub = Array.isArray(parsed) ? parsed[0] : parsed;
-      if (!pub || pub instanceof Error || pub.type !== ctx.key.algo) return ctx.reject(["publickey"]);
+      if (!pub || pub instanceof Error || pub.type !== ctx.key.algo) return rejectKey();
       void (async () => {
         const auth = await opts.authorizeKey(ctx.key.algo, ctx.key.data).catch(() => null);
-        if (!auth) return ctx.reject(["publickey"]);
+        if (!auth) return rejectKey();
         if (!ctx.signature || !ctx.blob) return ctx.accept(); // the client asks whether this key would do
-        if (pub.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return ctx.reject(["publickey"]);
+        if (pub.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return rejectKey();
         fingerprint = auth.fingerprint;
         keyId = auth.keyId;
+        const state = stateOf(client);
+        if (state) {
+          state.authenticated = true;
+          if (state.timer) clearTimeout(state.timer);
+          state.timer = null;
+        }
         ctx.accept();
       })().catch((err: Error) => {
         opts.logger.warn({ err: err.message }, "ssh authentication failed");
-        ctx.reject(["publickey"]);
+        rejectKey();
       });
     });
     client.on("ready", () => {
@@ -293,7 +332,7 @@ export async function startGitSshServer(
         session.on("exec", (accept, _reject, info) => {
           const channel = accept();
           const fail = (message: string) => {
-            channel.stderr.write(`${message}\n`);
+            channel.stderr.write(`${maskUrlCredentials(message)}\n`);
             channel.exit(1);
             channel.end();
           };
@@ -313,7 +352,7 @@ export async function startGitSshServer(
               return fail(`pier: app '${ref}' not found. Create it with \`pier create\`; see \`pier apps\`.`);
             }
             const repoDir = join(opts.reposDir, `${appId}.git`);
-            const env: NodeJS.ProcessEnv = { ...process.env };
+            const env = childEnv();
             let token: string | null = null;
             if (receive) {
               await ensureBareRepo(repoDir, hookScript(), opts.maxPushBytes);
@@ -372,7 +411,30 @@ export async function startGitSshServer(
   // Pier's own listener hands sockets to ssh2, so that close() can end connections that never go away
   // (net.Server.close waits for every one of them: `pier server` would not stop on SIGTERM).
   const sockets = new Set<Socket>();
+  const authTimeoutMs = opts.authTimeoutMs ?? 30_000;
+  const maxUnauthenticated = opts.maxUnauthenticated ?? 32;
+  const unauthenticated = () => {
+    let n = 0;
+    for (const s of sockets) if (!states.get(s)?.authenticated) n++;
+    return n;
+  };
   const accept = (sock: Socket) => {
+    sock.on("error", () => undefined);
+    if (unauthenticated() >= maxUnauthenticated) {
+      opts.logger.warn({ limit: maxUnauthenticated }, "ssh connection refused: too many unauthenticated");
+      sock.destroy();
+      return;
+    }
+    const state: ConnState = { authenticated: false, timer: null };
+    state.timer = setTimeout(() => {
+      if (state.authenticated) return;
+      opts.logger.info({ after: authTimeoutMs / 1000 }, "ssh connection closed: not authenticated in time");
+      sock.destroy();
+    }, authTimeoutMs);
+    states.set(sock, state);
+    sock.on("close", () => {
+      if (state.timer) clearTimeout(state.timer);
+    });
     // ssh2 writes a reply in several small writes: with Nagle's algorithm each exchange waits for the
     // client's delayed ACK (40 ms), three times per connection (key exchange, auth, command).
     if (sock.remoteFamily) sock.setNoDelay(true);

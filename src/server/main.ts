@@ -260,6 +260,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     apps,
     logs,
     logger: logger.child({ part: "api" }),
+    maxBodyBytes: config.apiMaxBodyBytes,
     info: {
       version: VERSION,
       domain: config.domain,
@@ -282,6 +283,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     reposDir: join(config.dataDir, "repos"),
     runDir: join(config.dataDir, "run"),
     maxPushBytes: config.maxPushBytes,
+    authTimeoutMs: config.sshAuthTimeoutMs,
+    maxUnauthenticated: config.sshMaxUnauthenticated,
     logger: logger.child({ part: "ssh" }),
     authorizeKey: async (algo, blob) => {
       const k = await store.findSshKeyByBlob(algo, blob.toString("base64"));

@@ -157,12 +157,13 @@ describe("Dockerfile runtime variables", { timeout: 900_000 }, () => {
       "CC_DOCKER_LOGIN_PASSWORD",
       "pa55-Very-Secret",
       "CC_DOCKER_LOGIN_SERVER",
-      "127.0.0.1:9",
+      // Not the host itself (a loopback registry is refused before any login: see hardening.test.ts).
+      "registry.invalid:9",
     );
     await pier.commit(repo, {}, "login");
     const push = await pier.push(repo);
     assert.notEqual(push.code, 0);
-    assert.match(push.stderr, /login to 127\.0\.0\.1:9 as deployer/i);
+    assert.match(push.stderr, /login to registry\.invalid:9 as deployer/i);
     assert.doesNotMatch(push.stderr, /pa55-Very-Secret/);
     const log = await pier.cli(["logs", "--deployment", "latest", "--app", "knobs"]);
     assert.doesNotMatch(log.stdout + log.stderr, /pa55-Very-Secret/);

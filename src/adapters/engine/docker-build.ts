@@ -1,9 +1,13 @@
 import { spawn } from "node:child_process";
+import { lookup } from "node:dns/promises";
 import { posix } from "node:path";
 import { PassThrough } from "node:stream";
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
+import { cpuLimits } from "../../core/model.js";
+import { isHostOnlyAddress, loginServerProblem, registryServerHost } from "../../core/plan-docker.js";
 import type { ContainerBuild, ImageBuild } from "../../core/ports.js";
+import { childEnv } from "../exec.js";
 
 /**
  * The Docker engine's two ways of building a release image: a Dockerfile build (classic builder or
@@ -54,12 +58,39 @@ export async function imageExists(docker: Docker, tag: string): Promise<boolean>
   }
 }
 
+/**
+ * The registry's name must not resolve to the host itself (loopback, link-local): the engine would log in
+ * to a host-only service with the app's credentials (and its error would say which ports are open).
+ * Checked before any connection is made. A name that does not resolve is left to the engine.
+ */
+async function refuseHostOnlyRegistry(server: string): Promise<void> {
+  const direct = loginServerProblem(server);
+  if (direct) throw new PierError("INVALID_VARIABLE", direct);
+  const host = registryServerHost(server);
+  const addresses = await lookup(host, { all: true }).catch(() => []);
+  const bad = addresses.find((a) => isHostOnlyAddress(a.address));
+  if (bad) {
+    throw new PierError(
+      "INVALID_VARIABLE",
+      `CC_DOCKER_LOGIN_SERVER=${JSON.stringify(server)}: ${host} resolves to a loopback or link-local address (${bad.address}): Pier does not send registry credentials to the host's own services.`,
+      "Use the registry's network name or address.",
+    );
+  }
+}
+
+/**
+ * Docker's default capabilities less these, in every container Pier runs (instances, sandboxes, builds):
+ * NET_RAW (raw sockets: ARP/ICMP spoofing on the app's network) and MKNOD (device nodes).
+ */
+export const DROPPED_CAPABILITIES: readonly string[] = ["NET_RAW", "MKNOD"];
+
 export async function buildImage(
   docker: Docker,
   own: Record<string, string>,
   b: ImageBuild,
   onLine: (line: string) => void,
   signal: AbortSignal,
+  hostCpus: number,
 ): Promise<void> {
   const auth = b.login
     ? {
@@ -68,6 +99,7 @@ export async function buildImage(
         serveraddress: b.login.server ?? "https://index.docker.io/v1/",
       }
     : undefined;
+  if (auth && b.login?.server) await refuseHostOnlyRegistry(b.login.server);
   if (auth) {
     try {
       await docker.checkAuth(auth);
@@ -79,7 +111,10 @@ export async function buildImage(
       );
     }
   }
-  const tar = spawn("tar", ["-C", b.contextDir, "-c", "."], { stdio: ["ignore", "pipe", "pipe"] });
+  const tar = spawn("tar", ["-C", b.contextDir, "-c", "."], {
+    env: childEnv(),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const context = new PassThrough();
   tar.stdout.pipe(context);
   const options: Record<string, unknown> = {
@@ -91,6 +126,10 @@ export async function buildImage(
     forcerm: true,
     memory: b.memoryBytes,
     memswap: b.memoryBytes,
+    // The build flavor's CPU share (the classic builder's RUN containers; BuildKit ignores these).
+    cpuperiod: 100_000,
+    cpuquota: Math.round(cpuLimits(b.memoryBytes, hostCpus).nanoCpus / 10_000),
+    cpushares: cpuLimits(b.memoryBytes, hostCpus).cpuShares,
     abortSignal: signal,
   };
   // The classic builder turns each image label into one more build step with its own container
@@ -159,7 +198,9 @@ export async function buildInContainer(
   b: ContainerBuild,
   onLine: (line: string) => void,
   signal: AbortSignal,
+  hostCpus: number,
 ): Promise<void> {
+  const cpu = cpuLimits(b.memoryBytes, hostCpus);
   for (const v of b.volumes) {
     try {
       await docker.getVolume(v.name).inspect();
@@ -177,6 +218,10 @@ export async function buildInContainer(
     HostConfig: {
       Memory: b.memoryBytes,
       MemorySwap: b.memoryBytes,
+      NanoCpus: cpu.nanoCpus,
+      CpuShares: cpu.cpuShares,
+      CapDrop: [...DROPPED_CAPABILITIES],
+      SecurityOpt: ["no-new-privileges"],
       PidsLimit: 4096,
       Binds: [
         ...b.volumes.map((v) => `${v.name}:${v.target}`),
@@ -194,7 +239,7 @@ export async function buildInContainer(
     const tar = spawn(
       "tar",
       ["-C", b.contextDir, "-c", ...(stage ? [`--transform=s,^\\.,${stage.name},`] : []), "."],
-      { stdio: ["ignore", "pipe", "ignore"] },
+      { env: childEnv(), stdio: ["ignore", "pipe", "ignore"] },
     );
     await container.putArchive(tar.stdout, { path: stage ? stage.parent : b.appDir });
     const stream = await container.attach({ stream: true, stdout: true, stderr: true });

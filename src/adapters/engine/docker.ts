@@ -1,9 +1,17 @@
 import { once } from "node:events";
 import { createServer } from "node:net";
+import { availableParallelism } from "node:os";
 import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
-import { buildImage, buildInContainer, imageExists, isNotFound } from "./docker-build.js";
+import { cpuLimits } from "../../core/model.js";
+import {
+  buildImage,
+  buildInContainer,
+  DROPPED_CAPABILITIES,
+  imageExists,
+  isNotFound,
+} from "./docker-build.js";
 
 export { cleanBuildLine } from "./docker-build.js";
 
@@ -151,12 +159,16 @@ export class DockerEngine implements Engine {
     }
   }
 
-  buildImage(b: ImageBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void> {
-    return buildImage(this.docker, this.ownLabels, b, onLine, signal);
+  async buildImage(b: ImageBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void> {
+    return buildImage(this.docker, this.ownLabels, b, onLine, signal, await this.cpus());
   }
 
-  buildInContainer(b: ContainerBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void> {
-    return buildInContainer(this.docker, this.ownLabels, b, onLine, signal);
+  async buildInContainer(
+    b: ContainerBuild,
+    onLine: (line: string) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    return buildInContainer(this.docker, this.ownLabels, b, onLine, signal, await this.cpus());
   }
 
   async removeVolumes(labels: Record<string, string>): Promise<void> {
@@ -267,6 +279,23 @@ export class DockerEngine implements Engine {
     return removed;
   }
 
+  private hostCpus: Promise<number> | null = null;
+
+  /** The engine host's CPU count (asked once): flavors' CPU shares are capped at it. */
+  private cpus(): Promise<number> {
+    this.hostCpus ??= this.docker.info().then(
+      (i: { NCPU?: number }) => i.NCPU ?? availableParallelism(),
+      () => availableParallelism(),
+    );
+    return this.hostCpus;
+  }
+
+  /** The CPU limits of a flavor's memory. */
+  private async cpuHostConfig(memoryBytes: number): Promise<{ NanoCpus: number; CpuShares: number }> {
+    const { nanoCpus, cpuShares } = cpuLimits(memoryBytes, await this.cpus());
+    return { NanoCpus: nanoCpus, CpuShares: cpuShares };
+  }
+
   async runInstance(s: InstanceSpec): Promise<InstanceInfo> {
     const ports: Record<string, { HostIp: string; HostPort: string }[]> = {};
     const exposed: Record<string, object> = {};
@@ -301,6 +330,8 @@ export class DockerEngine implements Engine {
         PortBindings: ports,
         Memory: s.memoryBytes,
         MemorySwap: s.memoryBytes,
+        ...(await this.cpuHostConfig(s.memoryBytes)),
+        CapDrop: [...DROPPED_CAPABILITIES],
         PidsLimit: 4096,
         Init: true,
         RestartPolicy: s.restart ? { Name: "unless-stopped" } : { Name: "no" },
@@ -351,6 +382,7 @@ export class DockerEngine implements Engine {
         Memory: 32 * 2 ** 20,
         MemorySwap: 32 * 2 ** 20,
         PidsLimit: 8,
+        CapDrop: [...DROPPED_CAPABILITIES],
         Init: true,
         RestartPolicy: { Name: "unless-stopped" },
         NetworkMode: s.network.name,

@@ -230,11 +230,13 @@ export class SqliteStore implements Store {
   }
 
   async getEnv(appId: string): Promise<Record<string, string>> {
-    const out: Record<string, string> = {};
-    for (const r of this.all("SELECT name, value FROM env WHERE app_id = ? ORDER BY name", appId)) {
-      out[str(r.name)] = this.box.open(str(r.value));
-    }
-    return out;
+    // Own data properties (not `out[name] = ...`): no name can change the object's prototype.
+    return Object.fromEntries(
+      this.all("SELECT name, value FROM env WHERE app_id = ? ORDER BY name", appId).map((r) => [
+        str(r.name),
+        this.box.open(str(r.value)),
+      ]),
+    );
   }
 
   async changeEnv(
@@ -331,6 +333,16 @@ export class SqliteStore implements Store {
       const ins = this.db.prepare("INSERT INTO deploy_logs (deployment_id, seq, at, line) VALUES (?,?,?,?)");
       for (const l of lines) ins.run(deploymentId, ++seq, l.at, l.line);
     })();
+  }
+
+  async pruneDeployLogs(appId: string, keep: number): Promise<number> {
+    const r = this.db
+      .prepare(
+        `DELETE FROM deploy_logs WHERE deployment_id IN (
+           SELECT id FROM deployments WHERE app_id = ? ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?)`,
+      )
+      .run(appId, keep);
+    return Number(r.changes);
   }
 
   async deployLog(deploymentId: string): Promise<LogLine[]> {

@@ -1,0 +1,43 @@
+// The environment of child processes: the server's secrets never pass.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { CHILD_ENV_NAMES, childEnv, exec } from "../../../src/adapters/exec.js";
+
+describe("childEnv", () => {
+  const parent = {
+    PATH: "/usr/bin",
+    HOME: "/home/pier",
+    LANG: "C.UTF-8",
+    LC_ALL: "C",
+    TZ: "UTC",
+    PIER_ADMIN_TOKEN: "admin-token-0123456789abcdef",
+    AWS_SECRET_ACCESS_KEY: "aws",
+    PIER_DATA_DIR: "/data",
+    NODE_OPTIONS: "--require /x.js",
+    GIT_DIR: "/elsewhere",
+  };
+  it("keeps the allowed names and LC_*", () =>
+    assert.deepEqual(childEnv({}, parent), {
+      PATH: "/usr/bin",
+      HOME: "/home/pier",
+      LANG: "C.UTF-8",
+      LC_ALL: "C",
+      TZ: "UTC",
+    }));
+  it("adds what the child needs", () =>
+    assert.equal(childEnv({ GIT_QUARANTINE_PATH: "/q" }, parent).GIT_QUARANTINE_PATH, "/q"));
+  it("passes no PIER_ variable", () => assert.ok(!CHILD_ENV_NAMES.some((n) => n.startsWith("PIER_"))));
+  it("a real child does not see PIER_ADMIN_TOKEN nor another secret of the server's environment", async () => {
+    process.env.PIER_ADMIN_TOKEN = "admin-token-0123456789abcdef";
+    process.env.MADE_UP_SECRET = "made-up";
+    try {
+      const { stdout } = await exec(["env"], { env: { GIT_DIR: "/x" } });
+      assert.doesNotMatch(stdout, /PIER_ADMIN_TOKEN|MADE_UP_SECRET|admin-token/);
+      assert.match(stdout, /^PATH=/m);
+      assert.match(stdout, /^GIT_DIR=\/x$/m);
+    } finally {
+      delete process.env.PIER_ADMIN_TOKEN;
+      delete process.env.MADE_UP_SECRET;
+    }
+  });
+});

@@ -1,0 +1,111 @@
+// The deploy log: every line and reason masked in one place, capped per deployment, pruned per app.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { LogLine } from "../../../src/core/model.js";
+import type { Store } from "../../../src/core/ports.js";
+import { DeployLogs } from "../../../src/server/deploy-logs.js";
+
+class FakeStore {
+  logs = new Map<string, LogLine[]>();
+  pruned: [string, number][] = [];
+  env: Record<string, string> = {};
+  key: string | null = null;
+  async getEnv(): Promise<Record<string, string>> {
+    return { ...this.env };
+  }
+  async getAppSecret(_app: string, name: string): Promise<string | null> {
+    return name === "ssh_private_key" ? this.key : null;
+  }
+  async appendDeployLog(id: string, lines: readonly LogLine[]): Promise<void> {
+    this.logs.set(id, [...(this.logs.get(id) ?? []), ...lines]);
+  }
+  async deployLog(id: string): Promise<LogLine[]> {
+    return this.logs.get(id) ?? [];
+  }
+  async pruneDeployLogs(appId: string, keep: number): Promise<number> {
+    this.pruned.push([appId, keep]);
+    return 0;
+  }
+}
+
+const text = (s: FakeStore, id: string) => (s.logs.get(id) ?? []).map((l) => l.line);
+
+describe("DeployLogs", () => {
+  it("masks every line it stores and streams, and the reason given to mask()", async () => {
+    const store = new FakeStore();
+    store.env = { DB_PASS: "hunter2hunter2", CC_NPM_REGISTRY: "https://user:pass@npm.example.com" };
+    store.key = "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAAsecretkeyline\n-----END OPENSSH PRIVATE KEY-----";
+    const logs = new DeployLogs(store as unknown as Store);
+    await logs.open("dep-1", "app-1");
+    const streamed: string[] = [];
+    await logs.follow(
+      "dep-1",
+      (l) => streamed.push(l.line),
+      () => undefined,
+    );
+    logs.write("dep-1", "connecting with hunter2hunter2");
+    logs.write("dep-1", 'CC_NPM_REGISTRY="https://user:pass@npm.example.com" is not a registry host');
+    logs.write("dep-1", "key AAAAsecretkeyline");
+    const reason = logs.mask("dep-1", "Invalid settings: https://user:pass@npm.example.com");
+    assert.equal(reason, "Invalid settings: https://user:****@npm.example.com");
+    const want = [
+      "connecting with ****",
+      'CC_NPM_REGISTRY="https://user:****@npm.example.com" is not a registry host',
+      "key ****",
+    ];
+    assert.deepEqual(text(store, "dep-1"), want);
+    assert.deepEqual(streamed, want);
+  });
+
+  it("a variable set after the deployment was queued is masked once refreshed; the old ones still are", async () => {
+    const store = new FakeStore();
+    store.env = { OLD_TOKEN: "oldtoken" };
+    const logs = new DeployLogs(store as unknown as Store);
+    await logs.open("dep-1", "app-1");
+    store.env = { NEW_TOKEN: "newtoken" };
+    await logs.refreshMasker("dep-1");
+    logs.write("dep-1", "oldtoken newtoken");
+    assert.deepEqual(text(store, "dep-1"), ["**** ****"]);
+  });
+
+  it("masks URL credentials in a line of a deployment that is not open", async () => {
+    const store = new FakeStore();
+    const logs = new DeployLogs(store as unknown as Store);
+    logs.write("dep-x", "https://a:b@h");
+    assert.deepEqual(text(store, "dep-x"), ["https://a:****@h"]);
+  });
+
+  it("keeps at most N lines, says where the log was cut, and keeps the outcome", async () => {
+    const store = new FakeStore();
+    const logs = new DeployLogs(store as unknown as Store, { lines: 3, bytes: 1e6, keptLogs: 50 });
+    await logs.open("dep-1", "app-1");
+    for (let i = 1; i <= 10; i++) logs.write("dep-1", `line ${i}`);
+    logs.write("dep-1", "The build failed.", { final: true });
+    logs.write("dep-1", "Deployment failed.", { final: true });
+    logs.close("dep-1");
+    const lines = text(store, "dep-1");
+    assert.deepEqual(lines.slice(0, 3), ["line 1", "line 2", "line 3"]);
+    assert.match(lines[3] ?? "", /^\.\.\. log cut here: 7 more line\(s\) not kept/);
+    assert.deepEqual(lines.slice(4), ["The build failed.", "Deployment failed."]);
+  });
+
+  it("keeps at most N bytes", async () => {
+    const store = new FakeStore();
+    const logs = new DeployLogs(store as unknown as Store, { lines: 1000, bytes: 100, keptLogs: 50 });
+    await logs.open("dep-1", "app-1");
+    for (let i = 0; i < 10; i++) logs.write("dep-1", "x".repeat(30));
+    logs.close("dep-1");
+    const lines = text(store, "dep-1");
+    assert.equal(lines.length, 4);
+    assert.match(lines[3] ?? "", /log cut here: 7 more line\(s\) not kept/);
+  });
+
+  it("prunes the app's old deployment logs when a deployment ends", async () => {
+    const store = new FakeStore();
+    const logs = new DeployLogs(store as unknown as Store);
+    await logs.open("dep-1", "app-1");
+    logs.close("dep-1");
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(store.pruned, [["app-1", 50]]);
+  });
+});
