@@ -308,7 +308,7 @@ export class NodeRuntime implements Runtime {
             "BUILD_FAILED",
             `${e.message} A git dependency was refused over SSH (Permission denied (publickey)).`,
             ctx.sshPrivateKey
-              ? "Allow the public half of the app's key where the dependency lives (on Pier: pier ssh-keys add KEY.pub --read-only); see pier ssh-private-key."
+              ? "Allow the public half of the app's key where the dependency lives (on Pier: pier ssh-keys add KEY.pub --app <the dependency's app> --read-only); see pier ssh-private-key."
               : "Give the app a private SSH key: pier ssh-private-key set FILE, and allow its public half where the dependency lives.",
           );
         });
