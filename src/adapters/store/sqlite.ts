@@ -15,7 +15,7 @@ import type { SecretBox } from "../secret-box.js";
 import { ACCESS_MIGRATION, SqliteAccess } from "./sqlite-access.js";
 
 /** Schema changes, applied in order once each. Never edit a shipped entry: add one. */
-const MIGRATIONS: readonly string[] = [
+export const MIGRATIONS: readonly string[] = [
   `CREATE TABLE apps (
      id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, type TEXT NOT NULL,
      flavor TEXT NOT NULL, build_flavor TEXT NOT NULL, instances INTEGER NOT NULL,
