@@ -80,6 +80,19 @@ describe("Node.js private dependencies over SSH", { timeout: 600_000 }, () => {
     assert.match(r.stderr, /passphrase/);
   });
 
+  test("a key granted on another app than the library's cannot fetch it, and the deploy says what to do", async () => {
+    const set = await pier.cli(["ssh-private-key", "set", deployKey, "--app", "web"]);
+    assert.equal(set.code, 0, set.stderr);
+    const added = await pier.cli(["ssh-keys", "add", `${deployKey}.pub`, "--app", "web", "--read-only"]);
+    assert.equal(added.code, 0, added.stderr);
+    const push = await pier.push(web);
+    assert.notEqual(push.code, 0);
+    assert.match(push.stderr, /may not reach app '[^']+', or there is no such app/);
+    assert.match(push.stderr, /pier ssh-keys add KEY\.pub --app <the dependency's app> --read-only/);
+    const rm = await pier.cli(["ssh-keys", "rm", "web-deploy", "--app", "web"]);
+    assert.equal(rm.code, 0, rm.stderr);
+  });
+
   test("with the key set and its public half granted read-only on the library's app, the build installs the dependency", async () => {
     const set = await pier.cli(["ssh-private-key", "set", deployKey, "--app", "web"]);
     assert.equal(set.code, 0, set.stderr);
