@@ -230,6 +230,9 @@ describe("tenancy: SSH keys per app, scoped API tokens", { timeout: 600_000 }, (
         assert.equal(e.code, "FORBIDDEN");
         assert.ok(e.message.length > 0 && (e.hint ?? "").length > 0, "message and hint");
       }
+      const noRoute = await api("GET", "/v1/no-such-route");
+      assert.equal(noRoute.status, 404, "a route that does not exist is no route, for any token");
+      assert.equal((noRoute.json as Err).error.code, "NOT_FOUND");
       const patched = await api("PATCH", "/v1/apps/alpha", { allowDockerSocket: true });
       assert.match((patched.json as Err).error.message, /Only an admin token may set allowDockerSocket/);
       const app = (await pier.api("GET", "/v1/apps/alpha")).json as { allowDockerSocket: boolean };
