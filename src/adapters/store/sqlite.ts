@@ -208,7 +208,10 @@ export class SqliteStore implements Store {
   }
 
   async deleteApp(id: string): Promise<void> {
-    this.db.prepare("DELETE FROM apps WHERE id = ?").run(id);
+    this.db.transaction(() => {
+      this.db.prepare("DELETE FROM apps WHERE id = ?").run(id); // its key grants and tokens go with it
+      this.access.dropKeysWithoutApps();
+    })();
   }
 
   async currentRelease(appId: string): Promise<Release | null> {

@@ -93,10 +93,13 @@ describe("SQLite store: keys and tokens", () => {
     assert.equal(await store.revokeSshKeyGrant("key-1", "app-lib"), true);
     assert.equal(await store.revokeSshKeyGrant("key-1", "app-lib"), false);
     assert.ok(await store.findSshKey("key-1"), "still granted on web");
+    await store.grantSshKey(key(4), "app-web", false);
+    await store.grantSshKey(key(4), "app-lib", false);
     await store.deleteApp("app-web");
-    const orphan = await store.findSshKey("key-1");
-    assert.deepEqual(orphan?.apps, [], "grants go with their app");
-    assert.equal(await store.revokeSshKeyGrant("key-1", "app-web"), false);
+    assert.equal(await store.findSshKey("key-1"), null, "a key whose only app is gone goes too");
+    assert.deepEqual((await store.findSshKey("key-4"))?.apps, [
+      { id: "app-lib", name: "lib", readOnly: false },
+    ]);
     store.close();
   });
 
