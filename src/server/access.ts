@@ -64,6 +64,10 @@ export function authorize(store: Store): MiddlewareHandler<ApiEnv> {
     if (scope.app === null && !scope.readOnly) return next();
     const method = c.req.method;
     const { route, params } = matchRoute(method, c.req.path);
+    // Every route the API serves is in the table (a unit test sees to it): anything else is no route, the
+    // answer the router gives too. Were a route missing from the table, it would be hidden, not open.
+    if (route === null)
+      throw new PierError("NOT_FOUND", `No route ${method} ${c.req.path}.`, "See GET /v1/openapi.json.");
     const appRef = params.app;
     const appId = appRef === undefined ? null : ((await store.findApp(appRef))?.id ?? null);
     const fields = route && ADMIN_FIELDS[route] ? await bodyFields(c) : [];

@@ -23,8 +23,8 @@ button{cursor:pointer}input,select{padding:.3em}pre{background:#0d1117;color:#e6
 <input id="token" type="password" size="50" autocomplete="off"> <button id="signin">Sign in</button> <span class="err" id="loginErr"></span></section>
 <div id="app" hidden>
 <section><h2>Apps</h2><table><thead><tr><th>Name</th><th>Type</th><th>Instances</th><th>State</th><th>URL</th></tr></thead><tbody id="apps"></tbody></table>
-<p><input id="newName" placeholder="name"> <select id="newType"><option>docker</option><option>node</option><option>phpserver</option></select>
-<button id="create">Create app</button> <span class="err" id="createErr"></span></p></section>
+<p><span id="createForm"><input id="newName" placeholder="name"> <select id="newType"><option>docker</option><option>node</option><option>phpserver</option></select>
+<button id="create">Create app</button></span> <span class="err" id="createErr"></span></p><p class="err" id="appsErr"></p></section>
 <section id="detail" hidden><h2 id="dName"></h2><p class="muted" id="dInfo"></p>
 <p><button id="restart">Restart</button> <button id="stop">Stop</button> <span id="dMsg"></span></p>
 <h3>Environment variables</h3><table><tbody id="env"></tbody></table>
@@ -55,7 +55,7 @@ async function loadApps() {
   const apps = await api("GET", "/apps");
   $("apps").replaceChildren();
   for (const a of apps) {
-    const link = document.createElement("a"); link.textContent = a.name; link.onclick = () => showApp(a.name);
+    const link = document.createElement("a"); link.textContent = a.name; link.onclick = () => guard($("appsErr"), () => showApp(a.name));
     row($("apps"), [link, a.type, String(a.instances) + " x " + a.flavor, a.stopped ? "stopped" : "active", a.url]);
   }
 }
@@ -69,7 +69,7 @@ async function showApp(name) {
   $("env").replaceChildren();
   for (const [k, v] of Object.entries(env)) {
     const rm = document.createElement("button"); rm.textContent = "remove";
-    rm.onclick = async () => { await api("PATCH", "/apps/" + encodeURIComponent(name) + "/env", { unset: [k] }); showApp(name); };
+    rm.onclick = () => guard($("envErr"), async () => { await api("PATCH", "/apps/" + encodeURIComponent(name) + "/env", { unset: [k] }); await showApp(name); });
     row($("env"), [k, v, rm]);
   }
   const deps = await api("GET", "/apps/" + encodeURIComponent(name) + "/deployments");
@@ -81,9 +81,17 @@ async function showLog(id) {
   $("log").hidden = false; $("log").textContent = text;
 }
 async function guard(el, fn) { el.textContent = ""; try { await fn(); } catch (e) { el.textContent = e.message; } }
+// What the token is: the page shows its scope and offers only what it may do; the server decides anyway,
+// and a refused call (403) shows its message where it was made.
+async function signedIn() {
+  const who = await api("GET", "/whoami");
+  $("who").textContent = "signed in with token " + who.name + " (" + (who.app ? "app " + who.app.name : "admin") + (who.readOnly ? ", read-only" : "") + ")";
+  $("createForm").hidden = !who.admin || who.readOnly;
+  $("login").hidden = true; $("app").hidden = false; await loadApps();
+}
 $("signin").onclick = () => guard($("loginErr"), async () => {
   token = $("token").value.trim(); await api("GET", "/apps");
-  sessionStorage.setItem("pierToken", token); $("login").hidden = true; $("app").hidden = false; await loadApps();
+  sessionStorage.setItem("pierToken", token); await signedIn();
 });
 $("create").onclick = () => guard($("createErr"), async () => { await api("POST", "/apps", { name: $("newName").value.trim(), type: $("newType").value }); await loadApps(); });
 $("envUpdate").onclick = () => guard($("envErr"), async () => {
@@ -92,6 +100,6 @@ $("envUpdate").onclick = () => guard($("envErr"), async () => {
 });
 $("restart").onclick = () => guard($("dMsg"), async () => { const d = await api("POST", "/apps/" + encodeURIComponent(current) + "/deployments", {}); $("dMsg").textContent = "deployment " + d.id + " queued"; await showApp(current); });
 $("stop").onclick = () => guard($("dMsg"), async () => { await api("POST", "/apps/" + encodeURIComponent(current) + "/stop"); await showApp(current); });
-if (token) { api("GET", "/apps").then(() => { $("login").hidden = true; $("app").hidden = false; loadApps(); }).catch(() => sessionStorage.removeItem("pierToken")); }
+if (token) { signedIn().catch(() => sessionStorage.removeItem("pierToken")); }
 </script></body></html>
 `;

@@ -88,16 +88,50 @@ const ROUTES: RouteDoc[] = [
     summary: "Remove the app's private SSH key",
     status: 204,
   },
-  { method: "get", path: "/v1/ssh-keys", summary: "Registered SSH keys" },
+  { method: "get", path: "/v1/ssh-keys", summary: "Every SSH key with its scope (admin token)" },
   {
     method: "post",
     path: "/v1/ssh-keys",
-    summary: "Register an SSH public key (readOnly: may fetch, not push; a deploy key)",
+    summary: "Register an admin SSH key: every app (readOnly: may fetch, not push; a deploy key)",
     body: schemas.addKey,
     status: 201,
   },
-  { method: "delete", path: "/v1/ssh-keys/{key}", summary: "Remove a key (id or fingerprint)", status: 204 },
+  {
+    method: "delete",
+    path: "/v1/ssh-keys/{key}",
+    summary: "Remove a key everywhere (id, fingerprint or name)",
+    status: 204,
+  },
+  { method: "get", path: "/v1/apps/{app}/ssh-keys", summary: "The SSH keys granted on the app" },
+  {
+    method: "post",
+    path: "/v1/apps/{app}/ssh-keys",
+    summary:
+      "Grant an SSH key on this app only (admin token; 201 new grant, 200 changed readOnly; 409 for an admin key)",
+    body: schemas.addKey,
+    status: 201,
+  },
+  {
+    method: "delete",
+    path: "/v1/apps/{app}/ssh-keys/{key}",
+    summary: "Remove a key's grant on the app (admin token); a key left with no app is removed",
+    status: 204,
+  },
+  { method: "get", path: "/v1/whoami", summary: "The token in use: name, scope" },
+  { method: "get", path: "/v1/tokens", summary: "API tokens: name, scope, created (never the token)" },
+  {
+    method: "post",
+    path: "/v1/tokens",
+    summary: "Create an API token (admin token); the answer holds the token, shown this once",
+    body: schemas.createToken,
+    status: 201,
+  },
+  { method: "delete", path: "/v1/tokens/{name}", summary: "Revoke a token (admin token)", status: 204 },
 ];
+
+/** `METHOD /v1/path/:param` of every route, as the server registers them (for the route table's test). */
+export const documentedRoutes = (): string[] =>
+  ROUTES.map((r) => `${r.method.toUpperCase()} ${r.path.replace(/\{(\w+)\}/g, ":$1")}`);
 
 const errorSchema = {
   type: "object",

@@ -80,7 +80,20 @@ describe("Node.js private dependencies over SSH", { timeout: 600_000 }, () => {
     assert.match(r.stderr, /passphrase/);
   });
 
-  test("with the key set and its public half registered read-only, the build installs the dependency", async () => {
+  test("a key granted on another app than the library's cannot fetch it, and the deploy says what to do", async () => {
+    const set = await pier.cli(["ssh-private-key", "set", deployKey, "--app", "web"]);
+    assert.equal(set.code, 0, set.stderr);
+    const added = await pier.cli(["ssh-keys", "add", `${deployKey}.pub`, "--app", "web", "--read-only"]);
+    assert.equal(added.code, 0, added.stderr);
+    const push = await pier.push(web);
+    assert.notEqual(push.code, 0);
+    assert.match(push.stderr, /may not reach app '[^']+', or there is no such app/);
+    assert.match(push.stderr, /pier ssh-keys add KEY\.pub --app <the dependency's app> --read-only/);
+    const rm = await pier.cli(["ssh-keys", "rm", "web-deploy", "--app", "web"]);
+    assert.equal(rm.code, 0, rm.stderr);
+  });
+
+  test("with the key set and its public half granted read-only on the library's app, the build installs the dependency", async () => {
     const set = await pier.cli(["ssh-private-key", "set", deployKey, "--app", "web"]);
     assert.equal(set.code, 0, set.stderr);
     const pub = readFileSync(`${deployKey}.pub`, "utf8").trim().split(" ").slice(0, 2).join(" ");
@@ -91,7 +104,15 @@ describe("Node.js private dependencies over SSH", { timeout: 600_000 }, () => {
       "web",
     ]);
     assert.equal(shown.publicKey, pub);
-    const added = await pier.cli(["ssh-keys", "add", `${deployKey}.pub`, "--read-only"]);
+    // Granted on the library's app only, fetch only: the key reaches nothing else (ADR 0008).
+    const added = await pier.cli([
+      "ssh-keys",
+      "add",
+      `${deployKey}.pub`,
+      "--app",
+      "private-lib",
+      "--read-only",
+    ]);
     assert.equal(added.code, 0, added.stderr);
 
     await pier.commit(web, {}, "with the deploy key");
@@ -112,13 +133,20 @@ describe("Node.js private dependencies over SSH", { timeout: 600_000 }, () => {
     }
   });
 
-  test("the read-only deploy key cannot push", async () => {
+  test("the deploy key cannot push the library, nor reach another app", async () => {
     const env = pier.gitEnv(deployKey);
     const { run } = await import("./harness.js");
-    await pier.commit(web, { "x.txt": "x\n" }, "by the deploy key");
-    const denied = await run(["git", "-C", web, "push", "pier", "master"], { env, timeoutMs: 60_000 });
+    const libDir = join(pier.work, "src", "private-lib");
+    await pier.commit(libDir, { "x.txt": "x\n" }, "by the deploy key");
+    const denied = await run(["git", "-C", libDir, "push", "pier", "master"], { env, timeoutMs: 60_000 });
     assert.notEqual(denied.code, 0);
-    assert.match(denied.stderr, /read-only deploy key/);
+    assert.match(denied.stderr, /read-only deploy key on app 'private-lib'/);
+    await pier.commit(web, { "x.txt": "x\n" }, "by the deploy key");
+    const other = await run(["git", "-C", web, "push", "pier", "master"], { env, timeoutMs: 60_000 });
+    assert.notEqual(other.code, 0);
+    assert.match(other.stderr, /may not reach app/);
+    const clone = await run(["git", "ls-remote", "pier"], { env, cwd: web, timeoutMs: 60_000 });
+    assert.notEqual(clone.code, 0, "nor fetch it");
   });
 
   test("variable values are stored encrypted", async () => {

@@ -127,6 +127,15 @@ export class SqliteAccess {
     })();
   }
 
+  /** Keys granted on apps only, whose every app is gone, reach nothing: they go too. */
+  dropKeysWithoutApps(): void {
+    this.db
+      .prepare(
+        "DELETE FROM ssh_keys WHERE global = 0 AND NOT EXISTS (SELECT 1 FROM ssh_key_grants g WHERE g.key_id = ssh_keys.id)",
+      )
+      .run();
+  }
+
   listSshKeys(appId?: string): SshKey[] {
     if (!appId) return this.all("SELECT * FROM ssh_keys ORDER BY created_at").map((r) => this.keyOf(r));
     return this.all(

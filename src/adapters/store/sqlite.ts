@@ -15,7 +15,7 @@ import type { SecretBox } from "../secret-box.js";
 import { ACCESS_MIGRATION, SqliteAccess } from "./sqlite-access.js";
 
 /** Schema changes, applied in order once each. Never edit a shipped entry: add one. */
-const MIGRATIONS: readonly string[] = [
+export const MIGRATIONS: readonly string[] = [
   `CREATE TABLE apps (
      id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, type TEXT NOT NULL,
      flavor TEXT NOT NULL, build_flavor TEXT NOT NULL, instances INTEGER NOT NULL,
@@ -214,7 +214,10 @@ export class SqliteStore implements Store {
   }
 
   async deleteApp(id: string): Promise<void> {
-    this.db.prepare("DELETE FROM apps WHERE id = ?").run(id);
+    this.db.transaction(() => {
+      this.db.prepare("DELETE FROM apps WHERE id = ?").run(id); // its key grants and tokens go with it
+      this.access.dropKeysWithoutApps();
+    })();
   }
 
   async currentRelease(appId: string): Promise<Release | null> {

@@ -18,8 +18,9 @@ export const sshPrivateKey: Command = {
 The app's builds use this key for git+ssh:// dependencies (npm, Yarn, Bun), such as
 "git+ssh://git@github.com/you/private-lib.git" or a repository on this Pier. It is stored
 encrypted and never shown again, nor written to any log: \`show\` prints its fingerprint and
-public half. For a repository on this Pier, register the public half as a read-only key:
-  pier ssh-keys add deploy_key.pub --read-only
+public half. For a repository on this Pier, grant the public half read-only on that repository's
+app (it then reaches nothing else):
+  pier ssh-keys add deploy_key.pub --app private-lib --read-only
 
   show   the key's type, fingerprint and public half (the default)
   set    sets the key from an unencrypted private key file (\`-\` reads stdin); the next deploy uses it

@@ -290,7 +290,11 @@ export class NodeRuntime implements Runtime {
             },
           },
           (line) => {
-            if (/Permission denied \(publickey\)/.test(line)) deniedByKey = true;
+            // Refused by a server, or by Pier's own git server for a key not granted on that app.
+            if (
+              /Permission denied \(publickey\)|pier: this key \(SHA256:[^)]*\) may not reach app/.test(line)
+            )
+              deniedByKey = true;
             if (/No compatible signature found in package metadata/.test(line)) unsigned = true;
             write(line);
           },
@@ -306,9 +310,9 @@ export class NodeRuntime implements Runtime {
           if (!deniedByKey || !(e instanceof PierError)) throw e;
           throw new PierError(
             "BUILD_FAILED",
-            `${e.message} A git dependency was refused over SSH (Permission denied (publickey)).`,
+            `${e.message} A git dependency was refused over SSH (the key is not allowed there).`,
             ctx.sshPrivateKey
-              ? "Allow the public half of the app's key where the dependency lives (on Pier: pier ssh-keys add KEY.pub --read-only); see pier ssh-private-key."
+              ? "Allow the public half of the app's key where the dependency lives (on Pier: pier ssh-keys add KEY.pub --app <the dependency's app> --read-only); see pier ssh-private-key."
               : "Give the app a private SSH key: pier ssh-private-key set FILE, and allow its public half where the dependency lives.",
           );
         });
