@@ -21,6 +21,7 @@ describe("the API's routes", () => {
     logger: pino({ level: "silent" }),
     nodeVersions: async () => [],
     info: { version: "0", domain: "localhost", httpPort: 80, sshPort: 22, gitHost: "localhost" },
+    maxBodyBytes: 2 ** 20,
   });
   const registered = [
     ...new Set(
