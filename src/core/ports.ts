@@ -40,6 +40,16 @@ export interface Edge {
 
 export type NewApp = Pick<App, "id" | "name" | "type" | "flavor" | "buildFlavor" | "instances" | "task">;
 
+/** A token to record: only its hash is kept. */
+export interface NewApiToken {
+  id: string;
+  name: string;
+  hash: string;
+  appId: string | null;
+  readOnly: boolean;
+  bootstrap: boolean;
+}
+
 export type AppPatch = Partial<
   Pick<App, "flavor" | "buildFlavor" | "instances" | "allowDockerSocket" | "stopped">
 >;
@@ -123,14 +133,7 @@ export interface Store {
   deleteSshKey(id: string): Promise<void>;
 
   /** CONFLICT if another token that is not the bootstrap one has this name. */
-  addApiToken(t: {
-    id: string;
-    name: string;
-    hash: string;
-    appId: string | null;
-    readOnly: boolean;
-    bootstrap: boolean;
-  }): Promise<ApiToken>;
+  addApiToken(t: NewApiToken): Promise<ApiToken>;
   findApiTokenByHash(hash: string): Promise<ApiToken | null>;
   listApiTokens(): Promise<ApiToken[]>;
   /** By name (not the bootstrap token); false if there is none. */

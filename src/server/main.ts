@@ -181,14 +181,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
   });
 
   await deployer.recover();
-  await reconcile({
-    store,
-    engine,
-    instances,
-    networks,
-    deployer,
-    logger: logger.child({ part: "reconciler" }),
-  });
+  const reconcileAll = () =>
+    reconcile({ store, engine, instances, networks, deployer, logger: logger.child({ part: "reconciler" }) });
+  await reconcileAll();
   void removeLeftovers({
     store,
     engine,
@@ -243,14 +238,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
           break;
       }
       if (events.signal.aborted) return;
-      await reconcile({
-        store,
-        engine,
-        instances,
-        networks,
-        deployer,
-        logger: logger.child({ part: "reconciler" }),
-      }).catch((err) => logger.warn({ err }, "reconcile after the engine came back failed"));
+      await reconcileAll().catch((err) =>
+        logger.warn({ err }, "reconcile after the engine came back failed"),
+      );
     }
   })();
 

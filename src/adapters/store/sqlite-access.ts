@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import { PierError } from "../../core/errors.js";
 import type { ApiToken, SshKey, SshKeyGrant } from "../../core/model.js";
+import type { NewApiToken } from "../../core/ports.js";
 
 /** The SQLite store's SSH keys (with their per-app grants) and API tokens (ADR 0008). */
 
@@ -173,14 +174,7 @@ export class SqliteAccess {
   private static readonly TOKEN_SELECT =
     "SELECT t.id, t.name, t.app_id, a.name AS app_name, t.read_only, t.bootstrap, t.created_at FROM api_tokens t LEFT JOIN apps a ON a.id = t.app_id";
 
-  addApiToken(t: {
-    id: string;
-    name: string;
-    hash: string;
-    appId: string | null;
-    readOnly: boolean;
-    bootstrap: boolean;
-  }): ApiToken {
+  addApiToken(t: NewApiToken): ApiToken {
     try {
       this.db
         .prepare(
