@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { archiveCommit } from "../adapters/git.js";
-import { healthCheckPaths, instanceEnvironment, maskSecrets, platformVariables } from "../core/env.js";
+import { healthCheckPaths, instanceEnvironment, platformVariables } from "../core/env.js";
 import { PierError } from "../core/errors.js";
 import { healthReport, notListeningLines } from "../core/health.js";
 import { type App, type Deployment, FLAVOR_MEMORY_MIB, type Release } from "../core/model.js";
@@ -301,7 +301,9 @@ export class Deployer {
     const app = await store.findApp(appId);
     if (!app) throw new PierError("APP_NOT_FOUND", `App ${appId} no longer exists.`);
     const vars = await store.getEnv(app.id);
-    const write = (line: string) => logs.write(d.id, maskSecrets(line, vars));
+    // The log masks every line with the app's secrets; these variables are the ones this deploy uses.
+    await logs.refreshMasker(d.id);
+    const write = (line: string) => logs.write(d.id, line);
     const check = () => {
       if (signal.aborted) throw signal.reason;
     };
