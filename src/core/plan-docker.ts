@@ -341,13 +341,14 @@ export function planDockerBuild(
   }
 
   const env = instanceEnvironment(input.vars, input.platformVars, input.platformVars.APP_HOME ?? "");
-  const buildArgs: Record<string, string> = {};
+  // Own properties only: `ARG toString` must not find Object.prototype's toString.
+  const args: [string, string][] = [];
   const unset: string[] = [];
   for (const name of df.argNames) {
-    const value = env[name];
-    if (value === undefined) unset.push(name);
-    else buildArgs[name] = value;
+    if (Object.hasOwn(env, name)) args.push([name, env[name] as string]);
+    else unset.push(name);
   }
+  const buildArgs: Record<string, string> = Object.fromEntries(args);
   const passed = Object.keys(buildArgs);
   logLines.push(passed.length > 0 ? `Build args passed: ${list(passed)}.` : "Build args passed: none.");
   if (unset.length > 0) {

@@ -4,9 +4,10 @@
 // flavor's CPU share, no NET_RAW/MKNOD and no-new-privileges (instances and builds); deploy logs are capped.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { lookup } from "node:dns/promises";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
-import { availableParallelism } from "node:os";
+import { availableParallelism, hostname } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import ssh2 from "ssh2";
@@ -333,7 +334,11 @@ describe("hardening", { timeout: 900_000 }, () => {
     await env("hostreg", "CC_DOCKER_LOGIN_USERNAME", "someone");
     await env("hostreg", "CC_DOCKER_LOGIN_PASSWORD", "pw-for-a-probe");
     await env("hostreg", "CC_DOCKER_LOGIN_SERVER", "127.0.0.1:2375");
-    const repo = await pier.repo("hostreg", { Dockerfile: "FROM pier/base:bookworm\n" }, app.id);
+    const repo = await pier.repo(
+      "hostreg",
+      { Dockerfile: 'FROM pier/base:bookworm\nCMD ["true"]\n' },
+      app.id,
+    );
     const push = await pier.push(repo);
     assert.notEqual(push.code, 0);
     assert.match(push.stderr, /names a loopback or link-local address \(127\.0\.0\.1\)/, push.stderr);
@@ -341,6 +346,16 @@ describe("hardening", { timeout: 900_000 }, () => {
     await env("hostreg", "CC_DOCKER_LOGIN_SERVER", "localhost:5000");
     const again = await pier.push(repo, "master", ["--force"]);
     assert.match(again.stderr, /loopback or link-local address \(localhost\)/, again.stderr);
+    // A name that resolves to the host itself (this machine's own name usually does: 127.0.1.1 on Debian).
+    const own = hostname();
+    const resolved = await lookup(own).catch(() => null);
+    if (resolved && /^(127\.|::1$)/.test(resolved.address)) {
+      await env("hostreg", "CC_DOCKER_LOGIN_SERVER", `${own}:5000`);
+      const named = await pier.push(repo, "master", ["--force"]);
+      assert.notEqual(named.code, 0);
+      assert.match(named.stderr, /resolves to a loopback or link-local address/, named.stderr);
+      assert.doesNotMatch(named.stderr, /Registry login to .* failed/);
+    }
   });
 
   test("a chatty build's deploy log is cut at 10 000 lines and says so; the outcome is kept", async () => {

@@ -20,6 +20,7 @@ import {
   dockerSettings,
   isHostOnlyAddress,
   loginServerProblem,
+  planDockerBuild,
   registryServerHost,
 } from "../../../src/core/plan-docker.js";
 
@@ -238,5 +239,23 @@ describe("registry servers on the host itself", () => {
     assert.equal(r.settings.login, null);
     assert.match(r.errors.join(" "), /names a loopback or link-local address \(127\.0\.0\.1\)/);
     assert.equal(loginServerProblem("registry.example.com"), null);
+  });
+});
+
+describe("build args named like Object.prototype's properties", () => {
+  it("an `ARG toString` with no such variable is not passed (never Object.prototype's function)", () => {
+    const r = planDockerBuild({
+      appId: "app_1",
+      deploymentId: "dep_2",
+      buildFlavor: "M",
+      vars: { A: "1" },
+      platformVars: { APP_HOME: "/app" },
+      dockerfileText: "FROM scratch\nARG toString\nARG constructor\nARG A\nCMD x\n",
+      withoutCache: false,
+      settings: dockerSettings({}).settings,
+    });
+    assert.ok(r.ok);
+    assert.deepEqual(r.plan.buildArgs, { A: "1" });
+    assert.match(r.plan.logLines.join("\n"), /ARGs without a variable of that name .*toString.*constructor/);
   });
 });
