@@ -35,9 +35,14 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  // A killed HAProxy whose parent (init, for a daemon) has not reaped it yet is a zombie: it serves nothing.
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return true;
   }
 }
 
