@@ -155,7 +155,7 @@ export class AppService {
     // deploy switches servers at run time instead of reloading HAProxy on its critical path.
     if (!app.task) {
       await this.deps.instances
-        .refreshEdge()
+        .refreshEdge(app.id)
         .catch((err: Error) =>
           this.deps.logger.warn({ err: err.message }, "edge not updated for the new app"),
         );

@@ -412,7 +412,7 @@ export class Deployer {
       await store.setCurrentRelease(app.id, release.id);
       await store.updateDeployment(d.id, { releaseId: release.id });
       if (app.stopped) await store.updateApp(app.id, { stopped: false });
-      await instances.refreshEdge();
+      await instances.refreshEdge(app.id);
       write(`Release v${release.number} is live at the edge.`);
     } catch (e) {
       write("Removing the instances of this deployment; the previous release keeps serving.");
