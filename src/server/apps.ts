@@ -247,7 +247,7 @@ export class AppService {
 
   async stop(app: App): Promise<App> {
     const updated = await this.deps.store.updateApp(app.id, { stopped: true });
-    await this.deps.instances.refreshEdge();
+    await this.deps.instances.refreshEdge(app.id);
     await this.deps.instances.remove(await this.deps.instances.list(app.id));
     this.deps.logger.info({ appId: app.id }, "app stopped");
     return updated;
@@ -257,7 +257,7 @@ export class AppService {
     await this.deps.deployer.cancelAll(app.id);
     const instances = await this.deps.instances.list(app.id);
     await this.deps.store.deleteApp(app.id);
-    await this.deps.instances.refreshEdge();
+    await this.deps.instances.refreshEdge(app.id);
     await this.deps.instances.remove(instances);
     await this.deps.instances.removeSandboxes(app.id);
     for (const tag of await this.deps.engine.imageTags(`pier-app/${app.id}`))
