@@ -160,7 +160,7 @@ export class AppService {
     // deploy switches servers at run time instead of reloading HAProxy on its critical path.
     if (!app.task) {
       await this.deps.instances
-        .refreshEdge()
+        .refreshEdge(app.id)
         .catch((err: Error) =>
           this.deps.logger.warn({ err: err.message }, "edge not updated for the new app"),
         );
@@ -290,7 +290,7 @@ export class AppService {
     await this.deps.instances.transition(app.id, null, () => this.deps.store.deleteApp(app.id));
     const { engine } = this.deps;
     const steps: [string, () => Promise<unknown>][] = [
-      ["edge", () => this.deps.instances.refreshEdge()],
+      ["edge", () => this.deps.instances.refreshEdge(app.id)],
       ["instances", () => this.deps.instances.remove(instances)],
       ["sandboxes", () => this.deps.instances.removeSandboxes(app.id)],
       [

@@ -1,7 +1,16 @@
 import { randomUUID } from "node:crypto";
 import { PierError } from "../core/errors.js";
 import { type App, FLAVOR_MEMORY_MIB } from "../core/model.js";
-import type { Edge, Engine, InstanceInfo, InstanceSpec, Route, SandboxInfo, Store } from "../core/ports.js";
+import type {
+  Edge,
+  Engine,
+  InstanceInfo,
+  InstanceSpec,
+  RoutableInstance,
+  Route,
+  SandboxInfo,
+  Store,
+} from "../core/ports.js";
 import type { Networks } from "./networks.js";
 
 export const appNetworkName = (appId: string, ipv6Subnet: string | null) =>
@@ -279,37 +288,63 @@ export class Instances {
   /** Routes the edge could not take at the last refresh, by app id (shown by `pier status`). */
   private skipped = new Map<string, string>();
 
-  /** The route table: every app's hostname to the running instances of its current release. */
-  async routes(): Promise<Route[]> {
-    const routes: Route[] = [];
-    // One engine call for every app's instances: a deploy refreshes the edge on its critical path.
-    const all = await this.deps.engine.listRoutable({});
-    for (const app of await this.deps.store.listApps()) {
-      if (app.task) continue;
-      const pending = this.pending.get(app.id);
-      const serving = pending
-        ? pending.deploymentId
-        : app.stopped
-          ? null
-          : ((await this.deps.store.currentRelease(app.id))?.deploymentId ?? null);
-      routes.push({
-        appId: app.id,
-        hostname: `${app.name}.${this.deps.domain}`,
-        targets: all.flatMap((i) =>
-          serving !== null &&
-          i.labels["pier.app"] === app.id &&
-          i.labels["pier.deployment"] === serving &&
-          i.http
-            ? [i.http]
-            : [],
-        ),
-      });
-    }
-    return routes;
+  /** The last route table, by app: a deploy refreshes its own app's entry only. */
+  private table: Map<string, Route> | null = null;
+
+  private async routeOf(app: App, listed: readonly RoutableInstance[]): Promise<Route> {
+    const pending = this.pending.get(app.id);
+    const serving = pending
+      ? pending.deploymentId
+      : app.stopped
+        ? null
+        : ((await this.deps.store.currentRelease(app.id))?.deploymentId ?? null);
+    return {
+      appId: app.id,
+      hostname: `${app.name}.${this.deps.domain}`,
+      targets: listed.flatMap((i) =>
+        serving !== null &&
+        i.labels["pier.app"] === app.id &&
+        i.labels["pier.deployment"] === serving &&
+        i.http
+          ? [i.http]
+          : [],
+      ),
+    };
   }
 
-  async refreshEdge(): Promise<void> {
-    const { skipped } = await this.deps.edge.apply(await this.routes());
+  /**
+   * The route table: every app's hostname to the running instances of its current release (or of its
+   * pending change). With `appId`, only that app's route is read again (one engine call for its
+   * containers, not for every app's: a deploy at the 100th app costs what it did at the first); without,
+   * all of them (one engine call).
+   */
+  async routes(appId?: string): Promise<Route[]> {
+    const { engine, store } = this.deps;
+    if (appId && this.table) {
+      const app = await store.findApp(appId);
+      if (!app || app.task) this.table.delete(appId);
+      else this.table.set(appId, await this.routeOf(app, await engine.listRoutable({ "pier.app": appId })));
+      return [...this.table.values()];
+    }
+    const byApp = new Map<string, RoutableInstance[]>();
+    for (const i of await engine.listRoutable({})) {
+      const id = i.labels["pier.app"] ?? "";
+      byApp.set(id, [...(byApp.get(id) ?? []), i]);
+    }
+    const table = new Map<string, Route>();
+    for (const app of await store.listApps()) {
+      if (!app.task) table.set(app.id, await this.routeOf(app, byApp.get(app.id) ?? []));
+    }
+    this.table = table;
+    return [...table.values()];
+  }
+
+  /**
+   * Makes the edge serve the route table; with `appId`, after reading only that app's route again. A
+   * route the edge cannot take is skipped (see routeProblem), never fatal for the others.
+   */
+  async refreshEdge(appId?: string): Promise<void> {
+    const { skipped } = await this.deps.edge.apply(await this.routes(appId));
     this.skipped = new Map(skipped.map((s) => [s.appId, s.reason]));
   }
 
@@ -328,7 +363,7 @@ export class Instances {
   async transition(appId: string, serving: string | null, record: () => Promise<void>): Promise<void> {
     this.pending.set(appId, { deploymentId: serving });
     try {
-      await this.refreshEdge();
+      await this.refreshEdge(appId);
       const refused = serving !== null ? this.routeProblem(appId) : null;
       if (refused)
         throw new PierError(
@@ -339,7 +374,7 @@ export class Instances {
       await record();
     } catch (e) {
       this.pending.delete(appId);
-      await this.refreshEdge().catch(() => undefined);
+      await this.refreshEdge(appId).catch(() => undefined);
       throw e;
     }
     this.pending.delete(appId);

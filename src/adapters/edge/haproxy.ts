@@ -39,10 +39,9 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
-  // A killed daemon whose parent does not reap it stays a zombie: signals reach it, but it serves nothing.
+  // A killed HAProxy whose parent (init, for a daemon) has not reaped it yet is a zombie: it serves nothing.
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
   } catch {
     return true;
   }

@@ -1,0 +1,166 @@
+// The reconciler and the route table at 100 apps (src/server/reconciler.ts, src/server/instances.ts), against
+// fakes of the engine and the store: the engine calls they make do not grow with the number of apps.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import pino from "pino";
+import type { App, Release } from "../../../src/core/model.js";
+import type { Edge, Engine, RoutableInstance, Route, SandboxInfo, Store } from "../../../src/core/ports.js";
+import type { Deployer } from "../../../src/server/deployer.js";
+import { Instances } from "../../../src/server/instances.js";
+import { reconcile } from "../../../src/server/reconciler.js";
+
+const APPS = 100;
+const app = (i: number): App =>
+  ({ id: `app-${i}`, name: `a${i}`, task: null, stopped: false }) as unknown as App;
+const release = (i: number): Release =>
+  ({ deploymentId: `dep-${i}`, env: {}, image: "img" }) as unknown as Release;
+
+class FakeEngine {
+  calls: string[] = [];
+  routable: RoutableInstance[] = [];
+  sandboxes: SandboxInfo[] = [];
+  async listRoutable(labels: Record<string, string>) {
+    this.calls.push(`listRoutable ${JSON.stringify(labels)}`);
+    return this.routable.filter((i) => Object.entries(labels).every(([k, v]) => i.labels[k] === v));
+  }
+  async listSandboxes(labels: Record<string, string>) {
+    this.calls.push(`listSandboxes ${JSON.stringify(labels)}`);
+    return this.sandboxes;
+  }
+  async startInstance(id: string) {
+    this.calls.push(`startInstance ${id}`);
+  }
+  async startSandbox(id: string) {
+    this.calls.push(`startSandbox ${id}`);
+  }
+  async removeSandbox(id: string) {
+    this.calls.push(`removeSandbox ${id}`);
+  }
+  async removeInstance(id: string) {
+    this.calls.push(`removeInstance ${id}`);
+  }
+  async stopInstance() {}
+  async imageExists() {
+    return true;
+  }
+}
+
+function setUp() {
+  const engine = new FakeEngine();
+  for (let i = 0; i < APPS; i++) {
+    engine.routable.push({
+      id: `c-${i}`,
+      labels: { "pier.app": `app-${i}`, "pier.deployment": `dep-${i}`, "pier.sandbox": `s-${i}` },
+      running: i !== 7,
+      http: { host: "127.0.0.1", port: 40000 + i },
+    });
+    engine.sandboxes.push({
+      id: `s-${i}`,
+      labels: { "pier.app": `app-${i}` },
+      running: i !== 7,
+      http: null,
+      tcp: null,
+      networkAddress: null,
+    });
+  }
+  // A leftover of an earlier deployment, and an instance of a deleted app.
+  engine.routable.push({
+    id: "old",
+    labels: { "pier.app": "app-3", "pier.deployment": "dep-old" },
+    running: false,
+    http: null,
+  });
+  engine.routable.push({
+    id: "stray",
+    labels: { "pier.app": "app-gone", "pier.deployment": "x" },
+    running: true,
+    http: null,
+  });
+  const apps = Array.from({ length: APPS }, (_, i) => app(i));
+  let storeReads = 0;
+  const store = {
+    listApps: async () => apps,
+    findApp: async (id: string) => apps.find((a) => a.id === id) ?? null,
+    currentRelease: async (id: string) => {
+      storeReads++;
+      return release(Number(id.slice(4)));
+    },
+  } as unknown as Store;
+  const applied: Route[][] = [];
+  const edge: Edge = {
+    start: async () => undefined,
+    stop: async () => undefined,
+    apply: async (r: readonly Route[]) => {
+      applied.push([...r]);
+      return { skipped: [] };
+    },
+  };
+  const instances = new Instances({
+    engine: engine as unknown as Engine,
+    edge,
+    store,
+    networks: { ensure: async () => undefined, remove: async () => undefined },
+    domain: "localhost",
+    stopGraceMs: 1000,
+  });
+  return { engine, instances, store, applied, storeReads: () => storeReads };
+}
+
+describe("at 100 apps", () => {
+  test("reconcile lists the engine three times, starts what is stopped, routes every app, removes leftovers", async () => {
+    const { engine, instances, store, applied } = setUp();
+    const known: string[][] = [];
+    await reconcile({
+      store,
+      engine: engine as unknown as Engine,
+      instances,
+      networks: { reconcile: async (k) => void known.push([...k]) },
+      deployer: {} as Deployer,
+      logger: pino({ level: "silent" }),
+    });
+    // What runs, and again for the routes once the stopped ones are started: not one call per app.
+    assert.deepEqual(engine.calls.filter((c) => c.startsWith("list")).sort(), [
+      "listRoutable {}",
+      "listRoutable {}",
+      "listSandboxes {}",
+    ]);
+    assert.deepEqual(
+      engine.calls.filter((c) => c.startsWith("start")),
+      ["startSandbox s-7", "startInstance c-7"],
+    );
+    assert.deepEqual(engine.calls.filter((c) => c.startsWith("remove")).sort(), [
+      "removeInstance old",
+      "removeInstance stray",
+    ]);
+    assert.equal(applied.length, 1);
+    assert.equal(applied[0]?.length, APPS);
+    assert.ok(applied[0]?.every((r) => r.targets.length === 1));
+    assert.equal(known[0]?.length, APPS);
+  });
+
+  test("a deploy refreshes its own app's route: one engine call and one store read, whatever the number of apps", async () => {
+    const { engine, instances, applied, storeReads } = setUp();
+    await instances.refreshEdge();
+    const reads = storeReads();
+    engine.calls = [];
+    engine.routable.push({
+      id: "new",
+      labels: { "pier.app": "app-42", "pier.deployment": "dep-42" },
+      running: true,
+      http: { host: "127.0.0.1", port: 50000 },
+    });
+    await instances.refreshEdge("app-42");
+    assert.deepEqual(engine.calls, ['listRoutable {"pier.app":"app-42"}']);
+    assert.equal(storeReads() - reads, 1);
+    const last = applied.at(-1) ?? [];
+    assert.equal(last.length, APPS);
+    assert.deepEqual(
+      last
+        .find((r) => r.appId === "app-42")
+        ?.targets.map((t) => t.port)
+        .sort(),
+      [40042, 50000],
+    );
+    assert.deepEqual(last.find((r) => r.appId === "app-41")?.targets, [{ host: "127.0.0.1", port: 40041 }]);
+  });
+});
