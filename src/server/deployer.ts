@@ -12,6 +12,7 @@ import type { Engine, InstanceInfo, Store } from "../core/ports.js";
 import type { DeployLogs } from "./deploy-logs.js";
 import { probe, waitListening } from "./health-gate.js";
 import type { Instances, ReleaseToRun } from "./instances.js";
+import { maskedError } from "./logging.js";
 import type { Runtime } from "./runtimes/runtime.js";
 
 export interface DeployRequest {
@@ -267,7 +268,10 @@ export class Deployer {
           : `Internal error: ${(e as Error).message}`;
       const state = job.controller.signal.reason instanceof Cancelled ? "cancelled" : "failed";
       if (!(e instanceof PierError) && !job.controller.signal.aborted)
-        log.error({ err: e }, "deployment crashed");
+        log.error(
+          { err: maskedError(e, (t) => this.deps.logs.mask(job.deployment.id, t)) },
+          "deployment crashed",
+        );
       await this.finish(job, state, reason).catch((err) =>
         log.error({ err }, "could not record the end of a deployment"),
       );

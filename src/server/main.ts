@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { serve } from "@hono/node-server";
-import pino, { type Logger } from "pino";
+import type { Logger } from "pino";
 import { HaproxyEdge } from "../adapters/edge/haproxy.js";
 import { DockerEngine } from "../adapters/engine/docker.js";
 import { NpmRegistry } from "../adapters/npm-registry.js";
@@ -20,6 +20,7 @@ import { DeployLogs } from "./deploy-logs.js";
 import { Deployer } from "./deployer.js";
 import { hostKey, hostPublicKey, startGitSshServer } from "./git-ssh.js";
 import { Instances } from "./instances.js";
+import { createLogger } from "./logging.js";
 import { removeLeftovers } from "./leftovers.js";
 import { Networks } from "./networks.js";
 import { reconcile } from "./reconciler.js";
@@ -78,10 +79,7 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config): Promise<RunningServer> {
-  const logger = pino({
-    level: config.logLevel,
-    redact: ["token", "password", "privateKey", "*.password", "*.token", "*.privateKey"],
-  });
+  const logger = createLogger(config.logLevel);
   for (const d of ["repos", "edge", "run"]) await mkdir(join(config.dataDir, d), { recursive: true });
   // Secrets at rest are sealed with this key; it is kept apart from the database (back up both).
   const store = new SqliteStore(
