@@ -203,6 +203,19 @@ export async function startServer(config: Config): Promise<RunningServer> {
         deployer,
         logger: logger.child({ part: "reconciler" }),
       }).catch((err) => logger.warn({ err }, "reconcile after the engine came back failed"));
+      // The sandboxes' "start" events of the engine's restart came before this stream: an instance the
+      // engine started before its sandbox sits in a stale network namespace. Restart those into the new one.
+      for (const app of await store.listApps().catch(() => [])) {
+        const sandboxes = await engine
+          .listSandboxes({ "pier.app": app.id, "pier.sandbox-for": "instances" })
+          .catch(() => []);
+        for (const s of sandboxes.filter((x) => x.running)) {
+          const n = await instances.rejoin(app.id, s.id).catch(() => 0);
+          if (n > 0)
+            logger.info({ appId: app.id, instances: n }, "instances rejoined their restarted sandbox");
+        }
+      }
+      logger.info("engine back: reconciled");
     }
   })();
 
