@@ -239,6 +239,17 @@ export async function startServer(config: Config): Promise<RunningServer> {
       await reconcileAll().catch((err) =>
         logger.warn({ err }, "reconcile after the engine came back failed"),
       );
+      // The sandboxes' "start" events of the engine's restart came before this stream: an instance the
+      // engine started before its sandbox sits in a stale network namespace. Restart those into the new one.
+      // One engine list for every app's sandboxes.
+      const sandboxes = await engine.listSandboxes({ "pier.sandbox-for": "instances" }).catch(() => []);
+      for (const s of sandboxes.filter((x) => x.running)) {
+        const appId = s.labels["pier.app"];
+        if (!appId) continue;
+        const n = await instances.rejoin(appId, s.id).catch(() => 0);
+        if (n > 0) logger.info({ appId, instances: n }, "instances rejoined their restarted sandbox");
+      }
+      logger.info("engine back: reconciled");
     }
   })();
 

@@ -34,8 +34,8 @@ function othersTesting(): string[] {
     .filter((l) => ![process.pid, process.ppid].includes(Number(l.split(" ")[0])));
 }
 
-describe("dockerd restarted under running apps", { timeout: 900_000 }, () => {
-  const pier = new Pier();
+describe("dockerd restarted under running apps", { timeout: 1_800_000 }, () => {
+  const pier = new Pier({ PIER_LOG_LEVEL: "info" });
   let repo = "";
 
   before(async () => {
@@ -60,7 +60,7 @@ describe("dockerd restarted under running apps", { timeout: 900_000 }, () => {
     await pier.destroy();
   });
 
-  test("both apps serve again through the edge within 60 s, without anyone touching Pier", async (t) => {
+  test("both apps serve again through the edge within 60 s of the engine's return, untouched", async (t) => {
     // Other runs' containers would stop too: wait for them (up to 10 min) rather than break them.
     await waitFor("other test runs to end", async () => othersTesting().length === 0, 600_000).catch(() =>
       t.diagnostic(`restarting dockerd while other tests run: ${othersTesting().join("; ")}`),
@@ -79,20 +79,27 @@ describe("dockerd restarted under running apps", { timeout: 900_000 }, () => {
       { stdio: "ignore" },
     );
     assert.equal(r.status, 0);
-    await waitFor("dockerd to answer", engineUp, 60_000);
-    const engineMs = Date.now() - started;
-    for (const [app, mark] of [
-      ["dd", "mark=docker"],
-      ["dn", "mark=node"],
-    ]) {
-      await waitFor(
-        `${app} to serve again`,
-        async () => (await pier.get(app!, "/")).body === mark,
-        60_000 - (Date.now() - started),
-      );
+    // dockerd loads every container on the machine before it answers (minutes on a busy test machine):
+    // the bound is on Pier, from the moment the engine answers.
+    await waitFor("dockerd to answer", engineUp, 600_000);
+    const up = Date.now();
+    const engineMs = up - started;
+    try {
+      for (const [app, mark] of [
+        ["dd", "mark=docker"],
+        ["dn", "mark=node"],
+      ]) {
+        await waitFor(
+          `${app} to serve again`,
+          async () => (await pier.get(app!, "/")).body === mark,
+          Math.max(1000, 60_000 - (Date.now() - up)),
+        );
+      }
+    } catch (e) {
+      t.diagnostic(`engine up after ${engineMs} ms; pier server said:\n${pier.output.slice(-8000)}`);
+      throw e;
     }
-    const ms = Date.now() - started;
-    t.diagnostic(`engine up after ${engineMs} ms; both apps served again after ${ms} ms`);
+    t.diagnostic(`engine up after ${engineMs} ms; both apps served again ${Date.now() - up} ms later`);
     assert.match(pier.output, /engine events stream ended/);
     // The control plane works on the new engine: a deploy goes through.
     const status = await pier.cliJson<{ state: string }>(["status", "--app", "dd"]);
