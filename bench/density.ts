@@ -221,6 +221,10 @@ async function main(): Promise<void> {
     console.log(
       `deploy time, median of the last 10 over the first 10: ${(last / first).toFixed(2)} (${(last / 1000).toFixed(2)} s / ${(first / 1000).toFixed(2)} s; target <= 1.2) ${verdict(last / first <= 1.2)}`,
     );
+    const blocks: string[] = [];
+    for (let b = 0; b < N; b += 50)
+      blocks.push(`${b + 1}-${Math.min(b + 50, N)}: ${(median(times.slice(b, b + 50)) / 1000).toFixed(2)} s`);
+    console.log(`  median deploy time by 50 apps: ${blocks.join(", ")}`);
     console.log(
       `pier server start (edge killed too) to all ${N} routes served: ${restartS.toFixed(2)} s${pending.size ? ` (${pending.size} never)` : ""} (target < 10 s) ${verdict(pending.size === 0 && restartS < 10)}`,
     );
