@@ -95,6 +95,9 @@ export function projectPath(raw: string): { path: string } | { error: string } {
   return { path: p === "" ? "." : p };
 }
 
+/** A word as a shell reads it: as is when it holds nothing a shell would interpret, else quoted. */
+const word = (f: string) => (/^[A-Za-z0-9_./=:,@%+-]+$/.test(f) ? f : shellQuote(f));
+
 const child = (dir: string, name: string) => (dir === "." ? name : `${dir}/${name}`);
 
 /** The rule of contract section 4.4, quoted by every refusal. */
@@ -311,7 +314,6 @@ export function planPhpBuild(input: PhpBuildInput): Result {
     const { flags, dev } = composerFlags(vars, errors, logLines);
     const bin = fact("composer.phar") === "file" ? "php composer.phar" : "composer";
     if (bin !== "composer") logLines.push("Composer: composer.phar of the project.");
-    const word = (f: string) => (/^[A-Za-z0-9_./=:,@%+-]+$/.test(f) ? f : shellQuote(f));
     const install = `${bin} install ${flags.map(word).join(" ")}`.trim();
     const dumpAutoload = `${bin} dump-autoload --no-interaction${dev ? "" : " --no-dev"}`;
     composer = { install, dumpAutoload, devDependencies: dev };
@@ -342,7 +344,7 @@ export function planPhpBuild(input: PhpBuildInput): Result {
         else
           steps.push({
             label: `Checking ${r.cmd.config}`,
-            command: `phpserver run --config ${shellQuote(r.cmd.config)} --check`,
+            command: `phpserver run --config ${word(r.cmd.config)} --check`,
           });
       }
     }
