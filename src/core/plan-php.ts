@@ -106,7 +106,7 @@ export function runCommandRule(port: number): string {
 }
 
 export type RunCommand =
-  | { kind: "php-server"; argv: string[]; root: string | null }
+  | { kind: "php-server"; argv: string[]; root: string | null; worker: string | null }
   | { kind: "run"; argv: string[]; config: string };
 
 const PHP_SERVER_FLAGS = new Set(["--debug", "-v", "--no-compress", "--access-log", "-a"]);
@@ -135,14 +135,23 @@ export function parseRunCommand(
     return refuse(`does not start with \`phpserver php-server --listen 0.0.0.0:${port}\``);
   const out = argv.slice(0, 4);
   let root: string | null = null;
+  let worker: string | null = null;
   for (let i = 4; i < argv.length; i++) {
     const a = argv[i] as string;
     if (a === "--mercure" || a === "-m")
       return refuse(
         "asks for --mercure: this Pier's phpserver serves no Mercure hub (run a hub as its own app and point MERCURE_URL at it)",
       );
-    if (a === "--worker" || a === "-w" || a.startsWith("--worker="))
-      return refuse("asks for --worker: worker mode is not available on this Pier yet");
+    if (a === "--worker" || a === "-w" || a.startsWith("--worker=")) {
+      const value = a.startsWith("--worker=") ? a.slice("--worker=".length) : argv[++i];
+      const m = value === undefined ? null : /^([^,]+)(?:,(\d{1,3}))?$/.exec(value);
+      if (!m || !SAFE_WORD.test(value as string)) return refuse("has --worker without FILE[,N]");
+      const p = projectPath(m[1] as string);
+      if ("error" in p) return refuse(`has a --worker script that ${p.error}`);
+      worker = p.path;
+      out.push("--worker", m[2] ? `${p.path},${m[2]}` : p.path);
+      continue;
+    }
     if (a === "--root" || a === "-r") {
       const dir = argv[++i];
       if (dir === undefined || !SAFE_WORD.test(dir)) return refuse("has --root without a folder");
@@ -158,7 +167,7 @@ export function parseRunCommand(
       );
     out.push(a);
   }
-  return { ok: true, cmd: { kind: "php-server", argv: out, root } };
+  return { ok: true, cmd: { kind: "php-server", argv: out, root, worker } };
 }
 
 /** The paths of the commit the plan depends on (the executor inspects them), and the variables' errors. */
@@ -184,7 +193,10 @@ export function phpProjectPaths(vars: Record<string, string>): {
     const r = parseRunCommand(run, port);
     if (!r.ok) errors.push(r.error);
     else if (r.cmd.kind === "run") paths.push(r.cmd.config);
-    else if (r.cmd.root !== null) webroot = r.cmd.root;
+    else {
+      if (r.cmd.root !== null) webroot = r.cmd.root;
+      if (r.cmd.worker !== null) paths.push(r.cmd.worker);
+    }
   }
   const worker = read(vars, "CC_PHPSERVER_WORKER");
   if (worker !== undefined) {
@@ -269,20 +281,35 @@ export function planPhpBuild(input: PhpBuildInput): Result {
     }
   }
 
-  // CC_PHPSERVER_WORKER: its path is checked; worker mode itself is not served yet (docs/adr/0013).
+  // Worker mode (docs/adr/0013): CC_PHPSERVER_WORKER, or --worker in CC_RUN_COMMAND.
+  const runVar = read(vars, "CC_RUN_COMMAND");
+  const parsedRun = runVar === undefined ? null : parseRunCommand(runVar, port);
+  const runWorker = parsedRun?.ok && parsedRun.cmd.kind === "php-server" ? parsedRun.cmd.worker : null;
   const workerVar = read(vars, "CC_PHPSERVER_WORKER");
+  let workerPath: string | null = null;
   if (workerVar !== undefined && located.errors.every((e) => !e.startsWith("CC_PHPSERVER_WORKER"))) {
     const p = projectPath(workerVar);
-    const f = "path" in p ? fact(p.path) : "missing";
-    if (f === "outside")
-      errors.push(`CC_PHPSERVER_WORKER=${quoted(workerVar)} leaves the project through a symlink.`);
-    else if (f !== "file")
-      errors.push(`CC_PHPSERVER_WORKER=${quoted(workerVar)}: there is no such file in the project.`);
-    else
+    if ("path" in p) workerPath = p.path;
+  }
+  const checkWorker = (path: string, by: string) => {
+    const f = fact(path);
+    if (f === "outside") errors.push(`${by} leaves the project through a symlink.`);
+    else if (f !== "file") errors.push(`${by}: there is no such file in the project.`);
+  };
+  if (workerPath !== null) checkWorker(workerPath, `CC_PHPSERVER_WORKER=${quoted(workerVar as string)}`);
+  if (runWorker !== null) checkWorker(runWorker, `CC_RUN_COMMAND's --worker ${runWorker}`);
+  for (const name of ["CC_PHPSERVER_WORKER_NUM", "CC_PHPSERVER_WORKER_MAX_REQUESTS"]) {
+    const v = read(vars, name)?.trim();
+    const min = name.endsWith("NUM") ? 1 : 0;
+    if (v !== undefined && (!/^\d{1,6}$/.test(v) || Number(v) < min || (min === 1 && Number(v) > 999)))
       errors.push(
-        "CC_PHPSERVER_WORKER: worker mode is not available on this Pier yet; unset it to serve in classic mode.",
+        `${name}=${quoted(v)} is not ${min === 1 ? "a number of workers from 1 to 999" : "a number of requests (0: no limit)"}.`,
       );
   }
+  if (workerPath !== null || runWorker !== null)
+    logLines.push(
+      `Worker mode: ${runWorker ?? workerPath} is loaded once per worker and serves requests through frankenphp_handle_request().`,
+    );
 
   // Build steps: CC_PRE_BUILD_HOOK, php.ini, composer, CC_POST_BUILD_HOOK, the config file's check.
   const steps: PhpBuildStep[] = [];
@@ -380,7 +407,11 @@ export function planPhpBuild(input: PhpBuildInput): Result {
       buildSteps: steps,
       buildEnv,
       start,
-      runEnv: { PHPSERVER_ROOT: webrootAbs, PHPSERVER_PORT: String(port) },
+      runEnv: {
+        PHPSERVER_ROOT: webrootAbs,
+        PHPSERVER_PORT: String(port),
+        ...(workerPath !== null ? { PHPSERVER_WORKER: `${appHome}/${workerPath}` } : {}),
+      },
       workers,
       warnings,
       logLines,

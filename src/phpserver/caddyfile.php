@@ -5,7 +5,8 @@
 //
 // The subset: one optional global options block ({ debug | admin ... | auto_https ... | frankenphp {} }),
 // then one site block `ADDRESS {` whose address is `:PORT`, `HOST:PORT` or `http://HOST:PORT`, holding
-// root [*] DIR | encode [FORMATS] | php_server [{ root DIR }] | php | file_server | log | header NAME VALUE.
+// root [*] DIR | encode [FORMATS] | php_server [{ root DIR | worker FILE [N] }] | php | file_server | log |
+// header NAME VALUE. `frankenphp { worker FILE [N] }` in the global options enables worker mode too.
 // `{$VAR}` and `{$VAR:default}` are replaced by the environment's values, as that server does.
 
 $file = $argv[1] ?? '';
@@ -56,7 +57,18 @@ function tokenize(string $text): array
     return $lines;
 }
 
-$settings = ['listen' => '', 'root' => null, 'debug' => 0, 'compress' => 0, 'access_log' => 0];
+$settings = ['listen' => '', 'root' => null, 'debug' => 0, 'compress' => 0, 'access_log' => 0, 'worker' => null, 'worker_num' => ''];
+
+/** `worker FILE [N]`: worker mode (the block form `worker { file ... }` is not supported). */
+function setWorker(array $line, array $w): void
+{
+    global $settings;
+    if (end($w) === '{') fail($line['n'], 'worker: write it on one line, worker FILE [N] (the block form is not supported)');
+    if (count($w) < 2 || count($w) > 3 || (isset($w[2]) && !preg_match('/^\d{1,3}$/', $w[2])))
+        fail($line['n'], 'worker takes a script and optionally a number of workers: worker index.php 4');
+    $settings['worker'] = $w[1];
+    $settings['worker_num'] = $w[2] ?? '';
+}
 $headers = [];
 $lines = tokenize($text);
 $i = 0;
@@ -97,9 +109,9 @@ if ($i < $count && $words($lines[$i]) === ['{']) {
                 if ($isOpen($lines[$i])) {
                     $i = $skipBlock($i, function ($l) use ($words) {
                         $k = $words($l)[0];
-                        if ($k === 'worker') fail($l['n'], 'worker: worker mode is not available on this phpserver yet');
+                        if ($k === 'worker') { setWorker($l, $words($l)); return; }
                         if (!in_array($k, ['num_threads', 'max_threads', 'php_ini'], true))
-                            fail($l['n'], "frankenphp option '$k' is not supported (supported: num_threads, max_threads)");
+                            fail($l['n'], "frankenphp option '$k' is not supported (supported: worker, num_threads, max_threads)");
                     }) - 1;
                 }
                 break;
@@ -149,8 +161,8 @@ for ($i++; $i < $count && !$isClose($lines[$i]); $i++) {
                 $i = $skipBlock($i, function ($inner) use ($words, &$settings) {
                     $iw = $words($inner);
                     if ($iw[0] === 'root' && count($iw) === 2) { $settings['root'] = $iw[1]; return; }
-                    if ($iw[0] === 'worker') fail($inner['n'], 'worker: worker mode is not available on this phpserver yet');
-                    fail($inner['n'], "php_server option '{$iw[0]}' is not supported (supported: root DIR)");
+                    if ($iw[0] === 'worker') { setWorker($inner, $iw); return; }
+                    fail($inner['n'], "php_server option '{$iw[0]}' is not supported (supported: root DIR, worker FILE [N])");
                 }) - 1;
             } elseif (count($w) > 1) {
                 fail($n, "{$w[0]} takes no arguments here (a matcher is not supported)");
@@ -179,5 +191,6 @@ if (!$php) fail($site['n'], 'the site block has no php_server (or php) directive
 $q = fn($s) => "'" . str_replace("'", "'\\''", (string) $s) . "'";
 echo 'listen=' . $q($settings['listen']) . "\n";
 if ($settings['root'] !== null) echo 'root=' . $q($settings['root']) . "\n";
+if ($settings['worker'] !== null) echo 'worker=' . $q($settings['worker']) . "\nworker_num=" . $q($settings['worker_num']) . "\n";
 foreach (['debug', 'compress', 'access_log'] as $k) echo "$k=" . $settings[$k] . "\n";
 foreach ($headers as $h) echo 'extra_headers+=(' . $q($h) . ")\n";

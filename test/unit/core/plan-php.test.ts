@@ -86,6 +86,10 @@ describe("parseRunCommand (contract section 4.4)", () => {
       ["phpserver", "php-server", "--listen", "0.0.0.0:8080", "--access-log", "--root", "public"],
     ],
     ["phpserver run --config Caddyfile", ["phpserver", "run", "--config", "Caddyfile"]],
+    [
+      "phpserver php-server --listen 0.0.0.0:8080 --worker /worker.php,4",
+      ["phpserver", "php-server", "--listen", "0.0.0.0:8080", "--worker", "worker.php,4"],
+    ],
     ["phpserver run --config /conf/Caddyfile", ["phpserver", "run", "--config", "conf/Caddyfile"]],
   ];
   for (const [raw, argv] of accepted) {
@@ -105,7 +109,12 @@ describe("parseRunCommand (contract section 4.4)", () => {
     ["phpserver php-server", /does not start with/],
     ["phpserver php-server --listen 0.0.0.0:8080 && rm -rf /", /"&&", which is not a flag/],
     ["phpserver php-server --listen 0.0.0.0:8080 --mercure", /serves no Mercure hub/],
-    ["phpserver php-server --listen 0.0.0.0:8080 --worker w.php", /worker mode is not available/],
+    [
+      "phpserver php-server --listen 0.0.0.0:8080 --worker ../w.php",
+      /--worker script that leaves the project/,
+    ],
+    ["phpserver php-server --listen 0.0.0.0:8080 --worker", /--worker without FILE\[,N\]/],
+    ["phpserver php-server --listen 0.0.0.0:8080 --worker w.php,x", /--worker without FILE\[,N\]/],
     ["phpserver php-server --listen 0.0.0.0:8080 --root ../x", /--root that leaves the project/],
     ["phpserver run --config", /missing --config/],
     ["phpserver run --config ../Caddyfile", /config file that leaves the project/],
@@ -369,6 +378,17 @@ describe("planPhpBuild", () => {
       p.workers.map((w) => w.command),
       ["php w.php", "php x.php"],
     );
+  });
+
+  it("CC_PHPSERVER_WORKER: the worker's absolute path for phpserver", () => {
+    const p = ok(
+      plan(
+        { CC_PHPSERVER_WORKER: "/bin/worker.php", CC_PHPSERVER_WORKER_MAX_REQUESTS: "500" },
+        { "bin/worker.php": "file" },
+      ),
+    );
+    assert.equal(p.runEnv.PHPSERVER_WORKER, "/app/bin/worker.php");
+    assert.deepEqual(p.start, ["phpserver", "php-server", "--listen", "0.0.0.0:8080"]);
   });
 
   it("CC_WEBROOT=/public serves public/", () => {
