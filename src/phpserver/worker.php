@@ -134,7 +134,8 @@ while (!$isChild) {
             if ($isChild = $spawn($slot)) break 2;
         }
     }
-    if (!$everReady && microtime(true) - $started > $readyTimeout) {
+    $late = array_filter($children, fn($c) => !$c['ready'] && microtime(true) - $c['started'] > $readyTimeout);
+    if ($late) {
         say("the worker script $script did not call frankenphp_handle_request() within {$readyTimeout} s: giving up");
         $stop();
         while (pcntl_waitpid(-1, $s) > 0);

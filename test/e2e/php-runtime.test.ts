@@ -89,6 +89,73 @@ function get(
   });
 }
 
+const WORKER = `<?php
+// Loaded once per worker: the bootstrap runs once, the handler per request.
+$booted = microtime(true);
+$handler = function () use ($booted) {
+    static $served = 0;
+    $served++;
+    if (isset($_GET['login'])) {
+        session_start();
+        $_SESSION['user'] = $_GET['login'];
+    } elseif (isset($_COOKIE[session_name()])) {
+        session_start();
+    }
+    if (isset($_GET['created'])) http_response_code(201);
+    setcookie('seen', 'yes');
+    header('Content-Type: application/json');
+    echo json_encode([
+        'served' => $served,
+        'booted' => $booted,
+        'get' => $_GET,
+        'post' => $_POST,
+        'input' => file_get_contents('php://input'),
+        'user' => $_SESSION['user'] ?? null,
+        'method' => $_SERVER['REQUEST_METHOD'],
+        'memory_limit' => ini_get('memory_limit'),
+    ]);
+};
+while (frankenphp_handle_request($handler)) {
+    gc_collect_cycles();
+}
+`;
+
+interface WorkerBody {
+  served: number;
+  booted: number;
+  get: Record<string, string>;
+  post: Record<string, string>;
+  input: string;
+  user: string | null;
+  method: string;
+  memory_limit: string;
+}
+
+function send(
+  port: number,
+  host: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body = "",
+): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
+  return new Promise((res, rej) => {
+    const req = request(
+      { host: "127.0.0.1", port, path, method, headers: { host, ...headers }, agent: false },
+      (r) => {
+        let b = "";
+        r.on("data", (c: Buffer) => {
+          b += c.toString();
+        });
+        r.on("end", () => res({ status: r.statusCode ?? 0, body: b, headers: r.headers }));
+      },
+    );
+    req.setTimeout(10_000, () => req.destroy(new Error("timeout")));
+    req.on("error", rej);
+    req.end(body);
+  });
+}
+
 interface Body {
   php: string;
   greet: string;
@@ -392,5 +459,68 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
     const bad = await pier.push(task);
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /The task exited with code 3/);
+  });
+
+  test("worker mode: the script stays loaded, each request has its own superglobals and session", async () => {
+    const app = await pier.cliJson<{ id: string }>(["create", "--type", "phpserver", "phpworker"]);
+    await env("phpworker", "CC_PHPSERVER_WORKER", "/worker.php", "CC_PHPSERVER_WORKER_NUM", "1");
+    const wrepo = await pier.repo(
+      "phpworker",
+      { "index.php": "<?php echo 'classic';\n", "worker.php": WORKER, "php.ini": "memory_limit = 99M\n" },
+      app.id,
+    );
+    const push = await pier.push(wrepo);
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /Worker mode: worker\.php is loaded once per worker/);
+    const host = "phpworker.localhost";
+    const call = async (method: string, path: string, headers: Record<string, string> = {}, body = "") => {
+      const r = await send(pier.httpPort, host, method, path, headers, body);
+      return { ...r, json: JSON.parse(r.body) as WorkerBody };
+    };
+    const a = await call("GET", "/?x=1");
+    const b = await call("GET", "/anything?y=2");
+    assert.equal(b.json.served, a.json.served + 1, "a static counter grows: the script is not run again");
+    assert.equal(b.json.booted, a.json.booted, "the bootstrap ran once");
+    assert.deepEqual(b.json.get, { y: "2" }, "$_GET is the request's own");
+    assert.equal(b.json.memory_limit, "99M", "php.ini applies to workers");
+    const post = await call(
+      "POST",
+      "/form",
+      { "content-type": "application/x-www-form-urlencoded" },
+      "name=pier&lang=php",
+    );
+    assert.deepEqual(post.json.post, { name: "pier", lang: "php" });
+    assert.equal(post.json.input, "name=pier&lang=php", "php://input");
+    const created = await call("GET", "/?created=1");
+    assert.equal(created.status, 201, "http_response_code()");
+    assert.match(String(created.headers["set-cookie"]), /seen=yes/, "setcookie()");
+    // Sessions: alice logs in; a request without her cookie, served by the same worker, is anonymous.
+    const login = await call("GET", "/?login=alice");
+    const cookie = String(login.headers["set-cookie"]).match(/PHPSESSID=[^;]+/)?.[0];
+    assert.ok(cookie, "the session cookie is set");
+    assert.equal((await call("GET", "/")).json.user, null, "no session leaks into another client's request");
+    assert.equal((await call("GET", "/", { cookie })).json.user, "alice", "her session with her cookie");
+    assert.equal((await call("GET", "/")).json.user, null);
+
+    await env("phpworker", "CC_PHPSERVER_WORKER_MAX_REQUESTS", "2");
+    await pier.commit(wrepo, {}, "max requests");
+    assert.equal((await pier.push(wrepo)).code, 0);
+    const served = [];
+    for (let i = 0; i < 5; i++) served.push((await call("GET", "/")).json.served);
+    // The health check was the new worker's first request.
+    assert.deepEqual(served, [2, 1, 2, 1, 2], "a worker restarts after CC_PHPSERVER_WORKER_MAX_REQUESTS");
+
+    await env("phpworker", "PHPSERVER_WORKER_READY_TIMEOUT", "3");
+    await pier.commit(wrepo, { "worker.php": "<?php echo 'booting'; exit(4);\n" }, "exits");
+    const exits = await pier.push(wrepo);
+    assert.notEqual(exits.code, 0);
+    assert.match(exits.stderr, /exited 6 times in a row without handling a request/);
+    const still = await call("GET", "/");
+    assert.equal(still.status, 200, "the previous release keeps serving");
+    assert.ok(still.json.served <= 2, "with its CC_PHPSERVER_WORKER_MAX_REQUESTS");
+    await pier.commit(wrepo, { "worker.php": "<?php while (true) sleep(1);\n" }, "never");
+    const never = await pier.push(wrepo);
+    assert.notEqual(never.code, 0);
+    assert.match(never.stderr, /did not call frankenphp_handle_request\(\) within 3 s/);
   });
 });
