@@ -299,6 +299,11 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
     assert.match(dev.stderr, /composer install --no-interaction --no-progress --no-scripts\s*\n/);
     assert.equal((await body()).dev, true);
     await unset("phpapp", "CC_PHP_DEV_DEPENDENCIES");
+    const rollback = await pier.cli(["rollback", "v1", "--app", "phpapp"]);
+    assert.equal(rollback.code, 0, rollback.stderr);
+    const v1 = await body();
+    assert.equal(v1.rev, 1, "pier rollback v1 serves the first release's image");
+    assert.equal(v1.dev, false);
   });
 
   test("bad inputs fail the deploy naming the problem; the previous release keeps serving", async () => {
