@@ -101,5 +101,6 @@ fi
 php_os_id=$("$DOCKER" image inspect -f '{{.Id}}' pier/php-os:8.4)
 if [ "$(label pier/php:8.4 pier.phpserver)" != "$(images/php/hash.sh)" ] || [ "$(label pier/php:8.4 pier.base)" != "$php_os_id" ]; then
   say "building pier/php:8.4 (phpserver on pier/php-os:8.4)"
-  images/php/build.sh 2>/dev/null
+  # The engine's notice that the classic builder is deprecated is its only output: shown only on failure.
+  out=$(images/php/build.sh 2>&1) || { echo "$out" >&2; exit 1; }
 fi
