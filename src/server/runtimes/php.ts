@@ -112,6 +112,8 @@ export class PhpRuntime implements Runtime {
               `find ${APP_HOME} -mindepth 1 -maxdepth 1 ! -name vendor -exec rm -rf {} +`,
               `cp -a ${STAGE}/. ${APP_HOME}/`,
               `rm -rf ${STAGE}`,
+              // The current release's php.ini link; this commit's php.ini, if any, is linked again below.
+              "rm -f /etc/php/8.4/cli/conf.d/99-app-php.ini /etc/php/8.4/fpm/conf.d/99-app-php.ini",
             ]
           : []),
         ...plan.buildSteps.flatMap((s) => {
