@@ -3,9 +3,10 @@
 //    nginx + php-fpm serving the same page (target: at least 1.0x);
 // 2. worker mode against classic mode on a script with a costly bootstrap (300 classes loaded and a
 //    service container built before answering; target: at least 3x);
-// 3. push-to-first-200 of a composer app through Pier, first deploy and redeploy with an unchanged
+// 3. push-to-first-200 of a composer app (24 packages, about 1,500 files in vendor/) through Pier, first deploy and redeploy with an unchanged
 //    composer.lock, against a bare `composer install` + phpserver to the first 200 (targets 1.3x, 0.6x).
 // Each figure and ratio is printed. Run: npm run build && node dist/bench/php.js [seconds per load run]
+// [page|worker|deploy] (one part only).
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { tmpdir } from "node:os";
@@ -153,29 +154,61 @@ const STOCK_NGINX = `server {
 }
 `;
 
+/**
+ * A composer app whose vendor/ is the size of a small framework app's: 24 packages of 60 classes each
+ * (about 1,500 files). No registry is reachable, so the packages are zip files of an artifact repository
+ * committed with the app (as downloads from a registry would be, they are extracted by the install).
+ * The text files are returned (for the app's repository); `artifacts/` and composer.lock stay in `dir`.
+ */
 async function composerApp(dir: string): Promise<Record<string, string>> {
+  const packages = Array.from({ length: 24 }, (_, i) => i);
   const files: Record<string, string> = {
     ".gitignore": "/vendor/\n",
     "composer.json": JSON.stringify({
-      require: { "bench/lib": "*" },
-      repositories: [
-        { type: "path", url: "packages/lib", options: { symlink: false } },
-        { "packagist.org": false },
-      ],
+      require: Object.fromEntries(packages.map((i) => [`bench/lib${i}`, "1.0.0"])),
+      repositories: [{ type: "artifact", url: "artifacts/" }, { "packagist.org": false }],
     }),
-    "packages/lib/composer.json": JSON.stringify({
-      name: "bench/lib",
-      version: "1.0.0",
-      autoload: { "psr-4": { "Bench\\": "src/" } },
-    }),
-    "packages/lib/src/Hello.php":
-      "<?php\nnamespace Bench;\nclass Hello { public static function say(): string { return 'hello'; } }\n",
-    "index.php": "<?php\nrequire __DIR__ . '/vendor/autoload.php';\necho Bench\\Hello::say();\n",
+    "index.php": "<?php\nrequire __DIR__ . '/vendor/autoload.php';\necho Bench\\Lib0\\Hello::say();\n",
   };
-  for (const [f, text] of Object.entries(files)) {
-    mkdirSync(dirname(join(dir, f)), { recursive: true });
-    writeFileSync(join(dir, f), text);
+  const sources: Record<string, string> = {};
+  for (const i of packages) {
+    const ns = `Bench\\Lib${i}`;
+    sources[`lib${i}/composer.json`] = JSON.stringify({
+      name: `bench/lib${i}`,
+      version: "1.0.0",
+      autoload: { "psr-4": { [`${ns}\\`]: "src/" } },
+    });
+    sources[`lib${i}/src/Hello.php`] =
+      `<?php\nnamespace ${ns};\nclass Hello { public static function say(): string { return 'hello'; } }\n`;
+    for (let c = 0; c < 59; c++)
+      sources[`lib${i}/src/Service${c}.php`] =
+        `<?php\nnamespace ${ns};\nfinal class Service${c} { public function run(array $input): array { return array_map(fn ($x) => $x * ${c}, $input); } }\n`;
   }
+  for (const [f, text] of Object.entries(files)) writeFileSync(join(dir, f), text);
+  const staging = tempDir();
+  for (const [f, text] of Object.entries(sources)) {
+    mkdirSync(dirname(join(staging, f)), { recursive: true });
+    writeFileSync(join(staging, f), text);
+  }
+  mkdirSync(join(dir, "artifacts"));
+  const zip =
+    "foreach (glob('/src/lib*') as $d) { $z = new ZipArchive(); $z->open('/app/artifacts/' . basename($d) . '.zip', ZipArchive::CREATE);" +
+    " $it = new RecursiveIteratorIterator(new RecursiveDirectoryIterator($d, FilesystemIterator::SKIP_DOTS));" +
+    " foreach ($it as $f) $z->addFile($f->getPathname(), substr($f->getPathname(), strlen($d) + 1)); $z->close(); }";
+  const made = await run([
+    DOCKER,
+    "run",
+    "--rm",
+    "-v",
+    `${dir}:/app`,
+    "-v",
+    `${staging}:/src`,
+    IMAGE,
+    "php",
+    "-r",
+    zip,
+  ]);
+  if (made.code !== 0) throw new Error(`zip: ${made.stderr}`);
   const lock = await run([
     DOCKER,
     "run",
@@ -239,7 +272,16 @@ async function untilBody(pier: Pier, name: string, body: string): Promise<void> 
 
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
 
+/** `node dist/bench/php.js [seconds] [page|worker|deploy]`: all three, or only one. */
+const only = process.argv[3];
+
 async function main(): Promise<void> {
+  if (!only || only === "page") await pageBench();
+  if (!only || only === "worker") await workerBench();
+  if (!only || only === "deploy") await deployBench();
+}
+
+async function pageBench(): Promise<void> {
   // 1. One page: phpserver against Debian's stock nginx + php-fpm, alternating (other load on the machine
   // hits both alike); the best of each is kept.
   const page = tempDir();
@@ -278,8 +320,9 @@ async function main(): Promise<void> {
   console.log(
     `  ratio (target >= 1.0x) ${ratio(ours.rps, stock.rps)} req/s, p99 ${ratio(stock.p99, ours.p99)} (higher is better)`,
   );
-  if (process.argv[3] === "page") return;
+}
 
+async function workerBench(): Promise<void> {
   // 2. Costly bootstrap: worker mode against classic mode.
   const costly = tempDir();
   costlyApp(costly);
@@ -305,42 +348,60 @@ async function main(): Promise<void> {
     `  worker mode           ${worker.rps.toFixed(0).padStart(7)} req/s  p99 ${worker.p99.toFixed(1)} ms`,
   );
   console.log(`  ratio (target >= 3x)  ${ratio(worker.rps, classic.rps)}`);
+}
 
-  // 3. Push-to-first-200 of a composer app.
+async function deployBench(): Promise<void> {
+  // 3. Push-to-first-200 of a composer app: 3 rounds, interleaved with the bare work, medians compared.
+  const rounds = 3;
   const src = tempDir();
   const files = await composerApp(src);
-  const bare = await bareComposer(src);
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+  const bare: number[] = [];
+  const first: number[] = [];
+  const again: number[] = [];
+  let reused = 0;
   const pier = new Pier();
   try {
     await pier.start();
     await pier.addKey();
-    const app = await pier.cliJson<{ id: string }>(["create", "--type", "phpserver", "benchphp"]);
-    const repo = await pier.repo("benchphp", files, app.id);
-    await run(["cp", join(src, "composer.lock"), join(repo, "composer.lock")]);
-    await pier.commit(repo, {}, "lock");
-    let t0 = performance.now();
-    const first = await pier.push(repo);
-    if (first.code !== 0) throw new Error(first.stderr);
-    await untilBody(pier, "benchphp", "hello");
-    const firstMs = performance.now() - t0;
-    await pier.commit(repo, { "index.php": files["index.php"]!.replace("say()", "say() . '!'") }, "again");
-    t0 = performance.now();
-    const again = await pier.push(repo);
-    if (again.code !== 0) throw new Error(again.stderr);
-    await untilBody(pier, "benchphp", "hello!");
-    const againMs = performance.now() - t0;
-    const reused = /vendor\/ reused from the current release/.test(again.stderr);
-    console.log("push-to-first-200 of a composer app (path repository, composer.lock):");
-    console.log(`  bare composer install + phpserver to 200  ${(bare / 1000).toFixed(2)} s`);
-    console.log(
-      `  first deploy through Pier                 ${(firstMs / 1000).toFixed(2)} s  ${ratio(firstMs, bare)} (target <= 1.3x)`,
-    );
-    console.log(
-      `  redeploy, unchanged composer.lock          ${(againMs / 1000).toFixed(2)} s  ${ratio(againMs, bare)} (target <= 0.6x; vendor/ reused: ${reused})`,
-    );
+    for (let i = 0; i < rounds; i++) {
+      bare.push(await bareComposer(src));
+      const name = `benchphp${i}`;
+      const app = await pier.cliJson<{ id: string }>(["create", "--type", "phpserver", name]);
+      const repo = await pier.repo(name, files, app.id);
+      // A push right after create can race the app's network creation ("network ... is ambiguous"):
+      // a known issue of the engine adapter, outside of what this measures (the clock starts at the push).
+      await new Promise((r) => setTimeout(r, 2000));
+      await run(["cp", "-a", join(src, "composer.lock"), join(src, "artifacts"), repo]);
+      await pier.commit(repo, {}, "lock");
+      let t0 = performance.now();
+      const p1 = await pier.push(repo);
+      if (p1.code !== 0) throw new Error(p1.stderr);
+      await untilBody(pier, name, "hello");
+      first.push(performance.now() - t0);
+      await pier.commit(repo, { "index.php": files["index.php"]!.replace("say()", "say() . '!'") }, "again");
+      t0 = performance.now();
+      const p2 = await pier.push(repo);
+      if (p2.code !== 0) throw new Error(p2.stderr);
+      await untilBody(pier, name, "hello!");
+      again.push(performance.now() - t0);
+      if (/vendor\/ reused from the current release/.test(p2.stderr)) reused++;
+      await pier.api("DELETE", `/v1/apps/${app.id}`);
+    }
   } finally {
     await pier.destroy();
   }
+  const s = (xs: number[]) =>
+    `${(median(xs) / 1000).toFixed(2)} s  (${xs.map((x) => (x / 1000).toFixed(2)).join(", ")})`;
+  console.log(`push-to-first-200 of a composer app (24 packages, composer.lock), median of ${rounds}:`);
+  console.log(`  bare composer install + phpserver to 200  ${s(bare)}`);
+  console.log(
+    `  first deploy through Pier                 ${s(first)}  ${ratio(median(first), median(bare))} (target <= 1.3x)`,
+  );
+  console.log(
+    `  redeploy, unchanged composer.lock          ${s(again)}  ${ratio(median(again), median(bare))} (target <= 0.6x)`,
+  );
+  console.log(`  redeploys that reused vendor/: ${reused} of ${rounds}`);
 }
 
 main()

@@ -45,7 +45,12 @@ export interface PhpBuildPlan {
   /** The served folder, absolute in the image. */
   webroot: string;
   /** The composer install, or null without composer.json. */
-  composer: { install: string; dumpAutoload: string; devDependencies: boolean } | null;
+  /**
+   * The composer install, and what runs instead when vendor/ is reused: `composer dump-autoload` when the
+   * autoloader lists the project's classes (a classmap, an optimized autoloader), else null (PSR-4 and
+   * PSR-0 find new classes by themselves, and `files` entries are in the unchanged composer.json).
+   */
+  composer: { install: string; dumpAutoload: string | null; devDependencies: boolean } | null;
   buildSteps: PhpBuildStep[];
   /** The app's variables ($APP_HOME expanded), INSTANCE_TYPE=build and composer's settings. */
   buildEnv: Record<string, string>;
@@ -233,6 +238,28 @@ function composerFlags(
   return { flags, dev: !flags.includes("--no-dev") };
 }
 
+const OPTIMIZING_FLAGS = new Set(["-o", "--optimize-autoloader", "-a", "--classmap-authoritative"]);
+
+/** Whether composer's autoloader lists the project's classes (so that a changed file needs a dump). */
+function listsClasses(composerJson: unknown, flags: readonly string[]): boolean {
+  if (flags.some((f) => OPTIMIZING_FLAGS.has(f))) return true;
+  if (typeof composerJson !== "object" || composerJson === null) return true;
+  const j = composerJson as Record<string, unknown>;
+  const has = (section: unknown, key: string) =>
+    typeof section === "object" &&
+    section !== null &&
+    (section as Record<string, unknown>)[key] !== undefined;
+  const config = j.config;
+  return (
+    has(j.autoload, "classmap") ||
+    has(j["autoload-dev"], "classmap") ||
+    (has(config, "optimize-autoloader") &&
+      (config as Record<string, unknown>)["optimize-autoloader"] !== false) ||
+    (has(config, "classmap-authoritative") &&
+      (config as Record<string, unknown>)["classmap-authoritative"] !== false)
+  );
+}
+
 const INI_CHECK =
   'php -n -r \'$r = @parse_ini_file("php.ini", true); if ($r === false) { $e = error_get_last(); fwrite(STDERR, "php.ini is malformed: " . preg_replace("/^syntax error, /", "", $e["message"] ?? "it cannot be read") . "\\n"); exit(1); }\'';
 
@@ -342,7 +369,9 @@ export function planPhpBuild(input: PhpBuildInput): Result {
     const bin = fact("composer.phar") === "file" ? "php composer.phar" : "composer";
     if (bin !== "composer") logLines.push("Composer: composer.phar of the project.");
     const install = `${bin} install ${flags.map(word).join(" ")}`.trim();
-    const dumpAutoload = `${bin} dump-autoload --no-interaction${dev ? "" : " --no-dev"}`;
+    const dumpAutoload = listsClasses(parsed, flags)
+      ? `${bin} dump-autoload --no-interaction${dev ? "" : " --no-dev"}`
+      : null;
     composer = { install, dumpAutoload, devDependencies: dev };
     steps.push({ label: `Installing dependencies: ${install}`, command: install, install: true });
   } else {

@@ -117,13 +117,20 @@ export class PhpRuntime implements Runtime {
             ]
           : []),
         ...plan.buildSteps.flatMap((s) => {
-          const [label, command] =
-            s.install && base && plan.composer
-              ? [
-                  "Dependencies unchanged (composer.lock, composer.json, flags, PHP image): vendor/ reused from the current release",
-                  plan.composer.dumpAutoload,
-                ]
-              : [s.label, s.command];
+          if (s.install && base && plan.composer) {
+            const reused =
+              "Dependencies unchanged (composer.lock, composer.json, flags, PHP image): vendor/ reused from the current release";
+            const dump = plan.composer.dumpAutoload;
+            if (dump === null)
+              return [
+                `echo ${shellQuote(`-----> ${reused} (its autoloader lists no class of the project)`)}`,
+              ];
+            return [
+              `echo ${shellQuote(`-----> ${reused}; ${dump}`)}`,
+              `/bin/sh -ec ${shellQuote(dump)} || { code=$?; echo ${shellQuote(`pier-step-failed: ${dump}`)}; exit $code; }`,
+            ];
+          }
+          const [label, command] = [s.label, s.command];
           return [
             `echo ${shellQuote(`-----> ${label}`)}`,
             `/bin/sh -ec ${shellQuote(command)} || { code=$?; echo ${shellQuote(`pier-step-failed: ${s.label}`)}; exit $code; }`,

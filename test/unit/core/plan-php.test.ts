@@ -328,9 +328,48 @@ describe("planPhpBuild", () => {
       const p = ok(plan(vars, { "composer.json": "file", ...paths }, "{}"));
       assert.equal(p.composer?.install, install);
       assert.equal(p.composer?.devDependencies, dev);
-      assert.equal(p.composer?.dumpAutoload.endsWith("--no-dev"), !dev);
       const step = p.buildSteps.find((s) => s.install);
       assert.equal(step?.command, install);
+    });
+  }
+
+  const dumps: [string, string, Record<string, string>, string | null][] = [
+    ["psr-4 only", '{"autoload": {"psr-4": {"App\\\\": "src/"}}}', {}, null],
+    [
+      "a classmap",
+      '{"autoload": {"classmap": ["lib/"]}}',
+      {},
+      "composer dump-autoload --no-interaction --no-dev",
+    ],
+    [
+      "a dev classmap",
+      '{"autoload-dev": {"classmap": ["tests/"]}}',
+      {},
+      "composer dump-autoload --no-interaction --no-dev",
+    ],
+    [
+      "config optimize-autoloader",
+      '{"config": {"optimize-autoloader": true}}',
+      {},
+      "composer dump-autoload --no-interaction --no-dev",
+    ],
+    ["config optimize-autoloader false", '{"config": {"optimize-autoloader": false}}', {}, null],
+    [
+      "an optimizing flag",
+      "{}",
+      { CC_PHP_COMPOSER_FLAGS: "--no-dev -o" },
+      "composer dump-autoload --no-interaction --no-dev",
+    ],
+    [
+      "dev dependencies",
+      '{"autoload": {"classmap": ["lib/"]}}',
+      { CC_PHP_DEV_DEPENDENCIES: "install" },
+      "composer dump-autoload --no-interaction",
+    ],
+  ];
+  for (const [name, json, vars, dump] of dumps) {
+    it(`vendor/ reused: dump-autoload with ${name}? ${dump !== null}`, () => {
+      assert.equal(ok(plan(vars, { "composer.json": "file" }, json)).composer?.dumpAutoload, dump);
     });
   }
 
