@@ -113,6 +113,7 @@ $handler = function () use ($booted) {
         'user' => $_SESSION['user'] ?? null,
         'method' => $_SERVER['REQUEST_METHOD'],
         'memory_limit' => ini_get('memory_limit'),
+        'frankenphp_worker' => $_SERVER['FRANKENPHP_WORKER'] ?? null,
     ]);
 };
 while (frankenphp_handle_request($handler)) {
@@ -129,6 +130,7 @@ interface WorkerBody {
   user: string | null;
   method: string;
   memory_limit: string;
+  frankenphp_worker: string | null;
 }
 
 function send(
@@ -488,6 +490,7 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
     assert.equal(b.json.booted, a.json.booted, "the bootstrap ran once");
     assert.deepEqual(b.json.get, { y: "2" }, "$_GET is the request's own");
     assert.equal(b.json.memory_limit, "99M", "php.ini applies to workers");
+    assert.equal(b.json.frankenphp_worker, "1", "$_SERVER['FRANKENPHP_WORKER'], as Symfony Runtime expects");
     const post = await call(
       "POST",
       "/form",
