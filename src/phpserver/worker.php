@@ -14,7 +14,7 @@ declare(strict_types=1);
 [, $socketPath, $script, $num, $maxRequests, $docRoot, $readyFile] = $argv + array_fill(0, 7, '');
 $num = max(1, (int) $num);
 $maxRequests = max(0, (int) $maxRequests);
-$readyTimeout = (float) (getenv('PHPSERVER_WORKER_READY_TIMEOUT') ?: 10);
+$readyTimeout = (float) (getenv('PHPSERVER_WORKER_READY_TIMEOUT') ?: 30);
 const MAX_IMMEDIATE_FAILURES = 6;
 
 function say(string $msg): void
