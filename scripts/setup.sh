@@ -90,3 +90,17 @@ if [ "$(label pier/node:22 pier.base)" != "$base_id" ]; then
   say "building pier/node:22 (Node.js 22.16.0 and npm 10.9.2 from the npm registry)"
   images/node/build.sh 22.16.0 10.9.2 pier/node:22
 fi
+# The PHP runtime's image (docs/adr/0012): Debian trixie's PHP 8.4, composer and nginx (pier/php-os:8.4,
+# rebuilt when its generation goes up), then Pier's phpserver on top (pier/php:8.4, rebuilt when
+# src/phpserver changes).
+export PIER_PHP_GENERATION=1
+if [ "$(label pier/php-os:8.4 pier.php.generation)" != "$PIER_PHP_GENERATION" ]; then
+  say "building pier/php-os:8.4 (Debian trixie: PHP 8.4 with its extensions, composer, nginx; about 2 minutes)"
+  images/php/build-os.sh
+fi
+php_os_id=$("$DOCKER" image inspect -f '{{.Id}}' pier/php-os:8.4)
+if [ "$(label pier/php:8.4 pier.phpserver)" != "$(images/php/hash.sh)" ] || [ "$(label pier/php:8.4 pier.base)" != "$php_os_id" ]; then
+  say "building pier/php:8.4 (phpserver on pier/php-os:8.4)"
+  # The engine's notice that the classic builder is deprecated is its only output: shown only on failure.
+  out=$(images/php/build.sh 2>&1) || { echo "$out" >&2; exit 1; }
+fi

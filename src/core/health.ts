@@ -49,7 +49,7 @@ export function notListeningLines(port: number, waitedSeconds: number, runtime: 
       break;
     case "phpserver":
       lines.push(
-        `Check CC_PHPSERVER_PORT, and that CC_RUN_COMMAND, if set, starts the server with --listen 0.0.0.0:${port}.`,
+        `Check CC_PHPSERVER_PORT, and that CC_RUN_COMMAND, if set, starts the server with --listen 0.0.0.0:${port}. In worker mode phpserver listens only once every worker has called frankenphp_handle_request(): the instance's output says why one did not.`,
       );
       break;
   }

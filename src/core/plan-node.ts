@@ -25,6 +25,7 @@ export {
 };
 
 import { hasControlCharacter } from "./plan-docker.js";
+import { withPreRunHook } from "./workers.js";
 
 export interface NodeProjectFiles {
   /** Text of package.json at the app root, or null if absent. */
@@ -671,8 +672,7 @@ export function planNodeBuild(input: NodeBuildInput): Result {
   );
   const preRun = read(vars, "CC_PRE_RUN_HOOK");
   if (preRun !== undefined) {
-    // The hook runs in its own shell (with -e); the start command only when it succeeds.
-    start = ["/bin/sh", "-c", '/bin/sh -ec "$1" && shift && exec "$@"', "pier-pre-run", preRun, ...start];
+    start = withPreRunHook(start, preRun);
     logLines.push("CC_PRE_RUN_HOOK runs before the start command.");
   }
   if (workers.length > 0) {

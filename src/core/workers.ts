@@ -32,3 +32,12 @@ export function withWorkers(start: readonly string[], workers: readonly Worker[]
   ];
   return ["/bin/sh", "-c", lines.join("\n"), "pier-start", ...start];
 }
+
+/**
+ * CC_PRE_RUN_HOOK before the start command, for every runtime: the hook runs in its own shell (with -e);
+ * the start command only when it succeeds, and then keeps the instance's signals (exec).
+ */
+export function withPreRunHook(start: readonly string[], hook: string | undefined): string[] {
+  if (hook === undefined || hook.trim() === "") return [...start];
+  return ["/bin/sh", "-c", '/bin/sh -ec "$1" && shift && exec "$@"', "pier-pre-run", hook, ...start];
+}

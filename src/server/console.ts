@@ -24,6 +24,7 @@ button{cursor:pointer}input,select{padding:.3em}pre{background:#0d1117;color:#e6
 <div id="app" hidden>
 <section><h2>Apps</h2><table><thead><tr><th>Name</th><th>Type</th><th>Instances</th><th>State</th><th>URL</th></tr></thead><tbody id="apps"></tbody></table>
 <p><span id="createForm"><input id="newName" placeholder="name"> <select id="newType"><option>docker</option><option>node</option><option>phpserver</option></select>
+<input id="newTask" placeholder="task command (optional), e.g. phpserver php-cli task.php" size="45">
 <button id="create">Create app</button></span> <span class="err" id="createErr"></span></p><p class="err" id="appsErr"></p></section>
 <section id="detail" hidden><h2 id="dName"></h2><p class="muted" id="dInfo"></p>
 <p><button id="restart">Restart</button> <button id="stop">Stop</button> <span id="dMsg"></span></p>
@@ -64,7 +65,7 @@ async function showApp(name) {
   const s = await api("GET", "/apps/" + encodeURIComponent(name) + "/status");
   $("detail").hidden = false; $("log").hidden = true;
   $("dName").textContent = s.app.name + " (" + s.app.type + ")";
-  $("dInfo").textContent = "state " + s.state + (s.release ? ", release v" + s.release.number : "") + " | git " + s.app.gitUrl + " | " + s.app.url;
+  $("dInfo").textContent = "state " + s.state + (s.release ? ", release v" + s.release.number : "") + " | git " + s.app.gitUrl + " | " + (s.app.task ? "task: " + s.app.task : s.app.url);
   const env = (await api("GET", "/apps/" + encodeURIComponent(name) + "/env")).vars;
   $("env").replaceChildren();
   for (const [k, v] of Object.entries(env)) {
@@ -93,7 +94,10 @@ $("signin").onclick = () => guard($("loginErr"), async () => {
   token = $("token").value.trim(); await api("GET", "/apps");
   sessionStorage.setItem("pierToken", token); await signedIn();
 });
-$("create").onclick = () => guard($("createErr"), async () => { await api("POST", "/apps", { name: $("newName").value.trim(), type: $("newType").value }); await loadApps(); });
+$("create").onclick = () => guard($("createErr"), async () => {
+  const task = $("newTask").value.trim();
+  await api("POST", "/apps", { name: $("newName").value.trim(), type: $("newType").value, ...(task ? { task } : {}) }); await loadApps();
+});
 $("envUpdate").onclick = () => guard($("envErr"), async () => {
   await api("PATCH", "/apps/" + encodeURIComponent(current) + "/env", { set: { [$("envName").value.trim()]: $("envValue").value } });
   $("envName").value = ""; $("envValue").value = ""; await showApp(current);

@@ -26,6 +26,7 @@ import { Networks } from "./networks.js";
 import { reconcile } from "./reconciler.js";
 import { DockerRuntime } from "./runtimes/docker.js";
 import { availableNodeVersions, NodeRuntime } from "./runtimes/node.js";
+import { PhpRuntime } from "./runtimes/php.js";
 import { Toolchains } from "./toolchains.js";
 
 export const VERSION = "0.1.0";
@@ -155,6 +156,11 @@ export async function startServer(config: Config): Promise<RunningServer> {
         toolchains,
         registryUrl: config.npmRegistry,
         pierGit,
+        buildNetwork: config.buildNetwork,
+        buildSandbox: (appId, buildNetwork) => instances.buildSandbox(appId, buildNetwork),
+      }),
+      phpserver: new PhpRuntime({
+        engine,
         buildNetwork: config.buildNetwork,
         buildSandbox: (appId, buildNetwork) => instances.buildSandbox(appId, buildNetwork),
       }),

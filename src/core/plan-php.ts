@@ -1,0 +1,449 @@
+/**
+ * The PHP application-server runtime's build as data (contract sections 2.2, 2.5, 4.2, 4.4, 4.5, 8, and the
+ * hooks and workers the Node.js runtime has): the webroot, the composer install, php.ini, the start
+ * command and its rule, the workers. The executor (src/server/runtimes/php.ts) inspects the commit's
+ * paths that phpProjectPaths names, then carries the plan out in a build container of pier/php:8.4.
+ */
+
+import { posix } from "node:path";
+import { instanceEnvironment } from "./env.js";
+import { hasControlCharacter } from "./plan-docker.js";
+import { nodeWorkers } from "./plan-node.js";
+import { shellQuote } from "./shell.js";
+import { type Worker, withPreRunHook } from "./workers.js";
+
+export const PHP_IMAGE = "pier/php:8.4";
+export const PHP_DEFAULT_COMPOSER_FLAGS = "--no-interaction --no-progress --no-scripts --no-dev";
+export const PHP_DEFAULT_PORT = 8080;
+/** The composer cache in the build container: the app's cache volume (kept between deploys). */
+export const COMPOSER_CACHE_DIR = "/cache/composer";
+
+/** What a path of the commit is: symlinks are followed, and one that leads outside the commit is "outside". */
+export type PathFact = "file" | "dir" | "missing" | "outside";
+
+export interface PhpBuildInput {
+  vars: Record<string, string>;
+  /** What each path of phpProjectPaths(vars).paths is in the commit. */
+  paths: Record<string, PathFact>;
+  /** Text of composer.json at the root, or null if absent. */
+  composerJson: string | null;
+  /** The app's folder in the build container and in instances. Default /app. */
+  appHome?: string;
+  /** A task app (--task, or CC_TASK=true): it serves no HTTP, so no index file is required. */
+  task?: boolean;
+}
+
+export interface PhpBuildStep {
+  label: string;
+  command: string;
+  /** The composer install, which the current release's vendor/ may replace (unchanged composer.lock). */
+  install?: boolean;
+}
+
+export interface PhpBuildPlan {
+  port: number;
+  /** The served folder, absolute in the image. */
+  webroot: string;
+  /** The composer install, or null without composer.json. */
+  /**
+   * The composer install, and what runs instead when vendor/ is reused: `composer dump-autoload` when the
+   * autoloader lists the project's classes (a classmap, an optimized autoloader), else null (PSR-4 and
+   * PSR-0 find new classes by themselves, and `files` entries are in the unchanged composer.json).
+   */
+  composer: { install: string; dumpAutoload: string | null; devDependencies: boolean } | null;
+  buildSteps: PhpBuildStep[];
+  /** The app's variables ($APP_HOME expanded), INSTANCE_TYPE=build and composer's settings. */
+  buildEnv: Record<string, string>;
+  /** How instances start (argv, with CC_PRE_RUN_HOOK), before the workers. */
+  start: string[];
+  runEnv: Record<string, string>;
+  workers: Worker[];
+  warnings: string[];
+  logLines: string[];
+}
+
+type Result = { ok: true; plan: PhpBuildPlan } | { ok: false; errors: string[] };
+
+const quoted = (s: string) => JSON.stringify(s);
+
+/** A variable's value, or undefined when it is unset or empty. */
+function read(vars: Record<string, string>, name: string): string | undefined {
+  const v = vars[name];
+  return v === undefined || v.trim() === "" ? undefined : v;
+}
+
+/** CC_PHPSERVER_PORT (default 8080). */
+export function phpSettings(vars: Record<string, string>): { port: number; errors: string[] } {
+  const raw = read(vars, "CC_PHPSERVER_PORT")?.trim();
+  if (raw === undefined) return { port: PHP_DEFAULT_PORT, errors: [] };
+  const n = Number(raw);
+  if (!/^\d{1,5}$/.test(raw) || n < 1 || n > 65535)
+    return {
+      port: PHP_DEFAULT_PORT,
+      errors: [
+        `CC_PHPSERVER_PORT=${quoted(raw)} is not a port: use an integer from 1 to 65535 (default 8080).`,
+      ],
+    };
+  return { port: n, errors: [] };
+}
+
+/**
+ * A path relative to the project root (a leading / is the root, as CC_WEBROOT=/ is), normalized: "." for
+ * the root, or the rule it breaks. Symlinks are the executor's to follow (PathFact "outside").
+ */
+export function projectPath(raw: string): { path: string } | { error: string } {
+  const v = raw.trim();
+  if (hasControlCharacter(v)) return { error: "must not contain control characters" };
+  const p = posix.normalize(`./${v.replace(/^\/+/, "")}`).replace(/\/+$/, "");
+  if (p === ".." || p.startsWith("../"))
+    return { error: "leaves the project (paths are relative to its root)" };
+  return { path: p === "" ? "." : p };
+}
+
+/** A word as a shell reads it: as is when it holds nothing a shell would interpret, else quoted. */
+const word = (f: string) => (/^[A-Za-z0-9_./=:,@%+-]+$/.test(f) ? f : shellQuote(f));
+
+const child = (dir: string, name: string) => (dir === "." ? name : `${dir}/${name}`);
+
+/** The rule of contract section 4.4, quoted by every refusal. */
+export function runCommandRule(port: number): string {
+  return `CC_RUN_COMMAND must start with \`phpserver php-server --listen 0.0.0.0:${port}\` (flags such as --debug, --mercure, --no-compress may follow) or \`phpserver run --config <path_to_config_file>\``;
+}
+
+export type RunCommand =
+  | { kind: "php-server"; argv: string[]; root: string | null; worker: string | null }
+  | { kind: "run"; argv: string[]; config: string };
+
+const PHP_SERVER_FLAGS = new Set(["--debug", "-v", "--no-compress", "--access-log", "-a"]);
+const SAFE_WORD = /^[A-Za-z0-9_./@%+=:,~-]+$/;
+
+/** CC_RUN_COMMAND against the rule: its argv (run without a shell), or why it is refused. */
+export function parseRunCommand(
+  raw: string,
+  port: number,
+): { ok: true; cmd: RunCommand } | { ok: false; error: string } {
+  const rule = runCommandRule(port);
+  const argv = raw.trim().split(/\s+/);
+  const refuse = (why: string) => ({ ok: false as const, error: `${rule}; ${quoted(raw.trim())} ${why}.` });
+  if (argv[0] !== "phpserver") return refuse("does not start with phpserver");
+  if (argv[1] === "run") {
+    const [, , flag, config, ...rest] = argv;
+    if (flag !== "--config" || config === undefined)
+      return refuse("is missing --config <path_to_config_file>");
+    if (rest.length > 0) return refuse(`has more after the config file (${rest.join(" ")})`);
+    if (!SAFE_WORD.test(config)) return refuse("has a config path with characters a path should not hold");
+    const p = projectPath(config);
+    if ("error" in p) return refuse(`has a config file that ${p.error}`);
+    return { ok: true, cmd: { kind: "run", argv: ["phpserver", "run", "--config", p.path], config: p.path } };
+  }
+  if (argv[1] !== "php-server" || argv[2] !== "--listen" || argv[3] !== `0.0.0.0:${port}`)
+    return refuse(`does not start with \`phpserver php-server --listen 0.0.0.0:${port}\``);
+  const out = argv.slice(0, 4);
+  let root: string | null = null;
+  let worker: string | null = null;
+  for (let i = 4; i < argv.length; i++) {
+    const a = argv[i] as string;
+    if (a === "--mercure" || a === "-m")
+      return refuse(
+        "asks for --mercure: this Pier's phpserver serves no Mercure hub (run a hub as its own app and point MERCURE_URL at it)",
+      );
+    if (a === "--worker" || a === "-w" || a.startsWith("--worker=")) {
+      const value = a.startsWith("--worker=") ? a.slice("--worker=".length) : argv[++i];
+      const m = value === undefined ? null : /^([^,]+)(?:,(\d{1,3}))?$/.exec(value);
+      if (!m || !SAFE_WORD.test(value as string)) return refuse("has --worker without FILE[,N]");
+      const p = projectPath(m[1] as string);
+      if ("error" in p) return refuse(`has a --worker script that ${p.error}`);
+      worker = p.path;
+      out.push("--worker", m[2] ? `${p.path},${m[2]}` : p.path);
+      continue;
+    }
+    if (a === "--root" || a === "-r") {
+      const dir = argv[++i];
+      if (dir === undefined || !SAFE_WORD.test(dir)) return refuse("has --root without a folder");
+      const p = projectPath(dir);
+      if ("error" in p) return refuse(`has a --root that ${p.error}`);
+      root = p.path;
+      out.push("--root", p.path);
+      continue;
+    }
+    if (!PHP_SERVER_FLAGS.has(a))
+      return refuse(
+        `has ${quoted(a)}, which is not a flag of phpserver php-server (--debug, --no-compress, --access-log, --root DIR)`,
+      );
+    out.push(a);
+  }
+  return { ok: true, cmd: { kind: "php-server", argv: out, root, worker } };
+}
+
+/** The paths of the commit the plan depends on (the executor inspects them), and the variables' errors. */
+export function phpProjectPaths(vars: Record<string, string>): {
+  webroot: string | null;
+  paths: string[];
+  errors: string[];
+} {
+  const errors: string[] = [];
+  const { port } = phpSettings(vars);
+  const paths = ["composer.json", "composer.lock", "composer.phar", "php.ini", "vendor"];
+  let webroot: string | null = ".";
+  const raw = read(vars, "CC_WEBROOT");
+  if (raw !== undefined) {
+    const p = projectPath(raw);
+    if ("error" in p) {
+      errors.push(`CC_WEBROOT=${quoted(raw)} ${p.error}: use a folder of the project such as /public.`);
+      webroot = null;
+    } else webroot = p.path;
+  }
+  const run = read(vars, "CC_RUN_COMMAND");
+  if (run !== undefined) {
+    const r = parseRunCommand(run, port);
+    if (!r.ok) errors.push(r.error);
+    else if (r.cmd.kind === "run") paths.push(r.cmd.config);
+    else {
+      if (r.cmd.root !== null) webroot = r.cmd.root;
+      if (r.cmd.worker !== null) paths.push(r.cmd.worker);
+    }
+  }
+  const worker = read(vars, "CC_PHPSERVER_WORKER");
+  if (worker !== undefined) {
+    const p = projectPath(worker);
+    if ("error" in p) errors.push(`CC_PHPSERVER_WORKER=${quoted(worker)} ${p.error}.`);
+    else paths.push(p.path);
+  }
+  if (webroot !== null) paths.push(webroot, child(webroot, "index.php"), child(webroot, "index.html"));
+  return { webroot, paths, errors };
+}
+
+/** Composer's flags: CC_PHP_COMPOSER_FLAGS or the default, without --no-dev for CC_PHP_DEV_DEPENDENCIES=install. */
+function composerFlags(
+  vars: Record<string, string>,
+  errors: string[],
+  logLines: string[],
+): { flags: string[]; dev: boolean } {
+  const raw = read(vars, "CC_PHP_COMPOSER_FLAGS");
+  let flags = (raw ?? PHP_DEFAULT_COMPOSER_FLAGS).trim().split(/\s+/);
+  if (raw !== undefined && hasControlCharacter(raw.replace(/\s/g, " ")))
+    errors.push("CC_PHP_COMPOSER_FLAGS must not contain control characters.");
+  const devRaw = read(vars, "CC_PHP_DEV_DEPENDENCIES")?.trim();
+  if (devRaw !== undefined && devRaw !== "install")
+    errors.push(`CC_PHP_DEV_DEPENDENCIES=${quoted(devRaw)} is not a choice: use install (or unset it).`);
+  if (devRaw === "install") {
+    flags = flags.filter((f) => f !== "--no-dev");
+    logLines.push("CC_PHP_DEV_DEPENDENCIES=install: development dependencies are installed (no --no-dev).");
+  }
+  logLines.push(
+    raw !== undefined
+      ? `Composer flags: ${flags.join(" ")} (CC_PHP_COMPOSER_FLAGS).`
+      : `Composer flags: ${flags.join(" ")} (the default).`,
+  );
+  return { flags, dev: !flags.includes("--no-dev") };
+}
+
+const OPTIMIZING_FLAGS = new Set(["-o", "--optimize-autoloader", "-a", "--classmap-authoritative"]);
+
+/** Whether composer's autoloader lists the project's classes (so that a changed file needs a dump). */
+function listsClasses(composerJson: unknown, flags: readonly string[]): boolean {
+  if (flags.some((f) => OPTIMIZING_FLAGS.has(f))) return true;
+  if (typeof composerJson !== "object" || composerJson === null) return true;
+  const j = composerJson as Record<string, unknown>;
+  const has = (section: unknown, key: string) =>
+    typeof section === "object" &&
+    section !== null &&
+    (section as Record<string, unknown>)[key] !== undefined;
+  const config = j.config;
+  return (
+    has(j.autoload, "classmap") ||
+    has(j["autoload-dev"], "classmap") ||
+    (has(config, "optimize-autoloader") &&
+      (config as Record<string, unknown>)["optimize-autoloader"] !== false) ||
+    (has(config, "classmap-authoritative") &&
+      (config as Record<string, unknown>)["classmap-authoritative"] !== false)
+  );
+}
+
+const INI_CHECK =
+  'php -n -r \'$r = @parse_ini_file("php.ini", true); if ($r === false) { $e = error_get_last(); fwrite(STDERR, "php.ini is malformed: " . preg_replace("/^syntax error, /", "", $e["message"] ?? "it cannot be read") . "\\n"); exit(1); }\'';
+
+/**
+ * Plans the build of a PHP application. Every problem is listed at once, each naming the file or the
+ * variable and what to change.
+ */
+export function planPhpBuild(input: PhpBuildInput): Result {
+  const { vars, paths } = input;
+  const appHome = input.appHome ?? "/app";
+  const errors: string[] = [];
+  const warnings: string[] = [];
+  const logLines: string[] = [];
+  const fact = (p: string): PathFact => paths[p] ?? "missing";
+
+  const { port, errors: portErrors } = phpSettings(vars);
+  errors.push(...portErrors);
+  const located = phpProjectPaths(vars);
+  errors.push(...located.errors);
+  const { workers, errors: workerErrors } = nodeWorkers(vars);
+  errors.push(...workerErrors);
+
+  // The webroot and its index file (contract section 2.5).
+  const webroot = located.webroot;
+  const shown = (p: string) => (p === "." ? "the project root" : `${p}/`);
+  if (webroot !== null) {
+    const w = fact(webroot);
+    const by =
+      read(vars, "CC_WEBROOT") !== undefined
+        ? `CC_WEBROOT=${quoted(vars.CC_WEBROOT as string)}`
+        : "the webroot";
+    if (w === "outside")
+      errors.push(`${by} leaves the project through a symlink: the webroot must be a folder of the project.`);
+    else if (w !== "dir") errors.push(`${by}: ${shown(webroot)} is not a folder of the project.`);
+    else {
+      const php = fact(child(webroot, "index.php"));
+      const html = fact(child(webroot, "index.html"));
+      if (php === "outside" || html === "outside")
+        errors.push(`The index file of ${shown(webroot)} points outside of the project.`);
+      else if (php !== "file" && html !== "file" && !input.task)
+        errors.push(
+          `No index.php or index.html in ${shown(webroot)}: one is required${read(vars, "CC_WEBROOT") === undefined ? " (set CC_WEBROOT if your webroot is another folder, e.g. /public)" : ""}.`,
+        );
+      else if (!input.task)
+        logLines.push(`Webroot: ${shown(webroot)} (${php === "file" ? "index.php" : "index.html"}).`);
+    }
+  }
+
+  // Worker mode (docs/adr/0013): CC_PHPSERVER_WORKER, or --worker in CC_RUN_COMMAND.
+  const runVar = read(vars, "CC_RUN_COMMAND");
+  const parsedRun = runVar === undefined ? null : parseRunCommand(runVar, port);
+  const runWorker = parsedRun?.ok && parsedRun.cmd.kind === "php-server" ? parsedRun.cmd.worker : null;
+  const workerVar = read(vars, "CC_PHPSERVER_WORKER");
+  let workerPath: string | null = null;
+  if (workerVar !== undefined && located.errors.every((e) => !e.startsWith("CC_PHPSERVER_WORKER"))) {
+    const p = projectPath(workerVar);
+    if ("path" in p) workerPath = p.path;
+  }
+  const checkWorker = (path: string, by: string) => {
+    const f = fact(path);
+    if (f === "outside") errors.push(`${by} leaves the project through a symlink.`);
+    else if (f !== "file") errors.push(`${by}: there is no such file in the project.`);
+  };
+  if (workerPath !== null) checkWorker(workerPath, `CC_PHPSERVER_WORKER=${quoted(workerVar as string)}`);
+  if (runWorker !== null) checkWorker(runWorker, `CC_RUN_COMMAND's --worker ${runWorker}`);
+  for (const name of ["CC_PHPSERVER_WORKER_NUM", "CC_PHPSERVER_WORKER_MAX_REQUESTS"]) {
+    const v = read(vars, name)?.trim();
+    const min = name.endsWith("NUM") ? 1 : 0;
+    if (v !== undefined && (!/^\d{1,6}$/.test(v) || Number(v) < min || (min === 1 && Number(v) > 999)))
+      errors.push(
+        `${name}=${quoted(v)} is not ${min === 1 ? "a number of workers from 1 to 999" : "a number of requests (0: no limit)"}.`,
+      );
+  }
+  if (workerPath !== null || runWorker !== null)
+    logLines.push(
+      `Worker mode: ${runWorker ?? workerPath} is loaded once per worker and serves requests through frankenphp_handle_request().`,
+    );
+
+  // Build steps: CC_PRE_BUILD_HOOK, php.ini, composer, CC_POST_BUILD_HOOK, the config file's check.
+  const steps: PhpBuildStep[] = [];
+  const preBuild = read(vars, "CC_PRE_BUILD_HOOK");
+  if (preBuild !== undefined) steps.push({ label: "Running CC_PRE_BUILD_HOOK", command: preBuild });
+  const ini = fact("php.ini");
+  if (ini === "outside") errors.push("php.ini points outside of the project.");
+  if (ini === "file") {
+    steps.push({
+      label: "Applying php.ini (web requests, workers and tasks)",
+      command: [
+        INI_CHECK,
+        `for d in /etc/php/8.4/cli/conf.d /etc/php/8.4/fpm/conf.d; do ln -sf ${appHome}/php.ini "$d/99-app-php.ini"; done`,
+      ].join(" && "),
+    });
+  }
+  let composer: PhpBuildPlan["composer"] = null;
+  const composerFact = fact("composer.json");
+  if (composerFact === "outside") errors.push("composer.json points outside of the project.");
+  if (input.composerJson !== null) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(input.composerJson);
+    } catch (e) {
+      errors.push(`composer.json is not valid JSON: ${(e as Error).message}.`);
+    }
+    if (parsed !== undefined && (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)))
+      errors.push("composer.json must hold a JSON object.");
+    const { flags, dev } = composerFlags(vars, errors, logLines);
+    const bin = fact("composer.phar") === "file" ? "php composer.phar" : "composer";
+    if (bin !== "composer") logLines.push("Composer: composer.phar of the project.");
+    const install = `${bin} install ${flags.map(word).join(" ")}`.trim();
+    const dumpAutoload = listsClasses(parsed, flags)
+      ? `${bin} dump-autoload --no-interaction${dev ? "" : " --no-dev"}`
+      : null;
+    composer = { install, dumpAutoload, devDependencies: dev };
+    steps.push({ label: `Installing dependencies: ${install}`, command: install, install: true });
+  } else {
+    if (read(vars, "CC_PHP_COMPOSER_FLAGS") !== undefined)
+      warnings.push(
+        "CC_PHP_COMPOSER_FLAGS is not used: there is no composer.json at the root of the project.",
+      );
+    logLines.push("No composer.json at the root: no dependencies to install.");
+  }
+  const postBuild = read(vars, "CC_POST_BUILD_HOOK");
+  if (postBuild !== undefined) steps.push({ label: "Running CC_POST_BUILD_HOOK", command: postBuild });
+
+  // The start command (contract section 4.4).
+  let start = ["phpserver", "php-server", "--listen", `0.0.0.0:${port}`];
+  const run = read(vars, "CC_RUN_COMMAND");
+  if (run !== undefined) {
+    const r = parseRunCommand(run, port);
+    if (r.ok) {
+      start = r.cmd.argv;
+      if (r.cmd.kind === "run") {
+        const c = fact(r.cmd.config);
+        if (c === "outside")
+          errors.push(`CC_RUN_COMMAND: the config file ${r.cmd.config} points outside of the project.`);
+        else if (c !== "file")
+          errors.push(`CC_RUN_COMMAND: there is no config file ${r.cmd.config} in the project.`);
+        else
+          steps.push({
+            label: `Checking ${r.cmd.config}`,
+            command: `phpserver run --config ${word(r.cmd.config)} --check`,
+          });
+      }
+    }
+  }
+  steps.forEach((s, i) => {
+    logLines.push(`Step ${i + 1}/${steps.length}: ${s.label}`);
+  });
+  logLines.push(`Start command: ${start.join(" ")}${run !== undefined ? " (CC_RUN_COMMAND)" : ""}`);
+  start = withPreRunHook(start, read(vars, "CC_PRE_RUN_HOOK"));
+  if (read(vars, "CC_PRE_RUN_HOOK") !== undefined)
+    logLines.push("CC_PRE_RUN_HOOK runs before the start command.");
+  if (workers.length > 0) {
+    const w = workers[0] as Worker;
+    logLines.push(
+      `${workers.length} background worker${workers.length > 1 ? "s" : ""} (restart ${w.restart}, after ${w.delaySeconds}s).`,
+    );
+  }
+
+  if (errors.length > 0 || webroot === null) return { ok: false, errors };
+  const buildEnv: Record<string, string> = {
+    ...instanceEnvironment(vars, { INSTANCE_TYPE: "build" }, appHome),
+    COMPOSER_CACHE_DIR,
+    COMPOSER_ALLOW_SUPERUSER: "1",
+    COMPOSER_NO_AUDIT: "1",
+  };
+  const webrootAbs = webroot === "." ? appHome : `${appHome}/${webroot}`;
+  return {
+    ok: true,
+    plan: {
+      port,
+      webroot: webrootAbs,
+      composer,
+      buildSteps: steps,
+      buildEnv,
+      start,
+      runEnv: {
+        PHPSERVER_ROOT: webrootAbs,
+        PHPSERVER_PORT: String(port),
+        ...(workerPath !== null ? { PHPSERVER_WORKER: `${appHome}/${workerPath}` } : {}),
+      },
+      workers,
+      warnings,
+      logLines,
+    },
+  };
+}

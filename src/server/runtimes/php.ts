@@ -1,0 +1,223 @@
+import { createHash } from "node:crypto";
+import { mkdtemp, realpath, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, sep } from "node:path";
+import { PierError } from "../../core/errors.js";
+import { FLAVOR_MEMORY_MIB } from "../../core/model.js";
+import { type PathFact, PHP_IMAGE, phpProjectPaths, phpSettings, planPhpBuild } from "../../core/plan-php.js";
+import type { Engine } from "../../core/ports.js";
+import { renderEnvFile, shellQuote } from "../../core/shell.js";
+import { withWorkers } from "../../core/workers.js";
+import { type BuildContext, imageTag, type RunSettings, type Runtime, readInside } from "./runtime.js";
+
+const APP_HOME = "/app";
+const STAGE = "/tmp/pier-src";
+/** Builds on top of each other before one starts from the runtime image again (each adds a layer). */
+const MAX_REUSE_DEPTH = 20;
+/** Lines of a failing step kept for the deployment's reason. */
+const TAIL = 6;
+
+/** What a path of the commit is, following symlinks; one that leads outside the commit is "outside". */
+export async function inspectPath(root: string, relative: string): Promise<PathFact> {
+  const realRoot = await realpath(root);
+  let real: string;
+  try {
+    real = await realpath(join(realRoot, relative));
+  } catch {
+    return "missing";
+  }
+  if (real !== realRoot && !real.startsWith(realRoot + sep)) return "outside";
+  const s = await stat(real);
+  return s.isDirectory() ? "dir" : s.isFile() ? "file" : "missing";
+}
+
+/**
+ * The PHP application-server runtime (contract sections 2.5, 4.2, 4.4, 4.5, 8; docs/adr/0012): a pure
+ * planner decides the webroot, composer, php.ini and the start command; this executor inspects the
+ * commit's paths, runs the steps in a memory-limited build container of pier/php:8.4 with the app's
+ * composer cache mounted, and commits the result as the release image. With an unchanged composer.lock
+ * the build starts from the current release's image and keeps its vendor/.
+ */
+export class PhpRuntime implements Runtime {
+  constructor(
+    private readonly deps: {
+      engine: Engine;
+      /** PIER_BUILD_NETWORK: the network build containers join, or null. */
+      buildNetwork: string | null;
+      /** The app's build sandbox (its container id): builds join its network namespace. */
+      buildSandbox: (appId: string, buildNetwork: string | null) => Promise<string>;
+    },
+  ) {}
+
+  settings(vars: Record<string, string>): { settings: RunSettings; errors: string[] } {
+    const { port, errors } = phpSettings(vars);
+    return {
+      settings: { httpPort: port, tcpPort: null, ipv6Subnet: null, mountDockerSocket: false, cmd: null },
+      errors,
+    };
+  }
+
+  async build(ctx: BuildContext): Promise<string> {
+    const { app, deployment: d, sourceDir: dir, write } = ctx;
+    const located = phpProjectPaths(ctx.vars);
+    const paths: Record<string, PathFact> = {};
+    for (const p of located.paths) paths[p] = await inspectPath(dir, p);
+    const composerJson = paths["composer.json"] === "file" ? await readInside(dir, "composer.json") : null;
+    const planned = planPhpBuild({
+      vars: ctx.vars,
+      paths,
+      composerJson,
+      appHome: APP_HOME,
+      task: app.task !== null || ctx.vars.CC_TASK === "true",
+    });
+    if (!planned.ok) throw new PierError("BUILD_FAILED", planned.errors.join(" "));
+    const plan = planned.plan;
+    for (const l of plan.logLines) write(l);
+    for (const w of plan.warnings) write(`Warning: ${w}`);
+
+    const runtime = await this.deps.engine.imageInfo(PHP_IMAGE);
+    if (!runtime)
+      throw new PierError(
+        "ENGINE_ERROR",
+        `The PHP runtime image ${PHP_IMAGE} is missing.`,
+        "Run scripts/setup.sh (npm start runs it) to build it.",
+      );
+    // With composer.lock, the release image records a key of what the install depends on; a current
+    // release with the same key lends its image: vendor/ stays, the rest of /app is the commit's.
+    const lock = paths["composer.lock"] === "file" ? await readInside(dir, "composer.lock") : null;
+    const depsKey =
+      plan.composer && lock !== null
+        ? createHash("sha256")
+            .update(JSON.stringify([lock, composerJson, plan.composer.install, runtime.id]))
+            .digest("hex")
+            .slice(0, 24)
+        : null;
+    const base =
+      depsKey && !d.withoutCache && paths.vendor === "missing"
+        ? await this.reusableBase(ctx.previousImage, depsKey, runtime.id, write)
+        : null;
+
+    const secrets = await mkdtemp(join(tmpdir(), "pier-build-env-"));
+    try {
+      await writeFile(
+        join(secrets, "build.env"),
+        renderEnvFile({ ...ctx.vars, ...ctx.platformVars, ...plan.buildEnv }),
+        { mode: 0o600 },
+      );
+      // Each step says which it is when it fails: the deployment's reason names it, with its last lines.
+      const script = [
+        "set -a; . /pier/build.env; set +a",
+        ...(base
+          ? [
+              `find ${APP_HOME} -mindepth 1 -maxdepth 1 ! -name vendor -exec rm -rf {} +`,
+              `cp -a ${STAGE}/. ${APP_HOME}/`,
+              `rm -rf ${STAGE}`,
+              // The current release's php.ini link; this commit's php.ini, if any, is linked again below.
+              "rm -f /etc/php/8.4/cli/conf.d/99-app-php.ini /etc/php/8.4/fpm/conf.d/99-app-php.ini",
+            ]
+          : []),
+        ...plan.buildSteps.flatMap((s) => {
+          if (s.install && base && plan.composer) {
+            const reused =
+              "Dependencies unchanged (composer.lock, composer.json, flags, PHP image): vendor/ reused from the current release";
+            const dump = plan.composer.dumpAutoload;
+            if (dump === null)
+              return [
+                `echo ${shellQuote(`-----> ${reused} (its autoloader lists no class of the project)`)}`,
+              ];
+            return [
+              `echo ${shellQuote(`-----> ${reused}; ${dump}`)}`,
+              `/bin/sh -ec ${shellQuote(dump)} || { code=$?; echo ${shellQuote(`pier-step-failed: ${dump}`)}; exit $code; }`,
+            ];
+          }
+          const [label, command] = [s.label, s.command];
+          return [
+            `echo ${shellQuote(`-----> ${label}`)}`,
+            `/bin/sh -ec ${shellQuote(command)} || { code=$?; echo ${shellQuote(`pier-step-failed: ${s.label}`)}; exit $code; }`,
+          ];
+        }),
+      ].join("\n");
+      if (d.withoutCache) {
+        write("Building without cache: the composer cache of this app is emptied.");
+        await this.deps.engine.removeVolumes({ "pier.app": app.id, "pier.cache": "deps" });
+      }
+      const tag = imageTag(app.id, d.id);
+      write(
+        `Building in a ${app.buildFlavor} build container (${FLAVOR_MEMORY_MIB[app.buildFlavor]} MiB) from ${PHP_IMAGE}...`,
+      );
+      const tail: string[] = [];
+      let failedStep: string | null = null;
+      await this.deps.engine
+        .buildInContainer(
+          {
+            from: base?.image ?? PHP_IMAGE,
+            tag,
+            contextDir: dir,
+            appDir: APP_HOME,
+            ...(base ? { stageDir: STAGE } : {}),
+            script,
+            env: { HOME: "/root", APP_HOME },
+            volumes: [{ name: `pier-cache-${app.id}`, target: "/cache" }],
+            binds: [{ source: secrets, target: "/pier" }],
+            network: `container:${await this.deps.buildSandbox(app.id, this.deps.buildNetwork)}`,
+            flavor: app.buildFlavor,
+            memoryBytes: FLAVOR_MEMORY_MIB[app.buildFlavor] * 2 ** 20,
+            labels: {
+              "pier.app": app.id,
+              "pier.deployment": d.id,
+              "pier.cache": "deps",
+              "pier.toolchain": runtime.id,
+              ...(depsKey ? { "pier.deps-key": depsKey } : {}),
+              "pier.reuse-depth": String(base ? base.depth + 1 : 0),
+            },
+            image: {
+              cmd: withWorkers(plan.start, plan.workers),
+              env: { ...plan.runEnv, APP_HOME },
+              workdir: APP_HOME,
+            },
+          },
+          (line) => {
+            const m = /^pier-step-failed: (.*)$/.exec(line);
+            if (m) {
+              failedStep = m[1] as string;
+              return;
+            }
+            if (line.trim() !== "" && !line.startsWith("----->")) {
+              tail.push(line.trim());
+              if (tail.length > TAIL) tail.shift();
+            }
+            if (line.startsWith("----->")) tail.length = 0;
+            write(line);
+          },
+          ctx.signal,
+        )
+        .catch((e: unknown) => {
+          if (failedStep === null || !(e instanceof PierError)) throw e;
+          throw new PierError("BUILD_FAILED", `${failedStep} failed: ${tail.join(" | ")}`, e.hint);
+        });
+      write(`Built ${tag} (PHP 8.4, webroot ${plan.webroot}, start: ${plan.start.join(" ")}).`);
+      return tag;
+    } finally {
+      await rm(secrets, { recursive: true, force: true });
+    }
+  }
+
+  /** The current release's image, when its vendor/ is what this build would install. */
+  private async reusableBase(
+    previous: string | null,
+    depsKey: string,
+    runtimeId: string,
+    write: (l: string) => void,
+  ): Promise<{ image: string; depth: number } | null> {
+    if (!previous) return null;
+    const info = await this.deps.engine.imageInfo(previous);
+    if (!info || info.labels["pier.deps-key"] !== depsKey || info.labels["pier.toolchain"] !== runtimeId)
+      return null;
+    const depth = Number(info.labels["pier.reuse-depth"] ?? "0");
+    if (depth >= MAX_REUSE_DEPTH) {
+      write(`Installing from scratch: the last ${depth} builds each started from the one before.`);
+      return null;
+    }
+    return { image: previous, depth };
+  }
+}
