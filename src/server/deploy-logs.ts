@@ -40,14 +40,18 @@ export class DeployLogs {
       bytes: MAX_LOG_BYTES,
       keptLogs: KEPT_DEPLOY_LOGS,
     },
+    /** The variables the app's links give it (add-ons' passwords and URLs): masked as its own are. */
+    private readonly linked: (appId: string) => Promise<Record<string, string>> = async () => ({}),
   ) {}
 
   /** The masker of an app's deployment logs, from its variables and secrets as they are now. */
   async maskerOf(appId: string): Promise<Masker> {
     const vars = await this.store.getEnv(appId);
+    const linked = secretMasker(await this.linked(appId).catch(() => ({})));
     // A key that cannot be read (secret.key replaced) cannot be printed either; the build says why it fails.
     const key = await this.store.getAppSecret(appId, "ssh_private_key").catch(() => null);
-    return secretMasker(vars, key ? [key] : []);
+    const own = secretMasker(vars, key ? [key] : []);
+    return (text) => linked(own(text));
   }
 
   async open(deploymentId: string, appId: string): Promise<void> {
