@@ -328,13 +328,21 @@ export class AddonService {
     return this.deps.addons.listBackups(a.id);
   }
 
-  backup(a: Addon, automatic = false): Promise<AddonBackup> {
+  /** A backup now (`at`: the time recorded, the daily round's clock). */
+  backup(a: Addon, automatic = false, at?: Date): Promise<AddonBackup> {
     return this.serial(a, async () => {
       const id = newId("bak");
       const file = `${new Date().toISOString().replace(/[:.]/g, "-")}-${id}.${a.kind === "kv" ? "rdb" : "pgdump"}`;
       await mkdir(this.dirOf(a), { recursive: true, mode: 0o700 });
       const bytes = await this.provider(a).backup(a.id, join(this.dirOf(a), file));
-      const b = await this.deps.addons.addBackup({ id, addonId: a.id, file, bytes, automatic });
+      const b = await this.deps.addons.addBackup({
+        id,
+        addonId: a.id,
+        file,
+        bytes,
+        automatic,
+        createdAt: at?.toISOString(),
+      });
       this.deps.logger.info({ addonId: a.id, backup: id, bytes, automatic }, "add-on backed up");
       return b;
     });
@@ -365,27 +373,39 @@ export class AddonService {
     return null;
   }
 
-  /** The daily automatic backups: checked every hour; those older than PIER_BACKUP_DAYS go. */
-  startDailyBackups(everyMs = 3_600_000): void {
-    const tick = async () => {
-      for (const a of await this.deps.addons.listAddons()) {
-        try {
-          const list = await this.deps.addons.listBackups(a.id);
-          if (backupDue(list, new Date())) await this.backup(a, true);
-          for (const old of expiredBackups(
-            await this.deps.addons.listBackups(a.id),
-            new Date(),
-            this.deps.backupDays,
-          )) {
-            await rm(join(this.dirOf(a), old.file), { force: true });
-            await this.deps.addons.deleteBackup(old.id);
-          }
-        } catch (err) {
-          this.deps.logger.warn({ addonId: a.id, err: (err as Error).message }, "automatic backup failed");
+  /**
+   * One round of the daily automatic backups: each add-on whose newest backup is a day old (or that has
+   * none) is backed up; automatic backups older than PIER_BACKUP_DAYS go (the newest automatic one stays).
+   */
+  async runDailyBackups(now = new Date()): Promise<{ made: number; deleted: number }> {
+    let made = 0;
+    let deleted = 0;
+    for (const a of await this.deps.addons.listAddons()) {
+      try {
+        if (backupDue(await this.deps.addons.listBackups(a.id), now)) {
+          await this.backup(a, true, now);
+          made++;
         }
+        for (const old of expiredBackups(
+          await this.deps.addons.listBackups(a.id),
+          now,
+          this.deps.backupDays,
+        )) {
+          await rm(join(this.dirOf(a), old.file), { force: true });
+          await this.deps.addons.deleteBackup(old.id);
+          deleted++;
+        }
+      } catch (err) {
+        this.deps.logger.warn({ addonId: a.id, err: (err as Error).message }, "automatic backup failed");
       }
-    };
-    const run = () => void tick().catch((err) => this.deps.logger.warn({ err }, "automatic backups failed"));
+    }
+    return { made, deleted };
+  }
+
+  /** Runs the daily backups a minute after start, then every hour. */
+  startDailyBackups(everyMs = 3_600_000): void {
+    const run = () =>
+      void this.runDailyBackups().catch((err) => this.deps.logger.warn({ err }, "automatic backups failed"));
     setTimeout(run, 60_000).unref();
     this.timer = setInterval(run, everyMs);
     this.timer.unref();
