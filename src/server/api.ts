@@ -154,8 +154,10 @@ export function createApi(deps: {
   api.get("/v1/apps/:app/env", async (c) => {
     const app = await appOf(c);
     const vars = await store.getEnv(app.id);
-    // `linked`: the variables its links give it (each with its source), those its own do not override.
-    return c.json({ vars, linked: (await deps.addons.environment(app.id, vars)).linked });
+    // `linked` (when the app has links): the variables they give it, each with its source, but the names
+    // the app sets itself.
+    const { linked } = await deps.addons.environment(app.id, vars);
+    return c.json(linked.length > 0 ? { vars, linked } : { vars });
   });
   api.patch("/v1/apps/:app/env", async (c) => {
     const app = await appOf(c);
