@@ -127,9 +127,8 @@ describe("dockerd restarted under running apps", { timeout: 900_000 }, () => {
       60_000,
     );
     assert.equal((await kvCli(["GET", "k"])).stdout.trim(), "survived");
-    const dn = await pier
-      .cliJson<{ id: string }>(["apps"])
-      .then((apps) => (apps as unknown as { id: string; name: string }[]).find((a) => a.name === "dn")!.id);
+    const apps = await pier.cliJson<{ id: string; name: string }[]>(["apps"]);
+    const dn = apps.find((a) => a.name === "dn")?.id;
     const s = await pier.cliJson<{ networks: string[] }>(["addon", "status", "dkv"]);
     assert.ok(s.networks.includes(`pier-${dn}`), s.networks.join(", "));
   });
