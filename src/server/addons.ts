@@ -1,5 +1,3 @@
-import { mkdir, rm } from "node:fs/promises";
-import { join } from "node:path";
 import type { Logger } from "pino";
 import {
   type Addon,
@@ -7,9 +5,7 @@ import {
   type AddonKind,
   addonNameProblem,
   addonVariables,
-  backupDue,
   DEFAULT_ADDON_FLAVOR,
-  expiredBackups,
   isAddonKind,
   type LinkedEnvironment,
   linkedEnvironment,
@@ -19,6 +15,7 @@ import {
 import { PierError } from "../core/errors.js";
 import { type App, FLAVOR_MEMORY_MIB, type Flavor } from "../core/model.js";
 import type { AddonProvider, AddonState, AddonStore, Engine, Store } from "../core/ports.js";
+import { AddonBackups } from "./addon-backups.js";
 import { newId } from "./deployer.js";
 import type { Networks } from "./networks.js";
 
@@ -34,9 +31,7 @@ export interface AddonView extends Addon {
  * no running instance, and only linked apps' instances and builds reach an add-on.
  */
 export class AddonService {
-  /** One backup or restore at a time per add-on. */
-  private readonly busy = new Map<string, Promise<unknown>>();
-  private timer: NodeJS.Timeout | null = null;
+  private readonly backupsOf: AddonBackups;
 
   constructor(
     private readonly deps: {
@@ -51,7 +46,9 @@ export class AddonService {
       /** PIER_BACKUP_DAYS. */
       backupDays: number;
     },
-  ) {}
+  ) {
+    this.backupsOf = new AddonBackups(deps);
+  }
 
   private provider(a: Addon): AddonProvider {
     return this.deps.providers[a.kind];
@@ -290,11 +287,23 @@ export class AddonService {
     for (const a of all) {
       const p = this.provider(a);
       const want = linked.some((x) => x.id === a.id);
-      for (const net of nets) {
-        if (want) await p.connect(a.id, net);
-        else await p.disconnect(a.id, net);
+      // A broken add-on does not fail the app's deploy: the log says so (the app's own checks will).
+      try {
+        for (const net of nets) {
+          if (want) await p.connect(a.id, net);
+          else await p.disconnect(a.id, net);
+        }
+        if (want) lines.push(`Add-on ${a.name} (${a.kind}) is reachable at ${p.host(a.id)}:${p.port}.`);
+      } catch (e) {
+        if (want)
+          lines.push(
+            `WARNING: add-on ${a.name} could not join the app's network (${(e as Error).message}); see \`pier addon status ${a.name}\`.`,
+          );
+        this.deps.logger.warn(
+          { appId, addonId: a.id, err: (e as Error).message },
+          "add-on network change failed",
+        );
       }
-      if (want) lines.push(`Add-on ${a.name} (${a.kind}) is reachable at ${p.host(a.id)}:${p.port}.`);
     }
     return lines;
   }
@@ -308,110 +317,29 @@ export class AddonService {
       for (const net of nets) await this.provider(a).disconnect(a.id, net);
   }
 
-  // Backups.
-
-  private dirOf(a: Addon): string {
-    return join(this.deps.backupDir, a.id);
-  }
-
-  private serial<T>(a: Addon, work: () => Promise<T>): Promise<T> {
-    const run = (this.busy.get(a.id) ?? Promise.resolve()).catch(() => undefined).then(work);
-    this.busy.set(a.id, run);
-    const forget = () => {
-      if (this.busy.get(a.id) === run) this.busy.delete(a.id);
-    };
-    run.then(forget, forget);
-    return run;
-  }
+  // Backups (src/server/addon-backups.ts).
 
   backups(a: Addon): Promise<AddonBackup[]> {
-    return this.deps.addons.listBackups(a.id);
+    return this.backupsOf.list(a);
   }
 
-  /** A backup now (`at`: the time recorded, the daily round's clock). */
-  backup(a: Addon, automatic = false, at?: Date): Promise<AddonBackup> {
-    return this.serial(a, async () => {
-      const id = newId("bak");
-      const file = `${new Date().toISOString().replace(/[:.]/g, "-")}-${id}.${a.kind === "kv" ? "rdb" : "pgdump"}`;
-      await mkdir(this.dirOf(a), { recursive: true, mode: 0o700 });
-      const bytes = await this.provider(a).backup(a.id, join(this.dirOf(a), file));
-      const b = await this.deps.addons.addBackup({
-        id,
-        addonId: a.id,
-        file,
-        bytes,
-        automatic,
-        createdAt: at?.toISOString(),
-      });
-      this.deps.logger.info({ addonId: a.id, backup: id, bytes, automatic }, "add-on backed up");
-      return b;
-    });
+  backup(a: Addon): Promise<AddonBackup> {
+    return this.backupsOf.create(a);
   }
 
-  async restore(a: Addon, backupId: string): Promise<AddonBackup> {
-    const b = (await this.deps.addons.listBackups(a.id)).find((x) => x.id === backupId);
-    if (!b) {
-      const other = await this.ownerOfBackup(backupId);
-      throw new PierError(
-        "BACKUP_NOT_FOUND",
-        other
-          ? `The backup ${backupId} is of the add-on '${other}', not of '${a.name}': nothing was restored.`
-          : `The add-on '${a.name}' has no backup ${backupId}.`,
-        `See \`pier addon backup list ${a.name}\`.`,
-      );
-    }
-    return this.serial(a, async () => {
-      await this.provider(a).restore(a.id, join(this.dirOf(a), b.file));
-      this.deps.logger.info({ addonId: a.id, backup: b.id }, "add-on restored");
-      return b;
-    });
+  restore(a: Addon, backupId: string): Promise<AddonBackup> {
+    return this.backupsOf.restore(a, backupId);
   }
 
-  private async ownerOfBackup(backupId: string): Promise<string | null> {
-    for (const x of await this.deps.addons.listAddons())
-      if ((await this.deps.addons.listBackups(x.id)).some((b) => b.id === backupId)) return x.name;
-    return null;
+  runDailyBackups(now = new Date()): Promise<{ made: number; deleted: number }> {
+    return this.backupsOf.runDaily(now);
   }
 
-  /**
-   * One round of the daily automatic backups: each add-on whose newest backup is a day old (or that has
-   * none) is backed up; automatic backups older than PIER_BACKUP_DAYS go (the newest automatic one stays).
-   */
-  async runDailyBackups(now = new Date()): Promise<{ made: number; deleted: number }> {
-    let made = 0;
-    let deleted = 0;
-    for (const a of await this.deps.addons.listAddons()) {
-      try {
-        if (backupDue(await this.deps.addons.listBackups(a.id), now)) {
-          await this.backup(a, true, now);
-          made++;
-        }
-        for (const old of expiredBackups(
-          await this.deps.addons.listBackups(a.id),
-          now,
-          this.deps.backupDays,
-        )) {
-          await rm(join(this.dirOf(a), old.file), { force: true });
-          await this.deps.addons.deleteBackup(old.id);
-          deleted++;
-        }
-      } catch (err) {
-        this.deps.logger.warn({ addonId: a.id, err: (err as Error).message }, "automatic backup failed");
-      }
-    }
-    return { made, deleted };
-  }
-
-  /** Runs the daily backups a minute after start, then every hour. */
-  startDailyBackups(everyMs = 3_600_000): void {
-    const run = () =>
-      void this.runDailyBackups().catch((err) => this.deps.logger.warn({ err }, "automatic backups failed"));
-    setTimeout(run, 60_000).unref();
-    this.timer = setInterval(run, everyMs);
-    this.timer.unref();
+  startDailyBackups(): void {
+    this.backupsOf.start();
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.backupsOf.stop();
   }
 }
