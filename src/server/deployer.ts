@@ -347,10 +347,12 @@ export class Deployer {
         'An admin can allow it (PATCH /v1/apps/<app> {"allowDockerSocket": true}); unset the variable otherwise.',
       );
     }
+    let addonNetwork: string | null = null;
     if (linked && this.deps.links) {
       for (const line of linkedLines(linked)) write(line);
       const network = { name: appNetworkName(app.id, settings.ipv6Subnet), ipv6Subnet: settings.ipv6Subnet };
       for (const line of await this.deps.links.attach(app.id, network)) write(line);
+      if (linked.linked.some((v) => v.source.kind === "addon")) addonNetwork = network.name;
     }
     const appHome = "/app";
     const common = platformVariables({
@@ -399,6 +401,7 @@ export class Deployer {
             previousImage: current?.image ?? null,
             write,
             signal,
+            addonNetwork,
           },
           settings,
         );

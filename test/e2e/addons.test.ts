@@ -132,6 +132,25 @@ describe("add-ons and links", { timeout: 600_000 }, () => {
     if (log) assert.ok(!log.stdout.includes(token as string));
   });
 
+  test("a Dockerfile app linked to kv reaches it during its build (RUN steps on the app's network)", async () => {
+    const app = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "dockerkv"]);
+    await ok(["service", "link-addon", "cache", "--app", "dockerkv"]);
+    const dockerfile = [
+      "FROM pier/node:22",
+      "ARG KV_HOST",
+      "ARG KV_TOKEN",
+      // Plain bash: AUTH, PING over /dev/tcp; the build fails unless the add-on answers PONG.
+      'SHELL ["/bin/bash", "-c"]',
+      String.raw`RUN exec 3<>/dev/tcp/$KV_HOST/6378 && printf 'AUTH %s\r\nPING\r\n' "$KV_TOKEN" >&3 && timeout 5 head -c 12 <&3 > /tmp/answer; grep -q PONG /tmp/answer && echo build reached the add-on`,
+      "CMD [\"node\", \"-e\", \"require('http').createServer((q, s) => s.end('ok')).listen(8080, '0.0.0.0')\"]",
+      "",
+    ].join("\n");
+    const push = await pier.push(await pier.repo("dockerkv", { Dockerfile: dockerfile }, app.id));
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /build reached the add-on/);
+    assert.equal(await body("dockerkv", "/"), "ok");
+  });
+
   test("an app that is not linked cannot reach the add-on, even with its host, port and token", async () => {
     const vars = await pier.cliJson<Record<string, string>>(["addon", "env", "cache", "--reveal"]);
     await deploy("stranger");
