@@ -44,17 +44,29 @@ SQL
   restore)
     tmp="${db}_restore"
     f=${2:?usage: pier-addon restore FILE}
-    psql_ -v d="$tmp" -c "DROP DATABASE IF EXISTS \"$tmp\"" >/dev/null
+    psql_ -c "DROP DATABASE IF EXISTS \"$tmp\"" >/dev/null
     psql_ -c "CREATE DATABASE \"$tmp\" OWNER \"$user\"" >/dev/null
     if ! pg_restore --exit-on-error --single-transaction --no-owner --role="$user" -d "$tmp" "$f"; then
       psql_ -c "DROP DATABASE IF EXISTS \"$tmp\"" >/dev/null || true
       echo "the restore failed: the database is as it was" >&2
       exit 1
     fi
+    # The swap: no new connections to the database, the open ones closed, then the names change. The
+    # database before the restore stays as <db>_before_restore until the next restore.
     old="${db}_before_restore"
     psql_ -c "DROP DATABASE IF EXISTS \"$old\" WITH (FORCE)" >/dev/null
-    psql_ -c "ALTER DATABASE \"$db\" RENAME TO \"$old\"" -c "SELECT 1" >/dev/null 2>&1 ||
-      psql_ -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$db' AND pid <> pg_backend_pid()" -c "ALTER DATABASE \"$db\" RENAME TO \"$old\"" >/dev/null
+    psql_ -c "ALTER DATABASE \"$db\" WITH ALLOW_CONNECTIONS false" \
+      -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$db' AND pid <> pg_backend_pid()" >/dev/null
+    i=0
+    while [ "$(psql_ -tA -c "SELECT count(*) FROM pg_stat_activity WHERE datname = '$db'")" != 0 ] && [ $i -lt 100 ]; do
+      i=$((i + 1)); sleep 0.1
+    done
+    if ! psql_ -c "ALTER DATABASE \"$db\" RENAME TO \"$old\"" >/dev/null; then
+      psql_ -c "ALTER DATABASE \"$db\" WITH ALLOW_CONNECTIONS true" >/dev/null || true
+      psql_ -c "DROP DATABASE IF EXISTS \"$tmp\"" >/dev/null || true
+      echo "the restored database could not replace the current one: the database is as it was" >&2
+      exit 1
+    fi
     psql_ -c "ALTER DATABASE \"$tmp\" RENAME TO \"$db\"" >/dev/null
     ;;
   *) echo "pier-addon: unknown command '$1'" >&2; exit 2 ;;

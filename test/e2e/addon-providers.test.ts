@@ -30,6 +30,8 @@ interface Client {
   image: string;
   write(host: string, c: AddonCredentials, value: string): string[];
   read(host: string, c: AddonCredentials): string[];
+  /** A client that keeps a connection open for 60 s (a restore must not wait for it, nor fail). */
+  hold(host: string, c: AddonCredentials): string[];
 }
 
 const CLIENTS: Record<string, Client> = {
@@ -49,6 +51,19 @@ const CLIENTS: Record<string, Client> = {
       v,
     ],
     read: (h, c) => ["valkey-cli", "-h", h, "-p", "6378", "--no-auth-warning", "-a", c.password, "GET", "k"],
+    hold: (h, c) => [
+      "valkey-cli",
+      "-h",
+      h,
+      "-p",
+      "6378",
+      "--no-auth-warning",
+      "-a",
+      c.password,
+      "BLPOP",
+      "nothing",
+      "60",
+    ],
   },
   postgresql: {
     image: "pier/addon-postgresql:17",
@@ -69,6 +84,12 @@ const CLIENTS: Record<string, Client> = {
       "-qAt",
       "-c",
       "SELECT v FROM t",
+    ],
+    hold: (h, c) => [
+      "psql",
+      addonVariables("postgresql", h, c).DATABASE_URL as string,
+      "-c",
+      "SELECT pg_sleep(60)",
     ],
   },
 };
@@ -203,7 +224,25 @@ for (const p of PROVIDERS) {
       const bytes = await p.backup(id, file);
       assert.ok(bytes > 0);
       await client(p.kind, own, CLIENTS[p.kind]!.write(host, creds, "three"));
-      await p.restore(id, file);
+      // A client connected meanwhile (an app's pool) neither blocks nor breaks the restore.
+      const holder = `pier-test-${scope}-${p.kind}-holder`;
+      const hold = CLIENTS[p.kind]!.hold(host, creds);
+      await run([
+        DOCKER,
+        "run",
+        "-d",
+        "--rm",
+        "--name",
+        holder,
+        "--network",
+        own,
+        "--entrypoint",
+        hold[0] as string,
+        CLIENTS[p.kind]!.image,
+        ...hold.slice(1),
+      ]);
+      await new Promise((r) => setTimeout(r, 1000));
+      await p.restore(id, file).finally(() => run([DOCKER, "rm", "-f", holder]));
       const r = await client(p.kind, own, CLIENTS[p.kind]!.read(host, creds));
       assert.equal(r.stdout.trim(), "two", r.stderr);
       const bad = join(work, `${p.kind}.bad`);
