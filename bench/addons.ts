@@ -113,6 +113,8 @@ async function main(): Promise<void> {
       "bench-password",
       "--protected-mode",
       "no",
+      "--dir",
+      "/tmp",
     ]);
     await docker([
       "run",
