@@ -5,6 +5,8 @@
 export type ErrorCode =
   | "APP_NOT_FOUND"
   | "APP_EXISTS"
+  | "ADDON_NOT_FOUND"
+  | "BACKUP_NOT_FOUND"
   | "DEPLOYMENT_NOT_FOUND"
   | "RELEASE_NOT_FOUND"
   | "SSH_KEY_NOT_FOUND"
@@ -33,6 +35,8 @@ export type ErrorCode =
 export const STATUS_OF: Record<ErrorCode, number> = {
   APP_NOT_FOUND: 404,
   APP_EXISTS: 409,
+  ADDON_NOT_FOUND: 404,
+  BACKUP_NOT_FOUND: 404,
   DEPLOYMENT_NOT_FOUND: 404,
   RELEASE_NOT_FOUND: 404,
   SSH_KEY_NOT_FOUND: 404,

@@ -66,6 +66,25 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = {
   "GET /v1/tokens": "admin",
   "POST /v1/tokens": "admin",
   "DELETE /v1/tokens/:name": "admin",
+  // Add-ons are global (ADR 0015): a token scoped to an app sees the add-ons linked to its app (the
+  // handlers filter the "shared" routes), read-only; creating, deleting, backing up and restoring is the
+  // admin's. Linking gives an app an add-on's credentials or another app's published variables: admin.
+  "GET /v1/addons": "shared",
+  "POST /v1/addons": "admin",
+  "GET /v1/addons/:addon": "shared",
+  "DELETE /v1/addons/:addon": "admin",
+  "GET /v1/addons/:addon/env": "shared",
+  "GET /v1/addons/:addon/backups": "shared",
+  "POST /v1/addons/:addon/backups": "admin",
+  "POST /v1/addons/:addon/backups/:backup/restore": "admin",
+  "GET /v1/apps/:app/links": "app",
+  "POST /v1/apps/:app/links/addons": "app-admin",
+  "DELETE /v1/apps/:app/links/addons/:addon": "app",
+  "POST /v1/apps/:app/links/apps": "app-admin",
+  "DELETE /v1/apps/:app/links/apps/:target": "app",
+  "GET /v1/apps/:app/published-config": "app",
+  "PUT /v1/apps/:app/published-config/:name": "app",
+  "DELETE /v1/apps/:app/published-config/:name": "app",
 };
 
 /** Request body fields only an admin token may set, per route. */

@@ -3,7 +3,8 @@
  * and, where unit tests need it, a fake that passes the same conformance suite.
  */
 
-import type { ApiToken, App, Deployment, DeployState, LogLine, Release, SshKey } from "./model.js";
+import type { Addon, AddonBackup, AddonCredentials, AddonKind } from "./addons.js";
+import type { ApiToken, App, Deployment, DeployState, Flavor, LogLine, Release, SshKey } from "./model.js";
 
 /** One address an instance answers HTTP on (a loopback address of the host). */
 export interface RouteTarget {
@@ -362,4 +363,87 @@ export interface Engine {
   events(onEvent: (e: EngineEvent) => void, signal: AbortSignal): Promise<void>;
   /** The app ids that own a network or a volume of this Pier (its scope) on the engine. */
   ownerAppIds(): Promise<Set<string>>;
+}
+
+/** What a provider needs to run one add-on (addons: ADR 0015). */
+export interface AddonSpec {
+  id: string;
+  name: string;
+  flavor: Flavor;
+  memoryBytes: number;
+  credentials: AddonCredentials;
+  /** The add-on's own network (a subnet of Pier's pool); linked apps' networks are connected later. */
+  network: string;
+}
+
+export interface AddonState {
+  /** `running` (answers its protocol), `starting`, `stopped`, `missing` (no container). */
+  state: "running" | "starting" | "stopped" | "missing";
+  /** The networks the add-on's container is on. */
+  networks: string[];
+  startedAt: string | null;
+}
+
+/**
+ * One kind of add-on (kv, postgresql, ...): a server in its own container with its data on a volume. Every
+ * provider passes the same conformance suite (test/e2e/addon-providers.test.ts); a third kind is one file.
+ */
+export interface AddonProvider {
+  readonly kind: AddonKind;
+  /** The port it listens on, on every network it is on. */
+  readonly port: number;
+  /** New credentials for an add-on of this name (random password; user and database from the name). */
+  credentials(name: string): AddonCredentials;
+  /** The host name linked apps reach the add-on at (on every network it is on). */
+  host(id: string): string;
+  /** Creates the volume and the container, starts it, waits until it answers. Idempotent. */
+  provision(spec: AddonSpec, signal?: AbortSignal): Promise<void>;
+  status(id: string): Promise<AddonState>;
+  /** Restarts the server (its data stays). */
+  restart(id: string): Promise<void>;
+  /** Removes the container and its volume: the data is gone. */
+  remove(id: string): Promise<void>;
+  /** Connects the add-on to a network (an app's), so that its instances and builds reach it. */
+  connect(id: string, network: string): Promise<void>;
+  disconnect(id: string, network: string): Promise<void>;
+  /** Writes a consistent backup of the data to `file`; returns its size. */
+  backup(id: string, file: string): Promise<number>;
+  /**
+   * Replaces the data by the backup in `file`. All or nothing: a backup that cannot be restored leaves the
+   * data as it was, and the call throws.
+   */
+  restore(id: string, file: string): Promise<void>;
+}
+
+/** The store's add-ons, links, published variables and backups (src/adapters/store/sqlite-addons.ts). */
+export interface AddonStore {
+  createAddon(a: Omit<Addon, "createdAt">, credentials: AddonCredentials): Promise<Addon>;
+  /** By id or by name. */
+  findAddon(ref: string): Promise<Addon | null>;
+  listAddons(): Promise<Addon[]>;
+  addonCredentials(id: string): Promise<AddonCredentials>;
+  deleteAddon(id: string): Promise<void>;
+
+  /** CONFLICT when linked already. */
+  linkAddon(appId: string, addonId: string): Promise<void>;
+  /** False when there was no such link. */
+  unlinkAddon(appId: string, addonId: string): Promise<boolean>;
+  /** The add-ons linked to an app, by name. */
+  linkedAddons(appId: string): Promise<Addon[]>;
+  /** The ids of the apps an add-on is linked to. */
+  addonApps(addonId: string): Promise<string[]>;
+
+  /** CONFLICT when linked already. */
+  linkApp(appId: string, targetAppId: string): Promise<void>;
+  unlinkApp(appId: string, targetAppId: string): Promise<boolean>;
+  /** The apps an app is linked to (whose published variables it gets), by name. */
+  linkedApps(appId: string): Promise<App[]>;
+
+  /** What an app publishes to the apps linked to it. */
+  getPublished(appId: string): Promise<Record<string, string>>;
+  setPublished(appId: string, name: string, value: string | null): Promise<void>;
+
+  addBackup(b: Omit<AddonBackup, "createdAt"> & { createdAt?: string }): Promise<AddonBackup>;
+  listBackups(addonId: string): Promise<AddonBackup[]>;
+  deleteBackup(id: string): Promise<void>;
 }

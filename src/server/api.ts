@@ -9,6 +9,8 @@ import type { App } from "../core/model.js";
 import type { NodeVersion } from "../core/node-versions.js";
 import type { Store } from "../core/ports.js";
 import { type ApiEnv, accessRoutes, authorize } from "./access.js";
+import { addonRoutes } from "./addon-routes.js";
+import type { AddonService } from "./addons.js";
 import type { AppService } from "./apps.js";
 import { CONSOLE_CSP, CONSOLE_HTML } from "./console.js";
 import type { DeployLogs } from "./deploy-logs.js";
@@ -69,6 +71,7 @@ export function parseTime(v: string | undefined, field: string): Date | undefine
 export function createApi(deps: {
   store: Store;
   apps: AppService;
+  addons: AddonService;
   logs: DeployLogs;
   logger: Logger;
   nodeVersions: () => Promise<NodeVersion[]>;
@@ -124,6 +127,7 @@ export function createApi(deps: {
 
   api.use("/v1/*", authorize(store));
   accessRoutes(api, { store, apps, body });
+  addonRoutes(api, { addons: deps.addons, apps, body });
 
   const appOf = async (c: Context): Promise<App> => apps.get(c.req.param("app") ?? "");
 
@@ -147,7 +151,14 @@ export function createApi(deps: {
   api.get("/v1/apps/:app/status", async (c) => c.json(await apps.status(await appOf(c))));
   api.post("/v1/apps/:app/stop", async (c) => c.json(await apps.view(await apps.stop(await appOf(c)))));
 
-  api.get("/v1/apps/:app/env", async (c) => c.json({ vars: await store.getEnv((await appOf(c)).id) }));
+  api.get("/v1/apps/:app/env", async (c) => {
+    const app = await appOf(c);
+    const vars = await store.getEnv(app.id);
+    // `linked` (when the app has links): the variables they give it, each with its source, but the names
+    // the app sets itself.
+    const { linked } = await deps.addons.environment(app.id, vars);
+    return c.json(linked.length > 0 ? { vars, linked } : { vars });
+  });
   api.patch("/v1/apps/:app/env", async (c) => {
     const app = await appOf(c);
     const b = await body(c, schemas.patchEnv);

@@ -115,6 +115,8 @@ export class AppService {
       domain: string;
       /** PIER_BUILD_NETWORK, or null (the app's network): where Node.js builds' sandbox sits. */
       buildNetwork: string | null;
+      /** Add-ons leave a deleted app's networks (ADR 0015). */
+      detachAddons?: (appId: string) => Promise<void>;
     },
   ) {}
 
@@ -300,6 +302,7 @@ export class AppService {
         },
       ],
       ["volumes", () => engine.removeVolumes({ "pier.app": app.id })],
+      ["add-on connections", () => this.deps.detachAddons?.(app.id) ?? Promise.resolve()],
       ["networks", () => this.deps.instances.removeNetworks(app.id)],
       ["repository", () => rm(this.deps.repoDir(app.id), { recursive: true, force: true })],
     ];

@@ -78,6 +78,12 @@ const schema = z.object({
     .int("must be an integer")
     .min(1, "must be at least 1")
     .default(32),
+  PIER_BACKUP_DIR: z.string().min(1).optional(),
+  PIER_BACKUP_DAYS: z.coerce
+    .number({ message: "must be a number of days" })
+    .int("must be a whole number of days")
+    .min(1, "must be at least 1 day")
+    .default(7),
   PIER_LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
   PIER_ADMIN_TOKEN: z.string().min(24, "must be at least 24 characters").optional(),
   PIER_SUBNET_POOL: z
@@ -134,6 +140,10 @@ export interface Config {
   sshMaxUnauthenticated: number;
   logLevel: string;
   adminToken: string | undefined;
+  /** PIER_BACKUP_DIR: where add-on backups go (default <data dir>/backups), one folder per add-on. */
+  backupDir: string;
+  /** PIER_BACKUP_DAYS: how long daily automatic backups are kept. */
+  backupDays: number;
   /** PIER_SUBNET_POOL and PIER_SUBNET_SIZE: every network Pier creates gets a /prefix of the pool. */
   subnets: { pool: Cidr; prefix: number };
 }
@@ -185,5 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: c.PIER_LOG_LEVEL,
     adminToken: c.PIER_ADMIN_TOKEN,
     subnets: { pool: c.PIER_SUBNET_POOL, prefix: c.PIER_SUBNET_SIZE },
+    backupDir: resolve(c.PIER_BACKUP_DIR ?? join(c.PIER_DATA_DIR, "backups")),
+    backupDays: c.PIER_BACKUP_DAYS,
   };
 }

@@ -40,14 +40,18 @@ export class DeployLogs {
       bytes: MAX_LOG_BYTES,
       keptLogs: KEPT_DEPLOY_LOGS,
     },
+    /** The variables the app's links give it (add-ons' passwords and URLs): masked as its own are. */
+    private readonly linked: (appId: string) => Promise<Record<string, string>> = async () => ({}),
   ) {}
 
   /** The masker of an app's deployment logs, from its variables and secrets as they are now. */
-  async maskerOf(appId: string): Promise<Masker> {
-    const vars = await this.store.getEnv(appId);
+  async maskerOf(appId: string, extra: Readonly<Record<string, string>> = {}): Promise<Masker> {
+    const vars = { ...extra, ...(await this.store.getEnv(appId)) };
+    const linked = secretMasker(await this.linked(appId).catch(() => ({})));
     // A key that cannot be read (secret.key replaced) cannot be printed either; the build says why it fails.
     const key = await this.store.getAppSecret(appId, "ssh_private_key").catch(() => null);
-    return secretMasker(vars, key ? [key] : []);
+    const own = secretMasker(vars, key ? [key] : []);
+    return (text) => linked(own(text));
   }
 
   async open(deploymentId: string, appId: string): Promise<void> {
@@ -69,12 +73,15 @@ export class DeployLogs {
     });
   }
 
-  /** Reads the app's variables again (they may have changed since the deployment was queued). */
-  async refreshMasker(deploymentId: string): Promise<void> {
+  /**
+   * Reads the app's variables again (they may have changed since the deployment was queued), with
+   * `extra`: the variables its links give it (add-ons' passwords and URLs), secrets alike.
+   */
+  async refreshMasker(deploymentId: string, extra: Readonly<Record<string, string>> = {}): Promise<void> {
     const l = this.live.get(deploymentId);
     if (!l) return;
     const before = l.mask;
-    const now = await this.maskerOf(l.appId);
+    const now = await this.maskerOf(l.appId, extra);
     // Both: a variable unset (or an app deleted) meanwhile still masks what it masked.
     l.mask = (text) => now(before(text));
   }

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { archiveCommit } from "../adapters/git.js";
+import { type LinkedEnvironment, linkedLines } from "../core/addons.js";
 import { healthCheckPaths, instanceEnvironment, platformVariables } from "../core/env.js";
 import { PierError } from "../core/errors.js";
 import { healthReport, notListeningLines } from "../core/health.js";
@@ -11,7 +12,7 @@ import { type App, type Deployment, FLAVOR_MEMORY_MIB, type Release } from "../c
 import type { Engine, InstanceInfo, Store } from "../core/ports.js";
 import type { DeployLogs } from "./deploy-logs.js";
 import { probe, waitListening } from "./health-gate.js";
-import type { Instances, ReleaseToRun } from "./instances.js";
+import { appNetworkName, type Instances, type ReleaseToRun } from "./instances.js";
 import { maskedError } from "./logging.js";
 import type { Runtime } from "./runtimes/runtime.js";
 
@@ -74,6 +75,14 @@ export class Deployer {
       deployTimeoutMs: number;
       listenTimeoutMs: number;
       stopGraceMs: number;
+      /**
+       * Add-ons and links (ADR 0015): the app's environment with its links' variables, and the linked
+       * add-ons joining the app's networks before its build and instances start. None: no links.
+       */
+      links?: {
+        environment(appId: string, own: Record<string, string>): Promise<LinkedEnvironment>;
+        attach(appId: string, network: { name: string; ipv6Subnet: string | null }): Promise<string[]>;
+      };
     },
   ) {}
 
@@ -304,9 +313,12 @@ export class Deployer {
     const d = job.deployment;
     const app = await store.findApp(appId);
     if (!app) throw new PierError("APP_NOT_FOUND", `App ${appId} no longer exists.`);
-    const vars = await store.getEnv(app.id);
-    // The log masks every line with the app's secrets; these variables are the ones this deploy uses.
-    await logs.refreshMasker(d.id);
+    const own = await store.getEnv(app.id);
+    const linked = this.deps.links ? await this.deps.links.environment(app.id, own) : null;
+    // The app's own variables and its links' (its own win): builds and instances get them all.
+    const vars = linked?.vars ?? own;
+    // The log masks every line with the app's secrets and its links': the variables this deploy uses.
+    await logs.refreshMasker(d.id, vars);
     const write = (line: string) => logs.write(d.id, line);
     const check = () => {
       if (signal.aborted) throw signal.reason;
@@ -340,6 +352,13 @@ export class Deployer {
         "CC_MOUNT_DOCKER_SOCKET=true, but no admin allowed this app to use the engine socket.",
         'An admin can allow it (PATCH /v1/apps/<app> {"allowDockerSocket": true}); unset the variable otherwise.',
       );
+    }
+    let addonNetwork: string | null = null;
+    if (linked && this.deps.links) {
+      for (const line of linkedLines(linked)) write(line);
+      const network = { name: appNetworkName(app.id, settings.ipv6Subnet), ipv6Subnet: settings.ipv6Subnet };
+      for (const line of await this.deps.links.attach(app.id, network)) write(line);
+      if (linked.linked.some((v) => v.source.kind === "addon")) addonNetwork = network.name;
     }
     const appHome = "/app";
     const common = platformVariables({
@@ -388,6 +407,7 @@ export class Deployer {
             previousImage: current?.image ?? null,
             write,
             signal,
+            addonNetwork,
           },
           settings,
         );

@@ -4,6 +4,8 @@ import { chmod, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import type { Logger } from "pino";
+import { kvProvider } from "../adapters/addons/kv.js";
+import { postgresqlProvider } from "../adapters/addons/postgresql.js";
 import { HaproxyEdge } from "../adapters/edge/haproxy.js";
 import { DockerEngine } from "../adapters/engine/docker.js";
 import { NpmRegistry } from "../adapters/npm-registry.js";
@@ -13,6 +15,7 @@ import { pierGitPrefixes } from "../core/build-git.js";
 import { PierError } from "../core/errors.js";
 import type { EngineEvent, Store } from "../core/ports.js";
 import { authorizeRepo, BOOTSTRAP_NAME, hashToken } from "./access.js";
+import { AddonService } from "./addons.js";
 import { createApi } from "./api.js";
 import { AppService } from "./apps.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
@@ -140,7 +143,18 @@ export async function startServer(config: Config): Promise<RunningServer> {
     domain: config.domain,
     stopGraceMs: config.stopGraceMs,
   });
-  const logs = new DeployLogs(store);
+  const addonOpts = { socketPath: config.dockerSocket, scope };
+  const addons = new AddonService({
+    store,
+    addons: store.addons(),
+    engine,
+    networks,
+    providers: { kv: kvProvider(addonOpts), postgresql: postgresqlProvider(addonOpts) },
+    logger: logger.child({ part: "addons" }),
+    backupDir: config.backupDir,
+    backupDays: config.backupDays,
+  });
+  const logs = new DeployLogs(store, undefined, (appId) => addons.linkedVariables(appId));
   const deployer = new Deployer({
     store,
     engine,
@@ -168,6 +182,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     deployTimeoutMs: config.deployTimeoutMs,
     listenTimeoutMs: config.listenTimeoutMs,
     stopGraceMs: config.stopGraceMs,
+    links: addons,
   });
   const portSuffix = (p: number, dflt: number) => (p === dflt ? "" : `:${p}`);
   const apps = new AppService({
@@ -182,6 +197,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     stopGraceMs: config.stopGraceMs,
     domain: config.domain,
     buildNetwork: config.buildNetwork,
+    detachAddons: (appId) => addons.detach(appId),
   });
 
   await deployer.recover();
@@ -195,6 +211,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     removeNetworks: (appId) => networks.remove(appId),
     logger,
   }).catch((err) => logger.warn({ err }, "could not look for what deleted apps left behind"));
+  addons.startDailyBackups();
   // HAProxy outlives pier server, but may die under it (killed, OOM): the watchdog starts it again.
   edge.watch(1000, () => instances.refreshEdge());
 
@@ -263,6 +280,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     store,
     nodeVersions: () => availableNodeVersions(registry),
     apps,
+    addons,
     logs,
     logger: logger.child({ part: "api" }),
     maxBodyBytes: config.apiMaxBodyBytes,
@@ -348,6 +366,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     logger,
     close: async () => {
       events.abort();
+      addons.stop();
       edge.unwatch();
       await ssh.close();
       await new Promise<void>((resolve) => http.close(() => resolve()));

@@ -48,11 +48,19 @@ export class Networks {
     }
   }
 
-  /** Makes the network unless it exists: one engine call when it does. */
-  ensure(name: string, appId: string, ipv6Subnet: string | null): Promise<void> {
+  /**
+   * Makes the network unless it exists: one engine call when it does. `labels` (default `pier.app`) are
+   * the network's: an add-on's network carries `pier.addon` instead, and its subnet is claimed for its id.
+   */
+  ensure(
+    name: string,
+    appId: string,
+    ipv6Subnet: string | null,
+    labels: Record<string, string> = { "pier.app": appId },
+  ): Promise<void> {
     const under = this.creating.get(name);
     if (under) return under;
-    const run = this.create(name, appId, ipv6Subnet);
+    const run = this.create(name, appId, ipv6Subnet, labels);
     this.creating.set(name, run);
     const forget = () => {
       if (this.creating.get(name) === run) this.creating.delete(name);
@@ -61,7 +69,12 @@ export class Networks {
     return run;
   }
 
-  private async create(name: string, appId: string, ipv6: string | null): Promise<void> {
+  private async create(
+    name: string,
+    appId: string,
+    ipv6: string | null,
+    labels: Record<string, string>,
+  ): Promise<void> {
     const { engine, store } = this.deps;
     if (await engine.networkExists(name)) return;
     const skip: Cidr[] = [];
@@ -70,7 +83,7 @@ export class Networks {
     for (let attempt = 0; attempt < 8; attempt++) {
       const subnet = await this.claim(name, appId, skip);
       try {
-        await engine.ensureNetwork(name, { "pier.app": appId }, { ipv4: subnet, ipv6 });
+        await engine.ensureNetwork(name, labels, { ipv4: subnet, ipv6 });
         return;
       } catch (e) {
         if (!(e instanceof PierError) || e.code !== "SUBNET_OVERLAPS") throw e;

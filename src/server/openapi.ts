@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { addonSchemas } from "./addon-routes.js";
 import { schemas } from "./schemas.js";
 
 type Method = "get" | "post" | "put" | "patch" | "delete";
@@ -127,6 +128,87 @@ const ROUTES: RouteDoc[] = [
     status: 201,
   },
   { method: "delete", path: "/v1/tokens/{name}", summary: "Revoke a token (admin token)", status: 204 },
+  {
+    method: "get",
+    path: "/v1/addons",
+    summary: "Add-ons with the apps linked to each (an app's token: those linked to its app)",
+  },
+  {
+    method: "post",
+    path: "/v1/addons",
+    summary: "Create an add-on (kv or postgresql; admin token), optionally linked to apps",
+    body: addonSchemas.createAddon,
+    status: 201,
+  },
+  {
+    method: "get",
+    path: "/v1/addons/{addon}",
+    summary: "An add-on's status: state, host, port, networks, links",
+  },
+  {
+    method: "delete",
+    path: "/v1/addons/{addon}",
+    summary: "Delete an add-on and its data (admin token); 409 while linked unless force=true",
+    query: ["force"],
+    status: 204,
+  },
+  { method: "get", path: "/v1/addons/{addon}/env", summary: "The variables a link to the add-on injects" },
+  { method: "get", path: "/v1/addons/{addon}/backups", summary: "The add-on's backups, newest first" },
+  {
+    method: "post",
+    path: "/v1/addons/{addon}/backups",
+    summary: "Back the add-on up now (pg_dump, or a kv snapshot; admin token)",
+    status: 201,
+  },
+  {
+    method: "post",
+    path: "/v1/addons/{addon}/backups/{backup}/restore",
+    summary: "Replace the add-on's data by a backup of it (admin token); a failed restore changes nothing",
+  },
+  { method: "get", path: "/v1/apps/{app}/links", summary: "The add-ons and apps an app is linked to" },
+  {
+    method: "post",
+    path: "/v1/apps/{app}/links/addons",
+    summary: "Link an add-on (admin token): the next deploy or restart gets its variables",
+    body: addonSchemas.linkAddon,
+    status: 201,
+  },
+  {
+    method: "delete",
+    path: "/v1/apps/{app}/links/addons/{addon}",
+    summary: "Unlink an add-on (from the next deploy or restart)",
+    status: 204,
+  },
+  {
+    method: "post",
+    path: "/v1/apps/{app}/links/apps",
+    summary: "Link another app (admin token): the next deploy or restart gets its published variables",
+    body: addonSchemas.linkApp,
+    status: 201,
+  },
+  {
+    method: "delete",
+    path: "/v1/apps/{app}/links/apps/{target}",
+    summary: "Unlink an app (from the next deploy or restart)",
+    status: 204,
+  },
+  {
+    method: "get",
+    path: "/v1/apps/{app}/published-config",
+    summary: "What the app publishes to apps linked to it",
+  },
+  {
+    method: "put",
+    path: "/v1/apps/{app}/published-config/{name}",
+    summary: "Publish a variable (no CC_ names)",
+    body: addonSchemas.putPublished,
+  },
+  {
+    method: "delete",
+    path: "/v1/apps/{app}/published-config/{name}",
+    summary: "Stop publishing a variable",
+    status: 204,
+  },
 ];
 
 /** `METHOD /v1/path/:param` of every route, as the server registers them (for the route table's test). */

@@ -43,6 +43,9 @@ describe("dockerd restarted under running apps", { timeout: 1_800_000 }, () => {
     await pier.addKey();
     const docker = (await pier.cliJson<{ id: string }>(["create", "--type", "docker", "dd"])).id;
     const node = (await pier.cliJson<{ id: string }>(["create", "--type", "node", "dn"])).id;
+    // A kv add-on linked to the Node.js app (its deploy connects the add-on to the app's network).
+    const kv = await pier.cli(["addon", "create", "kv", "dkv", "--link", "dn", "--flavor", "pico"]);
+    assert.equal(kv.code, 0, kv.stderr);
     for (const [name, files, id] of [
       ["dd", markedApp("docker"), docker],
       ["dn", NODE_APP, node],
@@ -54,7 +57,21 @@ describe("dockerd restarted under running apps", { timeout: 1_800_000 }, () => {
     }
     assert.equal((await pier.get("dd")).body, "mark=docker");
     assert.equal((await pier.get("dn")).body, "mark=node");
+    const set = await kvCli(["SET", "k", "survived"]);
+    assert.equal(set.stdout.trim(), "OK", set.stderr);
   });
+  /** valkey-cli inside the add-on's container, with its own password. */
+  const kvCli = async (args: string[]) => {
+    const { host } = await pier.cliJson<{ host: string }>(["addon", "status", "dkv"]);
+    return run([
+      "docker",
+      "exec",
+      host,
+      "sh",
+      "-c",
+      `REDISCLI_AUTH="$PIER_ADDON_PASSWORD" valkey-cli -p 6378 ${args.join(" ")}`,
+    ]);
+  };
   after(async () => {
     if (!(await engineUp())) await waitFor("the engine", engineUp, 60_000).catch(() => undefined);
     await pier.destroy();
@@ -108,5 +125,18 @@ describe("dockerd restarted under running apps", { timeout: 1_800_000 }, () => {
     const push = await pier.push(repo);
     assert.equal(push.code, 0, push.stderr);
     assert.equal((await pier.get("dd")).body, "mark=docker2");
+  });
+
+  test("the kv add-on comes back with its writes, still on the linked app's network", async () => {
+    await waitFor(
+      "the add-on to answer",
+      async () => (await pier.cliJson<{ state: string }>(["addon", "status", "dkv"])).state === "running",
+      60_000,
+    );
+    assert.equal((await kvCli(["GET", "k"])).stdout.trim(), "survived");
+    const apps = await pier.cliJson<{ id: string; name: string }[]>(["apps"]);
+    const dn = apps.find((a) => a.name === "dn")?.id;
+    const s = await pier.cliJson<{ networks: string[] }>(["addon", "status", "dkv"]);
+    assert.ok(s.networks.includes(`pier-${dn}`), s.networks.join(", "));
   });
 });

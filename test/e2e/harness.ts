@@ -268,6 +268,8 @@ export class Pier {
       if (!this.proc) await this.start();
       const apps = (await this.api("GET", "/v1/apps")).json as { id: string }[];
       for (const a of apps) await this.api("DELETE", `/v1/apps/${a.id}`);
+      const addons = ((await this.api("GET", "/v1/addons")).json ?? []) as { id: string }[];
+      for (const a of addons) await this.api("DELETE", `/v1/addons/${a.id}?force=true`);
     } catch {
       // best effort
     }

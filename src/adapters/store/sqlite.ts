@@ -13,6 +13,7 @@ import type {
 import type { AppPatch, DeploymentPatch, NewApp, Store, SubnetClaim } from "../../core/ports.js";
 import type { SecretBox } from "../secret-box.js";
 import { ACCESS_MIGRATION, SqliteAccess } from "./sqlite-access.js";
+import { ADDONS_MIGRATION, SqliteAddons } from "./sqlite-addons.js";
 
 /** Schema changes, applied in order once each. Never edit a shipped entry: add one. */
 export const MIGRATIONS: readonly string[] = [
@@ -48,6 +49,7 @@ export const MIGRATIONS: readonly string[] = [
      created_at TEXT NOT NULL);
    CREATE INDEX subnets_app ON subnets(app_id);`,
   ACCESS_MIGRATION, // tenancy
+  ADDONS_MIGRATION, // addons
 ];
 
 type Row = Record<string, unknown>;
@@ -122,6 +124,11 @@ export class SqliteStore implements Store {
     this.migrate();
     this.sealLegacySecrets();
     this.access = new SqliteAccess(this.db);
+  }
+
+  /** The add-ons, links, published variables and backups, on the same database (ADR 0015). */
+  addons(): SqliteAddons {
+    return new SqliteAddons(this.db, this.box, appOf);
   }
 
   /** Values written in clear by versions before encryption at rest are sealed in place, once. */

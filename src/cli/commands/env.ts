@@ -16,6 +16,7 @@ import { CliError, UsageError } from "../errors.js";
 import { resolveApp } from "../link-file.js";
 import { json, renderEnvHuman, renderEnvShell } from "../output.js";
 import { EnvSchema, EnvVarSchema } from "../schemas.js";
+import { maskValue } from "./addon.js";
 
 const APPLY_HINT = "Changes apply at the next deploy: run `pier restart` to apply them now.\n";
 
@@ -28,7 +29,9 @@ export const env: Command = {
        pier env import < file
 
   env          prints the variables: NAME=value lines, a JSON object, or
-               \`export NAME='value'\` lines for eval "$(pier env --format shell)"
+               \`export NAME='value'\` lines for eval "$(pier env --format shell)"; then
+               (not in JSON) those of the app's links, under \`# from add-on NAME\` or
+               \`# from app NAME\`, their secrets masked unless --reveal
   env set      sets one variable (a VALUE starting with '-' goes after '--': env set N -- -1)
   env rm       removes variables, all or none
   env import   sets the variables read from stdin: NAME=value lines (# comments, export
@@ -39,10 +42,16 @@ Changes apply at the next deploy or restart.
 Options:
   -a, --app <name|id>            the app (default: the one in .pier.json, searched upwards from here)
       --format human|json|shell  output format (default human; shell only for \`pier env\`)
+      --reveal                   show the links' secrets
   -h, --help                     show this help
 `,
   async run(args, ctx) {
-    const { values, positionals } = parseFlags("env", args, { ...HELP, ...APP, ...FORMAT });
+    const { values, positionals } = parseFlags("env", args, {
+      ...HELP,
+      ...APP,
+      ...FORMAT,
+      reveal: { type: "boolean" },
+    });
     const [sub = "list", ...rest] = positionals;
     const known = ["list", "set", "rm", "import"];
     if (!known.includes(sub)) {
@@ -68,12 +77,60 @@ Options:
     takePositionals("env", rest, 0, 0, "");
     const app = resolveApp(values.app, ctx.cwd, "env");
     if (sub === "import") return importVars(ctx, app.ref, format);
-    return listVars(ctx, app.ref, format as "human" | "json" | "shell");
+    return listVars(ctx, app.ref, format as "human" | "json" | "shell", values.reveal ?? false);
   },
 };
 
-async function listVars(ctx: Context, app: string, format: "human" | "json" | "shell"): Promise<number> {
-  const { vars } = await ctx.client().call("GET", appPath(app, "env"), EnvSchema);
+const LinkedSchema = z
+  .array(
+    z.looseObject({
+      name: z.string(),
+      value: z.string(),
+      source: z.looseObject({ kind: z.string(), name: z.string() }),
+    }),
+  )
+  .default([]);
+
+async function listVars(
+  ctx: Context,
+  app: string,
+  format: "human" | "json" | "shell",
+  reveal: boolean,
+): Promise<number> {
+  const answer = await ctx.client().call("GET", appPath(app, "env"), EnvSchema);
+  const { vars } = answer;
+  const linked = LinkedSchema.parse((answer as { linked?: unknown }).linked);
+  // The links' variables, grouped by where they come from: masked unless --reveal. JSON keeps the app's own
+  // variables only (what `env import` reads back); `pier addon env` and `pier service` show the links'.
+  const groups = new Map<string, Record<string, string>>();
+  for (const l of linked) {
+    const key = `${l.source.kind === "addon" ? "add-on" : "app"} ${l.source.name}`;
+    groups.set(key, { ...(groups.get(key) ?? {}), [l.name]: reveal ? l.value : maskValue(l.name, l.value) });
+  }
+  if (format !== "json" && groups.size > 0) {
+    const linkedText = [...groups]
+      .map(([src, g]) => {
+        if (format === "human") return `# from ${src}\n${renderEnvHuman(g)}`;
+        // Masked values are not exported (eval would set them to ****): with --reveal only.
+        return `# from ${src}\n${
+          reveal
+            ? renderEnvShell(g).text
+            : Object.keys(g)
+                .map((n) => `# ${n} (masked: --reveal exports it)\n`)
+                .join("")
+        }`;
+      })
+      .join("");
+    const own =
+      Object.keys(vars).length > 0
+        ? format === "shell"
+          ? renderEnvShell(vars).text
+          : renderEnvHuman(vars)
+        : "";
+    ctx.out(`${own}${linkedText}`);
+    if (!reveal) ctx.err("Secrets of links are masked; --reveal shows them.\n");
+    return 0;
+  }
   if (format === "json") {
     ctx.out(json(vars));
   } else if (format === "shell") {

@@ -1,4 +1,5 @@
 import type { Command } from "../command.js";
+import { addon } from "./addon.js";
 import { apps } from "./apps.js";
 import { cancelDeploy } from "./cancel-deploy.js";
 import { create } from "./create.js";
@@ -8,11 +9,13 @@ import { env } from "./env.js";
 import { help } from "./help.js";
 import { link } from "./link.js";
 import { logs } from "./logs.js";
+import { publishedConfig } from "./published-config.js";
 import { releases, rollback } from "./releases.js";
 import { restart } from "./restart.js";
 import { runtimes } from "./runtimes.js";
 import { scale } from "./scale.js";
 import { server } from "./server.js";
+import { service } from "./service.js";
 import { sshKeys } from "./ssh-keys.js";
 import { sshPrivateKey } from "./ssh-private-key.js";
 import { status } from "./status.js";
@@ -34,6 +37,9 @@ export const COMMANDS: readonly Command[] = [
   stop,
   cancelDeploy,
   env,
+  addon,
+  service,
+  publishedConfig,
   link,
   sshKeys,
   sshPrivateKey,

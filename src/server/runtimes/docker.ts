@@ -59,7 +59,7 @@ export class DockerRuntime implements Runtime {
         flavor: app.buildFlavor,
         memoryBytes: plan.memoryBytes,
         noCache: plan.noCache,
-        network: this.buildNetwork,
+        network: this.buildNetwork ?? ctx.addonNetwork ?? null,
         buildkit: plan.buildkit,
         login: plan.login,
       },

@@ -26,6 +26,11 @@ export interface BuildContext {
   previousImage: string | null;
   write: (line: string) => void;
   signal: AbortSignal;
+  /**
+   * The app's network when add-ons are linked to it (ADR 0016), so that builds reach them: Dockerfile
+   * builds' RUN steps join it (classic builder) unless PIER_BUILD_NETWORK is set. Null or absent: none.
+   */
+  addonNetwork?: string | null;
 }
 
 /** One runtime (docker, node, phpserver): its settings, and how it turns a commit into an image. */

@@ -5,6 +5,7 @@ import { describe, it } from "node:test";
 import pino from "pino";
 import { ROUTE_ACCESS } from "../../../src/core/permissions.js";
 import type { Store } from "../../../src/core/ports.js";
+import type { AddonService } from "../../../src/server/addons.js";
 import { createApi } from "../../../src/server/api.js";
 import type { AppService } from "../../../src/server/apps.js";
 import type { DeployLogs } from "../../../src/server/deploy-logs.js";
@@ -17,6 +18,7 @@ describe("the API's routes", () => {
   const api = createApi({
     store: {} as Store,
     apps: {} as AppService,
+    addons: {} as AddonService,
     logs: {} as DeployLogs,
     logger: pino({ level: "silent" }),
     nodeVersions: async () => [],

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds an add-on image from Debian trixie packages (docs/adr/0015-addons.md):
+#   build.sh kv          -> pier/addon-kv:8      (valkey-server 8.1 and valkey-tools)
+#   build.sh postgresql  -> pier/addon-postgresql:17 (postgresql-17)
+# Each image holds the server and its entrypoint (images/addons/<kind>-entrypoint.sh) and nothing else;
+# it runs as the server's own user. PIER_ADDON_GENERATION (set by scripts/setup.sh, or by Pier when it
+# builds an image on first use) is recorded as a label: a newer one rebuilds the image. About 40 s each.
+set -euo pipefail
+kind=${1:?usage: build.sh kv|postgresql}
+ca=${PIER_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}
+docker=${DOCKER:-docker}
+generation=${PIER_ADDON_GENERATION:?}
+case "$kind" in
+  kv) tag=pier/addon-kv:8 packages=valkey-server,valkey-tools user=valkey ;;
+  postgresql) tag=pier/addon-postgresql:17 packages=postgresql-17,postgresql-client-17 user=postgres ;;
+  *) echo "build.sh: unknown add-on kind '$kind' (kv or postgresql)" >&2; exit 2 ;;
+esac
+
+# The host's Debian mirror (its apt sources), else deb.debian.org; trixie is served by the same mirror.
+mirror=$(awk 'BEGIN { RS = "" }
+  /(^|\n)Types:[^\n]*[ \t]deb([ \t]|\n|$)/ && /(^|\n)Suites:[^\n]*[ \t](bookworm|trixie)([ \t]|\n|$)/ {
+    if (match($0, /(^|\n)URIs:[ \t]*[^ \t\n]+/)) { u = substr($0, RSTART, RLENGTH); sub(/^\n?URIs:[ \t]*/, "", u); print u; exit }
+  }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+mirror=${mirror:-http://deb.debian.org/debian}
+
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp "$ca" "$work/extra-ca.crt"
+echo "setup: mmdebstrap trixie ($packages) from $mirror" >&2
+# The servers' packages start nothing at install time in a chroot (no init); the data folder /data is
+# the add-on's volume, owned by the server's user so that a new named volume is created with that owner.
+mmdebstrap --quiet --variant=minbase --include="ca-certificates,$packages" \
+  --customize-hook="'$here/../base/install-ca.sh' \"\$1\" '$work/extra-ca.crt'" \
+  --customize-hook="cp '$here/$kind-entrypoint.sh' \"\$1/usr/local/bin/pier-addon\" && chmod 755 \"\$1/usr/local/bin/pier-addon\"" \
+  --customize-hook="mkdir -p \"\$1/data\" \"\$1/backup\" && chroot \"\$1\" chown $user:$user /data /backup && chmod 700 \"\$1/data\"" \
+  --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
+  trixie "$work/rootfs.tar" "$mirror"
+"$docker" import \
+  --change "LABEL pier.managed=true pier.addon.generation=$generation pier.addon.kind=$kind" \
+  --change 'ENV PATH=/usr/lib/postgresql/17/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8' \
+  --change "USER $user" \
+  --change 'ENTRYPOINT ["/usr/local/bin/pier-addon"]' \
+  --change 'CMD ["serve"]' \
+  "$work/rootfs.tar" "$tag" >/dev/null
+echo "setup: built $tag" >&2

@@ -1,0 +1,255 @@
+import { z } from "zod";
+import { isSecretVariable, MASK } from "../../core/env.js";
+import { checkFlags, FORMAT, formatFlag, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
+import { apiPath } from "../client.js";
+import type { Command, Context } from "../command.js";
+import { CliError, UsageError } from "../errors.js";
+import { json, renderEnvHuman, renderEnvShell, table } from "../output.js";
+
+const AddonSchema = z.looseObject({
+  id: z.string(),
+  name: z.string(),
+  kind: z.string(),
+  flavor: z.string(),
+  apps: z.array(z.string()),
+  createdAt: z.string(),
+});
+const StatusSchema = AddonSchema.extend({
+  state: z.string(),
+  host: z.string(),
+  port: z.number(),
+  networks: z.array(z.string()),
+  startedAt: z.string().nullable(),
+  backups: z.number(),
+});
+const EnvSchema = z.looseObject({
+  addon: z.string(),
+  kind: z.string(),
+  vars: z.record(z.string(), z.string()),
+});
+const BackupSchema = z.looseObject({
+  id: z.string(),
+  file: z.string(),
+  bytes: z.number(),
+  automatic: z.boolean(),
+  createdAt: z.string(),
+});
+
+/** A secret value shown as MASK unless --reveal; a URL keeps its shape with its password masked. */
+export function maskValue(name: string, value: string): string {
+  if (isSecretVariable(name)) return MASK;
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)([^\s@/]+)@/i, `$1${MASK}@`);
+}
+
+const USAGE = `Usage: pier addon create KIND NAME [--flavor F] [--link APP]...
+       pier addon list
+       pier addon status NAME
+       pier addon env NAME [--format human|json|shell] [--reveal]
+       pier addon delete NAME [--yes] [--force]
+       pier addon backup create NAME
+       pier addon backup list NAME
+       pier addon backup restore NAME BACKUP_ID [--yes]
+
+  KIND is kv (a Redis-protocol key-value store: valkey, port 6378, the token as password) or
+  postgresql (PostgreSQL 17: one database, one user). Each add-on is a server in its own container,
+  its data on a volume, its memory limited by its flavor (default nano).
+
+  create      makes the add-on (and links it to the --link apps: their next deploy or restart gets
+              its variables)
+  env         the variables a link injects; secrets masked unless --reveal
+  delete      deletes the add-on and its data (asks for its name, or --yes); refused while apps are
+              linked to it, unless --force. Its backups stay on disk.
+  backup      create: a backup now (pg_dump; a snapshot for kv); list; restore: replaces the add-on's
+              data by the backup (asks, or --yes); a restore that fails leaves the data as it was.
+              A backup is also made every day and kept for PIER_BACKUP_DAYS days (default 7).
+
+Options:
+      --flavor <pico|nano|XS|S|M|L|XL>  memory (and CPU) of the add-on
+      --link <app>                      link it to this app (repeatable)
+      --format human|json[|shell]       output format (default human)
+      --reveal                          show secrets (pier addon env)
+  -y, --yes                             do not ask
+      --force                           delete even while linked (the links go too)
+  -h, --help                            show this help
+`;
+
+const addonPath = (name: string, ...rest: string[]) => apiPath("addons", name, ...rest);
+
+async function confirm(ctx: Context, what: string, name: string, yes: boolean | undefined, command: string) {
+  if (yes) return;
+  if (!ctx.stdinIsTTY) {
+    throw new UsageError(`refusing to ${what} without confirmation: stdin is not a terminal`, {
+      command,
+      hint: "pass --yes to go ahead without being asked",
+    });
+  }
+  const answer = await ctx.prompt(`This will ${what}. Type the add-on's name (${name}) to confirm: `);
+  if (answer?.trim() !== name) throw new CliError(`confirmation did not match ${name}; nothing was changed`);
+}
+
+export const addon: Command = {
+  name: "addon",
+  summary: "Add-ons: kv (Redis protocol) and postgresql; create, list, status, env, delete, backups",
+  help: USAGE,
+  async run(args, ctx) {
+    const { values, positionals } = parseFlags("addon", args, {
+      ...HELP,
+      ...FORMAT,
+      flavor: { type: "string" },
+      link: { type: "string", multiple: true },
+      reveal: { type: "boolean" },
+      yes: { type: "boolean", short: "y" },
+      force: { type: "boolean" },
+    });
+    const [sub = "list", ...rest] = positionals;
+    const api = () => ctx.client();
+    const fmt = (formats: z.ZodType = humanJson) =>
+      (
+        checkFlags(`addon ${sub}`, z.object({ format: formats }), { format: values.format }) as {
+          format: string;
+        }
+      ).format;
+    switch (sub) {
+      case "create": {
+        const [kind, name] = takePositionals(
+          "addon",
+          rest,
+          2,
+          2,
+          "KIND and NAME: pier addon create kv cache",
+        );
+        const format = fmt();
+        ctx.err(`Creating ${kind} add-on ${name}...\n`);
+        const a = await api().call("POST", apiPath("addons"), AddonSchema, {
+          body: { kind, name, flavor: values.flavor, link: values.link },
+        });
+        if (format === "json") ctx.out(json(a));
+        else {
+          ctx.out(`Created ${a.kind} add-on ${a.name} (${a.id}), flavor ${a.flavor}.\n`);
+          if (a.apps.length > 0)
+            ctx.err(
+              `Linked to ${a.apps.join(", ")}: their next deploy or \`pier restart\` gets its variables.\n`,
+            );
+        }
+        return 0;
+      }
+      case "list": {
+        takePositionals("addon", rest, 0, 0, "");
+        const list = await api().call("GET", apiPath("addons"), z.array(AddonSchema));
+        if (fmt() === "json") ctx.out(json(list));
+        else if (list.length === 0) ctx.err("No add-ons. Create one with: pier addon create kv NAME\n");
+        else
+          ctx.out(
+            table(
+              ["NAME", "KIND", "FLAVOR", "LINKED APPS", "ID"],
+              list.map((a) => [a.name, a.kind, a.flavor, a.apps.join(","), a.id]),
+            ),
+          );
+        return 0;
+      }
+      case "status": {
+        const [name] = takePositionals("addon", rest, 1, 1, "the add-on's NAME");
+        const s = await api().call("GET", addonPath(name as string), StatusSchema);
+        if (fmt() === "json") ctx.out(json(s));
+        else
+          ctx.out(
+            [
+              `${s.name} (${s.kind}, ${s.id}): ${s.state}`,
+              `  flavor:    ${s.flavor}`,
+              `  address:   ${s.host}:${s.port} (from the linked apps' instances and builds)`,
+              `  linked to: ${s.apps.length > 0 ? s.apps.join(", ") : "no app"}`,
+              `  backups:   ${s.backups}`,
+              "",
+            ].join("\n"),
+          );
+        return 0;
+      }
+      case "env": {
+        const [name] = takePositionals("addon", rest, 1, 1, "the add-on's NAME");
+        const format = fmt(formatFlag(["human", "json", "shell"]));
+        const e = await api().call("GET", addonPath(name as string, "env"), EnvSchema);
+        const vars = values.reveal
+          ? e.vars
+          : Object.fromEntries(Object.entries(e.vars).map(([k, v]) => [k, maskValue(k, v)]));
+        if (format === "json") ctx.out(json(vars));
+        else if (format === "shell") ctx.out(renderEnvShell(vars).text);
+        else ctx.out(renderEnvHuman(vars));
+        if (!values.reveal && format !== "json") ctx.err("Secrets are masked; --reveal shows them.\n");
+        return 0;
+      }
+      case "delete": {
+        const [name] = takePositionals("addon", rest, 1, 1, "the add-on's NAME");
+        await confirm(ctx, `delete the add-on ${name} and its data`, name as string, values.yes, "addon");
+        await api().callNoContent("DELETE", addonPath(name as string), {
+          query: values.force ? { force: true } : undefined,
+        });
+        ctx.out(`Deleted add-on ${name}.\n`);
+        return 0;
+      }
+      case "backup":
+        return backup(ctx, rest, values, fmt);
+      default:
+        throw new UsageError(`unknown addon command '${sub}'`, { command: "addon" });
+    }
+  },
+};
+
+async function backup(
+  ctx: Context,
+  rest: string[],
+  values: { yes?: boolean },
+  fmt: () => string,
+): Promise<number> {
+  const [op, ...more] = rest;
+  const api = ctx.client();
+  if (op === "create") {
+    const [name] = takePositionals("addon", more, 1, 1, "the add-on's NAME");
+    ctx.err(`Backing up ${name}...\n`);
+    const b = await api.call("POST", addonPath(name as string, "backups"), BackupSchema);
+    if (fmt() === "json") ctx.out(json(b));
+    else ctx.out(`Backup ${b.id} of ${name}: ${b.bytes} bytes (${b.file}).\n`);
+    return 0;
+  }
+  if (op === "list") {
+    const [name] = takePositionals("addon", more, 1, 1, "the add-on's NAME");
+    const list = await api.call("GET", addonPath(name as string, "backups"), z.array(BackupSchema));
+    if (fmt() === "json") ctx.out(json(list));
+    else if (list.length === 0) ctx.err(`No backups of ${name} yet: pier addon backup create ${name}\n`);
+    else
+      ctx.out(
+        table(
+          ["ID", "CREATED", "BYTES", "KIND"],
+          list.map((b) => [b.id, b.createdAt, String(b.bytes), b.automatic ? "daily" : "manual"]),
+        ),
+      );
+    return 0;
+  }
+  if (op === "restore") {
+    const [name, id] = takePositionals(
+      "addon",
+      more,
+      2,
+      2,
+      "NAME and BACKUP_ID: pier addon backup restore db bak-...",
+    );
+    await confirm(
+      ctx,
+      `replace the data of ${name} by the backup ${id}`,
+      name as string,
+      values.yes,
+      "addon",
+    );
+    ctx.err(`Restoring ${name} from ${id}...\n`);
+    const b = await api.call(
+      "POST",
+      addonPath(name as string, "backups", id as string, "restore"),
+      BackupSchema,
+    );
+    if (fmt() === "json") ctx.out(json(b));
+    else ctx.out(`Restored ${name} from backup ${b.id} (${b.createdAt}).\n`);
+    return 0;
+  }
+  throw new UsageError(`unknown addon backup command '${op ?? ""}' (expected create, list, restore)`, {
+    command: "addon",
+  });
+}

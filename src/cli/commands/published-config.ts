@@ -1,0 +1,67 @@
+import { z } from "zod";
+import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
+import { appPath } from "../client.js";
+import type { Command } from "../command.js";
+import { UsageError } from "../errors.js";
+import { resolveApp } from "../link-file.js";
+import { json, renderEnvHuman } from "../output.js";
+
+const VarsSchema = z.looseObject({ vars: z.record(z.string(), z.string()) });
+
+export const publishedConfig: Command = {
+  name: "published-config",
+  summary: "The variables an app publishes to the apps linked to it",
+  help: `Usage: pier published-config [--app <name|id>] [--format human|json]
+       pier published-config set NAME VALUE [--app <name|id>]
+       pier published-config rm NAME [--app <name|id>]
+
+What the app exposes to the apps linked to it (pier service link-app THIS_APP --app OTHER): they
+get these variables at their next deploy or restart. Names follow the rule of variables; CC_ names
+are refused.
+
+Options:
+  -a, --app <name|id>    the app (default: the one in .pier.json, searched upwards from here)
+      --format human|json
+  -h, --help             show this help
+`,
+  async run(args, ctx) {
+    const { values, positionals } = parseFlags("published-config", args, { ...HELP, ...APP, ...FORMAT });
+    const { format } = checkFlags("published-config", z.object({ format: humanJson }), values);
+    const [sub = "list", ...rest] = positionals;
+    const app = resolveApp(values.app, ctx.cwd, "published-config");
+    const api = ctx.client();
+    if (sub === "list") {
+      takePositionals("published-config", rest, 0, 0, "");
+      const { vars } = await api.call("GET", appPath(app.ref, "published-config"), VarsSchema);
+      if (format === "json") ctx.out(json(vars));
+      else if (Object.keys(vars).length === 0) ctx.err(`${app.ref} publishes no variable.\n`);
+      else ctx.out(renderEnvHuman(vars));
+      return 0;
+    }
+    if (sub === "set") {
+      const [name, value] = takePositionals("published-config", rest, 2, 2, "NAME and VALUE");
+      const r = await api.call(
+        "PUT",
+        appPath(app.ref, "published-config", name as string),
+        z.looseObject({}),
+        {
+          body: { value },
+        },
+      );
+      if (format === "json") ctx.out(json(r));
+      else ctx.out(`Published ${name}.\n`);
+      ctx.err("Linked apps get it at their next deploy or restart.\n");
+      return 0;
+    }
+    if (sub === "rm") {
+      const [name] = takePositionals("published-config", rest, 1, 1, "the NAME");
+      await api.callNoContent("DELETE", appPath(app.ref, "published-config", name as string));
+      if (format === "json") ctx.out(json({ removed: name }));
+      else ctx.out(`No longer published: ${name}.\n`);
+      return 0;
+    }
+    throw new UsageError(`unknown published-config command '${sub}' (expected set, rm)`, {
+      command: "published-config",
+    });
+  },
+};

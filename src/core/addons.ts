@@ -1,0 +1,194 @@
+/**
+ * Add-ons and links (contract 1.3, 2.6, 4.6, 8; platform-extensions "Add-on variables"): the kinds of
+ * add-on, the variables a link injects, the rule for names, which backups are kept, and how an app's
+ * environment is put together from its own variables and its links'. Pure.
+ */
+import { validateVariable } from "./env.js";
+import type { Flavor } from "./model.js";
+import { appNameProblem } from "./names.js";
+
+export const ADDON_KINDS = ["kv", "postgresql"] as const;
+export type AddonKind = (typeof ADDON_KINDS)[number];
+
+/** The port each kind listens on inside Pier's networks. kv: 6378 (contract section 8). */
+export const ADDON_PORTS: Record<AddonKind, number> = { kv: 6378, postgresql: 5432 };
+
+/** The flavor an add-on gets when none is given. */
+export const DEFAULT_ADDON_FLAVOR: Flavor = "nano";
+
+/** How many days automatic (daily) backups are kept; backups made by hand stay until deleted. */
+export const AUTO_BACKUP_DAYS = 7;
+
+/** What Pier generates for an add-on at creation; stored encrypted. */
+export interface AddonCredentials {
+  /** kv: empty (the token is the password). postgresql: the database's user. */
+  user: string;
+  /** kv: the add-on token. postgresql: the user's password. */
+  password: string;
+  /** postgresql: the database's name. kv: empty. */
+  database: string;
+}
+
+export interface Addon {
+  id: string;
+  name: string;
+  kind: AddonKind;
+  flavor: Flavor;
+  createdAt: string;
+}
+
+export interface AddonBackup {
+  id: string;
+  addonId: string;
+  /** The file's name under the add-on's backup folder. */
+  file: string;
+  bytes: number;
+  automatic: boolean;
+  createdAt: string;
+}
+
+/** Why `name` cannot be an add-on's name, or null. The rule of app names (a DNS label). */
+export function addonNameProblem(name: string): string | null {
+  return appNameProblem(name);
+}
+
+export function isAddonKind(kind: string): kind is AddonKind {
+  return (ADDON_KINDS as readonly string[]).includes(kind);
+}
+
+/**
+ * The variables a link to this add-on injects (platform-extensions: exact names). `host` is the add-on's
+ * name on the linked app's network.
+ */
+export function addonVariables(kind: AddonKind, host: string, c: AddonCredentials): Record<string, string> {
+  const port = String(ADDON_PORTS[kind]);
+  if (kind === "kv") {
+    const url = `redis://:${encodeURIComponent(c.password)}@${host}:${port}`;
+    return {
+      KV_HOST: host,
+      KV_PORT: port,
+      KV_TOKEN: c.password,
+      REDIS_HOST: host,
+      REDIS_PORT: port,
+      REDIS_PASSWORD: c.password,
+      REDIS_URL: url,
+      // redis-cli -u "$REDIS_CLI_URL": the same URL (database 0).
+      REDIS_CLI_URL: `${url}/0`,
+      REDISCLI_AUTH: c.password,
+    };
+  }
+  const uri = `postgresql://${encodeURIComponent(c.user)}:${encodeURIComponent(c.password)}@${host}:${port}/${encodeURIComponent(c.database)}`;
+  return {
+    POSTGRESQL_ADDON_HOST: host,
+    POSTGRESQL_ADDON_PORT: port,
+    POSTGRESQL_ADDON_DB: c.database,
+    POSTGRESQL_ADDON_USER: c.user,
+    POSTGRESQL_ADDON_PASSWORD: c.password,
+    POSTGRESQL_ADDON_URI: uri,
+    DATABASE_URL: uri,
+  };
+}
+
+/** Where a linked variable comes from. */
+export interface VariableSource {
+  kind: "addon" | "app";
+  name: string;
+}
+
+export interface LinkedVariable {
+  name: string;
+  value: string;
+  source: VariableSource;
+}
+
+export interface LinkedEnvironment {
+  /** What the app's builds and instances get: its own variables win over its links'. */
+  vars: Record<string, string>;
+  /** The links' variables, each with its source, in link order (not those the app overrides). */
+  linked: LinkedVariable[];
+  /** Linked variables the app's own variables (or an earlier link) override, said in the deploy log. */
+  shadowed: { name: string; source: VariableSource; by: "app" | VariableSource }[];
+}
+
+/**
+ * The environment of an app: its own variables, then each link's, in order (add-ons by name, then apps by
+ * name). A name the app sets itself is the app's; a name two links give is the first link's.
+ */
+export function linkedEnvironment(
+  own: Readonly<Record<string, string>>,
+  links: readonly { source: VariableSource; vars: Readonly<Record<string, string>> }[],
+): LinkedEnvironment {
+  const vars: Record<string, string> = { ...own };
+  const linked: LinkedVariable[] = [];
+  const shadowed: LinkedEnvironment["shadowed"] = [];
+  const from = new Map<string, VariableSource>();
+  for (const l of links) {
+    for (const [name, value] of Object.entries(l.vars)) {
+      if (Object.hasOwn(own, name)) {
+        shadowed.push({ name, source: l.source, by: "app" });
+        continue;
+      }
+      const first = from.get(name);
+      if (first) {
+        shadowed.push({ name, source: l.source, by: first });
+        continue;
+      }
+      from.set(name, l.source);
+      vars[name] = value;
+      linked.push({ name, value, source: l.source });
+    }
+  }
+  return { vars, linked, shadowed };
+}
+
+/**
+ * null when an app may publish `name=value` to the apps linked to it, else why not. The rule of variables,
+ * and no `CC_` name: those configure the linked app's build and run, not something an app hands out.
+ */
+export function publishedVariableProblem(name: string, value: string): string | null {
+  const base = validateVariable(name, value);
+  if (base) return base;
+  if (/^CC_/i.test(name))
+    return `${name}: a published variable may not start with CC_ (those configure the app that reads them).`;
+  return null;
+}
+
+/**
+ * The automatic backups to delete at `now`: those older than `days` days. Backups made by hand are kept.
+ * The newest automatic backup is always kept, however old (a stopped clock must not delete the last one).
+ */
+export function expiredBackups(
+  backups: readonly AddonBackup[],
+  now: Date,
+  days = AUTO_BACKUP_DAYS,
+): AddonBackup[] {
+  const auto = backups.filter((b) => b.automatic).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+  const limit = now.getTime() - days * 86_400_000;
+  return auto.slice(1).filter((b) => new Date(b.createdAt).getTime() < limit);
+}
+
+/** Whether an automatic backup is due: none yet, or the newest (of any kind) is a day old. */
+export function backupDue(backups: readonly AddonBackup[], now: Date): boolean {
+  const newest = backups.reduce<string | null>(
+    (m, b) => (m === null || b.createdAt > m ? b.createdAt : m),
+    null,
+  );
+  return newest === null || now.getTime() - new Date(newest).getTime() >= 86_400_000;
+}
+
+const sourceText = (s: VariableSource) => `${s.kind === "addon" ? "add-on" : "app"} ${s.name}`;
+
+/** The deploy log's lines about linked variables: which come from where, and which are overridden. */
+export function linkedLines(env: LinkedEnvironment): string[] {
+  const bySource = new Map<string, string[]>();
+  for (const v of env.linked) {
+    const k = sourceText(v.source);
+    bySource.set(k, [...(bySource.get(k) ?? []), v.name]);
+  }
+  const lines = [...bySource].map(([src, names]) => `Linked variables from ${src}: ${names.join(", ")}.`);
+  for (const s of env.shadowed)
+    lines.push(
+      `${s.name} of ${sourceText(s.source)} is not used: ${s.by === "app" ? "the app sets it itself" : `${sourceText(s.by)} gives it first`}.`,
+    );
+  return lines;
+}

@@ -1,0 +1,135 @@
+import { mkdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { Logger } from "pino";
+import { type Addon, type AddonBackup, type AddonKind, backupDue, expiredBackups } from "../core/addons.js";
+import { PierError } from "../core/errors.js";
+import type { AddonProvider, AddonStore } from "../core/ports.js";
+import { newId } from "./deployer.js";
+
+/**
+ * Add-on backups (ADR 0015): files under PIER_BACKUP_DIR, one folder per add-on, made by hand or by the
+ * daily round and kept PIER_BACKUP_DAYS days; one backup or restore at a time per add-on.
+ */
+export class AddonBackups {
+  private readonly busy = new Map<string, Promise<unknown>>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly deps: {
+      addons: AddonStore;
+      providers: Record<AddonKind, AddonProvider>;
+      logger: Logger;
+      backupDir: string;
+      backupDays: number;
+    },
+  ) {}
+
+  private provider(a: Addon): AddonProvider {
+    return this.deps.providers[a.kind];
+  }
+
+  private dirOf(a: Addon): string {
+    return join(this.deps.backupDir, a.id);
+  }
+
+  private serial<T>(a: Addon, work: () => Promise<T>): Promise<T> {
+    const run = (this.busy.get(a.id) ?? Promise.resolve()).catch(() => undefined).then(work);
+    this.busy.set(a.id, run);
+    const forget = () => {
+      if (this.busy.get(a.id) === run) this.busy.delete(a.id);
+    };
+    run.then(forget, forget);
+    return run;
+  }
+
+  list(a: Addon): Promise<AddonBackup[]> {
+    return this.deps.addons.listBackups(a.id);
+  }
+
+  /** A backup now (`at`: the time recorded, the daily round's clock). */
+  create(a: Addon, automatic = false, at?: Date): Promise<AddonBackup> {
+    return this.serial(a, async () => {
+      const id = newId("bak");
+      const file = `${new Date().toISOString().replace(/[:.]/g, "-")}-${id}.${a.kind === "kv" ? "rdb" : "pgdump"}`;
+      await mkdir(this.dirOf(a), { recursive: true, mode: 0o700 });
+      const bytes = await this.provider(a).backup(a.id, join(this.dirOf(a), file));
+      const b = await this.deps.addons.addBackup({
+        id,
+        addonId: a.id,
+        file,
+        bytes,
+        automatic,
+        createdAt: at?.toISOString(),
+      });
+      this.deps.logger.info({ addonId: a.id, backup: id, bytes, automatic }, "add-on backed up");
+      return b;
+    });
+  }
+
+  async restore(a: Addon, backupId: string): Promise<AddonBackup> {
+    const b = (await this.deps.addons.listBackups(a.id)).find((x) => x.id === backupId);
+    if (!b) {
+      const other = await this.ownerOfBackup(backupId);
+      throw new PierError(
+        "BACKUP_NOT_FOUND",
+        other
+          ? `The backup ${backupId} is of the add-on '${other}', not of '${a.name}': nothing was restored.`
+          : `The add-on '${a.name}' has no backup ${backupId}.`,
+        `See \`pier addon backup list ${a.name}\`.`,
+      );
+    }
+    return this.serial(a, async () => {
+      await this.provider(a).restore(a.id, join(this.dirOf(a), b.file));
+      this.deps.logger.info({ addonId: a.id, backup: b.id }, "add-on restored");
+      return b;
+    });
+  }
+
+  private async ownerOfBackup(backupId: string): Promise<string | null> {
+    for (const x of await this.deps.addons.listAddons())
+      if ((await this.deps.addons.listBackups(x.id)).some((b) => b.id === backupId)) return x.name;
+    return null;
+  }
+
+  /**
+   * One round of the daily automatic backups: each add-on whose newest backup is a day old (or that has
+   * none) is backed up; automatic backups older than PIER_BACKUP_DAYS go (the newest automatic one stays).
+   */
+  async runDaily(now = new Date()): Promise<{ made: number; deleted: number }> {
+    let made = 0;
+    let deleted = 0;
+    for (const a of await this.deps.addons.listAddons()) {
+      try {
+        if (backupDue(await this.deps.addons.listBackups(a.id), now)) {
+          await this.create(a, true, now);
+          made++;
+        }
+        for (const old of expiredBackups(
+          await this.deps.addons.listBackups(a.id),
+          now,
+          this.deps.backupDays,
+        )) {
+          await rm(join(this.dirOf(a), old.file), { force: true });
+          await this.deps.addons.deleteBackup(old.id);
+          deleted++;
+        }
+      } catch (err) {
+        this.deps.logger.warn({ addonId: a.id, err: (err as Error).message }, "automatic backup failed");
+      }
+    }
+    return { made, deleted };
+  }
+
+  /** Runs the daily backups a minute after start, then every hour. */
+  start(everyMs = 3_600_000): void {
+    const run = () =>
+      void this.runDaily().catch((err) => this.deps.logger.warn({ err }, "automatic backups failed"));
+    setTimeout(run, 60_000).unref();
+    this.timer = setInterval(run, everyMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+}

@@ -1,0 +1,304 @@
+// Add-ons and links end to end (issue 9): a Node.js app linked to a kv add-on writes and reads a key over
+// the Redis protocol (port 6378, the token as password), one linked to postgresql creates a table and reads
+// it back (the `pg` package from the npm registry), an app linked to another sees its published variables,
+// unlinking removes them at the next restart; only linked apps reach an add-on; secrets are masked; bad
+// input gets clear errors; backups restore exactly; the data survives a restart of pier server.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { Pier, run } from "./harness.js";
+
+const PKG = `${JSON.stringify({ name: "linked", version: "1.0.0", scripts: { start: "node server.js" }, dependencies: { pg: "8.13.1" } }, null, 2)}\n`;
+
+// The Redis protocol in a few lines: AUTH, then one command; the answer's first line.
+const SERVER = `
+const http = require("http");
+const net = require("net");
+const { Client } = require("pg");
+const resp = (args) => "*" + args.length + "\\r\\n" + args.map((a) => "$" + Buffer.byteLength(a) + "\\r\\n" + a + "\\r\\n").join("");
+function kv(host, port, password, cmd) {
+  return new Promise((resolve) => {
+    const s = net.connect({ host, port: Number(port) });
+    let buf = "";
+    const t = setTimeout(() => { s.destroy(); resolve("ERR timeout"); }, 4000);
+    s.on("error", (e) => { clearTimeout(t); resolve("ERR " + e.code); });
+    s.on("connect", () => s.write(resp(["AUTH", password]) + resp(cmd)));
+    s.on("data", (d) => {
+      buf += d.toString();
+      const lines = buf.split("\\r\\n");
+      if (lines[0].startsWith("-")) { clearTimeout(t); s.destroy(); return resolve(lines[0]); }
+      if (lines.length >= 3 && lines[1].startsWith("$-1")) { clearTimeout(t); s.destroy(); return resolve("(nil)"); }
+      if (lines.length >= 3 && /^[+:-]/.test(lines[1])) { clearTimeout(t); s.destroy(); return resolve(lines[1].slice(1)); }
+      if (lines.length >= 4) { clearTimeout(t); s.destroy(); resolve(lines[1].startsWith("$") ? lines[2] : lines[1]); }
+    });
+  });
+}
+const server = http.createServer(async (req, res) => {
+  const u = new URL(req.url, "http://x");
+  const e = process.env;
+  try {
+    if (u.pathname === "/kv/set") return res.end(await kv(e.KV_HOST, e.KV_PORT, u.searchParams.get("token") ?? e.KV_TOKEN, ["SET", "k", u.searchParams.get("v")]));
+    if (u.pathname === "/kv/get") return res.end(await kv(e.KV_HOST, e.KV_PORT, u.searchParams.get("token") ?? e.KV_TOKEN, ["GET", "k"]));
+    if (u.pathname === "/pg") {
+      const c = new Client({ connectionString: e.DATABASE_URL, connectionTimeoutMillis: 4000 });
+      await c.connect();
+      await c.query("CREATE TABLE IF NOT EXISTS notes (body text)");
+      if (u.searchParams.get("add")) await c.query("INSERT INTO notes VALUES ($1)", [u.searchParams.get("add")]);
+      const r = await c.query("SELECT body FROM notes ORDER BY body");
+      await c.end();
+      return res.end(r.rows.map((x) => x.body).join(","));
+    }
+    if (u.pathname.startsWith("/env/")) return res.end(e[u.pathname.slice(5)] ?? "(unset)");
+    res.end("ok");
+  } catch (err) {
+    res.end("ERR " + err.message);
+  }
+});
+server.listen(8080, "0.0.0.0");
+`;
+
+const FILES = { "package.json": PKG, "server.js": SERVER, ".gitignore": "/node_modules\n" };
+
+describe("add-ons and links", { timeout: 600_000 }, () => {
+  const pier = new Pier();
+  const ok = async (args: string[]) => {
+    const r = await pier.cli(args);
+    assert.equal(r.code, 0, `pier ${args.join(" ")}: ${r.stderr}`);
+    return r;
+  };
+  const body = async (app: string, path: string) => (await pier.get(app, path)).body;
+  const deploy = async (name: string) => {
+    const app = await pier.cliJson<{ id: string }>(["create", "--type", "node", name]);
+    const dir = await pier.repo(name, FILES, app.id);
+    const r = await pier.push(dir);
+    assert.equal(r.code, 0, r.stderr);
+    return r;
+  };
+  const restart = (app: string) => ok(["restart", "--app", app]);
+
+  before(async () => {
+    await pier.start();
+    await pier.addKey();
+  });
+  after(async () => {
+    await pier.destroy();
+  });
+
+  test("a kv add-on linked at creation: the app writes and reads a key; the token is masked", async () => {
+    const web = await pier.cliJson<{ id: string }>(["create", "--type", "node", "web"]);
+    const created = await pier.cliJson<{ name: string; kind: string; apps: string[] }>([
+      "addon",
+      "create",
+      "kv",
+      "cache",
+      "--link",
+      "web",
+      "--flavor",
+      "pico",
+    ]);
+    assert.deepEqual([created.kind, created.apps], ["kv", ["web"]]);
+    // The build sees the variables too; the deploy log masks the token.
+    await ok([
+      "env",
+      "set",
+      "CC_PRE_BUILD_HOOK",
+      'echo "build sees $KV_HOST:$KV_PORT token=$KV_TOKEN"',
+      "--app",
+      "web",
+    ]);
+    const push = await pier.push(await pier.repo("web", FILES, web.id));
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /Linked variables from add-on cache: KV_HOST, KV_PORT, KV_TOKEN, REDIS_HOST/);
+    assert.match(push.stderr, /build sees pier-addon-adn-[0-9a-f]+:6378 token=\*\*\*\*/);
+    assert.equal(await body("web", "/kv/set?v=hello"), "OK");
+    assert.equal(await body("web", "/kv/get"), "hello");
+    assert.match(await body("web", "/kv/get?token=wrong"), /WRONGPASS|NOAUTH/);
+    assert.equal(await body("web", "/env/KV_PORT"), "6378");
+    assert.match(
+      await body("web", "/env/REDIS_URL"),
+      /^redis:\/\/:[A-Za-z0-9_-]+@pier-addon-adn-[0-9a-f]+:6378$/,
+    );
+
+    const env = await ok(["env", "--app", "web"]);
+    assert.match(env.stdout, /# from add-on cache\nKV_HOST=pier-addon-adn-/);
+    assert.match(env.stdout, /KV_TOKEN=\*\*\*\*\n/);
+    assert.match(env.stdout, /REDIS_URL=redis:\/\/:\*\*\*\*@pier-addon/);
+    const token = (await pier.cliJson<Record<string, string>>(["addon", "env", "cache", "--reveal"]))
+      .KV_TOKEN;
+    assert.match(token ?? "", /^[A-Za-z0-9_-]{40,}$/);
+    assert.ok(!env.stdout.includes(token as string), "pier env masks the token");
+    const revealed = await ok(["env", "--app", "web", "--reveal"]);
+    assert.ok(revealed.stdout.includes(`KV_TOKEN=${token}`));
+    const log = await ok(["logs", "--deployment", "latest", "--app", "web"]).catch(() => null);
+    if (log) assert.ok(!log.stdout.includes(token as string));
+  });
+
+  test("a Dockerfile app linked to kv reaches it during its build (RUN steps on the app's network)", async () => {
+    const app = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "dockerkv"]);
+    await ok(["service", "link-addon", "cache", "--app", "dockerkv"]);
+    const dockerfile = [
+      "FROM pier/node:22",
+      "ARG KV_HOST",
+      "ARG KV_TOKEN",
+      // Plain bash: AUTH, PING over /dev/tcp; the build fails unless the add-on answers PONG.
+      'SHELL ["/bin/bash", "-c"]',
+      String.raw`RUN exec 3<>/dev/tcp/$KV_HOST/6378 && printf 'AUTH %s\r\nPING\r\n' "$KV_TOKEN" >&3 && timeout 5 head -c 12 <&3 > /tmp/answer; grep -q PONG /tmp/answer && echo build reached the add-on`,
+      "CMD [\"node\", \"-e\", \"require('http').createServer((q, s) => s.end('ok')).listen(8080, '0.0.0.0')\"]",
+      "",
+    ].join("\n");
+    const push = await pier.push(await pier.repo("dockerkv", { Dockerfile: dockerfile }, app.id));
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /build reached the add-on/);
+    assert.equal(await body("dockerkv", "/"), "ok");
+  });
+
+  test("an app that is not linked cannot reach the add-on, even with its host, port and token", async () => {
+    const vars = await pier.cliJson<Record<string, string>>(["addon", "env", "cache", "--reveal"]);
+    await deploy("stranger");
+    await ok(["env", "set", "KV_HOST", vars.KV_HOST as string, "--app", "stranger"]);
+    await ok(["env", "set", "KV_PORT", "6378", "--app", "stranger"]);
+    await ok(["env", "set", "KV_TOKEN", vars.KV_TOKEN as string, "--app", "stranger"]);
+    await restart("stranger");
+    assert.match(
+      await body("stranger", "/kv/get"),
+      /^ERR (ENOTFOUND|EAI_AGAIN|timeout|ECONNREFUSED|EHOSTUNREACH)/,
+    );
+    // By address, too (the add-on's address on its own network).
+    const ip = (
+      await run([
+        "/usr/bin/docker",
+        "inspect",
+        "-f",
+        "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
+        vars.KV_HOST as string,
+      ])
+    ).stdout
+      .trim()
+      .split(" ");
+    for (const addr of ip) {
+      await ok(["env", "set", "KV_HOST", addr, "--app", "stranger"]);
+      await restart("stranger");
+      assert.match(
+        await body("stranger", "/kv/get"),
+        /^ERR (timeout|ECONNREFUSED|EHOSTUNREACH)/,
+        `address ${addr}`,
+      );
+    }
+  });
+
+  test("a postgresql add-on linked later: the next restart gets DATABASE_URL; backups restore exactly", async () => {
+    await ok(["addon", "create", "postgresql", "db", "--flavor", "pico"]);
+    await ok(["service", "link-addon", "db", "--app", "web"]);
+    // A link changes no running instance.
+    assert.equal(await body("web", "/env/DATABASE_URL"), "(unset)");
+    await restart("web");
+    assert.match(
+      await body("web", "/env/DATABASE_URL"),
+      /^postgresql:\/\/u_db:[^@]+@pier-addon-adn-[0-9a-f]+:5432\/db$/,
+    );
+    assert.equal(await body("web", "/pg?add=first"), "first");
+    const links = await pier.cliJson<{ addons: { name: string }[] }>(["service", "--app", "web"]);
+    assert.deepEqual(
+      links.addons.map((a) => a.name),
+      ["cache", "db"],
+    );
+
+    const b = await pier.cliJson<{ id: string }>(["addon", "backup", "create", "db"]);
+    assert.equal(await body("web", "/pg?add=second"), "first,second");
+    // (The daily round, a minute after the server starts, may have added an automatic one.)
+    const list = await pier.cliJson<{ id: string; automatic: boolean }[]>(["addon", "backup", "list", "db"]);
+    assert.deepEqual(
+      list.filter((x) => !x.automatic).map((x) => x.id),
+      [b.id],
+    );
+    const refused = await pier.cli(["addon", "backup", "restore", "db", b.id]);
+    assert.notEqual(refused.code, 0, "asks, or --yes");
+    await ok(["addon", "backup", "restore", "db", b.id, "--yes"]);
+    assert.equal(await body("web", "/pg"), "first");
+
+    // kv: a snapshot, restored exactly.
+    const kb = await pier.cliJson<{ id: string }>(["addon", "backup", "create", "cache"]);
+    assert.equal(await body("web", "/kv/set?v=later"), "OK");
+    // A backup of another add-on is refused, and changes nothing.
+    const other = await pier.cli(["addon", "backup", "restore", "cache", b.id, "--yes"]);
+    assert.notEqual(other.code, 0);
+    assert.match(other.stderr, /is of the add-on 'db', not of 'cache'/);
+    assert.equal(await body("web", "/kv/get"), "later");
+    await ok(["addon", "backup", "restore", "cache", kb.id, "--yes"]);
+    assert.equal(await body("web", "/kv/get"), "hello");
+  });
+
+  test("an app linked to another sees its published variables; unlinking removes them at the next restart", async () => {
+    await pier.cliJson(["create", "--type", "node", "api"]);
+    await ok(["published-config", "set", "API_URL", "http://api.internal:8080", "--app", "api"]);
+    await ok(["published-config", "set", "API_SECRET", "s3cr3t-value", "--app", "api"]);
+    const bad = await pier.cli(["published-config", "set", "CC_RUN_COMMAND", "x", "--app", "api"]);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /may not start with CC_/);
+    await ok(["service", "link-app", "api", "--app", "web"]);
+    await restart("web");
+    assert.equal(await body("web", "/env/API_URL"), "http://api.internal:8080");
+    const env = await ok(["env", "--app", "web"]);
+    assert.match(env.stdout, /# from app api\nAPI_SECRET=\*\*\*\*\nAPI_URL=http:\/\/api.internal:8080\n/);
+
+    await ok(["service", "unlink-app", "api", "--app", "web"]);
+    await ok(["service", "unlink-addon", "cache", "--app", "web"]);
+    assert.equal(await body("web", "/env/API_URL"), "http://api.internal:8080", "until the next restart");
+    await restart("web");
+    assert.equal(await body("web", "/env/API_URL"), "(unset)");
+    assert.equal(await body("web", "/env/KV_HOST"), "(unset)");
+    assert.match(await body("web", "/env/DATABASE_URL"), /^postgresql:/);
+  });
+
+  test("bad input: clear errors with the error shape, nothing lost", async () => {
+    const unknown = await pier.api("POST", "/v1/addons", { kind: "mysql", name: "x" });
+    assert.equal(unknown.status, 400);
+    assert.match(JSON.stringify(unknown.json), /unknown add-on kind 'mysql'/);
+    const dup = await pier.api("POST", "/v1/addons", { kind: "kv", name: "cache" });
+    assert.equal(dup.status, 409);
+    const noApp = await pier.api("POST", "/v1/apps/nope/links/addons", { addon: "cache" });
+    assert.equal(noApp.status, 404);
+    const noAddon = await pier.api("POST", "/v1/apps/web/links/addons", { addon: "nope" });
+    assert.equal(noAddon.status, 404);
+    assert.equal((noAddon.json as { error: { code: string } }).error.code, "ADDON_NOT_FOUND");
+    const twice = await pier.api("POST", "/v1/apps/web/links/addons", { addon: "db" });
+    assert.equal(twice.status, 409);
+    const linked = await pier.cli(["addon", "delete", "db", "--yes"]);
+    assert.notEqual(linked.code, 0);
+    assert.match(linked.stderr, /linked to web/);
+    const badName = await pier.api("PUT", "/v1/apps/api/published-config/1BAD", { value: "x" });
+    assert.equal(badName.status, 400);
+    assert.equal(await body("web", "/pg"), "first", "nothing was lost");
+  });
+
+  test("an app's token sees only the add-ons linked to its app, read-only", async () => {
+    const t = await pier.api("POST", "/v1/tokens", { name: "web-token", app: "web" });
+    const token = (t.json as { token: string }).token;
+    const list = await pier.api("GET", "/v1/addons", undefined, token);
+    assert.deepEqual(
+      (list.json as { name: string }[]).map((a) => a.name),
+      ["db"],
+    );
+    assert.equal((await pier.api("GET", "/v1/addons/cache", undefined, token)).status, 404);
+    assert.equal((await pier.api("GET", "/v1/addons/db/env", undefined, token)).status, 200);
+    assert.equal((await pier.api("POST", "/v1/addons", { kind: "kv", name: "mine" }, token)).status, 403);
+    assert.equal(
+      (await pier.api("POST", "/v1/apps/web/links/addons", { addon: "cache" }, token)).status,
+      403,
+    );
+    assert.equal((await pier.api("POST", "/v1/addons/db/backups", undefined, token)).status, 403);
+  });
+
+  test("writes survive a restart of pier server; delete --force removes a linked add-on", async () => {
+    await pier.stopServer();
+    await pier.start();
+    assert.equal(await body("web", "/pg"), "first");
+    const s = await pier.cliJson<{ state: string; apps: string[] }>(["addon", "status", "db"]);
+    assert.deepEqual([s.state, s.apps], ["running", ["web"]]);
+    await ok(["addon", "delete", "db", "--yes", "--force"]);
+    const list = await pier.cliJson<{ name: string }[]>(["addon", "list"]);
+    assert.deepEqual(
+      list.map((a) => a.name),
+      ["cache"],
+    );
+  });
+});

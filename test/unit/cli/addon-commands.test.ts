@@ -1,0 +1,159 @@
+// pier addon, pier service, pier published-config and pier env's linked variables, run in-process with a
+// fake fetch behind ApiClient: the requests they send and what they print.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { ApiClient } from "../../../src/cli/client.js";
+import { run } from "../../../src/cli/run.js";
+import { memoryIo } from "./io.js";
+
+type Answer = { status: number; body?: unknown };
+
+async function pier(
+  argv: string[],
+  answers: Record<string, Answer>,
+  opts: { tty?: boolean; answer?: string } = {},
+) {
+  const sent: { method: string; path: string; body: unknown }[] = [];
+  const fakeFetch = (async (input: string | URL | Request, init?: RequestInit) => {
+    const url = new URL(String(input));
+    const key = `${init?.method ?? "GET"} ${url.pathname}${url.search}`;
+    sent.push({
+      method: init?.method ?? "GET",
+      path: `${url.pathname}${url.search}`,
+      body: init?.body ? JSON.parse(String(init.body)) : undefined,
+    });
+    const a = answers[key] ?? { status: 404, body: { error: { code: "NOT_FOUND", message: `no ${key}` } } };
+    return new Response(a.body === undefined ? null : JSON.stringify(a.body), { status: a.status });
+  }) as typeof fetch;
+  const io = memoryIo(opts);
+  const code = await run(argv, {
+    io,
+    makeClient: () => new ApiClient({ url: "http://pier.test", token: "t", source: "test" }, fakeFetch),
+    version: "0.0.0",
+  });
+  return { code, stdout: io.stdout, stderr: io.stderr, sent };
+}
+
+const ADDON = {
+  id: "adn-1",
+  name: "cache",
+  kind: "kv",
+  flavor: "nano",
+  apps: ["web"],
+  createdAt: "2026-11-22T10:00:00Z",
+};
+const LINKED = {
+  vars: { OWN: "1" },
+  linked: [
+    { name: "KV_HOST", value: "pier-addon-adn-1", source: { kind: "addon", name: "cache" } },
+    { name: "KV_TOKEN", value: "tok3n-value", source: { kind: "addon", name: "cache" } },
+    {
+      name: "REDIS_URL",
+      value: "redis://:tok3n-value@pier-addon-adn-1:6378",
+      source: { kind: "addon", name: "cache" },
+    },
+    { name: "API_URL", value: "http://api", source: { kind: "app", name: "api" } },
+  ],
+};
+
+describe("add-on commands", () => {
+  test("env: the links' variables under their source, secrets masked; --reveal shows them; json is the app's own", async () => {
+    const answers = { "GET /v1/apps/web/env": { status: 200, body: LINKED } };
+    const human = await pier(["env", "-a", "web"], answers);
+    assert.equal(human.code, 0, human.stderr);
+    assert.equal(
+      human.stdout,
+      "OWN=1\n# from add-on cache\nKV_HOST=pier-addon-adn-1\nKV_TOKEN=****\nREDIS_URL=redis://:****@pier-addon-adn-1:6378\n# from app api\nAPI_URL=http://api\n",
+    );
+    assert.match(human.stderr, /--reveal/);
+    const revealed = await pier(["env", "-a", "web", "--reveal"], answers);
+    assert.match(revealed.stdout, /KV_TOKEN=tok3n-value\n/);
+    const asJson = await pier(["env", "-a", "web", "--format", "json"], answers);
+    assert.deepEqual(JSON.parse(asJson.stdout), { OWN: "1" });
+    const shell = await pier(["env", "-a", "web", "--format", "shell"], answers);
+    assert.ok(!shell.stdout.includes("tok3n-value"));
+  });
+
+  test("addon create sends kind, name, flavor and the apps to link", async () => {
+    const r = await pier(
+      ["addon", "create", "kv", "cache", "--flavor", "pico", "--link", "web", "--link", "api"],
+      {
+        "POST /v1/addons": { status: 201, body: ADDON },
+      },
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(r.sent[0]?.body, { kind: "kv", name: "cache", flavor: "pico", link: ["web", "api"] });
+    assert.match(r.stdout, /Created kv add-on cache \(adn-1\)/);
+  });
+
+  test("addon delete asks (or --yes); --force is passed on", async () => {
+    const answers = {
+      "DELETE /v1/addons/cache?force=true": { status: 204 },
+      "DELETE /v1/addons/cache": { status: 204 },
+    };
+    const refused = await pier(["addon", "delete", "cache"], answers);
+    assert.notEqual(refused.code, 0);
+    assert.equal(refused.sent.length, 0);
+    const wrong = await pier(["addon", "delete", "cache"], answers, { tty: true, answer: "other" });
+    assert.notEqual(wrong.code, 0);
+    assert.equal(wrong.sent.length, 0);
+    const asked = await pier(["addon", "delete", "cache"], answers, { tty: true, answer: "cache" });
+    assert.equal(asked.code, 0, asked.stderr);
+    const forced = await pier(["addon", "delete", "cache", "--yes", "--force"], answers);
+    assert.equal(forced.code, 0, forced.stderr);
+    assert.deepEqual(
+      forced.sent.map((s) => `${s.method} ${s.path}`),
+      ["DELETE /v1/addons/cache?force=true"],
+    );
+  });
+
+  test("addon env masks unless --reveal; backup restore asks, or --yes", async () => {
+    const env = await pier(["addon", "env", "cache"], {
+      "GET /v1/addons/cache/env": {
+        status: 200,
+        body: { addon: "cache", kind: "kv", vars: { KV_HOST: "h", KV_TOKEN: "tok3n-value" } },
+      },
+    });
+    assert.equal(env.stdout, "KV_HOST=h\nKV_TOKEN=****\n");
+    const backup = {
+      id: "bak-1",
+      file: "f.rdb",
+      bytes: 10,
+      automatic: false,
+      createdAt: "2026-11-22T10:00:00Z",
+    };
+    const answers = { "POST /v1/addons/cache/backups/bak-1/restore": { status: 200, body: backup } };
+    assert.notEqual((await pier(["addon", "backup", "restore", "cache", "bak-1"], answers)).code, 0);
+    const r = await pier(["addon", "backup", "restore", "cache", "bak-1", "--yes"], answers);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Restored cache from backup bak-1/);
+  });
+
+  test("service link-addon / link-app / unlink, and published-config set", async () => {
+    const links = { addons: [{ id: "adn-1", name: "cache", kind: "kv" }], apps: [] };
+    const a = await pier(["service", "link-addon", "cache", "-a", "web"], {
+      "POST /v1/apps/web/links/addons": { status: 201, body: links },
+    });
+    assert.deepEqual(a.sent[0]?.body, { addon: "cache" });
+    assert.match(a.stderr, /next deploy or `pier restart`/);
+    const b = await pier(["service", "link-app", "api", "-a", "web"], {
+      "POST /v1/apps/web/links/apps": { status: 201, body: links },
+    });
+    assert.deepEqual(b.sent[0]?.body, { app: "api" });
+    const c = await pier(["service", "unlink-addon", "cache", "-a", "web"], {
+      "DELETE /v1/apps/web/links/addons/cache": { status: 204 },
+    });
+    assert.equal(c.code, 0, c.stderr);
+    const list = await pier(["service", "-a", "web"], {
+      "GET /v1/apps/web/links": { status: 200, body: links },
+    });
+    assert.match(list.stdout, /add-on kv +cache +adn-1/);
+    const p = await pier(["published-config", "set", "API_URL", "http://api", "-a", "api"], {
+      "PUT /v1/apps/api/published-config/API_URL": {
+        status: 200,
+        body: { name: "API_URL", value: "http://api" },
+      },
+    });
+    assert.deepEqual(p.sent[0]?.body, { value: "http://api" });
+  });
+});

@@ -1,0 +1,184 @@
+// The add-on service on a real SQLite store with a fake provider (behind the AddonProvider port): what it
+// records, what it refuses, the links' environment, the daily backups and their retention, and the undo
+// of a failed provisioning.
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import pino from "pino";
+import { SecretBox } from "../../../src/adapters/secret-box.js";
+import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
+import type { AddonKind } from "../../../src/core/addons.js";
+import type { AddonProvider, AddonSpec, Engine } from "../../../src/core/ports.js";
+import { AddonService } from "../../../src/server/addons.js";
+
+const dir = mkdtempSync(join(tmpdir(), "pier-addons-unit-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+class FakeProvider implements AddonProvider {
+  readonly port = 1;
+  fail = false;
+  readonly running = new Set<string>();
+  readonly connected = new Map<string, Set<string>>();
+  constructor(readonly kind: AddonKind) {}
+  credentials = (name: string) => ({ user: `u_${name}`, password: `pw-${name}-0123456789`, database: name });
+  host = (id: string) => `host-${id}`;
+  async provision(s: AddonSpec) {
+    if (this.fail) throw new Error("engine said no");
+    this.running.add(s.id);
+  }
+  async status(id: string) {
+    return {
+      state: this.running.has(id) ? ("running" as const) : ("missing" as const),
+      networks: [...(this.connected.get(id) ?? [])],
+      startedAt: null,
+    };
+  }
+  async restart() {}
+  async remove(id: string) {
+    this.running.delete(id);
+  }
+  async connect(id: string, net: string) {
+    this.connected.set(id, new Set([...(this.connected.get(id) ?? []), net]));
+  }
+  async disconnect(id: string, net: string) {
+    this.connected.get(id)?.delete(net);
+  }
+  async backup(_id: string, file: string) {
+    writeFileSync(file, "data");
+    return 4;
+  }
+  async restore() {}
+}
+
+function setup(name: string) {
+  const store = new SqliteStore(join(dir, `${name}.db`), SecretBox.fromFile(join(dir, "secret.key")));
+  const kv = new FakeProvider("kv");
+  const nets: string[] = [];
+  const engine = {
+    removeNetworks: async () => [],
+    listNetworkSubnets: async () =>
+      nets.map((n) => ({ name: n, labels: { "pier.app": n.slice(5) }, subnets: [] })),
+    networkExists: async (n: string) => nets.includes(n),
+  } as unknown as Engine;
+  const service = new AddonService({
+    store,
+    addons: store.addons(),
+    engine,
+    networks: {
+      ensure: async (n: string) => {
+        if (!nets.includes(n)) nets.push(n);
+      },
+    },
+    providers: { kv, postgresql: new FakeProvider("postgresql") },
+    logger: pino({ level: "silent" }),
+    backupDir: join(dir, `${name}-backups`),
+    backupDays: 7,
+  });
+  return { store, kv, service };
+}
+
+const newApp = (store: SqliteStore, name: string) =>
+  store.createApp({
+    id: `app-${name}`,
+    name,
+    type: "node",
+    flavor: "nano",
+    buildFlavor: "M",
+    instances: 1,
+    task: null,
+  });
+
+describe("AddonService", () => {
+  it("creates, links at creation, refuses duplicates and unknown apps, and undoes a failed provisioning", async () => {
+    const { store, kv, service } = setup("create");
+    await newApp(store, "web");
+    const a = await service.create({ kind: "kv", name: "cache", link: ["web"] });
+    assert.deepEqual([a.kind, a.flavor, a.apps], ["kv", "nano", ["web"]]);
+    await assert.rejects(service.create({ kind: "kv", name: "cache" }), /exists already/);
+    await assert.rejects(
+      service.create({ kind: "kv", name: "x", link: ["nope"] }),
+      /No app named or numbered 'nope'/,
+    );
+    await assert.rejects(service.create({ kind: "redis", name: "x" }), /unknown add-on kind 'redis'/);
+    kv.fail = true;
+    await assert.rejects(service.create({ kind: "kv", name: "broken" }), /engine said no/);
+    assert.deepEqual(
+      (await service.list(null)).map((x) => x.name),
+      ["cache"],
+      "nothing of it is left",
+    );
+    // The credentials are stored sealed: the database file holds no password in clear.
+    store.close();
+    const raw = (await import("node:fs")).readFileSync(join(dir, "create.db"));
+    assert.ok(!raw.includes("pw-cache-0123456789"));
+  });
+
+  it("links: the environment of the app and its sources; unlink; delete refused while linked", async () => {
+    const { store, service } = setup("links");
+    const web = await newApp(store, "web");
+    const api = await newApp(store, "api");
+    const a = await service.create({ kind: "postgresql", name: "db" });
+    await service.linkAddon(web, "db");
+    await assert.rejects(service.linkAddon(web, "db"), /linked to web already/);
+    await assert.rejects(service.linkAddon(web, "nope"), /No add-on/);
+    await service.publish(api, "API_URL", "http://api");
+    await assert.rejects(service.publish(api, "CC_RUN_COMMAND", "x"), /CC_/);
+    await service.linkApp(web, api);
+    await assert.rejects(service.linkApp(web, web), /itself/);
+    const env = await service.environment(web.id, { OWN: "1" });
+    assert.equal(env.vars.OWN, "1");
+    assert.equal(env.vars.API_URL, "http://api");
+    assert.equal(env.vars.DATABASE_URL, `postgresql://u_db:pw-db-0123456789@host-${a.id}:5432/db`);
+    assert.deepEqual(
+      [...new Set(env.linked.map((l) => `${l.source.kind}:${l.source.name}`))],
+      ["addon:db", "app:api"],
+    );
+    await assert.rejects(service.remove(a, false), /linked to web/);
+    await service.unlinkAddon(web, "db");
+    await assert.rejects(service.unlinkAddon(web, "db"), /not linked/);
+    await service.remove(a, false);
+    assert.equal((await service.environment(web.id, {})).vars.DATABASE_URL, undefined);
+    store.close();
+  });
+
+  it("attach connects linked add-ons to the app's networks and disconnects the others", async () => {
+    const { store, kv, service } = setup("attach");
+    const web = await newApp(store, "web");
+    const a = await service.create({ kind: "kv", name: "cache", link: ["web"] });
+    const b = await service.create({ kind: "kv", name: "other" });
+    await kv.connect(b.id, `pier-${web.id}`);
+    const lines = await service.attach(web.id, { name: `pier-${web.id}`, ipv6Subnet: null });
+    assert.deepEqual([...(kv.connected.get(a.id) ?? [])], [`pier-${web.id}`]);
+    assert.deepEqual([...(kv.connected.get(b.id) ?? [])], []);
+    assert.match(lines.join("\n"), /Add-on cache \(kv\) is reachable at host-/);
+    store.close();
+  });
+
+  it("daily backups: one a day per add-on, automatic ones kept PIER_BACKUP_DAYS days; restore checks the owner", async () => {
+    const { store, service } = setup("backups");
+    const a = await service.create({ kind: "kv", name: "cache" });
+    const b = await service.create({ kind: "kv", name: "other" });
+    const day = (n: number) => new Date(Date.UTC(2026, 0, 1) + n * 86_400_000);
+    const addons = store.addons();
+    // Ten days of backups, made as the timer would (the clock is the test's).
+    for (let n = 0; n < 10; n++) assert.equal((await service.runDailyBackups(day(n))).made, 2, `day ${n}`);
+    assert.equal(
+      (await service.runDailyBackups(new Date(day(9).getTime() + 3_600_000))).made,
+      0,
+      "not twice a day",
+    );
+    const kept = await addons.listBackups(a.id);
+    assert.ok(kept.length <= 8 && kept.length >= 7, `kept ${kept.length}`);
+    assert.ok(kept.every((x) => x.automatic));
+    const gone = (await service.runDailyBackups(day(30))).deleted;
+    assert.ok(gone >= 12, `deleted ${gone}`);
+    const left = await addons.listBackups(a.id);
+    assert.equal(left.length, 1, "the newest automatic backup stays");
+    assert.ok(existsSync(join(dir, "backups-backups", a.id, left[0]!.file)));
+    await assert.rejects(service.restore(b, left[0]!.id), /is of the add-on 'cache', not of 'other'/);
+    await service.restore(a, left[0]!.id);
+    store.close();
+  });
+});
