@@ -93,6 +93,15 @@ async function main(): Promise<void> {
     const push = await pier.push(dir);
     if (push.code !== 0) throw new Error(push.stderr);
     const network = `pier-${app.id}`;
+    // The daily backup round runs a minute after the server starts and backs up new add-ons at once:
+    // wait for it, so that no pg_dump or snapshot runs during the measurements.
+    for (let i = 0; i < 120; i++) {
+      const lists = await Promise.all(
+        ["cache", "db"].map((n) => pier.cliJson<unknown[]>(["addon", "backup", "list", n])),
+      );
+      if (lists.every((l) => l.length > 0)) break;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
     const kvVars = await pier.cliJson<Record<string, string>>(["addon", "env", "cache", "--reveal"]);
     const pgVars = await pier.cliJson<Record<string, string>>(["addon", "env", "db", "--reveal"]);
 

@@ -103,7 +103,8 @@ export class Networks {
             "Choose another subnet: each app needs its own.",
           );
         }
-        if (!taken) throw e;
+        // Not listed, yet refused: a network on its way out still holds it in the engine (seen with many
+        // Piers on one engine). Either way the next free subnet is tried.
         await store.releaseSubnets([name]);
         skip.push(mine);
       }
