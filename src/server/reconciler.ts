@@ -83,7 +83,13 @@ export async function reconcile(deps: {
   };
   await eachLimited(apps, 8, bringUp);
   // Routes first: what serves is back before the clean-up below.
-  await instances.refreshEdge();
+  // An edge that cannot take the table now (HAProxy refusing it, its socket gone) must not stop pier
+  // server from starting: the watchdog and the next change of routes try again.
+  await instances
+    .refreshEdge()
+    .catch((err: Error) =>
+      logger.warn({ err: err.message }, "the edge did not take the route table at start"),
+    );
 
   if (leftovers.length > 0) {
     logger.info({ count: leftovers.length }, "removing instances of other deployments");
