@@ -2,8 +2,8 @@
 // error is masked with the app's secrets too.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { createLogger, maskDeep, maskedError } from "../../../src/server/logging.js";
 import { maskUrlCredentials, secretMasker } from "../../../src/core/env.js";
+import { createLogger, maskDeep, maskedError } from "../../../src/server/logging.js";
 
 describe("server log masking", () => {
   test("every string of a record, nested, loses URL credentials", () => {
