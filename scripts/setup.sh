@@ -105,7 +105,7 @@ if [ "$(label pier/php:8.4 pier.phpserver)" != "$(images/php/hash.sh)" ] || [ "$
   out=$(images/php/build.sh 2>&1) || { echo "$out" >&2; exit 1; }
 fi
 # The add-on images (docs/adr/0015-addons.md): valkey and PostgreSQL from Debian trixie, about 40 s each.
-export PIER_ADDON_GENERATION=2
+export PIER_ADDON_GENERATION=3
 for addon in kv:pier/addon-kv:8 postgresql:pier/addon-postgresql:17; do
   if [ "$(label "${addon#*:}" pier.addon.generation)" != "$PIER_ADDON_GENERATION" ]; then
     say "building ${addon#*:} (the ${addon%%:*} add-on, from Debian trixie packages)"

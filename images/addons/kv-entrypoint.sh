@@ -10,11 +10,14 @@ set -eu
 export REDISCLI_AUTH="${PIER_ADDON_PASSWORD:?}"
 conf=/tmp/valkey.conf
 
+# write_conf APPENDONLY [PORT]: PORT 0 listens on a unix socket only (the set-up phase of a restore, which
+# nothing outside the container may see, so that `ready` stays false until the final server runs).
 write_conf() {
   umask 077
   mem=${PIER_ADDON_MEMORY_MB:-512}
   cat >"$conf" <<CONF
-port 6378
+port ${2:-6378}
+unixsocket /tmp/valkey.sock
 bind * -::*
 protected-mode no
 requirepass $PIER_ADDON_PASSWORD
@@ -29,6 +32,7 @@ CONF
 }
 
 cli() { valkey-cli -p 6378 "$@"; }
+local_cli() { valkey-cli -s /tmp/valkey.sock "$@"; }
 
 case "${1:-serve}" in
   serve)
@@ -39,16 +43,16 @@ case "${1:-serve}" in
       rm -rf /data/before-restore && mkdir /data/before-restore
       for f in appendonlydir dump.rdb; do [ -e "/data/$f" ] && mv "/data/$f" /data/before-restore/; done
       mv /data/restore.rdb /data/dump.rdb
-      write_conf no
+      write_conf no 0
       valkey-server "$conf" &
       pid=$!
-      i=0; until cli ping >/dev/null 2>&1; do i=$((i + 1)); [ $i -lt 600 ] || exit 1; sleep 0.1; done
-      cli config set appendonly yes >/dev/null
+      i=0; until local_cli ping >/dev/null 2>&1; do i=$((i + 1)); [ $i -lt 600 ] || exit 1; sleep 0.1; done
+      local_cli config set appendonly yes >/dev/null
       i=0
-      until cli info persistence | grep -q '^aof_rewrite_in_progress:0' && cli info persistence | grep -q '^aof_rewrite_scheduled:0' && cli info persistence | grep -q '^aof_enabled:1'; do
+      until local_cli info persistence | grep -q '^aof_rewrite_in_progress:0' && local_cli info persistence | grep -q '^aof_rewrite_scheduled:0' && local_cli info persistence | grep -q '^aof_enabled:1'; do
         i=$((i + 1)); [ $i -lt 3000 ] || exit 1; sleep 0.1
       done
-      cli shutdown save >/dev/null 2>&1 || true
+      local_cli shutdown save >/dev/null 2>&1 || true
       wait $pid || true
     fi
     write_conf yes

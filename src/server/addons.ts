@@ -308,6 +308,43 @@ export class AddonService {
     return lines;
   }
 
+  /**
+   * At start: every add-on the store knows runs. One whose container is gone (removed by hand, a crash in
+   * the middle of a change) is made again on its volume, with its credentials, and joins its linked apps'
+   * networks again: its data and its links are kept. Returns the names of the add-ons brought back.
+   */
+  async reconcile(): Promise<string[]> {
+    const back: string[] = [];
+    const nets = await this.deps.engine.listNetworkSubnets();
+    for (const a of await this.deps.addons.listAddons()) {
+      const p = this.provider(a);
+      try {
+        const s = await p.status(a.id);
+        if (s.state === "running" || s.state === "starting") continue;
+        const network = AddonService.networkOf(a.id);
+        await this.deps.networks.ensure(network, a.id, null, { "pier.addon": a.id });
+        await p.provision({
+          id: a.id,
+          name: a.name,
+          flavor: a.flavor,
+          memoryBytes: FLAVOR_MEMORY_MIB[a.flavor] * 2 ** 20,
+          credentials: await this.deps.addons.addonCredentials(a.id),
+          network,
+        });
+        for (const appId of await this.deps.addons.addonApps(a.id))
+          for (const n of nets.filter((x) => x.labels["pier.app"] === appId)) await p.connect(a.id, n.name);
+        back.push(a.name);
+        this.deps.logger.info({ addonId: a.id, name: a.name, was: s.state }, "add-on brought back");
+      } catch (err) {
+        this.deps.logger.warn(
+          { addonId: a.id, err: (err as Error).message },
+          "could not bring an add-on back",
+        );
+      }
+    }
+    return back;
+  }
+
   /** After an app is deleted: the add-ons leave its networks (so that they can go). */
   async detach(appId: string): Promise<void> {
     const nets = (await this.deps.engine.listNetworkSubnets())

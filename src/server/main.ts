@@ -211,6 +211,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     removeNetworks: (appId) => networks.remove(appId),
     logger,
   }).catch((err) => logger.warn({ err }, "could not look for what deleted apps left behind"));
+  // Add-ons whose container is gone are made again on their volumes (off the path that brings routes back).
+  void addons.reconcile().catch((err) => logger.warn({ err }, "could not reconcile the add-ons"));
   addons.startDailyBackups();
   // HAProxy outlives pier server, but may die under it (killed, OOM): the watchdog starts it again.
   edge.watch(1000, () => instances.refreshEdge());

@@ -27,8 +27,8 @@ export interface AddonKindDefinition {
   restore: { argv: (file: string) => string[]; restart: boolean };
 }
 
-/** A random secret for passwords and tokens: 32 bytes, URL-safe (no character needs quoting in a URL). */
-export const newSecret = () => randomBytes(32).toString("base64url");
+/** A random secret for passwords and tokens: 32 bytes in hex (nothing to quote in a URL or a shell, never a leading `-`). */
+export const newSecret = () => randomBytes(32).toString("hex");
 
 const READY_TIMEOUT_MS = 90_000;
 
@@ -140,6 +140,19 @@ export class ContainerAddons implements AddonProvider {
           if ((e as { statusCode?: number }).statusCode !== 409) throw e;
         });
       const { nanoCpus, cpuShares } = cpuLimits(spec.memoryBytes, await this.cpus());
+      await this.create(name, spec, nanoCpus, cpuShares);
+    }
+    const c = this.docker.getContainer(name);
+    if (!existing?.State.Running)
+      await c.start().catch((e: { statusCode?: number }) => {
+        if (e.statusCode !== 304) throw e;
+      });
+    await this.waitReady(spec.id, signal);
+  }
+
+  /** Creates the container; one of that name made meanwhile (a concurrent provision) is fine. */
+  private async create(name: string, spec: AddonSpec, nanoCpus: number, cpuShares: number): Promise<void> {
+    try {
       await this.docker.createContainer({
         name,
         Hostname: name,
@@ -162,13 +175,9 @@ export class ContainerAddons implements AddonProvider {
           LogConfig: { Type: "json-file", Config: { "max-size": "10m", "max-file": "3" } },
         },
       });
+    } catch (e) {
+      if ((e as { statusCode?: number }).statusCode !== 409) throw e;
     }
-    const c = this.docker.getContainer(name);
-    if (!existing?.State.Running)
-      await c.start().catch((e: { statusCode?: number }) => {
-        if (e.statusCode !== 304) throw e;
-      });
-    await this.waitReady(spec.id, signal);
   }
 
   private async waitReady(id: string, signal?: AbortSignal): Promise<void> {

@@ -5,6 +5,7 @@ import type { Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { resolveApp } from "../link-file.js";
 import { json, renderEnvHuman } from "../output.js";
+import { maskValue } from "./addon.js";
 
 const VarsSchema = z.looseObject({ vars: z.record(z.string(), z.string()) });
 
@@ -22,20 +23,31 @@ are refused.
 Options:
   -a, --app <name|id>    the app (default: the one in .pier.json, searched upwards from here)
       --format human|json
+      --reveal           show secret values (masked otherwise)
   -h, --help             show this help
 `,
   async run(args, ctx) {
-    const { values, positionals } = parseFlags("published-config", args, { ...HELP, ...APP, ...FORMAT });
+    const { values, positionals } = parseFlags("published-config", args, {
+      ...HELP,
+      ...APP,
+      ...FORMAT,
+      reveal: { type: "boolean" },
+    });
     const { format } = checkFlags("published-config", z.object({ format: humanJson }), values);
     const [sub = "list", ...rest] = positionals;
     const app = resolveApp(values.app, ctx.cwd, "published-config");
     const api = ctx.client();
     if (sub === "list") {
       takePositionals("published-config", rest, 0, 0, "");
-      const { vars } = await api.call("GET", appPath(app.ref, "published-config"), VarsSchema);
+      const { vars: all } = await api.call("GET", appPath(app.ref, "published-config"), VarsSchema);
+      const vars = values.reveal
+        ? all
+        : Object.fromEntries(Object.entries(all).map(([k, v]) => [k, maskValue(k, v)]));
       if (format === "json") ctx.out(json(vars));
       else if (Object.keys(vars).length === 0) ctx.err(`${app.ref} publishes no variable.\n`);
       else ctx.out(renderEnvHuman(vars));
+      if (!values.reveal && Object.entries(all).some(([k, v]) => maskValue(k, v) !== v))
+        ctx.err("Secrets are masked; --reveal shows them.\n");
       return 0;
     }
     if (sub === "set") {

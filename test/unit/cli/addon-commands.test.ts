@@ -155,5 +155,15 @@ describe("add-on commands", () => {
       },
     });
     assert.deepEqual(p.sent[0]?.body, { value: "http://api" });
+    const answers = {
+      "GET /v1/apps/api/published-config": {
+        status: 200,
+        body: { vars: { API_URL: "http://api", API_TOKEN: "s3cr3t" } },
+      },
+    };
+    const masked = await pier(["published-config", "-a", "api"], answers);
+    assert.equal(masked.stdout, "API_TOKEN=****\nAPI_URL=http://api\n");
+    const shown = await pier(["published-config", "-a", "api", "--reveal"], answers);
+    assert.match(shown.stdout, /API_TOKEN=s3cr3t/);
   });
 });
