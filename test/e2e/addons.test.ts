@@ -132,6 +132,26 @@ describe("add-ons and links", { timeout: 600_000 }, () => {
     if (log) assert.ok(!log.stdout.includes(token as string));
   });
 
+  test("a PHP app linked to kv reaches it with the redis extension over tcp on port 6378, the token as password", async () => {
+    const php = await pier.cliJson<{ id: string }>(["create", "--type", "phpserver", "phpkv"]);
+    await ok(["service", "link-addon", "cache", "--app", "phpkv"]);
+    const index = `<?php
+$r = new Redis();
+$r->connect(getenv('KV_HOST'), (int) getenv('KV_PORT'));
+if (!$r->auth(getenv('KV_TOKEN'))) { http_response_code(500); echo 'auth refused'; exit; }
+if (isset($_GET['v'])) { $r->set('php', $_GET['v']); }
+header('Content-Type: application/json');
+echo json_encode(['port' => getenv('KV_PORT'), 'k' => $r->get('k'), 'php' => $r->get('php')]);
+`;
+    const push = await pier.push(await pier.repo("phpkv", { "index.php": index }, php.id));
+    assert.equal(push.code, 0, push.stderr);
+    const got = JSON.parse(await body("phpkv", "/?v=from-php")) as Record<string, string>;
+    assert.equal(got.port, "6378");
+    assert.equal(got.k, "hello", "the PHP app reads what the Node.js app wrote");
+    assert.equal(got.php, "from-php");
+    assert.equal(await body("web", "/kv/get"), "hello");
+  });
+
   test("a Dockerfile app linked to kv reaches it during its build (RUN steps on the app's network)", async () => {
     const app = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "dockerkv"]);
     await ok(["service", "link-addon", "cache", "--app", "dockerkv"]);
@@ -316,7 +336,14 @@ describe("add-ons and links", { timeout: 600_000 }, () => {
       s = await pier.cliJson<{ state: string; apps: string[] }>(["addon", "status", "db"]);
     }
     assert.deepEqual([s.state, s.apps], ["running", ["web"]]);
-    assert.equal(await body("web", "/pg"), "first");
+    // The add-on runs again; it rejoins the linked app's network just after (both at start, in the
+    // background): the app reaches it within seconds, on the same data.
+    let got = "";
+    for (let i = 0; i < 60 && got !== "first"; i++) {
+      got = await body("web", "/pg");
+      if (got !== "first") await new Promise((r) => setTimeout(r, 500));
+    }
+    assert.equal(got, "first");
     await ok(["addon", "delete", "db", "--yes", "--force"]);
     const list = await pier.cliJson<{ name: string }[]>(["addon", "list"]);
     assert.deepEqual(
