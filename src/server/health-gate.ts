@@ -3,18 +3,20 @@ import { connect } from "node:net";
 import { listeningAddresses, loopbackOnly } from "../core/health.js";
 import type { Engine, InstanceInfo } from "../core/ports.js";
 
+/** Waits `ms`, or rejects with the signal's reason; its abort listener goes either way (the gate polls
+ * every 10 ms: listeners left behind piled up on the deployment's signal). */
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(t);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal.reason);
+    };
+    const t = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
   });
 
 function tcpOpen(host: string, port: number): Promise<boolean> {
