@@ -6,9 +6,10 @@
 # it runs as the server's own user. PIER_ADDON_GENERATION (set by scripts/setup.sh, or by Pier when it
 # builds an image on first use) is recorded as a label: a newer one rebuilds the image. About 40 s each.
 set -euo pipefail
+# shellcheck source=../lib.sh
+. "$(dirname "$0")/../lib.sh"
+check_ca
 kind=${1:?usage: build.sh kv|postgresql}
-ca=${PIER_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}
-docker=${DOCKER:-docker}
 generation=${PIER_ADDON_GENERATION:?}
 case "$kind" in
   kv) tag=pier/addon-kv:8 packages=valkey-server,valkey-tools user=valkey ;;
@@ -16,17 +17,10 @@ case "$kind" in
   *) echo "build.sh: unknown add-on kind '$kind' (kv or postgresql)" >&2; exit 2 ;;
 esac
 
-# The host's Debian mirror (its apt sources), else deb.debian.org; trixie is served by the same mirror.
-mirror=$(awk 'BEGIN { RS = "" }
-  /(^|\n)Types:[^\n]*[ \t]deb([ \t]|\n|$)/ && /(^|\n)Suites:[^\n]*[ \t](bookworm|trixie)([ \t]|\n|$)/ {
-    if (match($0, /(^|\n)URIs:[ \t]*[^ \t\n]+/)) { u = substr($0, RSTART, RLENGTH); sub(/^\n?URIs:[ \t]*/, "", u); print u; exit }
-  }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-mirror=${mirror:-http://deb.debian.org/debian}
+mirror=$(debian_mirror 'bookworm|trixie')
 
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cp "$ca" "$work/extra-ca.crt"
+work_dir
 echo "setup: mmdebstrap trixie ($packages) from $mirror" >&2
 # The servers' packages start nothing at install time in a chroot (no init); the data folder /data is
 # the add-on's volume, owned by the server's user so that a new named volume is created with that owner.

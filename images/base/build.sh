@@ -4,25 +4,14 @@
 # PIER_BASE_GENERATION (set by scripts/setup.sh) is recorded as a label: a newer one rebuilds the image.
 # The Debian mirror is the host's own (its apt sources), else deb.debian.org. About 35 s.
 set -euo pipefail
-ca=${PIER_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}
-docker=${DOCKER:-docker}
-[ -r "$ca" ] || { echo "setup: PIER_EXTRA_CA_CERTS=$ca is not a readable file" >&2; exit 1; }
-grep -q 'BEGIN CERTIFICATE' "$ca" || { echo "setup: PIER_EXTRA_CA_CERTS=$ca holds no PEM certificate" >&2; exit 1; }
+# shellcheck source=../lib.sh
+. "$(dirname "$0")/../lib.sh"
+check_ca
 
-# The first `deb` source for the suite bookworm: deb822 stanzas, then one-line sources.
-mirror=$(awk 'BEGIN { RS = "" }
-  /(^|\n)Types:[^\n]*[ \t]deb([ \t]|\n|$)/ && /(^|\n)Suites:[^\n]*[ \t]bookworm([ \t]|\n|$)/ {
-    if (match($0, /(^|\n)URIs:[ \t]*[^ \t\n]+/)) { u = substr($0, RSTART, RLENGTH); sub(/^\n?URIs:[ \t]*/, "", u); print u; exit }
-  }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-if [ -z "$mirror" ] && [ -r /etc/apt/sources.list ]; then
-  mirror=$(awk '$1 == "deb" { i = 2; if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ } if ($(i + 1) == "bookworm") { print $i; exit } }' /etc/apt/sources.list)
-fi
-mirror=${mirror:-http://deb.debian.org/debian}
+mirror=$(debian_mirror 'bookworm')
 
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cp "$ca" "$work/extra-ca.crt"
+work_dir
 echo "setup: mmdebstrap bookworm from $mirror" >&2
 # git and openssh-client: npm, Yarn and Bun fetch git dependencies (git+ssh:// with the app's private key).
 # libatomic1: Node.js 26 and later link against it.

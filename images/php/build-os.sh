@@ -6,22 +6,15 @@
 # PIER_PHP_GENERATION (set by scripts/setup.sh) is recorded as a label: a newer one rebuilds the image.
 # The Debian mirror is the host's own for trixie if it has one, else deb.debian.org. About 2 minutes.
 set -euo pipefail
-ca=${PIER_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}
-docker=${DOCKER:-docker}
-[ -r "$ca" ] || { echo "setup: PIER_EXTRA_CA_CERTS=$ca is not a readable file" >&2; exit 1; }
-grep -q 'BEGIN CERTIFICATE' "$ca" || { echo "setup: PIER_EXTRA_CA_CERTS=$ca holds no PEM certificate" >&2; exit 1; }
+# shellcheck source=../lib.sh
+. "$(dirname "$0")/../lib.sh"
+check_ca
 
-mirror=$(awk 'BEGIN { RS = "" }
-  /(^|\n)Types:[^\n]*[ \t]deb([ \t]|\n|$)/ && /(^|\n)Suites:[^\n]*[ \t]trixie([ \t]|\n|$)/ {
-    if (match($0, /(^|\n)URIs:[ \t]*[^ \t\n]+/)) { u = substr($0, RSTART, RLENGTH); sub(/^\n?URIs:[ \t]*/, "", u); print u; exit }
-  }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-mirror=${mirror:-http://deb.debian.org/debian}
+mirror=$(debian_mirror 'trixie')
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cp "$ca" "$work/extra-ca.crt"
+work_dir
 # The extensions of section 2.5 that Debian packages (docs/php-runtime.md lists the others and why).
 # Built into php8.4-common or the CLI: calendar ctype exif fileinfo filter ftp gettext iconv pdo phar posix
 # shmop sockets sodium sysvmsg sysvsem sysvshm tokenizer openssl zlib session.

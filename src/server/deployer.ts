@@ -228,7 +228,7 @@ export class Deployer {
     reason: string | null,
   ): Promise<Deployment> {
     // The reason is masked as its log line is: it may quote a failed command or a URL with credentials.
-    await this.deps.logs.refreshMasker(job.deployment.id).catch(() => undefined);
+    // The log's masker holds the app's secrets since enqueue, and its links' since the deploy ran.
     const masked = reason === null ? null : this.deps.logs.mask(job.deployment.id, reason);
     const d = await this.deps.store.updateDeployment(job.deployment.id, {
       state,

@@ -16,7 +16,14 @@ import type { Engine } from "../../core/ports.js";
 import { renderEnvFile, shellQuote } from "../../core/shell.js";
 import { withWorkers } from "../../core/workers.js";
 import type { Toolchains } from "../toolchains.js";
-import { type BuildContext, imageTag, type RunSettings, type Runtime, readInside } from "./runtime.js";
+import {
+  type BuildContext,
+  imageTag,
+  type RunSettings,
+  type Runtime,
+  readInside,
+  reusableBase,
+} from "./runtime.js";
 
 const APP_HOME = "/app";
 const PIER_GIT_SOCKET = "/run/pier-git.sock";
@@ -24,8 +31,6 @@ const PIER_GIT_SOCKET = "/run/pier-git.sock";
 const STAGE = "/tmp/pier-src";
 /** Tools whose whole install is node_modules (Yarn Berry keeps it in .yarn and .pnp.cjs, custom anywhere). */
 const REUSABLE_TOOLS: ReadonlySet<string> = new Set(["npm-install", "npm-ci", "yarn", "bun"]);
-/** Builds on top of each other before one starts from the toolchain again (each adds a layer). */
-const MAX_REUSE_DEPTH = 20;
 const require = createRequire(import.meta.url);
 
 /** Release schedule of Node.js lines (LTS, end of life), from the maintained node-releases package. */
@@ -109,25 +114,6 @@ export class NodeRuntime implements Runtime {
         ? `The newest ${pm.name} ${pm.major}.x is ${newest}: "packageManager": "${pm.name}@${newest}".`
         : undefined,
     );
-  }
-
-  /** The current release's image, when its dependencies are what this build would install. */
-  private async reusableBase(
-    previous: string | null,
-    depsKey: string,
-    toolchainId: string,
-    write: (l: string) => void,
-  ): Promise<{ image: string; depth: number } | null> {
-    if (!previous) return null;
-    const info = await this.deps.engine.imageInfo(previous);
-    if (!info || info.labels["pier.deps-key"] !== depsKey || info.labels["pier.toolchain"] !== toolchainId)
-      return null;
-    const depth = Number(info.labels["pier.reuse-depth"] ?? "0");
-    if (depth >= MAX_REUSE_DEPTH) {
-      write(`Installing from scratch: the last ${depth} builds each started from the one before.`);
-      return null;
-    }
-    return { image: previous, depth };
   }
 
   async build(ctx: BuildContext): Promise<string> {
@@ -224,7 +210,7 @@ export class NodeRuntime implements Runtime {
       const toolchainId = (await this.deps.engine.imageInfo(toolchain))?.id ?? toolchain;
       const base =
         depsKey && REUSABLE_TOOLS.has(plan.tool) && !d.withoutCache && !has("node_modules")
-          ? await this.reusableBase(ctx.previousImage, depsKey, toolchainId, write)
+          ? await reusableBase(this.deps.engine, ctx.previousImage, depsKey, toolchainId, write)
           : null;
       const script = [
         "set -a; . /pier/build.env; set +a",

@@ -8,12 +8,17 @@ import { type PathFact, PHP_IMAGE, phpProjectPaths, phpSettings, planPhpBuild } 
 import type { Engine } from "../../core/ports.js";
 import { renderEnvFile, shellQuote } from "../../core/shell.js";
 import { withWorkers } from "../../core/workers.js";
-import { type BuildContext, imageTag, type RunSettings, type Runtime, readInside } from "./runtime.js";
+import {
+  type BuildContext,
+  imageTag,
+  type RunSettings,
+  type Runtime,
+  readInside,
+  reusableBase,
+} from "./runtime.js";
 
 const APP_HOME = "/app";
 const STAGE = "/tmp/pier-src";
-/** Builds on top of each other before one starts from the runtime image again (each adds a layer). */
-const MAX_REUSE_DEPTH = 20;
 /** Lines of a failing step kept for the deployment's reason. */
 const TAIL = 6;
 
@@ -94,7 +99,7 @@ export class PhpRuntime implements Runtime {
         : null;
     const base =
       depsKey && !d.withoutCache && paths.vendor === "missing"
-        ? await this.reusableBase(ctx.previousImage, depsKey, runtime.id, write)
+        ? await reusableBase(this.deps.engine, ctx.previousImage, depsKey, runtime.id, write)
         : null;
 
     const secrets = await mkdtemp(join(tmpdir(), "pier-build-env-"));
@@ -200,24 +205,5 @@ export class PhpRuntime implements Runtime {
     } finally {
       await rm(secrets, { recursive: true, force: true });
     }
-  }
-
-  /** The current release's image, when its vendor/ is what this build would install. */
-  private async reusableBase(
-    previous: string | null,
-    depsKey: string,
-    runtimeId: string,
-    write: (l: string) => void,
-  ): Promise<{ image: string; depth: number } | null> {
-    if (!previous) return null;
-    const info = await this.deps.engine.imageInfo(previous);
-    if (!info || info.labels["pier.deps-key"] !== depsKey || info.labels["pier.toolchain"] !== runtimeId)
-      return null;
-    const depth = Number(info.labels["pier.reuse-depth"] ?? "0");
-    if (depth >= MAX_REUSE_DEPTH) {
-      write(`Installing from scratch: the last ${depth} builds each started from the one before.`);
-      return null;
-    }
-    return { image: previous, depth };
   }
 }

@@ -2,6 +2,7 @@ import { readFile, realpath } from "node:fs/promises";
 import { join, sep } from "node:path";
 import { PierError } from "../../core/errors.js";
 import type { App, Deployment } from "../../core/model.js";
+import type { Engine } from "../../core/ports.js";
 
 /** How a release of a runtime is served; read from the app's variables before the build. */
 export interface RunSettings {
@@ -58,4 +59,30 @@ export async function readInside(root: string, relative: string): Promise<string
   } catch {
     return null;
   }
+}
+
+/** How many builds in a row may each start from the one before (their layers stack up). */
+export const MAX_REUSE_DEPTH = 20;
+
+/**
+ * The current release's image, when its dependencies (node_modules, vendor/) are what this build would
+ * install with this toolchain: the build starts from it instead of installing again. Null otherwise.
+ */
+export async function reusableBase(
+  engine: Engine,
+  previous: string | null,
+  depsKey: string,
+  toolchainId: string,
+  write: (l: string) => void,
+): Promise<{ image: string; depth: number } | null> {
+  if (!previous) return null;
+  const info = await engine.imageInfo(previous);
+  if (!info || info.labels["pier.deps-key"] !== depsKey || info.labels["pier.toolchain"] !== toolchainId)
+    return null;
+  const depth = Number(info.labels["pier.reuse-depth"] ?? "0");
+  if (depth >= MAX_REUSE_DEPTH) {
+    write(`Installing from scratch: the last ${depth} builds each started from the one before.`);
+    return null;
+  }
+  return { image: previous, depth };
 }
