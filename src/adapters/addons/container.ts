@@ -2,14 +2,13 @@ import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { createReadStream, createWriteStream } from "node:fs";
 import { rename, rm, stat } from "node:fs/promises";
-import { availableParallelism } from "node:os";
 import { PassThrough, Readable } from "node:stream";
 import Docker from "dockerode";
 import type { AddonCredentials, AddonKind } from "../../core/addons.js";
 import { PierError } from "../../core/errors.js";
 import { cpuLimits } from "../../core/model.js";
 import type { AddonProvider, AddonSpec, AddonState } from "../../core/ports.js";
-import { DROPPED_CAPABILITIES, isNotFound } from "../engine/docker-build.js";
+import { DROPPED_CAPABILITIES, engineCpus, isNotFound } from "../engine/docker-build.js";
 
 /**
  * What makes one kind of add-on: its image (images/addons/, built by scripts/setup.sh) and how its
@@ -102,14 +101,7 @@ export class ContainerAddons implements AddonProvider {
     };
   }
 
-  private hostCpus: Promise<number> | null = null;
-  private cpus(): Promise<number> {
-    this.hostCpus ??= this.docker.info().then(
-      (i: { NCPU?: number }) => i.NCPU ?? availableParallelism(),
-      () => availableParallelism(),
-    );
-    return this.hostCpus;
-  }
+  private readonly cpus = engineCpus(() => this.docker);
 
   private async inspect(id: string) {
     try {

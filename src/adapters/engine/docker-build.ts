@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { lookup } from "node:dns/promises";
+import { availableParallelism } from "node:os";
 import { posix } from "node:path";
 import { PassThrough } from "node:stream";
 import type Docker from "dockerode";
@@ -282,4 +283,18 @@ export async function buildInContainer(
     signal.removeEventListener("abort", onAbort);
     await container.remove({ force: true }).catch(() => undefined);
   }
+}
+
+/** The engine host's CPU count, asked once (flavors' CPU shares are capped at it); this machine's if the engine does not say. */
+export function engineCpus(docker: () => Docker): () => Promise<number> {
+  let asked: Promise<number> | null = null;
+  return () => {
+    asked ??= docker()
+      .info()
+      .then(
+        (i: { NCPU?: number }) => i.NCPU ?? availableParallelism(),
+        () => availableParallelism(),
+      );
+    return asked;
+  };
 }

@@ -1,6 +1,5 @@
 import { once } from "node:events";
 import { createServer } from "node:net";
-import { availableParallelism } from "node:os";
 import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
@@ -9,6 +8,7 @@ import {
   buildImage,
   buildInContainer,
   DROPPED_CAPABILITIES,
+  engineCpus,
   imageExists,
   isNotFound,
 } from "./docker-build.js";
@@ -279,16 +279,8 @@ export class DockerEngine implements Engine {
     return removed;
   }
 
-  private hostCpus: Promise<number> | null = null;
-
   /** The engine host's CPU count (asked once): flavors' CPU shares are capped at it. */
-  private cpus(): Promise<number> {
-    this.hostCpus ??= this.docker.info().then(
-      (i: { NCPU?: number }) => i.NCPU ?? availableParallelism(),
-      () => availableParallelism(),
-    );
-    return this.hostCpus;
-  }
+  private readonly cpus = engineCpus(() => this.docker);
 
   /** The CPU limits of a flavor's memory. */
   private async cpuHostConfig(memoryBytes: number): Promise<{ NanoCpus: number; CpuShares: number }> {
