@@ -224,7 +224,11 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
       "",
       `backend ${backendName(b.appId)}`,
       "  balance roundrobin",
-      `  http-request return status 503 content-type text/html string "${NOT_RUNNING}" if { nbsrv eq 0 }`,
+      // The page of a backend without a usable server is HAProxy's own 503, not a rule on `nbsrv`: during a
+      // seamless reload the old process counts its backends' servers as 0 while it still answers requests
+      // it had accepted, and such a rule made every reload (any app's create or delete) answer a few
+      // requests of every app with this page.
+      `  http-error status 503 content-type text/html string "${NOT_RUNNING}"`,
     );
     b.slots.forEach((s, i) => {
       lines.push(

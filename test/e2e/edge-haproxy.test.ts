@@ -158,6 +158,40 @@ describe("HAProxy edge", { timeout: 120_000 }, () => {
     assert.equal(JSON.parse((await get("c.localhost")).body).name, "c");
   });
 
+  test("reloads (apps added and removed) drop no request of another app, on new connections too", async () => {
+    // A reload hands the listeners to a new HAProxy process; the old one still answers what it accepted.
+    const steady = await backend("steady");
+    servers.push(steady.server);
+    const base = [
+      { appId: "app-s", hostname: "s.localhost", targets: [{ host: "127.0.0.1", port: steady.port }] },
+    ];
+    await edge.apply(base);
+    let ok = 0;
+    const failures: string[] = [];
+    let running = true;
+    const deadline = Date.now() + 30_000;
+    const clients = Array.from({ length: 4 }, async () => {
+      while (running && Date.now() < deadline) {
+        // agent: false, a new connection per request: the ones the old process accepted last matter.
+        const r = await httpGet(port, "s.localhost").catch((e: Error) => ({ status: 0, body: e.message }));
+        if (r.status === 200) ok++;
+        else failures.push(`${r.status}: ${r.body.slice(0, 60)}`);
+      }
+    });
+    const pids = new Set<number | null>();
+    for (let i = 0; i < 20 && Date.now() < deadline; i++) {
+      const extra = i % 2 === 0 ? [{ appId: `app-r${i}`, hostname: `r${i}.localhost`, targets: [] }] : [];
+      await edge.apply([...base, ...extra]);
+      pids.add(edge.pid());
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    running = false;
+    await Promise.all(clients);
+    assert.ok(pids.size >= 10, `the edge reloaded (${pids.size} processes)`);
+    assert.ok(ok > 200, `only ${ok} requests ran`);
+    assert.deepEqual(failures, []);
+  });
+
   test("a route the edge cannot take is skipped and reported; every other app keeps being served", async () => {
     const c = await backend("c2");
     servers.push(c.server);
