@@ -184,7 +184,10 @@ describe("renderHaproxyConfig", () => {
   });
   test("empty slots are disabled; an app without instances answers 503", () => {
     assert.match(cfg, /server s0 127\.0\.0\.1:1001\n {2}server s1 127\.0\.0\.1:1 disabled/);
-    assert.match(cfg, /backend app_app_b\n {2}balance roundrobin\n {2}http-error status 503 content-type text\/html string "[^"]*App not running/);
+    assert.match(
+      cfg,
+      /backend app_app_b\n {2}balance roundrobin\n {2}http-error status 503 content-type text\/html string "[^"]*App not running/,
+    );
     assert.doesNotMatch(cfg, /nbsrv/, "no rule on nbsrv: the old process of a reload counts 0 servers");
   });
   test("the version changes with the structure, not with the addresses", () => {
