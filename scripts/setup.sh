@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up for `npm start` and `npm test` on a fresh Debian machine: Debian packages, npm
 # packages, dockerd, and Pier's local images. Quick when everything is already there (well under 1 s).
-# Env: PIER_EXTRA_CA_CERTS (CA bundle put into the images), PIER_CACHE_DIR (downloaded tarballs).
+# Usage: setup.sh [--for-tests]. Env: PIER_EXTRA_CA_CERTS (CA bundle put into the images), PIER_CACHE_DIR (downloaded tarballs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { echo "setup: $*" >&2; }
@@ -23,6 +23,12 @@ command -v git >/dev/null || missing+=(git)
 command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
 { command -v ssh-keygen && command -v ssh; } >/dev/null || missing+=(openssh-client)
 [ -r /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
+# `npm test` only (`--for-tests`): the console's browser tests drive Debian's Chromium (Playwright's own
+# browser download cannot work here), and the HTTPS tests run Debian's pebble, an ACME test server.
+if [ "${1:-}" = "--for-tests" ]; then
+  command -v chromium >/dev/null || missing+=(chromium)
+  command -v pebble >/dev/null || missing+=(pebble)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then say "missing Debian packages: ${missing[*]} (run as root, or install them)"; exit 1; fi
   say "installing Debian packages: ${missing[*]}"
