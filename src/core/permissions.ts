@@ -60,6 +60,12 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = {
   "POST /v1/apps/:app/ssh-keys": "app-admin",
   "DELETE /v1/apps/:app/ssh-keys/:key": "app-admin",
   "GET /v1/runtimes/node": "shared",
+  // https: an app's custom domains and certificates (ADR 0018).
+  "GET /v1/apps/:app/domains": "app",
+  "POST /v1/apps/:app/domains": "app",
+  "DELETE /v1/apps/:app/domains/:domain": "app",
+  "POST /v1/apps/:app/domains/:domain/renew": "app",
+  "PUT /v1/apps/:app/domains/:domain/certificate": "app",
   "GET /v1/ssh-keys": "admin",
   "POST /v1/ssh-keys": "admin",
   "DELETE /v1/ssh-keys/:key": "admin",
