@@ -72,8 +72,11 @@ export function renewalTime(notBefore: Date, notAfter: Date): Date {
   return new Date(notAfter.getTime() - ahead);
 }
 
-/** The wait before the next attempt after `failures` failures in a row: 1 min, doubling, at most 6 h. */
-export function retryDelay(failures: number, baseMs = 60_000): number {
+/**
+ * The wait before the next attempt after `failures` failures in a row: 5 min, doubling, at most 6 h (Let's
+ * Encrypt allows 5 failed validations per name, account and hour).
+ */
+export function retryDelay(failures: number, baseMs = 300_000): number {
   return Math.min(baseMs * 2 ** Math.max(0, failures - 1), 6 * 3600_000);
 }
 

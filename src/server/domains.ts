@@ -52,7 +52,7 @@ export class DomainService {
       logger: Logger;
       pierDomain: string;
       httpsPort: number;
-      /** The first retry after a failure waits this long, doubling up to 6 h. */
+      /** The first retry after a failure waits this long (default 5 min), doubling up to 6 h. */
       retryBaseMs?: number;
     },
   ) {}

@@ -202,8 +202,8 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
       const msg = e instanceof ExecError ? e.stderrTail.trim() : (e as Error).message;
       throw new PierError(
         "EDGE_ERROR",
-        `The edge (HAProxy) did not start on ${this.opts.listenHost}:${this.opts.listenPort}: ${msg}`,
-        "Is another process using PIER_HTTP_PORT?",
+        `The edge (HAProxy) did not start on ${this.opts.listenHost}:${this.opts.listenPort}${this.opts.https ? ` and ${this.opts.https.host}:${this.opts.https.port}` : ""}: ${msg}`,
+        "Is another process using PIER_HTTP_PORT or PIER_HTTPS_PORT?",
       );
     }
     await this.waitServing(configVersion(text));
