@@ -391,6 +391,7 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
     assert.ok(d.nextAttemptAt && Date.parse(d.nextAttemptAt) > Date.now(), "a retry is planned");
     const human = await pier.cli(["domain", "--app", "web"]);
     assert.match(human.stdout, /refused\.example\.test\s+failed/);
+    assert.match(pier.output, /"domain":"refused\.example\.test".*"msg":"no certificate obtained"/);
     assert.equal((await httpGet(pier.httpPort, "refused.example.test")).status, 200);
     assert.equal((await pier.get("web")).status, 200);
     const rm = await pier.cli(["domain", "rm", "refused.example.test", "--app", "web"]);
@@ -476,5 +477,19 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
       serial = await servedSerial(pier.httpsPort, "www.example.test").catch(() => "");
     }
     assert.equal(serial, before);
+    // The restarted HAProxy loaded it from the files: a renewal switches it through the runtime API too.
+    const renew = await pier.cli(["domain", "renew", "www.example.test", "--app", "web", "--format", "json"]);
+    assert.equal(renew.code, 0, renew.stderr);
+    const d = JSON.parse(renew.stdout) as DomainJson;
+    assert.notEqual(d.serial, before);
+    assert.equal(await servedSerial(pier.httpsPort, "www.example.test"), d.serial);
+  });
+
+  test("an app's token lists and renews its domains, but only an admin token claims a domain", async () => {
+    const tok = await pier.cliJson<{ token: string }>(["tokens", "create", "web-ci", "--app", "web"]);
+    const list = await pier.api("GET", "/v1/apps/web/domains", undefined, tok.token);
+    assert.equal(list.status, 200);
+    const add = await pier.api("POST", "/v1/apps/web/domains", { name: "mine.example.test" }, tok.token);
+    assert.equal(add.status, 403);
   });
 });
