@@ -169,4 +169,5 @@ export function checkCertificate(pair: CertificatePair, name: string, now = new 
 }
 
 /** The PEM the edge loads for a domain: the chain, then the key. */
-export const edgePem = (pair: CertificatePair) => `${pair.certPem.trim()}\n${pair.keyPem.trim()}\n`;
+export const edgePem = (pair: CertificatePair) =>
+  `${pair.certPem.trim()}\n${pair.keyPem.trim()}\n`.replace(/\r\n/g, "\n").replace(/\n{2,}/g, "\n");

@@ -14,6 +14,13 @@ import { PierError } from "../core/errors.js";
 import type { App } from "../core/model.js";
 import type { DomainStore, TlsEdge } from "../core/ports.js";
 
+/** The custom domains of every app, by app id (what the edge routes besides `<app>.<PIER_DOMAIN>`). */
+export async function domainsByApp(store: Pick<DomainStore, "listDomains">): Promise<Map<string, string[]>> {
+  const byApp = new Map<string, string[]>();
+  for (const d of await store.listDomains()) byApp.set(d.appId, [...(byApp.get(d.appId) ?? []), d.name]);
+  return byApp;
+}
+
 /** What `pier domain` shows of a domain. */
 export interface DomainView {
   name: string;

@@ -23,7 +23,7 @@ import { AppService } from "./apps.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { DeployLogs } from "./deploy-logs.js";
 import { Deployer } from "./deployer.js";
-import { DomainService } from "./domains.js";
+import { DomainService, domainsByApp } from "./domains.js";
 import { hostKey, hostPublicKey, startGitSshServer } from "./git-ssh.js";
 import { Instances } from "./instances.js";
 import { removeLeftovers } from "./leftovers.js";
@@ -147,12 +147,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     networks,
     domain: config.domain,
     stopGraceMs: config.stopGraceMs,
-    aliases: async () => {
-      const byApp = new Map<string, string[]>();
-      for (const d of await domainStore.listDomains())
-        byApp.set(d.appId, [...(byApp.get(d.appId) ?? []), d.name]);
-      return byApp;
-    },
+    aliases: () => domainsByApp(domainStore),
   });
   const domains = new DomainService({
     store: domainStore,
