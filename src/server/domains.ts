@@ -170,7 +170,10 @@ export class DomainService {
   private issue(name: string): Promise<Domain> {
     const running = this.issuing.get(name);
     if (running) return running;
-    const run = this.issueNow(name).finally(() => this.issuing.delete(name));
+    const run = this.issueNow(name).finally(() => {
+      this.issuing.delete(name);
+      void this.schedule();
+    });
     this.issuing.set(name, run);
     return run;
   }
@@ -257,27 +260,50 @@ export class DomainService {
     }
   }
 
-  /** Runs tick() now and every `intervalMs`. */
-  start(intervalMs = 60_000): void {
-    let busy = false;
-    const run = () => {
-      if (busy) return;
-      busy = true;
-      void this.tick()
-        .catch((err: Error) =>
-          this.deps.logger.warn({ err: err.message }, "could not check the domains' certificates"),
-        )
-        .finally(() => {
-          busy = false;
-        });
-    };
-    run();
-    this.timer = setInterval(run, intervalMs);
+  private running = false;
+  private stopped = true;
+  private maxWaitMs = 60_000;
+
+  /**
+   * Runs tick() now, then again when the next certificate is due (its renewal time, or its retry), and at
+   * least every `maxWaitMs`: a short-lived certificate is renewed on time, not up to a minute late.
+   */
+  start(maxWaitMs = 60_000): void {
+    this.maxWaitMs = maxWaitMs;
+    this.stopped = false;
+    void this.loop();
+  }
+
+  private async loop(): Promise<void> {
+    if (this.running || this.stopped) return;
+    this.running = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.tick().catch((err: Error) =>
+      this.deps.logger.warn({ err: err.message }, "could not check the domains' certificates"),
+    );
+    this.running = false;
+    await this.schedule();
+  }
+
+  /** Sets the timer for the next due certificate (after an issue moved a due time, too). */
+  private async schedule(): Promise<void> {
+    if (this.stopped || this.running) return;
+    const due = this.deps.issuer
+      ? (await this.deps.store.listDomains().catch(() => []))
+          .filter((d) => d.source === "acme" && d.nextAttemptAt !== null)
+          .map((d) => Date.parse(d.nextAttemptAt ?? ""))
+      : [];
+    const next = Math.min(Date.now() + this.maxWaitMs, ...due);
+    if (this.stopped || this.running) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.loop(), Math.max(1000, next - Date.now()));
     this.timer.unref();
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
     this.timer = null;
   }
 }

@@ -158,83 +158,48 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
     );
   }
 
-  before(async () => {
-    const [acmePort, acmeMgmt, dnsPort] = [await freePort(), await freePort(), await freePort()];
-    const extra: Record<string, string> = {
-      PIER_ACME_DIRECTORY: `https://localhost:${acmePort}/dir`,
-      PIER_ACME_EMAIL: "e2e@example.test",
-    };
-    pier = new Pier(extra);
-    dir = pier.work;
-    // Pebble's own HTTPS (its directory) uses a certificate of a CA made here: Pier trusts it by PIER_ACME_CA.
-    extra.PIER_ACME_CA = join(dir, "pebble-ca.pem");
-    pier.apiPort = await freePort();
-    pier.sshPort = await freePort();
-    pier.httpPort = await freePort();
-    pier.httpsPort = await freePort();
-    challMgmt = await freePort();
-    await makeCert(dir, "pebble-ca", "Pier test CA for pebble", { ca: true });
-    const leaf = await makeCert(dir, "pebble", "localhost", {
-      sans: ["localhost", "127.0.0.1"],
-      issuer: join(dir, "pebble-ca"),
-    });
-    const config = join(dir, "pebble.json");
+  let extra: Record<string, string> = {};
+  let dnsPort = 0;
+  const spawnKept = (argv: string[], env: Record<string, string> = {}) => {
+    const p = spawn(argv[0]!, argv.slice(1), { env: { ...process.env, ...env }, stdio: "ignore" });
+    procs.push(p);
+  };
+
+  /**
+   * Starts a pebble (its certificates valid `validitySeconds` when given) checking HTTP-01 on Pier's HTTP
+   * edge; returns its directory URL and the root its certificates chain to.
+   */
+  async function startPebble(validitySeconds?: number): Promise<{ directory: string; root: string }> {
+    const [acmePort, acmeMgmt] = [await freePort(), await freePort()];
+    const config = join(dir, `pebble-${acmePort}.json`);
     writeFileSync(
       config,
       JSON.stringify({
         pebble: {
           listenAddress: `127.0.0.1:${acmePort}`,
           managementListenAddress: `127.0.0.1:${acmeMgmt}`,
-          certificate: leaf.cert,
-          privateKey: leaf.key,
+          certificate: join(dir, "pebble.pem"),
+          privateKey: join(dir, "pebble.key"),
           httpPort: pier.httpPort,
           tlsPort: pier.httpsPort,
           ocspResponderURL: "",
           externalAccountBindingRequired: false,
+          ...(validitySeconds ? { certificateValidityPeriod: validitySeconds } : {}),
         },
       }),
     );
-    const start = (argv: string[], env: Record<string, string> = {}) => {
-      const p = spawn(argv[0]!, argv.slice(1), { env: { ...process.env, ...env }, stdio: "ignore" });
-      procs.push(p);
-    };
-    start(
-      [
-        "pebble-challtestsrv",
-        "-dns01",
-        `127.0.0.1:${dnsPort}`,
-        "-http01",
-        "",
-        "-https01",
-        "",
-        "-tlsalpn01",
-        "",
-        "-management",
-        `127.0.0.1:${challMgmt}`,
-        "-defaultIPv4",
-        "127.0.0.1",
-        "-defaultIPv6",
-        "",
-      ],
-      {},
-    );
-    start(["pebble", "-config", config, "-dnsserver", `127.0.0.1:${dnsPort}`], {
+    spawnKept(["pebble", "-config", config, "-dnsserver", `127.0.0.1:${dnsPort}`], {
       PEBBLE_VA_NOSLEEP: "1",
       PEBBLE_VA_ALWAYS_VALID: "0",
       PEBBLE_WFE_NONCEREJECT: "0",
     });
-    const ca = join(dir, "pebble-ca.pem");
-    for (let i = 0; i < 100 && !pebbleRoot; i++) {
+    const ca = readFileSync(join(dir, "pebble-ca.pem"), "utf8");
+    let root = "";
+    for (let i = 0; i < 100 && !root; i++) {
       await sleep(200);
-      pebbleRoot = await new Promise<string>((resolve) => {
+      root = await new Promise<string>((resolve) => {
         const req = httpsRequest(
-          {
-            host: "127.0.0.1",
-            port: acmeMgmt,
-            path: "/roots/0",
-            ca: readFileSync(ca, "utf8"),
-            servername: "localhost",
-          },
+          { host: "127.0.0.1", port: acmeMgmt, path: "/roots/0", ca, servername: "localhost" },
           (res) => {
             let b = "";
             res.on("data", (c: Buffer) => {
@@ -247,7 +212,48 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
         req.end();
       });
     }
-    assert.match(pebbleRoot, /BEGIN CERTIFICATE/, "pebble's root, from its management interface");
+    assert.match(root, /BEGIN CERTIFICATE/, "pebble's root, from its management interface");
+    return { directory: `https://localhost:${acmePort}/dir`, root };
+  }
+
+  before(async () => {
+    dnsPort = await freePort();
+    // info: the server log shows each certificate obtained and renewed.
+    extra = { PIER_ACME_EMAIL: "e2e@example.test", PIER_LOG_LEVEL: "info" };
+    pier = new Pier(extra);
+    dir = pier.work;
+    // Pebble's own HTTPS (its directory) uses a certificate of a CA made here: Pier trusts it by PIER_ACME_CA.
+    extra.PIER_ACME_CA = join(dir, "pebble-ca.pem");
+    pier.apiPort = await freePort();
+    pier.sshPort = await freePort();
+    pier.httpPort = await freePort();
+    pier.httpsPort = await freePort();
+    challMgmt = await freePort();
+    await makeCert(dir, "pebble-ca", "Pier test CA for pebble", { ca: true });
+    await makeCert(dir, "pebble", "localhost", {
+      sans: ["localhost", "127.0.0.1"],
+      issuer: join(dir, "pebble-ca"),
+    });
+    spawnKept([
+      "pebble-challtestsrv",
+      "-dns01",
+      `127.0.0.1:${dnsPort}`,
+      "-http01",
+      "",
+      "-https01",
+      "",
+      "-tlsalpn01",
+      "",
+      "-management",
+      `127.0.0.1:${challMgmt}`,
+      "-defaultIPv4",
+      "127.0.0.1",
+      "-defaultIPv6",
+      "",
+    ]);
+    const pebble = await startPebble();
+    pebbleRoot = pebble.root;
+    extra.PIER_ACME_DIRECTORY = pebble.directory;
     writeFileSync(join(dir, "pebble-root.pem"), pebbleRoot);
     await pier.start();
     await pier.addKey();
@@ -483,6 +489,55 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
     const d = JSON.parse(renew.stdout) as DomainJson;
     assert.notEqual(d.serial, before);
     assert.equal(await servedSerial(pier.httpsPort, "www.example.test"), d.serial);
+  });
+
+  test("a short-lived certificate is renewed by itself on time, under HTTPS load, without a failed request", async () => {
+    // A second pebble whose certificates live 30 s; pier server restarts onto it (a new ACME account).
+    const short = await startPebble(30);
+    await pier.stopServer();
+    extra.PIER_ACME_DIRECTORY = short.directory;
+    await pier.start();
+    const first = JSON.parse(
+      (await pier.cli(["domain", "renew", "www.example.test", "--app", "web", "--format", "json"])).stdout,
+    ) as DomainJson;
+    const life = Date.parse(first.notAfter ?? "") - Date.now();
+    assert.ok(life > 0 && life <= 31_000, `a 30 s certificate (${life} ms left)`);
+    assert.ok(
+      Date.parse(first.nextAttemptAt ?? "") < Date.parse(first.notAfter ?? "") - 9_000,
+      "renewal planned a third of the lifetime before expiry",
+    );
+    let ok = 0;
+    const failures: string[] = [];
+    let stop = false;
+    const loop = async () => {
+      while (!stop) {
+        try {
+          const r = await httpsGet(pier.httpsPort, "www.example.test", short.root);
+          if (r.status === 200) ok++;
+          else failures.push(`status ${r.status}`);
+        } catch (e) {
+          failures.push((e as Error).message);
+        }
+        await sleep(20);
+      }
+    };
+    const loops = [loop(), loop()];
+    const end = Date.now() + 40_000;
+    let serial = first.serial;
+    while (Date.now() < end && serial === first.serial) {
+      await sleep(500);
+      serial = await servedSerial(pier.httpsPort, "www.example.test");
+    }
+    await sleep(1000);
+    stop = true;
+    await Promise.all(loops);
+    assert.notEqual(serial, first.serial, "renewed by itself before it expired");
+    assert.ok(Date.now() < Date.parse(first.notAfter ?? ""), "before the first one expired");
+    assert.deepEqual(failures, []);
+    assert.ok(ok > 20, `requests made: ${ok}`);
+    const d = (await domains("web")).find((x) => x.name === "www.example.test");
+    assert.equal(d?.serial, serial);
+    assert.match(pier.output, /"domain":"www\.example\.test".*"msg":"certificate renewed"/);
   });
 
   test("an app's token lists and renews its domains, but only an admin token claims a domain", async () => {

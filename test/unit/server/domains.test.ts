@@ -194,6 +194,25 @@ describe("DomainService", () => {
     assert.equal(issuer.calls.length, 4);
   });
 
+  it("started, it wakes when a certificate is due (not a whole interval later)", async () => {
+    const { service, app, settled, issuer, domains } = await setup();
+    const web = await app("web");
+    await service.add(web, "shop.example.test");
+    await settled("shop.example.test");
+    await domains.updateDomain("shop.example.test", {
+      nextAttemptAt: new Date(Date.now() + 1200).toISOString(),
+    });
+    service.start(3_600_000);
+    try {
+      for (let i = 0; i < 60 && issuer.calls.length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(issuer.calls.length, 2, "renewed when due");
+      const d = (await domains.findDomain("shop.example.test"))!;
+      assert.ok(Date.parse(d.nextAttemptAt ?? "") > Date.now() + 86_400_000, "the next renewal is planned");
+    } finally {
+      service.stop();
+    }
+  });
+
   it("a first issue that fails leaves the domain failed (HTTP routing stays)", async () => {
     const { service, app, settled, issuer, tls, refreshed } = await setup();
     issuer.refuse = "urn:ietf:params:acme:error:rejectedIdentifier";
