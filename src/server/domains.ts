@@ -96,10 +96,17 @@ export class DomainService {
     return d;
   }
 
-  async add(app: App, rawName: string): Promise<DomainView> {
-    const name = rawName.trim().toLowerCase();
+  /** Why the app cannot take the domain `name`, or nothing. */
+  private check(app: App, name: string): void {
     const bad = domainNameProblem(name, this.deps.pierDomain);
     if (bad) throw new PierError("INVALID_INPUT", bad);
+    if (app.task !== null)
+      throw new PierError("INVALID_INPUT", `${app.name} is a task app: it serves no HTTP, so no domain.`);
+  }
+
+  async add(app: App, rawName: string): Promise<DomainView> {
+    const name = rawName.trim().toLowerCase();
+    this.check(app, name);
     const d = await this.deps.store.addDomain({
       name,
       appId: app.id,
@@ -134,8 +141,7 @@ export class DomainService {
   /** Serves the user's own certificate for the domain (added when missing); it is not renewed by Pier. */
   async setCertificate(app: App, rawName: string, pair: CertificatePair): Promise<DomainView> {
     const name = rawName.trim().toLowerCase();
-    const bad = domainNameProblem(name, this.deps.pierDomain);
-    if (bad) throw new PierError("INVALID_INPUT", bad);
+    this.check(app, name);
     const facts = checkCertificate(pair, name);
     let d = await this.deps.store.findDomain(name);
     if (d && d.appId !== app.id) await this.owned(app, name);

@@ -132,8 +132,8 @@ describe("DomainService", () => {
     });
   });
 
-  it("refuses an invalid name, and a domain of another app (naming it)", async () => {
-    const { service, app } = await setup();
+  it("refuses an invalid name, a task app, and a domain of another app (naming it)", async () => {
+    const { service, app, store } = await setup();
     const web = await app("web");
     const api = await app("api");
     assert.match(
@@ -147,6 +147,16 @@ describe("DomainService", () => {
       /^CONFLICT The domain www\.example\.test belongs to the app web/,
     );
     assert.match(await code(service.remove(api, "www.example.test")), /^DOMAIN_NOT_FOUND/);
+    const job = await store.createApp({
+      id: "app-job",
+      name: "job",
+      type: "node",
+      flavor: "nano",
+      buildFlavor: "M",
+      instances: 1,
+      task: "node job.js",
+    });
+    assert.match(await code(service.add(job, "job.example.test")), /^INVALID_INPUT job is a task app/);
   });
 
   it("renews by itself when due; a failed renewal keeps the certificate serving and retries with backoff", async () => {
