@@ -3,7 +3,7 @@ import { chmod, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises"
 import { tlsPaths } from "../../core/edge-config.js";
 import { PierError } from "../../core/errors.js";
 import type { TlsEdge } from "../../core/ports.js";
-import { exec } from "../exec.js";
+import { ExecError, exec } from "../exec.js";
 
 /** What the TLS side needs of the edge: its runtime API, whether HAProxy runs, and its change queue. */
 export interface RuntimeEdge {
@@ -31,7 +31,7 @@ export async function prepareTlsFiles(dir: string, opensslBin = "openssl"): Prom
   if (!existsSync(tls.defaultCert)) {
     const key = `${tls.defaultCert}.key.tmp`;
     const crt = `${tls.defaultCert}.crt.tmp`;
-    await exec([
+    const made = exec([
       opensslBin,
       "req",
       "-x509",
@@ -49,6 +49,13 @@ export async function prepareTlsFiles(dir: string, opensslBin = "openssl"): Prom
       "-out",
       crt,
     ]);
+    await made.catch((e: Error) => {
+      throw new PierError(
+        "EDGE_ERROR",
+        `Could not make the edge's default TLS certificate with ${opensslBin}: ${e instanceof ExecError ? e.stderrTail.trim() : e.message}`,
+        "Install openssl (apt-get install openssl).",
+      );
+    });
     const pem = `${(await readFile(crt, "utf8")).trim()}\n${(await readFile(key, "utf8")).trim()}\n`;
     await writeFile(tls.defaultCert, pem, { mode: 0o600 });
     await rm(key, { force: true });
