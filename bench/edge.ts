@@ -1,6 +1,8 @@
 // bench/edge: requests/s and p99 of a small app through Pier's edge, against nginx as a plain reverse
 // proxy to the same instance and against the instance directly, in one run; then the failed requests
-// while the app is redeployed five times under load (target: zero).
+// while the app is redeployed five times under load (target: zero). The HTTPS rows: the edge terminating
+// TLS against nginx terminating TLS with the same certificate (keep-alive requests/s, and new connections
+// per second: a full handshake each).
 // Run: npm run build && node dist/bench/edge.js [seconds per wrk run, default 5] [rounds, default 5]
 import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -29,9 +31,23 @@ interface WrkResult {
   errors: number;
 }
 
-async function wrk(port: number, host: string): Promise<WrkResult> {
+async function wrk(
+  port: number,
+  host: string,
+  opts: { https?: boolean; close?: boolean } = {},
+): Promise<WrkResult> {
   const r = await run(
-    ["wrk", "-t2", "-c50", `-d${seconds}s`, "--latency", "-H", `Host: ${host}`, `http://127.0.0.1:${port}/`],
+    [
+      "wrk",
+      "-t2",
+      "-c50",
+      `-d${seconds}s`,
+      "--latency",
+      "-H",
+      `Host: ${host}`,
+      ...(opts.close ? ["-H", "Connection: close"] : []),
+      `${opts.https ? "https" : "http"}://127.0.0.1:${port}/`,
+    ],
     {
       timeoutMs: (seconds + 30) * 1000,
     },
@@ -45,7 +61,12 @@ async function wrk(port: number, host: string): Promise<WrkResult> {
   return { rps, p99ms, errors };
 }
 
-function plainNginx(dir: string, listen: number, target: string): () => void {
+function plainNginx(
+  dir: string,
+  listen: number,
+  target: string,
+  tls?: { cert: string; key: string },
+): () => void {
   mkdirSync(join(dir, "tmp"), { recursive: true });
   const conf = join(dir, "nginx.conf");
   writeFileSync(
@@ -55,7 +76,7 @@ events { worker_connections 4096; }
 http { access_log off;
   client_body_temp_path ${dir}/tmp/b; proxy_temp_path ${dir}/tmp/p; fastcgi_temp_path ${dir}/tmp/f; uwsgi_temp_path ${dir}/tmp/u; scgi_temp_path ${dir}/tmp/s;
   upstream app { server ${target}; keepalive 64; }
-  server { listen 127.0.0.1:${listen};
+  server { listen 127.0.0.1:${listen}${tls ? ` ssl; ssl_certificate ${tls.cert}; ssl_certificate_key ${tls.key}; ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache off; ssl_session_tickets off` : ""};
     location / { proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header Host $host; } } }
 `,
   );
@@ -107,8 +128,9 @@ function load(port: number, host: string, concurrency: number, limitMs: number) 
 
 async function main(): Promise<void> {
   ensureTools();
-  const pier = new Pier();
+  const pier = new Pier({ PIER_ACME_DIRECTORY: "off" });
   let stopNginx: () => void = () => undefined;
+  let stopTlsNginx: () => void = () => undefined;
   try {
     await pier.start();
     await pier.addKey();
@@ -150,6 +172,74 @@ async function main(): Promise<void> {
     console.log(`ratio edge/plain nginx: ${(edge.rps / plain.rps).toFixed(2)} (target >= 1.0)`);
     console.log(`ratio edge/direct:      ${(edge.rps / direct.rps).toFixed(2)}`);
 
+    // HTTPS: one self-signed ECDSA P-256 certificate, served by the edge (pier domain cert set) and nginx.
+    const tlsDir = join(pier.work, "tls");
+    mkdirSync(tlsDir, { recursive: true });
+    const cert = join(tlsDir, "cert.pem");
+    const key = join(tlsDir, "key.pem");
+    const made = await run([
+      "openssl",
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-days",
+      "7",
+      "-subj",
+      "/CN=bench.example.test",
+      "-addext",
+      "subjectAltName=DNS:bench.example.test",
+      "-keyout",
+      key,
+      "-out",
+      cert,
+    ]);
+    if (made.code !== 0) throw new Error(made.stderr);
+    const set = await pier.cli([
+      "domain",
+      "cert",
+      "set",
+      "bench.example.test",
+      "--cert",
+      cert,
+      "--key",
+      key,
+      "--app",
+      "bench",
+    ]);
+    if (set.code !== 0) throw new Error(set.stderr);
+    const tlsPort = await freePort();
+    stopTlsNginx = plainNginx(join(pier.work, "tls-nginx"), tlsPort, target, { cert, key });
+    const tlsRuns: Record<"plain" | "edge" | "plainNew" | "edgeNew", WrkResult[]> = {
+      plain: [],
+      edge: [],
+      plainNew: [],
+      edgeNew: [],
+    };
+    for (let round = 0; round < ROUNDS; round++) {
+      tlsRuns.plain.push(await wrk(tlsPort, "bench.example.test", { https: true }));
+      tlsRuns.edge.push(await wrk(pier.httpsPort, "bench.example.test", { https: true }));
+      tlsRuns.plainNew.push(await wrk(tlsPort, "bench.example.test", { https: true, close: true }));
+      tlsRuns.edgeNew.push(await wrk(pier.httpsPort, "bench.example.test", { https: true, close: true }));
+    }
+    const tp = median(tlsRuns.plain);
+    const te = median(tlsRuns.edge);
+    const tpn = median(tlsRuns.plainNew);
+    const ten = median(tlsRuns.edgeNew);
+    console.log("HTTPS (TLS 1.3, ECDSA P-256, HTTP/1.1), same certificate on both:");
+    console.log(row("nginx TLS proxy", tp));
+    console.log(row("pier edge TLS", te));
+    console.log(row("nginx, new conn each", tpn));
+    console.log(row("pier edge, new conn", ten));
+    console.log(
+      `  rounds: nginx ${each(tlsRuns.plain)}; edge ${each(tlsRuns.edge)}; new connections: nginx ${each(tlsRuns.plainNew)}; edge ${each(tlsRuns.edgeNew)}`,
+    );
+    console.log(`ratio edge/nginx over TLS:           ${(te.rps / tp.rps).toFixed(2)} (target >= 1.0)`);
+    console.log(`ratio edge/nginx handshakes (new):   ${(ten.rps / tpn.rps).toFixed(2)}`);
+
     const loader = load(pier.httpPort, "bench.localhost", 20, 300_000);
     const t0 = Date.now();
     for (let i = 0; i < 5; i++) {
@@ -163,6 +253,7 @@ async function main(): Promise<void> {
     );
   } finally {
     stopNginx();
+    stopTlsNginx();
     await pier.destroy();
   }
 }

@@ -20,6 +20,10 @@ export interface BackendLayout {
   hostname: string;
   /** One entry per server slot: the instance it sends to, or null (in maintenance). */
   slots: (RouteTarget | null)[];
+  /** Custom domains routed to the app too (absent in layouts written before them). */
+  aliases?: string[];
+  /** HTTP requests are redirected to HTTPS. */
+  forceHttps?: boolean;
 }
 
 export interface EdgeLayout {
@@ -37,6 +41,10 @@ function check(cond: boolean, message: string): void {
 export function routeProblem(r: Route): string | null {
   const bad = hostnameProblem(r.hostname);
   if (bad) return bad;
+  for (const a of r.aliases ?? []) {
+    const badAlias = hostnameProblem(a);
+    if (badAlias) return badAlias;
+  }
   for (const t of r.targets) {
     if (!IPV4.test(t.host)) return `target host '${t.host}' of ${r.hostname} must be an IPv4 address`;
     if (!Number.isInteger(t.port) || t.port <= 0 || t.port >= 65536)
@@ -54,13 +62,14 @@ export function partitionRoutes(routes: readonly Route[]): { ok: Route[]; skippe
   const skipped: SkippedRoute[] = [];
   const seen = new Map<string, string>();
   for (const r of routes) {
-    const other = seen.get(r.hostname);
+    const names = [r.hostname, ...(r.aliases ?? [])];
+    const taken = names.find((n, i) => seen.has(n) || names.indexOf(n) !== i);
     const reason =
       routeProblem(r) ??
-      (other !== undefined ? `hostname '${r.hostname}' is routed to ${other} already` : null);
+      (taken !== undefined ? `hostname '${taken}' is routed to ${seen.get(taken) ?? r.appId} already` : null);
     if (reason) skipped.push({ appId: r.appId, hostname: r.hostname, reason });
     else {
-      seen.set(r.hostname, r.appId);
+      for (const n of names) seen.set(n, r.appId);
       ok.push(r);
     }
   }
@@ -72,6 +81,16 @@ export function validateRoutes(routes: readonly Route[]): void {
   const { skipped } = partitionRoutes(routes);
   check(skipped.length === 0, skipped[0]?.reason ?? "");
 }
+
+/** The layout's record of a route's custom domains and redirect. */
+const extras = (r: Route) => ({ aliases: [...(r.aliases ?? [])].sort(), forceHttps: r.forceHttps === true });
+
+const sameExtras = (b: BackendLayout, r: Route) => {
+  const e = extras(r);
+  return (
+    (b.forceHttps === true) === e.forceHttps && JSON.stringify(b.aliases ?? []) === JSON.stringify(e.aliases)
+  );
+};
 
 const sameTarget = (a: RouteTarget | null, b: RouteTarget) =>
   a !== null && a.host === b.host && a.port === b.port;
@@ -96,7 +115,7 @@ export function layoutFor(routes: readonly Route[], previous?: EdgeLayout): Edge
         else rest.push(t);
       }
       for (const t of rest) slots[slots.indexOf(null)] = t;
-      return { appId: r.appId, hostname: r.hostname, slots };
+      return { appId: r.appId, hostname: r.hostname, slots, ...extras(r) };
     });
   return { backends };
 }
@@ -123,7 +142,7 @@ export function planRuntimeSwitch(
   const backends: BackendLayout[] = [];
   for (const b of current.backends) {
     const r = routes.find((x) => x.appId === b.appId);
-    if (!r || r.hostname !== b.hostname) return null;
+    if (!r || r.hostname !== b.hostname || !sameExtras(b, r)) return null;
     const slots = [...b.slots];
     const wanted = r.targets;
     const fresh = wanted.filter((t) => !slots.some((s) => sameTarget(s, t)));
@@ -160,17 +179,38 @@ export interface HaproxyConfigInput {
   layout: EdgeLayout;
   listenHost: string;
   listenPort: number;
-  /** Absolute directory: pid file, admin socket, hosts map. */
+  /** Absolute directory: pid file, admin socket, hosts map, acme.map, tls/. */
   dir: string;
+  /** The HTTPS frontend (ADR 0018): certificates in <dir>/tls (default.pem, then those of certs.list). */
+  https?: { host: string; port: number };
 }
+
+/** Where the edge's certificates are: the default one (unknown SNI), and the list of the domains' ones. */
+export const tlsPaths = (dir: string) => ({
+  dir: `${dir}/tls`,
+  defaultCert: `${dir}/tls/default.pem`,
+  crtList: `${dir}/tls/certs.list`,
+  cert: (name: string) => `${dir}/tls/${name}.pem`,
+});
 
 const NO_APP = `<!doctype html><html><head><meta charset=utf-8><title>No app here</title></head><body style='font-family:sans-serif;margin:3em'><h1>No app here</h1><p>No app is served at this address.</p><p><small>Pier</small></p></body></html>`;
 const NOT_RUNNING = `<!doctype html><html><head><meta charset=utf-8><title>App not running</title></head><body style='font-family:sans-serif;margin:3em'><h1>App not running</h1><p>This app has no running instance. Deploy it, or start it with pier restart.</p><p><small>Pier</small></p></body></html>`;
 
 /** The hosts map file: `<hostname> <backend>` per line. */
 export function renderHostsMap(layout: EdgeLayout): string {
-  return layout.backends.map((b) => `${b.hostname} ${backendName(b.appId)}\n`).join("");
+  return layout.backends
+    .flatMap((b) => [b.hostname, ...(b.aliases ?? [])].map((h) => `${h} ${backendName(b.appId)}\n`))
+    .join("");
 }
+
+/** The lines of a frontend that set the forwarded headers and pick the backend by host. */
+const hostRouting = (proto: "http" | "https", dir: string) => [
+  `  http-request set-header X-Forwarded-Proto ${proto}`,
+  "  http-request set-header X-Forwarded-Host %[req.hdr(host)]",
+  "  http-request set-header X-Forwarded-Port %[dst_port]",
+  `  use_backend %[req.hdr(host),field(1,:),lower,map(${dir}/hosts.map)]`,
+  "  default_backend no_app",
+];
 
 export function renderHaproxyConfig(input: HaproxyConfigInput): string {
   const { dir } = input;
@@ -183,9 +223,37 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
     Number.isInteger(input.listenPort) && input.listenPort > 0 && input.listenPort < 65536,
     "listen port must be 1..65535",
   );
-  validateRoutes(input.layout.backends.map((b) => ({ appId: b.appId, hostname: b.hostname, targets: [] })));
-  const structure = JSON.stringify(input.layout.backends.map((b) => [b.appId, b.hostname, b.slots.length]));
+  validateRoutes(
+    input.layout.backends.map((b) => ({
+      appId: b.appId,
+      hostname: b.hostname,
+      aliases: b.aliases,
+      targets: [],
+    })),
+  );
+  const https = input.https;
+  if (https) {
+    check(
+      https.host === "0.0.0.0" || IPV4.test(https.host),
+      `https host '${https.host}' must be an IPv4 address`,
+    );
+    check(
+      Number.isInteger(https.port) && https.port > 0 && https.port < 65536 && https.port !== input.listenPort,
+      "https port must be 1..65535 and not the HTTP port",
+    );
+  }
+  const structure = JSON.stringify([
+    input.layout.backends.map((b) => [
+      b.appId,
+      b.hostname,
+      b.slots.length,
+      b.aliases ?? [],
+      b.forceHttps === true,
+    ]),
+    https ?? null,
+  ]);
   const version = createHash("sha256").update(structure).digest("hex").slice(0, 16);
+  const tls = tlsPaths(dir);
   const lines = [
     "# Rendered by Pier from its route table. Do not edit: the next change overwrites it.",
     "global",
@@ -210,12 +278,22 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
     "frontend edge",
     `  bind ${input.listenHost}:${input.listenPort}`,
     `  http-request return status 200 content-type text/plain string "${version}" if { path /.pier/edge-version } { req.hdr(host) -m str pier-edge.invalid }`,
-    "  http-request set-header X-Forwarded-Proto http",
-    "  http-request set-header X-Forwarded-Host %[req.hdr(host)]",
-    "  http-request set-header X-Forwarded-Port %[dst_port]",
-    `  use_backend %[req.hdr(host),field(1,:),lower,map(${dir}/hosts.map)]`,
-    "  default_backend no_app",
+    // ACME's HTTP-01 answers, from a map the control plane changes through the runtime API (ADR 0018).
+    ...(https
+      ? [
+          `  http-request return status 200 content-type text/plain lf-string "%[path,field(4,/),map(${dir}/acme.map)]" if { path_beg /.well-known/acme-challenge/ } { path,field(4,/),map(${dir}/acme.map) -m found }`,
+        ]
+      : []),
+    ...hostRouting("http", dir),
     "",
+    ...(https
+      ? [
+          "frontend edge_tls",
+          `  bind ${https.host}:${https.port} ssl crt ${tls.defaultCert} crt-list ${tls.crtList} alpn h2,http/1.1 ssl-min-ver TLSv1.2`,
+          ...hostRouting("https", dir),
+          "",
+        ]
+      : []),
     "backend no_app",
     `  http-request return status 404 content-type text/html string "${NO_APP}"`,
   ];
@@ -230,6 +308,12 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
       // requests of every app with this page.
       `  http-error status 503 content-type text/html string "${NOT_RUNNING}"`,
     );
+    if (b.forceHttps && https) {
+      const port = https.port === 443 ? "" : `:${https.port}`;
+      lines.push(
+        `  http-request redirect location https://%[req.hdr(host),field(1,:)]${port}%[capture.req.uri] code 301 unless { ssl_fc }`,
+      );
+    }
     b.slots.forEach((s, i) => {
       lines.push(
         s ? `  server ${slotName(i)} ${s.host}:${s.port}` : `  server ${slotName(i)} 127.0.0.1:1 disabled`,

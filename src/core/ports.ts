@@ -4,6 +4,7 @@
  */
 
 import type { Addon, AddonBackup, AddonCredentials, AddonKind } from "./addons.js";
+import type { CertificatePair, Domain } from "./domains.js";
 import type { ApiToken, App, Deployment, DeployState, Flavor, LogLine, Release, SshKey } from "./model.js";
 
 /** One address an instance answers HTTP on (a loopback address of the host). */
@@ -24,6 +25,10 @@ export interface Route {
   appId: string;
   hostname: string;
   targets: RouteTarget[];
+  /** The app's custom domains (ADR 0018), routed like `hostname`. */
+  aliases?: string[];
+  /** CC_FORCE_HTTPS of the serving release: HTTP requests are redirected to HTTPS. */
+  forceHttps?: boolean;
 }
 
 export interface Edge {
@@ -446,4 +451,36 @@ export interface AddonStore {
   addBackup(b: Omit<AddonBackup, "createdAt"> & { createdAt?: string }): Promise<AddonBackup>;
   listBackups(addonId: string): Promise<AddonBackup[]>;
   deleteBackup(id: string): Promise<void>;
+}
+
+/** The store's custom domains, their certificates and ACME accounts (src/adapters/store/sqlite-domains.ts). */
+export interface DomainStore {
+  /** CONFLICT (naming the app) when the domain belongs to an app already. */
+  addDomain(d: Pick<Domain, "name" | "appId" | "nextAttemptAt">): Promise<Domain>;
+  findDomain(name: string): Promise<Domain | null>;
+  /** Every domain, or an app's, by name. */
+  listDomains(appId?: string): Promise<Domain[]>;
+  updateDomain(
+    name: string,
+    patch: Partial<Omit<Domain, "name" | "appId" | "createdAt">>,
+    certificate?: CertificatePair,
+  ): Promise<Domain>;
+  /** The certificate serving the domain, with its key (stored sealed), or null. */
+  domainCertificate(name: string): Promise<CertificatePair | null>;
+  deleteDomain(name: string): Promise<void>;
+  /** The ACME account key (PEM, stored sealed) Pier uses at this directory URL, or null. */
+  acmeAccountKey(directory: string): Promise<string | null>;
+  saveAcmeAccountKey(directory: string, keyPem: string): Promise<void>;
+}
+
+/** The edge's TLS side (src/adapters/edge/haproxy.ts): certificates and HTTP-01 answers, changed live. */
+export interface TlsEdge {
+  /** Serves `pem` (chain and key) for `name`, without a reload; kept on disk for a restarted edge. */
+  installCertificate(name: string, pem: string): Promise<void>;
+  removeCertificate(name: string): Promise<void>;
+  /** The names that have a certificate on the edge. */
+  certificates(): Promise<string[]>;
+  /** Answers `GET /.well-known/acme-challenge/<token>` on the HTTP edge with `keyAuthorization`. */
+  setChallenge(token: string, keyAuthorization: string): Promise<void>;
+  removeChallenge(token: string): Promise<void>;
 }

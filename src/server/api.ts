@@ -14,6 +14,8 @@ import type { AddonService } from "./addons.js";
 import type { AppService } from "./apps.js";
 import { CONSOLE_CSP, CONSOLE_HTML } from "./console.js";
 import type { DeployLogs } from "./deploy-logs.js";
+import { domainRoutes } from "./domain-routes.js";
+import type { DomainService } from "./domains.js";
 import { buildOpenApi } from "./openapi.js";
 import { schemas } from "./schemas.js";
 
@@ -72,6 +74,8 @@ export function createApi(deps: {
   store: Store;
   apps: AppService;
   addons: AddonService;
+  /** Custom domains and certificates (ADR 0018). */
+  domains: DomainService;
   logs: DeployLogs;
   logger: Logger;
   nodeVersions: () => Promise<NodeVersion[]>;
@@ -128,6 +132,7 @@ export function createApi(deps: {
   api.use("/v1/*", authorize(store));
   accessRoutes(api, { store, apps, body });
   addonRoutes(api, { addons: deps.addons, apps, body });
+  domainRoutes(api, { domains: () => deps.domains, apps, body });
 
   const appOf = async (c: Context): Promise<App> => apps.get(c.req.param("app") ?? "");
 

@@ -33,6 +33,16 @@ const schema = z.object({
   PIER_SSH_PORT: port(2222),
   PIER_HTTP_HOST: z.string().min(1).default("0.0.0.0"),
   PIER_HTTP_PORT: port(8000),
+  PIER_HTTPS_HOST: z.string().min(1).optional(),
+  PIER_HTTPS_PORT: port(8443),
+  PIER_ACME_DIRECTORY: z
+    .union([z.literal("off"), z.url({ message: "must be an ACME directory URL, or off" })])
+    .default("https://acme-v02.api.letsencrypt.org/directory"),
+  PIER_ACME_EMAIL: z.email({ message: "must be an email address" }).optional(),
+  PIER_ACME_CA: z
+    .string()
+    .refine((p) => existsSync(p), "file does not exist")
+    .optional(),
   PIER_DOMAIN: z
     .string()
     .regex(
@@ -118,6 +128,10 @@ export interface Config {
   api: { host: string; port: number };
   ssh: { host: string; port: number };
   http: { host: string; port: number };
+  /** PIER_HTTPS_HOST (default: PIER_HTTP_HOST) and PIER_HTTPS_PORT: the edge's TLS frontend. */
+  https: { host: string; port: number };
+  /** ACME (ADR 0018): the directory URL (null: off, only users' certificates), contact, extra CA file. */
+  acme: { directory: string | null; email: string | null; caFile: string | null };
   domain: string;
   gitHost: string;
   extraCaCerts: string;
@@ -166,6 +180,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`));
   }
   const c = parsed.data;
+  if (c.PIER_HTTPS_PORT === c.PIER_HTTP_PORT)
+    throw new ConfigError(["PIER_HTTPS_PORT: must differ from PIER_HTTP_PORT"]);
   if (subnetCount(c.PIER_SUBNET_POOL, c.PIER_SUBNET_SIZE) < 2) {
     throw new ConfigError([
       `PIER_SUBNET_POOL: a /${c.PIER_SUBNET_POOL.prefix} holds fewer than two networks of PIER_SUBNET_SIZE /${c.PIER_SUBNET_SIZE}: give a larger pool (like ${DEFAULT_SUBNET_POOL}) or a longer PIER_SUBNET_SIZE`,
@@ -176,6 +192,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     api: { host: c.PIER_API_HOST, port: c.PIER_API_PORT },
     ssh: { host: c.PIER_SSH_HOST, port: c.PIER_SSH_PORT },
     http: { host: c.PIER_HTTP_HOST, port: c.PIER_HTTP_PORT },
+    https: { host: c.PIER_HTTPS_HOST ?? c.PIER_HTTP_HOST, port: c.PIER_HTTPS_PORT },
+    acme: {
+      directory: c.PIER_ACME_DIRECTORY === "off" ? null : c.PIER_ACME_DIRECTORY,
+      email: c.PIER_ACME_EMAIL ?? null,
+      caFile: c.PIER_ACME_CA ?? null,
+    },
     domain: c.PIER_DOMAIN,
     gitHost: c.PIER_GIT_HOST ?? c.PIER_DOMAIN,
     extraCaCerts: c.PIER_EXTRA_CA_CERTS,

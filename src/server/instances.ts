@@ -43,6 +43,8 @@ export class Instances {
       networks: Pick<Networks, "ensure" | "remove">;
       domain: string;
       stopGraceMs: number;
+      /** The custom domains of each app, by app id (ADR 0018). */
+      aliases?: () => Promise<Map<string, string[]>>;
     },
   ) {}
 
@@ -222,6 +224,8 @@ export class Instances {
             "pier.instance": String(n),
             "pier.instance-id": instanceId,
             "pier.network": network,
+            // The edge redirects HTTP to HTTPS for the instances of a release with CC_FORCE_HTTPS=true.
+            ...(r.env.CC_FORCE_HTTPS === "true" ? { "pier.force-https": "true" } : {}),
           },
           cmd: r.cmd,
           httpPort: r.httpPort,
@@ -291,25 +295,31 @@ export class Instances {
   /** The last route table, by app: a deploy refreshes its own app's entry only. */
   private table: Map<string, Route> | null = null;
 
-  private async routeOf(app: App, listed: readonly RoutableInstance[]): Promise<Route> {
+  private async routeOf(
+    app: App,
+    listed: readonly RoutableInstance[],
+    aliases: Map<string, string[]>,
+  ): Promise<Route> {
     const pending = this.pending.get(app.id);
     const serving = pending
       ? pending.deploymentId
       : app.stopped
         ? null
         : ((await this.deps.store.currentRelease(app.id))?.deploymentId ?? null);
+    const mine = listed.filter(
+      (i) => serving !== null && i.labels["pier.app"] === app.id && i.labels["pier.deployment"] === serving,
+    );
     return {
       appId: app.id,
       hostname: `${app.name}.${this.deps.domain}`,
-      targets: listed.flatMap((i) =>
-        serving !== null &&
-        i.labels["pier.app"] === app.id &&
-        i.labels["pier.deployment"] === serving &&
-        i.http
-          ? [i.http]
-          : [],
-      ),
+      targets: mine.flatMap((i) => (i.http ? [i.http] : [])),
+      aliases: aliases.get(app.id) ?? [],
+      forceHttps: mine.some((i) => i.labels["pier.force-https"] === "true"),
     };
+  }
+
+  private aliases(): Promise<Map<string, string[]>> {
+    return this.deps.aliases?.() ?? Promise.resolve(new Map());
   }
 
   /**
@@ -323,7 +333,11 @@ export class Instances {
     if (appId && this.table) {
       const app = await store.findApp(appId);
       if (!app || app.task) this.table.delete(appId);
-      else this.table.set(appId, await this.routeOf(app, await engine.listRoutable({ "pier.app": appId })));
+      else
+        this.table.set(
+          appId,
+          await this.routeOf(app, await engine.listRoutable({ "pier.app": appId }), await this.aliases()),
+        );
       return [...this.table.values()];
     }
     const byApp = new Map<string, RoutableInstance[]>();
@@ -332,8 +346,9 @@ export class Instances {
       byApp.set(id, [...(byApp.get(id) ?? []), i]);
     }
     const table = new Map<string, Route>();
+    const aliases = await this.aliases();
     for (const app of await store.listApps()) {
-      if (!app.task) table.set(app.id, await this.routeOf(app, byApp.get(app.id) ?? []));
+      if (!app.task) table.set(app.id, await this.routeOf(app, byApp.get(app.id) ?? [], aliases));
     }
     this.table = table;
     return [...table.values()];

@@ -4,9 +4,11 @@ import { chmod, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import type { Logger } from "pino";
+import { AcmeIssuer } from "../adapters/acme.js";
 import { kvProvider } from "../adapters/addons/kv.js";
 import { postgresqlProvider } from "../adapters/addons/postgresql.js";
 import { HaproxyEdge } from "../adapters/edge/haproxy.js";
+import { HaproxyTls } from "../adapters/edge/haproxy-tls.js";
 import { DockerEngine } from "../adapters/engine/docker.js";
 import { NpmRegistry } from "../adapters/npm-registry.js";
 import { SecretBox } from "../adapters/secret-box.js";
@@ -21,6 +23,7 @@ import { AppService } from "./apps.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { DeployLogs } from "./deploy-logs.js";
 import { Deployer } from "./deployer.js";
+import { DomainService, domainsByApp } from "./domains.js";
 import { hostKey, hostPublicKey, startGitSshServer } from "./git-ssh.js";
 import { Instances } from "./instances.js";
 import { removeLeftovers } from "./leftovers.js";
@@ -117,6 +120,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     dir: join(config.dataDir, "edge"),
     listenPort: config.http.port,
     listenHost: config.http.host,
+    https: config.https,
     logger: logger.child({ part: "edge" }),
   });
   await edge.start();
@@ -134,6 +138,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     hostKey: hostPublicKey(await hostKey(hostKeyPath)),
     prefixes: pierGitPrefixes(config.gitHost, config.ssh.port),
   };
+  const domainStore = store.domains();
   const repoDir = (appId: string) => join(config.dataDir, "repos", `${appId}.git`);
   const instances = new Instances({
     engine,
@@ -142,6 +147,23 @@ export async function startServer(config: Config): Promise<RunningServer> {
     networks,
     domain: config.domain,
     stopGraceMs: config.stopGraceMs,
+    aliases: () => domainsByApp(domainStore),
+  });
+  const domains = new DomainService({
+    store: domainStore,
+    tls: new HaproxyTls(edge),
+    issuer: config.acme.directory
+      ? new AcmeIssuer({
+          directory: config.acme.directory,
+          email: config.acme.email,
+          caFile: config.acme.caFile,
+          store: domainStore,
+        })
+      : null,
+    refreshEdge: (appId) => instances.refreshEdge(appId),
+    logger: logger.child({ part: "domains" }),
+    pierDomain: config.domain,
+    httpsPort: config.https.port,
   });
   const addonOpts = { socketPath: config.dockerSocket, scope };
   const addons = new AddonService({
@@ -216,6 +238,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
   addons.startDailyBackups();
   // HAProxy outlives pier server, but may die under it (killed, OOM): the watchdog starts it again.
   edge.watch(1000, () => instances.refreshEdge());
+  // Certificates: those missing on the edge installed, then every due issue or renewal (and every minute).
+  domains.start();
 
   const events = new AbortController();
   const onEngineEvent = async (e: EngineEvent) => {
@@ -283,6 +307,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     nodeVersions: () => availableNodeVersions(registry),
     apps,
     addons,
+    domains,
     logs,
     logger: logger.child({ part: "api" }),
     maxBodyBytes: config.apiMaxBodyBytes,
@@ -358,6 +383,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       `  API:              ${apiUrl}/v1  (OpenAPI: ${apiUrl}/v1/openapi.json)`,
       `  git over SSH:     port ${ssh.port}  (git+ssh://git@${config.gitHost}:${ssh.port}/<app_id>.git)`,
       `  HTTP edge:        http://<app>.${config.domain}:${config.http.port}`,
+      `  HTTPS edge:       port ${config.https.port} (custom domains: pier domain add NAME --app APP)`,
       `  admin token:      ${tokenFile} (the CLI on this host reads it; elsewhere set PIER_URL and PIER_TOKEN)`,
       "",
       "",
@@ -369,6 +395,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     close: async () => {
       events.abort();
       addons.stop();
+      domains.stop();
       edge.unwatch();
       await ssh.close();
       await new Promise<void>((resolve) => http.close(() => resolve()));

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { addonSchemas } from "./addon-routes.js";
+import { domainSchemas } from "./domain-routes.js";
 import { schemas } from "./schemas.js";
 
 type Method = "get" | "post" | "put" | "patch" | "delete";
@@ -208,6 +209,36 @@ const ROUTES: RouteDoc[] = [
     path: "/v1/apps/{app}/published-config/{name}",
     summary: "Stop publishing a variable",
     status: 204,
+  },
+  // https (ADR 0018)
+  {
+    method: "get",
+    path: "/v1/apps/{app}/domains",
+    summary: "The app's custom domains, each with its certificate's state, issuer, expiry and renewal",
+  },
+  {
+    method: "post",
+    path: "/v1/apps/{app}/domains",
+    summary: "Add a custom domain: routed at once, its certificate obtained from the ACME server",
+    body: domainSchemas.addDomain,
+    status: 201,
+  },
+  {
+    method: "delete",
+    path: "/v1/apps/{app}/domains/{domain}",
+    summary: "Remove a custom domain and its certificate",
+    status: 204,
+  },
+  {
+    method: "post",
+    path: "/v1/apps/{app}/domains/{domain}/renew",
+    summary: "Obtain a new certificate now (the current one serves until it is installed)",
+  },
+  {
+    method: "put",
+    path: "/v1/apps/{app}/domains/{domain}/certificate",
+    summary: "Serve your own certificate (chain and key checked); Pier does not renew it",
+    body: domainSchemas.setCertificate,
   },
 ];
 

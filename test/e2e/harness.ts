@@ -99,6 +99,7 @@ export class Pier {
   apiPort = 0;
   sshPort = 0;
   httpPort = 0;
+  httpsPort = 0;
   keyFile = "";
   output = "";
 
@@ -115,6 +116,7 @@ export class Pier {
       PIER_SSH_PORT: String(this.sshPort),
       PIER_HTTP_PORT: String(this.httpPort),
       PIER_HTTP_HOST: "127.0.0.1",
+      PIER_HTTPS_PORT: String(this.httpsPort),
       PIER_SSH_HOST: "127.0.0.1",
       PIER_STOP_GRACE: "3",
       PIER_LISTEN_TIMEOUT: "20",
@@ -130,6 +132,7 @@ export class Pier {
       this.apiPort = await freePort();
       this.sshPort = await freePort();
       this.httpPort = await freePort();
+      this.httpsPort = await freePort();
     }
     const child = spawn(process.execPath, [CLI, "server"], {
       env: this.env,

@@ -16,6 +16,7 @@ import {
 import { PierError } from "../../core/errors.js";
 import type { Edge, Route, SkippedRoute } from "../../core/ports.js";
 import { ExecError, exec } from "../exec.js";
+import { prepareTlsFiles, type RuntimeEdge } from "./haproxy-tls.js";
 
 interface EdgeLogger {
   info: (o: object, m?: string) => void;
@@ -28,6 +29,8 @@ export interface HaproxyEdgeOptions {
   dir: string;
   listenPort: number;
   listenHost: string;
+  /** The HTTPS frontend (ADR 0018); none without. */
+  https?: { host: string; port: number };
   logger?: EdgeLogger;
 }
 
@@ -58,7 +61,7 @@ const RUNTIME_ERROR = /No such (server|backend)|Unknown command|Require|Invalid|
  * restarted `pier server` adopts it. While `pier server` runs, a watchdog (`watch()`) starts HAProxy again
  * with the current routes when its process is gone (killed, crashed).
  */
-export class HaproxyEdge implements Edge {
+export class HaproxyEdge implements Edge, RuntimeEdge {
   private readonly bin: string;
   private readonly conf: string;
   private readonly map: string;
@@ -81,6 +84,20 @@ export class HaproxyEdge implements Edge {
     this.layoutFile = join(opts.dir, "layout.json");
   }
 
+  get dir(): string {
+    return this.opts.dir;
+  }
+
+  /** Runs `f` in line with route changes and restarts (never during one). */
+  serialize<T>(f: () => Promise<T>): Promise<T> {
+    const next = this.chain.then(f);
+    this.chain = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    return next;
+  }
+
   pid(): number | null {
     const file = join(this.opts.dir, "haproxy.pid");
     if (!existsSync(file)) return null;
@@ -94,6 +111,7 @@ export class HaproxyEdge implements Edge {
       listenHost: this.opts.listenHost,
       listenPort: this.opts.listenPort,
       dir: this.opts.dir,
+      https: this.opts.https,
     });
   }
 
@@ -133,6 +151,12 @@ export class HaproxyEdge implements Edge {
       s.on("error", reject);
       s.setTimeout(5000, () => s.destroy(new Error("HAProxy's runtime API did not answer within 5 s")));
     });
+  }
+
+  /** One command with a payload (HAProxy's `<<` syntax: the payload ends at an empty line). */
+  runtimePayload(command: string, payload: string): Promise<string> {
+    const body = payload.replace(/\n+$/, "").replace(/\n\n+/g, "\n");
+    return this.runtime([`${command} <<\n${body}\n`]);
   }
 
   private servedVersion(): Promise<string | null> {
@@ -178,8 +202,8 @@ export class HaproxyEdge implements Edge {
       const msg = e instanceof ExecError ? e.stderrTail.trim() : (e as Error).message;
       throw new PierError(
         "EDGE_ERROR",
-        `The edge (HAProxy) did not start on ${this.opts.listenHost}:${this.opts.listenPort}: ${msg}`,
-        "Is another process using PIER_HTTP_PORT?",
+        `The edge (HAProxy) did not start on ${this.opts.listenHost}:${this.opts.listenPort}${this.opts.https ? ` and ${this.opts.https.host}:${this.opts.https.port}` : ""}: ${msg}`,
+        "Is another process using PIER_HTTP_PORT or PIER_HTTPS_PORT?",
       );
     }
     await this.waitServing(configVersion(text));
@@ -187,6 +211,7 @@ export class HaproxyEdge implements Edge {
 
   async start(): Promise<void> {
     await mkdir(this.opts.dir, { recursive: true });
+    if (this.opts.https) await prepareTlsFiles(this.opts.dir);
     if (existsSync(this.layoutFile)) {
       try {
         this.layout = JSON.parse(readFileSync(this.layoutFile, "utf8")) as EdgeLayout;

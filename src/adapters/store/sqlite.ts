@@ -14,6 +14,7 @@ import type { AppPatch, DeploymentPatch, NewApp, Store, SubnetClaim } from "../.
 import type { SecretBox } from "../secret-box.js";
 import { ACCESS_MIGRATION, SqliteAccess } from "./sqlite-access.js";
 import { ADDONS_MIGRATION, SqliteAddons } from "./sqlite-addons.js";
+import { DOMAINS_MIGRATION, SqliteDomains } from "./sqlite-domains.js";
 
 /** Schema changes, applied in order once each. Never edit a shipped entry: add one. */
 export const MIGRATIONS: readonly string[] = [
@@ -50,6 +51,7 @@ export const MIGRATIONS: readonly string[] = [
    CREATE INDEX subnets_app ON subnets(app_id);`,
   ACCESS_MIGRATION, // tenancy
   ADDONS_MIGRATION, // addons
+  DOMAINS_MIGRATION, // https
 ];
 
 type Row = Record<string, unknown>;
@@ -129,6 +131,11 @@ export class SqliteStore implements Store {
   /** The add-ons, links, published variables and backups, on the same database (ADR 0015). */
   addons(): SqliteAddons {
     return new SqliteAddons(this.db, this.box, appOf);
+  }
+
+  /** Custom domains, their certificates and ACME accounts, on the same database (ADR 0018). */
+  domains(): SqliteDomains {
+    return new SqliteDomains(this.db, this.box);
   }
 
   /** Values written in clear by versions before encryption at rest are sealed in place, once. */

@@ -5,6 +5,7 @@ import { cancelDeploy } from "./cancel-deploy.js";
 import { create } from "./create.js";
 import { del } from "./delete.js";
 import { deployments } from "./deployments.js";
+import { domain } from "./domain.js";
 import { env } from "./env.js";
 import { help } from "./help.js";
 import { link } from "./link.js";
@@ -37,6 +38,7 @@ export const COMMANDS: readonly Command[] = [
   stop,
   cancelDeploy,
   env,
+  domain,
   addon,
   service,
   publishedConfig,

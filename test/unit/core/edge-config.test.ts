@@ -239,3 +239,123 @@ test("runtime commands", () => {
     "set server app_x/s0 state maint",
   ]);
 });
+
+describe("custom domains and HTTPS (ADR 0018)", () => {
+  const withDomains = (
+    appId: string,
+    hostname: string,
+    aliases: string[],
+    forceHttps = false,
+    ...ports: number[]
+  ) => ({
+    ...route(appId, hostname, ...ports),
+    aliases,
+    forceHttps,
+  });
+  const https = { host: "0.0.0.0", port: 8443 };
+  const render = (routes: Route[], tls: { host: string; port: number } | null = https) =>
+    renderHaproxyConfig({
+      layout: layoutFor(routes),
+      listenHost: "0.0.0.0",
+      listenPort: 8000,
+      dir: "/e",
+      https: tls ?? undefined,
+    });
+
+  test("the hosts map routes every domain of an app to its backend, sorted", () => {
+    const l = layoutFor([withDomains("app-a", "a.localhost", ["www.z.test", "a.test"], false, 1)]);
+    assert.equal(renderHostsMap(l), "a.localhost app_app_a\na.test app_app_a\nwww.z.test app_app_a\n");
+  });
+  test("the HTTPS frontend: crt-list after a default certificate, HTTP/2 by ALPN, TLS 1.2 and up, proto https", () => {
+    const cfg = render([withDomains("app-a", "a.localhost", ["www.a.test"], false, 1)]);
+    const tls = cfg.slice(cfg.indexOf("frontend edge_tls"), cfg.indexOf("\nbackend no_app"));
+    assert.match(
+      tls,
+      /bind 0\.0\.0\.0:8443 ssl crt \/e\/tls\/default\.pem crt-list \/e\/tls\/certs\.list alpn h2,http\/1\.1 ssl-min-ver TLSv1\.2\n/,
+    );
+    assert.match(tls, /set-header X-Forwarded-Proto https\n/);
+    assert.match(tls, /use_backend %\[req\.hdr\(host\),field\(1,:\),lower,map\(\/e\/hosts\.map\)\]/);
+    const http = cfg.slice(cfg.indexOf("frontend edge\n"), cfg.indexOf("frontend edge_tls"));
+    assert.match(http, /set-header X-Forwarded-Proto http\n/);
+    // HTTP-01 answers come from the runtime-updated map, before any routing or redirect.
+    assert.match(
+      http,
+      /http-request return status 200 content-type text\/plain lf-string "%\[path,field\(4,\/\),map\(\/e\/acme\.map\)\]" if \{ path_beg \/\.well-known\/acme-challenge\/ \}/,
+    );
+    assert.ok(http.indexOf("acme-challenge") < http.indexOf("use_backend"));
+  });
+  test("without HTTPS settings: no TLS frontend, no ACME map", () => {
+    const cfg = render([withDomains("app-a", "a.localhost", [], true, 1)], null);
+    assert.doesNotMatch(cfg, /edge_tls|acme\.map|redirect/);
+  });
+  test("CC_FORCE_HTTPS: the app's backend redirects plain HTTP, with the HTTPS port unless 443", () => {
+    const cfg = render([
+      withDomains("app-a", "a.localhost", [], true, 1),
+      withDomains("app-b", "b.localhost", [], false, 2),
+    ]);
+    const a = cfg.slice(cfg.indexOf("backend app_app_a"), cfg.indexOf("backend app_app_b"));
+    assert.match(
+      a,
+      /http-request redirect location https:\/\/%\[req\.hdr\(host\),field\(1,:\)\]:8443%\[capture\.req\.uri\] code 301 unless \{ ssl_fc \}/,
+    );
+    assert.doesNotMatch(cfg.slice(cfg.indexOf("backend app_app_b")), /redirect/);
+    const on443 = render([withDomains("app-a", "a.localhost", [], true, 1)], { host: "0.0.0.0", port: 443 });
+    assert.match(on443, /location https:\/\/%\[req\.hdr\(host\),field\(1,:\)\]%\[capture\.req\.uri\]/);
+  });
+  test("the served version changes with the domains, the redirect and the HTTPS port", () => {
+    const v = (routes: Route[], tls = https) => configVersion(render(routes, tls));
+    const base = v([withDomains("app-a", "a.localhost", [], false, 1)]);
+    assert.notEqual(v([withDomains("app-a", "a.localhost", ["a.test"], false, 1)]), base);
+    assert.notEqual(v([withDomains("app-a", "a.localhost", [], true, 1)]), base);
+    assert.notEqual(
+      v([withDomains("app-a", "a.localhost", [], false, 1)], { host: "0.0.0.0", port: 9443 }),
+      base,
+    );
+    assert.equal(v([withDomains("app-a", "a.localhost", [], false, 9)]), base, "instances are not structure");
+  });
+  test("a change of domains or redirect is a reload, not a runtime switch; the same ones switch at runtime", () => {
+    const current = layoutFor([withDomains("app-a", "a.localhost", ["a.test"], false, 1)]);
+    assert.equal(
+      planRuntimeSwitch(current, [withDomains("app-a", "a.localhost", ["a.test", "b.test"], false, 1)]),
+      null,
+    );
+    assert.equal(planRuntimeSwitch(current, [withDomains("app-a", "a.localhost", [], false, 1)]), null);
+    assert.equal(
+      planRuntimeSwitch(current, [withDomains("app-a", "a.localhost", ["a.test"], true, 1)]),
+      null,
+    );
+    assert.notEqual(
+      planRuntimeSwitch(current, [withDomains("app-a", "a.localhost", ["a.test"], false, 2)]),
+      null,
+    );
+    // A layout written before domains existed (no aliases field) equals one without domains.
+    const old: EdgeLayout = { backends: [{ appId: "app-a", hostname: "a.localhost", slots: [t(1), null] }] };
+    assert.notEqual(planRuntimeSwitch(old, [route("app-a", "a.localhost", 2)]), null);
+  });
+  test("a domain routed twice, or invalid, skips that app's route only", () => {
+    const { ok, skipped } = partitionRoutes([
+      withDomains("app-a", "a.localhost", ["x.test"], false, 1),
+      withDomains("app-b", "b.localhost", ["x.test"], false, 2),
+      withDomains("app-c", "c.localhost", ["bad_name.test"], false, 3),
+      withDomains("app-d", "d.localhost", ["a.localhost"], false, 4),
+    ]);
+    assert.deepEqual(
+      ok.map((r) => r.appId),
+      ["app-a"],
+    );
+    assert.deepEqual(
+      skipped.map((s) => [s.appId, s.reason]),
+      [
+        ["app-b", "hostname 'x.test' is routed to app-a already"],
+        ["app-c", "hostname 'bad_name.test' is not a valid DNS name (label 'bad_name')"],
+        ["app-d", "hostname 'a.localhost' is routed to app-a already"],
+      ],
+    );
+  });
+  test("the HTTPS port must differ from the HTTP port", () => {
+    assert.throws(
+      () => render([route("app-a", "a.localhost")], { host: "0.0.0.0", port: 8000 }),
+      /https port/,
+    );
+  });
+});

@@ -46,3 +46,53 @@ describe("subnet pool settings", () => {
     assert.equal(p.length, 3, p.join("\n"));
   });
 });
+
+describe("HTTPS and ACME settings (ADR 0018)", () => {
+  test("defaults: HTTPS on 8443 beside the HTTP edge, Let's Encrypt's production directory", () => {
+    const c = loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", PIER_HTTP_HOST: "127.0.0.1" });
+    assert.deepEqual(c.https, { host: "127.0.0.1", port: 8443 });
+    assert.deepEqual(c.acme, {
+      directory: "https://acme-v02.api.letsencrypt.org/directory",
+      email: null,
+      caFile: null,
+    });
+  });
+  test("production ports, a contact, a CA file; off turns ACME off", () => {
+    const c = loadConfig({
+      PIER_EXTRA_CA_CERTS: "/dev/null",
+      PIER_HTTP_PORT: "80",
+      PIER_HTTPS_PORT: "443",
+      PIER_ACME_EMAIL: "ops@example.com",
+      PIER_ACME_CA: "/dev/null",
+    });
+    assert.equal(c.https.port, 443);
+    assert.deepEqual(c.acme, {
+      directory: "https://acme-v02.api.letsencrypt.org/directory",
+      email: "ops@example.com",
+      caFile: "/dev/null",
+    });
+    assert.equal(
+      loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", PIER_ACME_DIRECTORY: "off" }).acme.directory,
+      null,
+    );
+  });
+  test("every problem listed at once", () => {
+    assert.deepEqual(
+      problems({
+        PIER_HTTPS_PORT: "0",
+        PIER_ACME_DIRECTORY: "letsencrypt",
+        PIER_ACME_EMAIL: "nobody",
+        PIER_ACME_CA: "/no/such/file",
+      }),
+      [
+        "PIER_HTTPS_PORT: must be 1..65535",
+        "PIER_ACME_DIRECTORY: must be an ACME directory URL, or off",
+        "PIER_ACME_EMAIL: must be an email address",
+        "PIER_ACME_CA: file does not exist",
+      ],
+    );
+    assert.deepEqual(problems({ PIER_HTTP_PORT: "8443" }), [
+      "PIER_HTTPS_PORT: must differ from PIER_HTTP_PORT",
+    ]);
+  });
+});

@@ -9,6 +9,7 @@ import type { AddonService } from "../../../src/server/addons.js";
 import { createApi } from "../../../src/server/api.js";
 import type { AppService } from "../../../src/server/apps.js";
 import type { DeployLogs } from "../../../src/server/deploy-logs.js";
+import type { DomainService } from "../../../src/server/domains.js";
 import { documentedRoutes } from "../../../src/server/openapi.js";
 
 const PUBLIC = new Set(["GET /v1/info", "GET /v1/openapi.json"]);
@@ -19,6 +20,7 @@ describe("the API's routes", () => {
     store: {} as Store,
     apps: {} as AppService,
     addons: {} as AddonService,
+    domains: {} as DomainService,
     logs: {} as DeployLogs,
     logger: pino({ level: "silent" }),
     nodeVersions: async () => [],

@@ -1,0 +1,187 @@
+import { readFile } from "node:fs/promises";
+import { z } from "zod";
+import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
+import { appPath } from "../client.js";
+import type { Command, Context } from "../command.js";
+import { CliError, UsageError } from "../errors.js";
+import { resolveApp } from "../link-file.js";
+import { json, table } from "../output.js";
+
+const DomainSchema = z.looseObject({
+  name: z.string(),
+  app: z.string(),
+  source: z.string(),
+  state: z.string(),
+  issuer: z.string().nullable(),
+  serial: z.string().nullable(),
+  notAfter: z.string().nullable(),
+  nextAttemptAt: z.string().nullable(),
+  failures: z.number(),
+  lastError: z.string().nullable(),
+  url: z.string(),
+});
+type DomainView = z.infer<typeof DomainSchema>;
+
+const USAGE = `Usage: pier domain [--app A] [--format human|json]
+       pier domain add NAME [--app A]
+       pier domain rm NAME [--app A]
+       pier domain renew NAME [--app A]
+       pier domain cert set NAME --cert FILE --key FILE [--app A]
+
+  An app answers at <app>.<PIER_DOMAIN>, and at its custom domains: point the domain's DNS at this host,
+  then add it. Pier routes it at once (HTTP and HTTPS) and obtains its certificate from the ACME server
+  (PIER_ACME_DIRECTORY, Let's Encrypt by default; HTTP-01 on the HTTP port, which must be port 80 from
+  the Internet). Certificates are renewed by themselves 30 days before they expire (a third of their
+  lifetime for short ones), with retries; a failed renewal keeps the current certificate serving.
+  A domain belongs to one app. An app's CC_FORCE_HTTPS=true redirects its HTTP requests to HTTPS.
+
+  (none)      the app's domains: certificate state, issuer, expiry, next renewal, last error
+  add         adds a domain to the app (refused when another app has it)
+  rm          removes the domain and its certificate
+  renew       obtains a new certificate now (the current one serves until the new one is installed)
+  cert set    serves your own certificate (PEM: the certificate then its chain; an unencrypted key);
+              checked against the key and the name. Pier does not renew it.
+
+Options:
+  -a, --app <name|id>          the app (default: the one in .pier.json, searched upwards from here)
+      --cert <file>            the certificate chain (cert set)
+      --key <file>             its private key (cert set)
+      --format human|json      output format (default human)
+  -h, --help                   show this help
+`;
+
+const day = (iso: string | null) => (iso ? iso.slice(0, 10) : "");
+
+function describe(d: DomainView): string {
+  const state =
+    d.state === "issued"
+      ? `certificate from ${d.issuer ?? "?"} (${d.source}), expires ${day(d.notAfter)}`
+      : d.state === "pending"
+        ? "obtaining a certificate"
+        : "no certificate";
+  return `${d.name}: ${state}`;
+}
+
+async function readPem(file: string, what: string): Promise<string> {
+  try {
+    return await readFile(file, "utf8");
+  } catch (e) {
+    throw new CliError(`cannot read the ${what} ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+  }
+}
+
+export const domain: Command = {
+  name: "domain",
+  summary: "An app's custom domains and their HTTPS certificates: list, add, rm, renew, cert set",
+  help: USAGE,
+  async run(args, ctx) {
+    const { values, positionals } = parseFlags("domain", args, {
+      ...HELP,
+      ...APP,
+      ...FORMAT,
+      cert: { type: "string" },
+      key: { type: "string" },
+    });
+    const [sub = "list", ...rest] = positionals;
+    const { format } = checkFlags(`domain ${sub}`, z.object({ format: humanJson }), {
+      format: values.format,
+    });
+    const out = (d: DomainView, line: string) => ctx.out(format === "json" ? json(d) : `${line}\n`);
+    const api = () => ctx.client();
+    switch (sub) {
+      case "list": {
+        takePositionals("domain", rest, 0, 0, "");
+        const app = resolveApp(values.app, ctx.cwd, "domain");
+        const list = await api().call("GET", appPath(app.ref, "domains"), z.array(DomainSchema));
+        if (format === "json") ctx.out(json(list));
+        else if (list.length === 0) ctx.err("No custom domains. Add one with: pier domain add NAME\n");
+        else {
+          ctx.out(
+            table(
+              ["DOMAIN", "STATE", "SOURCE", "ISSUER", "EXPIRES", "NEXT RENEWAL", "LAST ERROR"],
+              list.map((d) => [
+                d.name,
+                d.state,
+                d.source,
+                d.issuer ?? "",
+                day(d.notAfter),
+                d.nextAttemptAt ?? "",
+                d.lastError ?? "",
+              ]),
+            ),
+          );
+        }
+        return 0;
+      }
+      case "add": {
+        const [name] = takePositionals(
+          "domain",
+          rest,
+          1,
+          1,
+          "the domain NAME: pier domain add www.example.com",
+        );
+        const app = resolveApp(values.app, ctx.cwd, "domain");
+        const d = await api().call("POST", appPath(app.ref, "domains"), DomainSchema, { body: { name } });
+        out(d, `Added ${d.name} to ${d.app}: ${d.url} once its certificate is obtained (see pier domain).`);
+        return 0;
+      }
+      case "rm": {
+        const [name] = takePositionals("domain", rest, 1, 1, "the domain NAME");
+        const app = resolveApp(values.app, ctx.cwd, "domain");
+        await api().callNoContent("DELETE", appPath(app.ref, "domains", name as string));
+        ctx.out(`Removed ${name} from ${app.ref}.\n`);
+        return 0;
+      }
+      case "renew": {
+        const [name] = takePositionals("domain", rest, 1, 1, "the domain NAME");
+        const app = resolveApp(values.app, ctx.cwd, "domain");
+        ctx.err(`Obtaining a new certificate for ${name}...\n`);
+        const d = await api().call(
+          "POST",
+          appPath(app.ref, "domains", name as string, "renew"),
+          DomainSchema,
+        );
+        out(d, `Renewed: ${describe(d)}, serial ${d.serial ?? "?"}.`);
+        return 0;
+      }
+      case "cert":
+        return certSet(ctx, rest, values, format);
+      default:
+        throw new UsageError(`unknown domain command '${sub}' (expected add, rm, renew, cert set)`, {
+          command: "domain",
+        });
+    }
+  },
+};
+
+async function certSet(
+  ctx: Context,
+  rest: string[],
+  values: { app?: string; cert?: string; key?: string },
+  format: string,
+): Promise<number> {
+  const [op, ...more] = rest;
+  if (op !== "set")
+    throw new UsageError(`unknown domain cert command '${op ?? ""}' (expected set)`, { command: "domain" });
+  const [name] = takePositionals(
+    "domain",
+    more,
+    1,
+    1,
+    "the domain NAME: pier domain cert set NAME --cert F --key F",
+  );
+  if (!values.cert || !values.key)
+    throw new UsageError("--cert FILE and --key FILE are both needed", { command: "domain" });
+  const app = resolveApp(values.app, ctx.cwd, "domain");
+  const body = { cert: await readPem(values.cert, "certificate"), key: await readPem(values.key, "key") };
+  const d = await ctx
+    .client()
+    .call("PUT", appPath(app.ref, "domains", name as string, "certificate"), DomainSchema, { body });
+  if (format === "json") ctx.out(json(d));
+  else
+    ctx.out(
+      `${describe(d)}.\nPier does not renew a certificate you set: set the next one before it expires.\n`,
+    );
+  return 0;
+}

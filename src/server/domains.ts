@@ -1,0 +1,315 @@
+import type { Logger } from "pino";
+import type { CertificateIssuer } from "../adapters/acme.js";
+import {
+  type CertificatePair,
+  certificateFacts,
+  checkCertificate,
+  type Domain,
+  domainNameProblem,
+  edgePem,
+  renewalTime,
+  retryDelay,
+} from "../core/domains.js";
+import { PierError } from "../core/errors.js";
+import type { App } from "../core/model.js";
+import type { DomainStore, TlsEdge } from "../core/ports.js";
+
+/** The custom domains of every app, by app id (what the edge routes besides `<app>.<PIER_DOMAIN>`). */
+export async function domainsByApp(store: Pick<DomainStore, "listDomains">): Promise<Map<string, string[]>> {
+  const byApp = new Map<string, string[]>();
+  for (const d of await store.listDomains()) byApp.set(d.appId, [...(byApp.get(d.appId) ?? []), d.name]);
+  return byApp;
+}
+
+/** What `pier domain` shows of a domain. */
+export interface DomainView {
+  name: string;
+  app: string;
+  source: Domain["source"];
+  state: Domain["state"];
+  issuer: string | null;
+  serial: string | null;
+  notAfter: string | null;
+  /** When Pier next tries to obtain or renew the certificate by itself (null: a user's certificate). */
+  nextAttemptAt: string | null;
+  failures: number;
+  lastError: string | null;
+  url: string;
+}
+
+/**
+ * Custom domains of apps and their certificates (ADR 0018). Adding a domain routes it to the app on the
+ * HTTP and HTTPS edges at once, then obtains a certificate from the ACME server in the background; a timer
+ * renews certificates before they expire (renewalTime), retrying with backoff (retryDelay). A failure is
+ * recorded on the domain and logged; the current certificate, if any, keeps serving.
+ */
+export class DomainService {
+  /** Issues under way, by domain: one at a time per domain. */
+  private readonly issuing = new Map<string, Promise<Domain>>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly deps: {
+      store: DomainStore;
+      tls: TlsEdge;
+      /** null: PIER_ACME_DIRECTORY=off (only users' certificates). */
+      issuer: CertificateIssuer | null;
+      /** Makes the edge route the app's domains (Instances.refreshEdge). */
+      refreshEdge: (appId: string) => Promise<void>;
+      logger: Logger;
+      pierDomain: string;
+      httpsPort: number;
+      /** The first retry after a failure waits this long (default 5 min), doubling up to 6 h. */
+      retryBaseMs?: number;
+    },
+  ) {}
+
+  view(d: Domain, app: App): DomainView {
+    const port = this.deps.httpsPort === 443 ? "" : `:${this.deps.httpsPort}`;
+    return {
+      name: d.name,
+      app: app.name,
+      source: d.source,
+      state: d.state,
+      issuer: d.issuer,
+      serial: d.serial,
+      notAfter: d.notAfter,
+      nextAttemptAt: d.nextAttemptAt,
+      failures: d.failures,
+      lastError: d.lastError,
+      url: `https://${d.name}${port}`,
+    };
+  }
+
+  async list(app: App): Promise<DomainView[]> {
+    return (await this.deps.store.listDomains(app.id)).map((d) => this.view(d, app));
+  }
+
+  private async owned(app: App, name: string): Promise<Domain> {
+    const d = await this.deps.store.findDomain(name.toLowerCase());
+    if (!d || d.appId !== app.id)
+      throw new PierError(
+        "DOMAIN_NOT_FOUND",
+        `The app ${app.name} has no domain ${name}.`,
+        "See `pier domain`.",
+      );
+    return d;
+  }
+
+  /** Why the app cannot take the domain `name`, or nothing. */
+  private check(app: App, name: string): void {
+    const bad = domainNameProblem(name, this.deps.pierDomain);
+    if (bad) throw new PierError("INVALID_INPUT", bad);
+    if (app.task !== null)
+      throw new PierError("INVALID_INPUT", `${app.name} is a task app: it serves no HTTP, so no domain.`);
+  }
+
+  async add(app: App, rawName: string): Promise<DomainView> {
+    const name = rawName.trim().toLowerCase();
+    this.check(app, name);
+    const d = await this.deps.store.addDomain({
+      name,
+      appId: app.id,
+      nextAttemptAt: this.deps.issuer ? new Date().toISOString() : null,
+    });
+    await this.deps.refreshEdge(app.id);
+    this.deps.logger.info({ domain: name, appId: app.id }, "domain added");
+    if (this.deps.issuer) void this.issue(name).catch(() => undefined);
+    return this.view(d, app);
+  }
+
+  async remove(app: App, name: string): Promise<void> {
+    const d = await this.owned(app, name);
+    await this.deps.store.deleteDomain(d.name);
+    await this.deps.refreshEdge(app.id);
+    await this.deps.tls.removeCertificate(d.name);
+    this.deps.logger.info({ domain: d.name, appId: app.id }, "domain removed");
+  }
+
+  /** Obtains a new certificate now (a renewal ahead of time, or a retry); throws what the ACME server said. */
+  async renew(app: App, name: string): Promise<DomainView> {
+    const d = await this.owned(app, name);
+    if (!this.deps.issuer)
+      throw new PierError(
+        "CONFLICT",
+        "ACME is off on this server (PIER_ACME_DIRECTORY=off).",
+        `Set a certificate: pier domain cert set ${d.name} --cert FILE --key FILE --app ${app.name}`,
+      );
+    return this.view(await this.issue(d.name), app);
+  }
+
+  /** Serves the user's own certificate for the domain (added when missing); it is not renewed by Pier. */
+  async setCertificate(app: App, rawName: string, pair: CertificatePair): Promise<DomainView> {
+    const name = rawName.trim().toLowerCase();
+    this.check(app, name);
+    const facts = checkCertificate(pair, name);
+    let d = await this.deps.store.findDomain(name);
+    if (d && d.appId !== app.id) await this.owned(app, name);
+    if (!d) {
+      d = await this.deps.store.addDomain({ name, appId: app.id, nextAttemptAt: null });
+      await this.deps.refreshEdge(app.id);
+    }
+    await this.deps.tls.installCertificate(name, edgePem(pair));
+    const saved = await this.deps.store.updateDomain(
+      name,
+      {
+        source: "user",
+        state: "issued",
+        issuer: facts.issuer,
+        serial: facts.serial,
+        notBefore: facts.notBefore,
+        notAfter: facts.notAfter,
+        lastError: null,
+        failures: 0,
+        nextAttemptAt: null,
+      },
+      pair,
+    );
+    this.deps.logger.info(
+      { domain: name, serial: facts.serial, notAfter: facts.notAfter },
+      "user certificate set",
+    );
+    return this.view(saved, app);
+  }
+
+  /** Obtains and installs a certificate for the domain; records the outcome on it. */
+  private issue(name: string): Promise<Domain> {
+    const running = this.issuing.get(name);
+    if (running) return running;
+    const run = this.issueNow(name).finally(() => {
+      this.issuing.delete(name);
+      void this.schedule();
+    });
+    this.issuing.set(name, run);
+    return run;
+  }
+
+  private async issueNow(name: string): Promise<Domain> {
+    const { store, tls, issuer, logger } = this.deps;
+    const d = await store.findDomain(name);
+    if (!d) throw new PierError("DOMAIN_NOT_FOUND", `No domain ${name}.`);
+    if (!issuer) return d;
+    const renewal = d.state === "issued";
+    logger.info(
+      { domain: name, directory: issuer.directory },
+      renewal ? "renewing certificate" : "obtaining certificate",
+    );
+    try {
+      const pair = await issuer.obtain(name, tls);
+      const facts = certificateFacts(pair.certPem);
+      if (!(await store.findDomain(name))) return d; // removed meanwhile
+      await tls.installCertificate(name, edgePem(pair));
+      const saved = await store.updateDomain(
+        name,
+        {
+          source: "acme",
+          state: "issued",
+          issuer: facts.issuer,
+          serial: facts.serial,
+          notBefore: facts.notBefore,
+          notAfter: facts.notAfter,
+          lastError: null,
+          failures: 0,
+          nextAttemptAt: renewalTime(new Date(facts.notBefore), new Date(facts.notAfter)).toISOString(),
+        },
+        pair,
+      );
+      logger.info(
+        { domain: name, serial: facts.serial, notAfter: facts.notAfter, issuer: facts.issuer },
+        renewal ? "certificate renewed" : "certificate obtained",
+      );
+      return saved;
+    } catch (e) {
+      const message =
+        e instanceof PierError ? e.message : `could not install the certificate: ${(e as Error).message}`;
+      const failures = d.failures + 1;
+      const next = new Date(Date.now() + retryDelay(failures, this.deps.retryBaseMs));
+      if (await store.findDomain(name))
+        await store.updateDomain(name, {
+          state: d.state === "issued" ? "issued" : "failed",
+          lastError: message,
+          failures,
+          nextAttemptAt: next.toISOString(),
+        });
+      logger.warn(
+        { domain: name, failures, nextAttemptAt: next.toISOString(), err: message },
+        renewal
+          ? "certificate renewal failed: the current certificate keeps serving"
+          : "no certificate obtained",
+      );
+      throw e instanceof PierError ? e : new PierError("ACME_ERROR", message);
+    }
+  }
+
+  /**
+   * Brings the edge in step with the store (certificates missing on it installed, those of deleted domains
+   * removed), then obtains or renews every certificate that is due.
+   */
+  async tick(): Promise<void> {
+    const { store, tls, logger } = this.deps;
+    const domains = await store.listDomains();
+    const onEdge = new Set(await tls.certificates());
+    const known = new Set(domains.map((d) => d.name));
+    for (const n of onEdge) if (!known.has(n)) await tls.removeCertificate(n);
+    for (const d of domains) {
+      if (onEdge.has(d.name) || d.state !== "issued") continue;
+      const pair = await store.domainCertificate(d.name);
+      if (!pair) continue;
+      await tls.installCertificate(d.name, edgePem(pair));
+      logger.info({ domain: d.name }, "certificate installed on the edge again");
+    }
+    if (!this.deps.issuer) return;
+    const now = Date.now();
+    for (const d of domains) {
+      if (d.source !== "acme" || d.nextAttemptAt === null || Date.parse(d.nextAttemptAt) > now) continue;
+      await this.issue(d.name).catch(() => undefined);
+    }
+  }
+
+  private running = false;
+  private stopped = true;
+  private maxWaitMs = 60_000;
+
+  /**
+   * Runs tick() now, then again when the next certificate is due (its renewal time, or its retry), and at
+   * least every `maxWaitMs`: a short-lived certificate is renewed on time, not up to a minute late.
+   */
+  start(maxWaitMs = 60_000): void {
+    this.maxWaitMs = maxWaitMs;
+    this.stopped = false;
+    void this.loop();
+  }
+
+  private async loop(): Promise<void> {
+    if (this.running || this.stopped) return;
+    this.running = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.tick().catch((err: Error) =>
+      this.deps.logger.warn({ err: err.message }, "could not check the domains' certificates"),
+    );
+    this.running = false;
+    await this.schedule();
+  }
+
+  /** Sets the timer for the next due certificate (after an issue moved a due time, too). */
+  private async schedule(): Promise<void> {
+    if (this.stopped || this.running) return;
+    const due = this.deps.issuer
+      ? (await this.deps.store.listDomains().catch(() => []))
+          .filter((d) => d.source === "acme" && d.nextAttemptAt !== null)
+          .map((d) => Date.parse(d.nextAttemptAt ?? ""))
+      : [];
+    const next = Math.min(Date.now() + this.maxWaitMs, ...due);
+    if (this.stopped || this.running) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.loop(), Math.max(1000, next - Date.now()));
+    this.timer.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}

@@ -1,0 +1,550 @@
+// Custom domains and automatic HTTPS (issue 11, ADR 0018) end to end: a real pier server and HAProxy edge,
+// Debian's pebble (an ACME server, RFC 8555) and pebble-challtestsrv (its DNS, every name at 127.0.0.1),
+// all on loopback. Pebble checks HTTP-01 on Pier's HTTP edge port.
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { request as httpsRequest } from "node:https";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { connect as tlsConnect } from "node:tls";
+import { freePort, httpGet, NODE_DOCKER_APP, Pier, run } from "./harness.js";
+
+interface DomainJson {
+  name: string;
+  app: string;
+  source: string;
+  state: string;
+  issuer: string | null;
+  serial: string | null;
+  notAfter: string | null;
+  lastError: string | null;
+  nextAttemptAt: string | null;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function openssl(args: string[]): Promise<void> {
+  const r = await run(["openssl", ...args]);
+  if (r.code !== 0) throw new Error(`openssl ${args.join(" ")}: ${r.stderr}`);
+}
+
+/** A self-signed certificate (a CA when `ca`) for `cn`, or one signed by `issuer`. */
+async function makeCert(
+  dir: string,
+  base: string,
+  cn: string,
+  opts: { sans?: string[]; issuer?: string; ca?: boolean } = {},
+): Promise<{ cert: string; key: string }> {
+  const key = join(dir, `${base}.key`);
+  const cert = join(dir, `${base}.pem`);
+  const ext = join(dir, `${base}.ext`);
+  writeFileSync(
+    ext,
+    opts.ca
+      ? "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n"
+      : `subjectAltName=${(opts.sans ?? [cn]).map((s) => (/^\d/.test(s) ? `IP:${s}` : `DNS:${s}`)).join(",")}\n`,
+  );
+  const newKey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key];
+  if (!opts.issuer) {
+    await openssl([
+      "req",
+      "-x509",
+      ...newKey,
+      "-days",
+      "30",
+      "-subj",
+      `/CN=${cn}`,
+      "-extensions",
+      "v3",
+      "-config",
+      await v3(dir, ext),
+      "-out",
+      cert,
+    ]);
+  } else {
+    const csr = join(dir, `${base}.csr`);
+    await openssl(["req", ...newKey, "-subj", `/CN=${cn}`, "-out", csr]);
+    await openssl([
+      "x509",
+      "-req",
+      "-in",
+      csr,
+      "-CA",
+      `${opts.issuer}.pem`,
+      "-CAkey",
+      `${opts.issuer}.key`,
+      "-CAcreateserial",
+      "-days",
+      "30",
+      "-extfile",
+      ext,
+      "-out",
+      cert,
+    ]);
+  }
+  return { cert, key };
+}
+
+/** An openssl config whose `v3` section holds the extensions of `ext`. */
+async function v3(dir: string, ext: string): Promise<string> {
+  const file = `${ext}.cnf`;
+  writeFileSync(file, `[req]\ndistinguished_name=dn\n[dn]\n[v3]\n${readFileSync(ext, "utf8")}`);
+  void dir;
+  return file;
+}
+
+/** An HTTPS GET on a new connection to the edge with SNI `host`, trusting `ca` only. */
+function httpsGet(
+  port: number,
+  host: string,
+  ca: string,
+  path = "/",
+): Promise<{ status: number; body: string; headers: Record<string, unknown>; serial: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      { host: "127.0.0.1", port, path, servername: host, headers: { host }, ca, agent: false },
+      (res) => {
+        let body = "";
+        const serial = (res.socket as import("node:tls").TLSSocket).getPeerCertificate().serialNumber ?? "";
+        res.on("data", (c: Buffer) => {
+          body += c.toString();
+        });
+        res.on("end", () =>
+          resolve({ status: res.statusCode ?? 0, body, headers: res.headers, serial: serial.toLowerCase() }),
+        );
+      },
+    );
+    req.setTimeout(10_000, () => req.destroy(new Error("timeout")));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/** The serial of the certificate the edge serves for SNI `host` (no trust check). */
+function servedSerial(port: number, host: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = tlsConnect({ host: "127.0.0.1", port, servername: host, rejectUnauthorized: false }, () => {
+      resolve((s.getPeerCertificate().serialNumber ?? "").toLowerCase());
+      s.end();
+    });
+    s.on("error", reject);
+  });
+}
+
+describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, () => {
+  let pier: Pier;
+  const procs: ChildProcess[] = [];
+  let dir = "";
+  let pebbleRoot = "";
+  let challMgmt = 0;
+
+  const domains = (app: string) => pier.cliJson<DomainJson[]>(["domain", "--app", app]);
+  async function waitState(
+    app: string,
+    name: string,
+    states: string[],
+    limitMs = 120_000,
+  ): Promise<DomainJson> {
+    const end = Date.now() + limitMs;
+    let last: DomainJson | undefined;
+    while (Date.now() < end) {
+      last = (await domains(app)).find((d) => d.name === name);
+      if (last && states.includes(last.state)) return last;
+      await sleep(500);
+    }
+    throw new Error(
+      `domain ${name} never reached ${states.join("/")}: ${JSON.stringify(last)}\n${pier.output}`,
+    );
+  }
+
+  let extra: Record<string, string> = {};
+  let dnsPort = 0;
+  const spawnKept = (argv: string[], env: Record<string, string> = {}) => {
+    const p = spawn(argv[0]!, argv.slice(1), { env: { ...process.env, ...env }, stdio: "ignore" });
+    procs.push(p);
+  };
+
+  /**
+   * Starts a pebble (its certificates valid `validitySeconds` when given) checking HTTP-01 on Pier's HTTP
+   * edge; returns its directory URL and the root its certificates chain to.
+   */
+  async function startPebble(validitySeconds?: number): Promise<{ directory: string; root: string }> {
+    const [acmePort, acmeMgmt] = [await freePort(), await freePort()];
+    const config = join(dir, `pebble-${acmePort}.json`);
+    writeFileSync(
+      config,
+      JSON.stringify({
+        pebble: {
+          listenAddress: `127.0.0.1:${acmePort}`,
+          managementListenAddress: `127.0.0.1:${acmeMgmt}`,
+          certificate: join(dir, "pebble.pem"),
+          privateKey: join(dir, "pebble.key"),
+          httpPort: pier.httpPort,
+          tlsPort: pier.httpsPort,
+          ocspResponderURL: "",
+          externalAccountBindingRequired: false,
+          ...(validitySeconds ? { certificateValidityPeriod: validitySeconds } : {}),
+        },
+      }),
+    );
+    spawnKept(["pebble", "-config", config, "-dnsserver", `127.0.0.1:${dnsPort}`], {
+      PEBBLE_VA_NOSLEEP: "1",
+      PEBBLE_VA_ALWAYS_VALID: "0",
+      PEBBLE_WFE_NONCEREJECT: "0",
+    });
+    const ca = readFileSync(join(dir, "pebble-ca.pem"), "utf8");
+    let root = "";
+    for (let i = 0; i < 100 && !root; i++) {
+      await sleep(200);
+      root = await new Promise<string>((resolve) => {
+        const req = httpsRequest(
+          { host: "127.0.0.1", port: acmeMgmt, path: "/roots/0", ca, servername: "localhost" },
+          (res) => {
+            let b = "";
+            res.on("data", (c: Buffer) => {
+              b += c.toString();
+            });
+            res.on("end", () => resolve(res.statusCode === 200 ? b : ""));
+          },
+        );
+        req.on("error", () => resolve(""));
+        req.end();
+      });
+    }
+    assert.match(root, /BEGIN CERTIFICATE/, "pebble's root, from its management interface");
+    return { directory: `https://localhost:${acmePort}/dir`, root };
+  }
+
+  before(async () => {
+    dnsPort = await freePort();
+    // info: the server log shows each certificate obtained and renewed.
+    extra = { PIER_ACME_EMAIL: "e2e@example.test", PIER_LOG_LEVEL: "info" };
+    pier = new Pier(extra);
+    dir = pier.work;
+    // Pebble's own HTTPS (its directory) uses a certificate of a CA made here: Pier trusts it by PIER_ACME_CA.
+    extra.PIER_ACME_CA = join(dir, "pebble-ca.pem");
+    pier.apiPort = await freePort();
+    pier.sshPort = await freePort();
+    pier.httpPort = await freePort();
+    pier.httpsPort = await freePort();
+    challMgmt = await freePort();
+    await makeCert(dir, "pebble-ca", "Pier test CA for pebble", { ca: true });
+    await makeCert(dir, "pebble", "localhost", {
+      sans: ["localhost", "127.0.0.1"],
+      issuer: join(dir, "pebble-ca"),
+    });
+    spawnKept([
+      "pebble-challtestsrv",
+      "-dns01",
+      `127.0.0.1:${dnsPort}`,
+      "-http01",
+      "",
+      "-https01",
+      "",
+      "-tlsalpn01",
+      "",
+      "-management",
+      `127.0.0.1:${challMgmt}`,
+      "-defaultIPv4",
+      "127.0.0.1",
+      "-defaultIPv6",
+      "",
+    ]);
+    const pebble = await startPebble();
+    pebbleRoot = pebble.root;
+    extra.PIER_ACME_DIRECTORY = pebble.directory;
+    writeFileSync(join(dir, "pebble-root.pem"), pebbleRoot);
+    await pier.start();
+    await pier.addKey();
+    const app = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "web"]);
+    const repo = await pier.repo("web", NODE_DOCKER_APP, app.id);
+    const push = await pier.push(repo);
+    assert.equal(push.code, 0, push.stderr);
+    await pier.cliJson(["create", "--type", "docker", "other"]);
+  });
+
+  after(async () => {
+    await pier?.destroy();
+    for (const p of procs) p.kill("SIGTERM");
+  });
+
+  test("invalid names are refused, naming the rule", async () => {
+    const bad = await pier.cli(["domain", "add", "bad_name.example.test", "--app", "web"]);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /not a valid DNS name/);
+    const single = await pier.cli(["domain", "add", "localhost2", "--app", "web"]);
+    assert.notEqual(single.code, 0);
+    assert.match(single.stderr, /at least two labels/);
+    const under = await pier.cli(["domain", "add", "x.localhost", "--app", "web"]);
+    assert.notEqual(under.code, 0);
+    assert.match(under.stderr, /under PIER_DOMAIN/);
+  });
+
+  let firstSerial = "";
+
+  test("a domain added gets a certificate from the ACME server; HTTPS answers the app with X-Forwarded-Proto: https", async () => {
+    const add = await pier.cli(["domain", "add", "www.example.test", "--app", "web"]);
+    assert.equal(add.code, 0, add.stderr);
+    assert.match(add.stdout, /Added www\.example\.test to web/);
+    // Routed on the HTTP edge at once.
+    const http = await httpGet(pier.httpPort, "www.example.test");
+    assert.equal(http.status, 200);
+    assert.equal(JSON.parse(http.body).headers["x-forwarded-proto"], "http");
+
+    const d = await waitState("web", "www.example.test", ["issued", "failed"]);
+    assert.equal(d.state, "issued", d.lastError ?? "");
+    assert.match(d.issuer ?? "", /Pebble/i);
+    assert.equal(d.source, "acme");
+    assert.ok(d.notAfter && Date.parse(d.notAfter) > Date.now());
+    assert.ok(
+      d.nextAttemptAt && Date.parse(d.nextAttemptAt) < Date.parse(d.notAfter),
+      "a renewal is planned",
+    );
+    firstSerial = d.serial ?? "";
+
+    const human = await pier.cli(["domain", "--app", "web"]);
+    assert.match(human.stdout, /www\.example\.test\s+issued\s+acme\s+Pebble/);
+
+    const curl = await run([
+      "curl",
+      "-sS",
+      "--http2",
+      "--resolve",
+      `www.example.test:${pier.httpsPort}:127.0.0.1`,
+      "--cacert",
+      join(dir, "pebble-root.pem"),
+      "-w",
+      "\\n%{http_version}",
+      `https://www.example.test:${pier.httpsPort}/`,
+    ]);
+    assert.equal(curl.code, 0, curl.stderr);
+    const [body, version] = curl.stdout.split("\n");
+    assert.equal(JSON.parse(body!).headers["x-forwarded-proto"], "https");
+    assert.equal(version, "2", "HTTP/2 through ALPN");
+    const tls12 = await run([
+      "curl",
+      "-sS",
+      "--tlsv1.2",
+      "--tls-max",
+      "1.2",
+      "-o",
+      "/dev/null",
+      "-w",
+      "%{http_code}",
+      "--resolve",
+      `www.example.test:${pier.httpsPort}:127.0.0.1`,
+      "--cacert",
+      join(dir, "pebble-root.pem"),
+      `https://www.example.test:${pier.httpsPort}/`,
+    ]);
+    assert.equal(tls12.stdout, "200", `TLS 1.2 too: ${tls12.stderr}`);
+    assert.equal(await servedSerial(pier.httpsPort, "www.example.test"), firstSerial);
+  });
+
+  test("a domain belongs to one app: adding it to another is refused, naming the app that has it", async () => {
+    const r = await pier.cli(["domain", "add", "www.example.test", "--app", "other"]);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /belongs to the app web/);
+  });
+
+  test("a forced renewal under HTTPS load: no failed request, the new serial served", async () => {
+    const ca = pebbleRoot;
+    let ok = 0;
+    const failures: string[] = [];
+    let stop = false;
+    const loop = async () => {
+      while (!stop) {
+        try {
+          const r = await httpsGet(pier.httpsPort, "www.example.test", ca);
+          if (r.status === 200) ok++;
+          else failures.push(`status ${r.status}`);
+        } catch (e) {
+          failures.push((e as Error).message);
+        }
+      }
+    };
+    const loops = [loop(), loop(), loop(), loop()];
+    await sleep(500);
+    const renew = await pier.cli(["domain", "renew", "www.example.test", "--app", "web", "--format", "json"]);
+    await sleep(1000);
+    stop = true;
+    await Promise.all(loops);
+    assert.equal(renew.code, 0, renew.stderr);
+    const d = JSON.parse(renew.stdout) as DomainJson;
+    assert.notEqual(d.serial, firstSerial, "a new certificate");
+    assert.deepEqual(failures, []);
+    assert.ok(ok > 20, `requests made: ${ok}`);
+    assert.equal(await servedSerial(pier.httpsPort, "www.example.test"), d.serial);
+    assert.match(
+      pier.output + readFileSync(join(dir, "data", "edge", "tls", "certs.list"), "utf8"),
+      /www\.example\.test/,
+    );
+  });
+
+  test("an ACME server that refuses: a clear error on the domain, HTTP keeps serving", async () => {
+    // The test DNS sends refused.example.test to an address where nothing listens: the validation fails.
+    const r = await fetch(`http://127.0.0.1:${challMgmt}/add-a`, {
+      method: "POST",
+      body: JSON.stringify({ host: "refused.example.test.", addresses: ["127.0.0.2"] }),
+    });
+    assert.equal(r.status, 200);
+    const add = await pier.cli(["domain", "add", "refused.example.test", "--app", "web"]);
+    assert.equal(add.code, 0, add.stderr);
+    const d = await waitState("web", "refused.example.test", ["failed", "issued"]);
+    assert.equal(d.state, "failed");
+    assert.match(d.lastError ?? "", /gave no certificate for refused\.example\.test/);
+    assert.ok(d.nextAttemptAt && Date.parse(d.nextAttemptAt) > Date.now(), "a retry is planned");
+    const human = await pier.cli(["domain", "--app", "web"]);
+    assert.match(human.stdout, /refused\.example\.test\s+failed/);
+    assert.match(pier.output, /"domain":"refused\.example\.test".*"msg":"no certificate obtained"/);
+    assert.equal((await httpGet(pier.httpPort, "refused.example.test")).status, 200);
+    assert.equal((await pier.get("web")).status, 200);
+    const rm = await pier.cli(["domain", "rm", "refused.example.test", "--app", "web"]);
+    assert.equal(rm.code, 0, rm.stderr);
+    assert.equal((await httpGet(pier.httpPort, "refused.example.test")).status, 404);
+  });
+
+  test("a user's certificate: a key that does not match is refused; the right one is served", async () => {
+    const good = await makeCert(dir, "user", "shop.example.test");
+    const other = await makeCert(dir, "user-other", "shop.example.test");
+    const wrong = await pier.cli([
+      "domain",
+      "cert",
+      "set",
+      "shop.example.test",
+      "--cert",
+      good.cert,
+      "--key",
+      other.key,
+      "--app",
+      "web",
+    ]);
+    assert.notEqual(wrong.code, 0);
+    assert.match(wrong.stderr, /private key does not match the certificate/);
+    const name = await pier.cli([
+      "domain",
+      "cert",
+      "set",
+      "api.example.test",
+      "--cert",
+      good.cert,
+      "--key",
+      good.key,
+      "--app",
+      "web",
+    ]);
+    assert.notEqual(name.code, 0);
+    assert.match(name.stderr, /not for api\.example\.test/);
+    const set = await pier.cli([
+      "domain",
+      "cert",
+      "set",
+      "shop.example.test",
+      "--cert",
+      good.cert,
+      "--key",
+      good.key,
+      "--app",
+      "web",
+    ]);
+    assert.equal(set.code, 0, set.stderr);
+    assert.match(
+      set.stdout,
+      /shop\.example\.test: certificate from shop\.example\.test \(user\), expires \d{4}-/,
+    );
+    const r = await httpsGet(pier.httpsPort, "shop.example.test", readFileSync(good.cert, "utf8"));
+    assert.equal(r.status, 200);
+    assert.equal(JSON.parse(r.body).headers["x-forwarded-proto"], "https");
+  });
+
+  test("CC_FORCE_HTTPS=true redirects HTTP to HTTPS; ACME's HTTP-01 path is not redirected", async () => {
+    assert.equal((await pier.cli(["env", "set", "CC_FORCE_HTTPS", "true", "--app", "web"])).code, 0);
+    const restart = await pier.cli(["restart", "--app", "web"]);
+    assert.equal(restart.code, 0, restart.stderr);
+    const r = await httpGet(pier.httpPort, "www.example.test", "/some/path?q=1");
+    assert.equal(r.status, 301);
+    assert.equal(r.headers.location, `https://www.example.test:${pier.httpsPort}/some/path?q=1`);
+    const s = await httpsGet(pier.httpsPort, "www.example.test", pebbleRoot);
+    assert.equal(s.status, 200);
+    // A renewal still works: pebble's HTTP-01 request reaches the challenge answer, not the redirect.
+    const renew = await pier.cli(["domain", "renew", "www.example.test", "--app", "web"]);
+    assert.equal(renew.code, 0, renew.stderr);
+  });
+
+  test("a restarted edge serves the same certificates (the files are kept in step)", async () => {
+    const before = await servedSerial(pier.httpsPort, "www.example.test");
+    const pid = Number(readFileSync(join(dir, "data", "edge", "haproxy.pid"), "utf8").trim());
+    process.kill(pid, "SIGKILL");
+    const end = Date.now() + 30_000;
+    let serial = "";
+    while (Date.now() < end && serial !== before) {
+      await sleep(300);
+      serial = await servedSerial(pier.httpsPort, "www.example.test").catch(() => "");
+    }
+    assert.equal(serial, before);
+    // The restarted HAProxy loaded it from the files: a renewal switches it through the runtime API too.
+    const renew = await pier.cli(["domain", "renew", "www.example.test", "--app", "web", "--format", "json"]);
+    assert.equal(renew.code, 0, renew.stderr);
+    const d = JSON.parse(renew.stdout) as DomainJson;
+    assert.notEqual(d.serial, before);
+    assert.equal(await servedSerial(pier.httpsPort, "www.example.test"), d.serial);
+  });
+
+  test("a short-lived certificate is renewed by itself on time, under HTTPS load, without a failed request", async () => {
+    // A second pebble whose certificates live 30 s; pier server restarts onto it (a new ACME account).
+    const short = await startPebble(30);
+    await pier.stopServer();
+    extra.PIER_ACME_DIRECTORY = short.directory;
+    await pier.start();
+    const first = JSON.parse(
+      (await pier.cli(["domain", "renew", "www.example.test", "--app", "web", "--format", "json"])).stdout,
+    ) as DomainJson;
+    const life = Date.parse(first.notAfter ?? "") - Date.now();
+    assert.ok(life > 0 && life <= 31_000, `a 30 s certificate (${life} ms left)`);
+    assert.ok(
+      Date.parse(first.nextAttemptAt ?? "") < Date.parse(first.notAfter ?? "") - 9_000,
+      "renewal planned a third of the lifetime before expiry",
+    );
+    let ok = 0;
+    const failures: string[] = [];
+    let stop = false;
+    const loop = async () => {
+      while (!stop) {
+        try {
+          const r = await httpsGet(pier.httpsPort, "www.example.test", short.root);
+          if (r.status === 200) ok++;
+          else failures.push(`status ${r.status}`);
+        } catch (e) {
+          failures.push((e as Error).message);
+        }
+        await sleep(20);
+      }
+    };
+    const loops = [loop(), loop()];
+    const end = Date.now() + 40_000;
+    let serial = first.serial;
+    while (Date.now() < end && serial === first.serial) {
+      await sleep(500);
+      serial = await servedSerial(pier.httpsPort, "www.example.test");
+    }
+    await sleep(1000);
+    stop = true;
+    await Promise.all(loops);
+    assert.notEqual(serial, first.serial, "renewed by itself before it expired");
+    assert.ok(Date.now() < Date.parse(first.notAfter ?? ""), "before the first one expired");
+    assert.deepEqual(failures, []);
+    assert.ok(ok > 20, `requests made: ${ok}`);
+    const d = (await domains("web")).find((x) => x.name === "www.example.test");
+    assert.equal(d?.serial, serial);
+    assert.match(pier.output, /"domain":"www\.example\.test".*"msg":"certificate renewed"/);
+  });
+
+  test("an app's token lists and renews its domains, but only an admin token claims a domain", async () => {
+    const tok = await pier.cliJson<{ token: string }>(["tokens", "create", "web-ci", "--app", "web"]);
+    const list = await pier.api("GET", "/v1/apps/web/domains", undefined, tok.token);
+    assert.equal(list.status, 200);
+    const add = await pier.api("POST", "/v1/apps/web/domains", { name: "mine.example.test" }, tok.token);
+    assert.equal(add.status, 403);
+  });
+});

@@ -1,0 +1,273 @@
+// DomainService with the real SQLite store, behind fakes of its two ports: the edge's TLS side and the
+// ACME issuer. Renewal when due, backoff after a failure (the current certificate keeps serving), the edge
+// kept in step with the store.
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import pino from "pino";
+import type { CertificateIssuer } from "../../../src/adapters/acme.js";
+import { SecretBox } from "../../../src/adapters/secret-box.js";
+import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
+import { type CertificatePair, edgePem } from "../../../src/core/domains.js";
+import { PierError } from "../../../src/core/errors.js";
+import type { TlsEdge } from "../../../src/core/ports.js";
+import { DomainService } from "../../../src/server/domains.js";
+import { LEAF, LEAF_KEY, OTHER_KEY } from "../core/tls-fixtures.js";
+
+const dir = mkdtempSync(join(tmpdir(), "pier-domains-unit-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+class FakeTls implements TlsEdge {
+  readonly certs = new Map<string, string>();
+  readonly challenges = new Map<string, string>();
+  installs = 0;
+  async installCertificate(name: string, pem: string) {
+    this.installs++;
+    this.certs.set(name, pem);
+  }
+  async removeCertificate(name: string) {
+    this.certs.delete(name);
+  }
+  async certificates() {
+    return [...this.certs.keys()];
+  }
+  async setChallenge(token: string, value: string) {
+    this.challenges.set(token, value);
+  }
+  async removeChallenge(token: string) {
+    this.challenges.delete(token);
+  }
+}
+
+class FakeIssuer implements CertificateIssuer {
+  readonly directory = "https://acme.test/dir";
+  calls: string[] = [];
+  refuse: string | null = null;
+  async obtain(
+    name: string,
+    edge: Pick<TlsEdge, "setChallenge" | "removeChallenge">,
+  ): Promise<CertificatePair> {
+    this.calls.push(name);
+    await edge.setChallenge("tok", "tok.thumb");
+    await edge.removeChallenge("tok");
+    if (this.refuse)
+      throw new PierError(
+        "ACME_ERROR",
+        `The ACME server ${this.directory} gave no certificate for ${name}: ${this.refuse}`,
+      );
+    return { certPem: LEAF, keyPem: LEAF_KEY };
+  }
+}
+
+let n = 0;
+async function setup(acme = true) {
+  n++;
+  const store = new SqliteStore(join(dir, `${n}.db`), SecretBox.fromFile(join(dir, "secret.key")));
+  const domains = store.domains();
+  const tls = new FakeTls();
+  const issuer = new FakeIssuer();
+  const refreshed: string[] = [];
+  const service = new DomainService({
+    store: domains,
+    tls,
+    issuer: acme ? issuer : null,
+    refreshEdge: async (appId) => {
+      refreshed.push(appId);
+    },
+    logger: pino({ level: "silent" }),
+    pierDomain: "pier.test",
+    httpsPort: 443,
+  });
+  const app = (name: string) =>
+    store.createApp({
+      id: `app-${name}`,
+      name,
+      type: "node",
+      flavor: "nano",
+      buildFlavor: "M",
+      instances: 1,
+      task: null,
+    });
+  const settled = async (name: string) => {
+    for (let i = 0; i < 100; i++) {
+      const d = await domains.findDomain(name);
+      if (d && d.state !== "pending") return d;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    throw new Error(`${name} stayed pending`);
+  };
+  return { store, domains, tls, issuer, refreshed, service, app, settled };
+}
+
+const code = async (p: Promise<unknown>) => {
+  try {
+    await p;
+  } catch (e) {
+    assert.ok(e instanceof PierError, String(e));
+    return `${e.code} ${e.message}`;
+  }
+  return "resolved";
+};
+
+describe("DomainService", () => {
+  it("adds a domain: routed at once, a certificate obtained and installed, a renewal planned", async () => {
+    const { service, app, refreshed, settled, tls, issuer, domains } = await setup();
+    const web = await app("web");
+    const v = await service.add(web, "Shop.Example.Test");
+    assert.equal(v.name, "shop.example.test");
+    assert.equal(v.url, "https://shop.example.test");
+    assert.deepEqual(refreshed, [web.id]);
+    const d = await settled("shop.example.test");
+    assert.equal(d.state, "issued");
+    assert.equal(d.issuer, "Fixture CA");
+    assert.deepEqual(issuer.calls, ["shop.example.test"]);
+    assert.equal(tls.certs.get("shop.example.test"), edgePem({ certPem: LEAF, keyPem: LEAF_KEY }));
+    assert.equal(tls.challenges.size, 0, "the challenge answer is gone once used");
+    assert.ok(d.nextAttemptAt && Date.parse(d.nextAttemptAt) < Date.parse(d.notAfter ?? ""));
+    assert.deepEqual(await domains.domainCertificate("shop.example.test"), {
+      certPem: LEAF,
+      keyPem: LEAF_KEY,
+    });
+  });
+
+  it("refuses an invalid name, a task app, and a domain of another app (naming it)", async () => {
+    const { service, app, store } = await setup();
+    const web = await app("web");
+    const api = await app("api");
+    assert.match(
+      await code(service.add(web, "no_way.test")),
+      /^INVALID_INPUT domain 'no_way\.test' is not a valid DNS name/,
+    );
+    assert.match(await code(service.add(web, "x.pier.test")), /^INVALID_INPUT .*under PIER_DOMAIN/);
+    await service.add(web, "www.example.test");
+    assert.match(
+      await code(service.add(api, "www.example.test")),
+      /^CONFLICT The domain www\.example\.test belongs to the app web/,
+    );
+    assert.match(await code(service.remove(api, "www.example.test")), /^DOMAIN_NOT_FOUND/);
+    const job = await store.createApp({
+      id: "app-job",
+      name: "job",
+      type: "node",
+      flavor: "nano",
+      buildFlavor: "M",
+      instances: 1,
+      task: "node job.js",
+    });
+    assert.match(await code(service.add(job, "job.example.test")), /^INVALID_INPUT job is a task app/);
+  });
+
+  it("renews by itself when due; a failed renewal keeps the certificate serving and retries with backoff", async () => {
+    const { service, app, settled, tls, issuer, domains } = await setup();
+    const web = await app("web");
+    await service.add(web, "shop.example.test");
+    await settled("shop.example.test");
+    const installed = tls.installs;
+    await service.tick();
+    assert.deepEqual(issuer.calls, ["shop.example.test"], "not due yet: nothing happens");
+
+    await domains.updateDomain("shop.example.test", {
+      nextAttemptAt: new Date(Date.now() - 1000).toISOString(),
+    });
+    issuer.refuse = "connection refused";
+    const before = Date.now();
+    await service.tick();
+    let d = (await domains.findDomain("shop.example.test"))!;
+    assert.equal(d.state, "issued", "still served");
+    assert.equal(d.failures, 1);
+    assert.match(d.lastError ?? "", /gave no certificate for shop\.example\.test: connection refused/);
+    const wait = Date.parse(d.nextAttemptAt ?? "") - before;
+    assert.ok(wait >= 5 * 60_000 && wait < 5 * 60_000 + 5000, `first retry in 5 min (${wait} ms)`);
+    assert.equal(tls.installs, installed, "the edge keeps its certificate");
+    assert.ok(await domains.domainCertificate("shop.example.test"));
+
+    await domains.updateDomain("shop.example.test", {
+      nextAttemptAt: new Date(Date.now() - 1000).toISOString(),
+    });
+    await service.tick();
+    d = (await domains.findDomain("shop.example.test"))!;
+    assert.equal(d.failures, 2);
+    const wait2 = Date.parse(d.nextAttemptAt ?? "") - Date.now();
+    assert.ok(wait2 > 9 * 60_000 && wait2 <= 10 * 60_000, `then 10 min (${wait2} ms)`);
+
+    issuer.refuse = null;
+    await domains.updateDomain("shop.example.test", {
+      nextAttemptAt: new Date(Date.now() - 1000).toISOString(),
+    });
+    await service.tick();
+    d = (await domains.findDomain("shop.example.test"))!;
+    assert.equal(d.failures, 0);
+    assert.equal(d.lastError, null);
+    assert.equal(tls.installs, installed + 1, "the renewed certificate is installed");
+    assert.equal(issuer.calls.length, 4);
+  });
+
+  it("started, it wakes when a certificate is due (not a whole interval later)", async () => {
+    const { service, app, settled, issuer, domains } = await setup();
+    const web = await app("web");
+    await service.add(web, "shop.example.test");
+    await settled("shop.example.test");
+    await domains.updateDomain("shop.example.test", {
+      nextAttemptAt: new Date(Date.now() + 1200).toISOString(),
+    });
+    service.start(3_600_000);
+    try {
+      for (let i = 0; i < 60 && issuer.calls.length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(issuer.calls.length, 2, "renewed when due");
+      const d = (await domains.findDomain("shop.example.test"))!;
+      assert.ok(Date.parse(d.nextAttemptAt ?? "") > Date.now() + 86_400_000, "the next renewal is planned");
+    } finally {
+      service.stop();
+    }
+  });
+
+  it("a first issue that fails leaves the domain failed (HTTP routing stays)", async () => {
+    const { service, app, settled, issuer, tls, refreshed } = await setup();
+    issuer.refuse = "urn:ietf:params:acme:error:rejectedIdentifier";
+    const web = await app("web");
+    await service.add(web, "www.example.test");
+    const d = await settled("www.example.test");
+    assert.equal(d.state, "failed");
+    assert.match(d.lastError ?? "", /rejectedIdentifier/);
+    assert.equal(tls.certs.size, 0);
+    assert.deepEqual(refreshed, [web.id]);
+    assert.match(await code(service.renew(web, "www.example.test")), /^ACME_ERROR .*rejectedIdentifier/);
+  });
+
+  it("keeps the edge in step with the store: a missing certificate is installed, a deleted domain's removed", async () => {
+    const { service, app, settled, tls, store } = await setup();
+    const web = await app("web");
+    await service.add(web, "shop.example.test");
+    await settled("shop.example.test");
+    tls.certs.clear();
+    tls.certs.set("gone.example.test", "old");
+    await service.tick();
+    assert.deepEqual([...tls.certs.keys()], ["shop.example.test"]);
+    await store.deleteApp(web.id); // its domains go with it
+    await service.tick();
+    assert.equal(tls.certs.size, 0);
+  });
+
+  it("a user's certificate: checked against the key and the name, not renewed; ACME off leaves domains pending", async () => {
+    const { service, app, tls, issuer, domains } = await setup(false);
+    const web = await app("web");
+    const v = await service.add(web, "other.example.test");
+    assert.equal(v.state, "pending");
+    assert.equal(v.nextAttemptAt, null);
+    assert.match(await code(service.renew(web, "other.example.test")), /^CONFLICT ACME is off/);
+    assert.match(
+      await code(service.setCertificate(web, "shop.example.test", { certPem: LEAF, keyPem: OTHER_KEY })),
+      /^CERTIFICATE_INVALID The private key does not match the certificate/,
+    );
+    assert.equal(await domains.findDomain("shop.example.test"), null, "nothing added on a refusal");
+    const set = await service.setCertificate(web, "shop.example.test", { certPem: LEAF, keyPem: LEAF_KEY });
+    assert.equal(set.source, "user");
+    assert.equal(set.state, "issued");
+    assert.equal(set.nextAttemptAt, null);
+    assert.ok(tls.certs.has("shop.example.test"));
+    await service.tick();
+    assert.deepEqual(issuer.calls, []);
+  });
+});
