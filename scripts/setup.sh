@@ -23,11 +23,14 @@ command -v git >/dev/null || missing+=(git)
 command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
 { command -v ssh-keygen && command -v ssh; } >/dev/null || missing+=(openssh-client)
 [ -r /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
+# The edge's default TLS certificate is made with openssl at first start (docs/adr/0018).
+command -v openssl >/dev/null || missing+=(openssl)
 # `npm test` only (`--for-tests`): the console's browser tests drive Debian's Chromium (Playwright's own
 # browser download cannot work here), and the HTTPS tests run Debian's pebble, an ACME test server.
 if [ "${1:-}" = "--for-tests" ]; then
   command -v chromium >/dev/null || missing+=(chromium)
   command -v pebble >/dev/null || missing+=(pebble)
+  command -v curl >/dev/null || missing+=(curl)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then say "missing Debian packages: ${missing[*]} (run as root, or install them)"; exit 1; fi
