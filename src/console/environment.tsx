@@ -1,0 +1,295 @@
+/**
+ * Environment variables (contract 1.2): name/value rows, add and remove rows, one Update Changes that applies
+ * every change at once (PATCH: all or nothing). Invalid names show inline before anything is sent; secret
+ * values are masked with a reveal button; the links' variables are read-only with their source; the expert
+ * mode takes NAME=value lines.
+ */
+import { useEffect, useState } from "preact/hooks";
+import { isSecretVariable, MASK, parseEnvImport, validateVariable } from "../core/env.js";
+import { api, appPath, describe } from "./api.js";
+import type { App, EnvAnswer } from "./types.js";
+import { Action, ErrorLine, Loading, Section, useData } from "./ui.js";
+
+interface Row {
+  key: number;
+  name: string;
+  value: string;
+  revealed: boolean;
+}
+
+let nextKey = 1;
+const rowsOf = (vars: Record<string, string>): Row[] =>
+  Object.entries(vars)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, value]) => ({ key: nextKey++, name, value, revealed: false }));
+
+/** NAME=value lines that parseEnvImport reads back (values with newlines or quotes double-quoted). */
+function toLines(rows: Row[]): string {
+  return rows
+    .filter((r) => r.name !== "")
+    .map((r) =>
+      /[\n"'#\\]|^\s|\s$/.test(r.value)
+        ? `${r.name}="${r.value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`
+        : `${r.name}=${r.value}`,
+    )
+    .join("\n");
+}
+
+/** What the rows change against `saved`: the PATCH body, and each row's problem. */
+export function changes(saved: Record<string, string>, rows: Row[]) {
+  const problems = new Map<number, string>();
+  const seen = new Set<string>();
+  const set: Record<string, string> = {};
+  for (const r of rows) {
+    if (r.name === "" && r.value === "") continue;
+    const p = validateVariable(r.name, r.value);
+    if (p) problems.set(r.key, p);
+    else if (seen.has(r.name)) problems.set(r.key, `${r.name} is given twice.`);
+    seen.add(r.name);
+    if (saved[r.name] !== r.value) set[r.name] = r.value;
+  }
+  const unset = Object.keys(saved).filter((n) => !seen.has(n));
+  return { set, unset, problems, count: Object.keys(set).length + unset.length };
+}
+
+/** A link's value as shown until revealed: secrets masked, a URL's password masked. */
+const masked = (name: string, value: string) =>
+  isSecretVariable(name)
+    ? MASK
+    : value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)([^\s@/]+)@/i, `$1${MASK}@`);
+
+export function Environment({ app, writable }: { app: App; writable: boolean }) {
+  const env = useData(() => api<EnvAnswer>("GET", appPath(app.name, "env")), [app.name]);
+  const [rows, setRows] = useState<Row[]>([]);
+  const [expert, setExpert] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [saved, setSaved] = useState<string | null>(null);
+  const [revealLinked, setRevealLinked] = useState(false);
+  useEffect(() => {
+    if (env.data) setRows(rowsOf(env.data.vars));
+  }, [env.data]);
+  if (!env.data) return env.error ? <ErrorLine error={env.error} /> : <Loading what="variables" />;
+  const vars = env.data.vars;
+
+  const parsed = expert === null ? null : parseEnvImport(expert);
+  const diff =
+    parsed === null
+      ? changes(vars, rows)
+      : changes(
+          vars,
+          Object.entries(parsed.vars).map(([name, value]) => ({ key: 0, name, value, revealed: false })),
+        );
+  const blocked = parsed ? parsed.errors.length > 0 : diff.problems.size > 0;
+
+  const update = (key: number, patch: Partial<Row>) =>
+    setRows(rows.map((r) => (r.key === key ? { ...r, ...patch } : r)));
+  const valueProps = (r: Row, i: number) => ({
+    "aria-label": `Variable value ${i + 1}`,
+    class: "env-value",
+    placeholder: "value",
+    value: r.value,
+    spellcheck: false,
+    autocomplete: "off",
+    readOnly: !writable,
+    onInput: (e: Event) => update(r.key, { value: (e.currentTarget as HTMLInputElement).value }),
+  });
+  const apply = async () => {
+    setBusy(true);
+    setError(null);
+    setSaved(null);
+    try {
+      await api("PATCH", appPath(app.name, "env"), { set: diff.set, unset: diff.unset });
+      await env.reload();
+      setExpert(null);
+      setSaved(
+        `Saved ${diff.count} change${diff.count === 1 ? "" : "s"}: they apply at the next deploy or restart.`,
+      );
+    } catch (e) {
+      setError(describe(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <>
+      <Section
+        title="Environment variables"
+        actions={
+          writable && (
+            <button
+              type="button"
+              class="plain small"
+              aria-pressed={expert !== null}
+              onClick={() => {
+                if (expert === null) setExpert(toLines(rows));
+                else if (parsed && parsed.errors.length === 0) {
+                  setRows(rowsOf(parsed.vars));
+                  setExpert(null);
+                } else setExpert(null);
+              }}
+            >
+              {expert === null ? "Expert mode" : "Back to the form"}
+            </button>
+          )
+        }
+      >
+        {expert !== null ? (
+          <div class="expert">
+            <label for="env-expert">One NAME=value per line (# comments, "quoted values" allowed)</label>
+            <textarea
+              id="env-expert"
+              rows={Math.max(8, expert.split("\n").length + 2)}
+              spellcheck={false}
+              value={expert}
+              onInput={(e) => setExpert(e.currentTarget.value)}
+            />
+            {parsed?.errors.map((p) => (
+              <p class="error" key={p}>
+                {p}
+              </p>
+            ))}
+          </div>
+        ) : (
+          <div class="env-rows" data-testid="env-rows">
+            {rows.length === 0 && <p class="muted">No variable set.</p>}
+            {rows.map((r, i) => {
+              const secret = isSecretVariable(r.name) && r.value !== "";
+              const problem = diff.problems.get(r.key);
+              return (
+                <div class="env-row" key={r.key}>
+                  <input
+                    aria-label={`Variable name ${i + 1}`}
+                    class="env-name"
+                    placeholder="NAME"
+                    value={r.name}
+                    spellcheck={false}
+                    autocomplete="off"
+                    readOnly={!writable}
+                    aria-invalid={problem !== undefined}
+                    onInput={(e) => update(r.key, { name: e.currentTarget.value })}
+                  />
+                  {secret && !r.revealed ? (
+                    <input type="password" {...valueProps(r, i)} />
+                  ) : (
+                    <input type="text" {...valueProps(r, i)} />
+                  )}
+                  {secret && (
+                    <button
+                      type="button"
+                      class="plain small"
+                      aria-pressed={r.revealed}
+                      aria-label={`${r.revealed ? "Hide" : "Reveal"} ${r.name}`}
+                      onClick={() => update(r.key, { revealed: !r.revealed })}
+                    >
+                      {r.revealed ? "Hide" : "Reveal"}
+                    </button>
+                  )}
+                  {writable && (
+                    <button
+                      type="button"
+                      class="plain small"
+                      aria-label={`Remove ${r.name || `row ${i + 1}`}`}
+                      onClick={() => setRows(rows.filter((x) => x.key !== r.key))}
+                    >
+                      Remove
+                    </button>
+                  )}
+                  {problem && (
+                    <p class="error row-problem" role="alert">
+                      {problem}
+                    </p>
+                  )}
+                </div>
+              );
+            })}
+            {writable && (
+              <button
+                type="button"
+                class="plain"
+                onClick={() => setRows([...rows, { key: nextKey++, name: "", value: "", revealed: false }])}
+              >
+                Add a variable
+              </button>
+            )}
+          </div>
+        )}
+        {writable && (
+          <div class="row sticky-actions">
+            <button
+              type="button"
+              class="primary"
+              onClick={apply}
+              disabled={busy || blocked || diff.count === 0}
+              aria-busy={busy}
+            >
+              {busy ? "Updating…" : "Update Changes"}
+            </button>
+            <span class="muted small">
+              {diff.count === 0 ? "No change" : `${diff.count} change${diff.count === 1 ? "" : "s"} to apply`}
+            </span>
+            {error && (
+              <span class="error" role="alert">
+                {error}
+              </span>
+            )}
+            {saved && (
+              <span class="ok" role="status">
+                {saved}
+              </span>
+            )}
+            {saved && (
+              <Action
+                label="Restart now"
+                busy="Restarting…"
+                done="Restart queued: see Deployments."
+                run={() => api("POST", appPath(app.name, "deployments"), {})}
+              />
+            )}
+          </div>
+        )}
+      </Section>
+      {env.data.linked && env.data.linked.length > 0 && (
+        <Section
+          title="From links (read-only)"
+          actions={
+            <button
+              type="button"
+              class="plain small"
+              aria-pressed={revealLinked}
+              onClick={() => setRevealLinked(!revealLinked)}
+            >
+              {revealLinked ? "Hide secrets" : "Reveal secrets"}
+            </button>
+          }
+        >
+          <div class="table-wrap">
+            <table data-testid="linked-vars">
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Value</th>
+                  <th scope="col">Source</th>
+                </tr>
+              </thead>
+              <tbody>
+                {env.data.linked.map((l) => (
+                  <tr key={`${l.source.kind}:${l.source.name}:${l.name}`}>
+                    <td>
+                      <code>{l.name}</code>
+                    </td>
+                    <td class="wrap">
+                      <code>{revealLinked ? l.value : masked(l.name, l.value)}</code>
+                    </td>
+                    <td>{`${l.source.kind === "addon" ? "add-on" : "app"} ${l.source.name}`}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </Section>
+      )}
+    </>
+  );
+}
