@@ -82,8 +82,12 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
         );
   const blocked = parsed ? parsed.errors.length > 0 : diff.problems.size > 0;
 
+  const edit = (next: Row[]) => {
+    setRows(next);
+    setSaved(null);
+  };
   const update = (key: number, patch: Partial<Row>) =>
-    setRows(rows.map((r) => (r.key === key ? { ...r, ...patch } : r)));
+    edit(rows.map((r) => (r.key === key ? { ...r, ...patch } : r)));
   const valueProps = (r: Row, i: number) => ({
     "aria-label": `Variable value ${i + 1}`,
     class: "env-value",
@@ -143,7 +147,10 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
               rows={Math.max(8, expert.split("\n").length + 2)}
               spellcheck={false}
               value={expert}
-              onInput={(e) => setExpert(e.currentTarget.value)}
+              onInput={(e) => {
+                setExpert(e.currentTarget.value);
+                setSaved(null);
+              }}
             />
             {parsed?.errors.map((p) => (
               <p class="error" key={p}>
@@ -191,7 +198,7 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
                       type="button"
                       class="plain small"
                       aria-label={`Remove ${r.name || `row ${i + 1}`}`}
-                      onClick={() => setRows(rows.filter((x) => x.key !== r.key))}
+                      onClick={() => edit(rows.filter((x) => x.key !== r.key))}
                     >
                       Remove
                     </button>
@@ -208,7 +215,7 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
               <button
                 type="button"
                 class="plain"
-                onClick={() => setRows([...rows, { key: nextKey++, name: "", value: "", revealed: false }])}
+                onClick={() => edit([...rows, { key: nextKey++, name: "", value: "", revealed: false }])}
               >
                 Add a variable
               </button>

@@ -207,6 +207,36 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
     assert.equal(releases[0]?.current, true);
   });
 
+  test("deployment actions: cancel a running deployment, scale, stop and restart", async () => {
+    const rows = page.getByTestId("deployments").locator("tbody tr");
+    // A build that would take a while: cancelled from the page, the push fails, v1's image keeps serving.
+    const slow = NODE_DOCKER_APP.Dockerfile!.replace(
+      "WORKDIR /app",
+      `RUN sleep 60 # ${Date.now()}\nWORKDIR /app`,
+    );
+    await pier.commit(repo, { Dockerfile: slow }, "slow");
+    const push = pier.push(repo);
+    await page.getByRole("button", { name: "Cancel deployment" }).click({ timeout: 60_000 });
+    await rows.first().getByText("cancelled").waitFor({ timeout: 30_000 });
+    assert.notEqual((await push).code, 0, "the push of a cancelled deployment fails");
+    assert.equal(JSON.parse((await pier.get("web")).body).version, "1");
+    // Scale to two instances: a deployment of the same image.
+    await page.getByLabel("Instances").fill("2");
+    await page.getByRole("button", { name: "Scale" }).click();
+    await rows.first().getByText("scale to 2 x nano").waitFor();
+    await rows.first().getByText("succeeded").waitFor({ timeout: 60_000 });
+    await page.getByText("2 × nano").first().waitFor();
+    // Stop: the app answers 503; Restart brings it back.
+    await page.getByRole("button", { name: "Stop" }).click();
+    await page.locator(".app-head").getByText("stopped").waitFor();
+    assert.equal((await pier.get("web")).status, 503);
+    await page.getByRole("button", { name: "Restart" }).click();
+    await rows.first().getByText("restart (API)").waitFor();
+    await rows.first().getByText("succeeded").waitFor({ timeout: 60_000 });
+    await page.locator(".app-head").getByText("running").waitFor();
+    assert.equal((await pier.get("web")).status, 200);
+  });
+
   test("an add-on linked at creation (Applications screen) and from Service Dependencies (add)", async () => {
     await pier.cliJson(["create", "--type", "docker", "worker"]);
     await go("");
@@ -267,6 +297,7 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
     assert.match((await tokenRow.textContent()) ?? "", /\*\*\*\*add-on cache$/);
     await page.getByRole("button", { name: "Reveal secrets" }).click();
     assert.doesNotMatch((await tokenRow.textContent()) ?? "", /\*\*\*\*/);
+    await shot("variables-linked");
   });
 
   test("runtime logs follow live; instances show their restarts", async () => {
