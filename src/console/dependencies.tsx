@@ -3,6 +3,7 @@
  * unlinking. A link gives its variables at the app's next deploy or restart.
  */
 import { useState } from "preact/hooks";
+import { publishedVariableProblem } from "../core/addons.js";
 import { api, appPath } from "./api.js";
 import type { Addon, App, Links } from "./types.js";
 import { Action, ErrorLine, Loading, Section, useData } from "./ui.js";
@@ -124,6 +125,85 @@ export function Dependencies({ app, writable, admin }: { app: App; writable: boo
         )}
         {writable && !admin && <p class="muted small">Linking needs an admin token; unlinking does not.</p>}
       </Section>
+      <Published app={app} writable={writable} />
     </>
+  );
+}
+
+/** What this app publishes to the apps linked to it (their next deploy or restart gets it). */
+function Published({ app, writable }: { app: App; writable: boolean }) {
+  const published = useData(
+    () => api<{ vars: Record<string, string> }>("GET", appPath(app.name, "published-config")),
+    [app.name],
+    10_000,
+  );
+  const [name, setName] = useState("");
+  const [value, setValue] = useState("");
+  const problem = name === "" ? null : publishedVariableProblem(name, value);
+  const vars = Object.entries(published.data?.vars ?? {}).sort(([a], [b]) => a.localeCompare(b));
+  return (
+    <Section title="Published variables">
+      <p class="muted small">What this app gives the applications linked to it (not CC_ names).</p>
+      <ErrorLine error={published.error} />
+      {vars.length === 0 ? (
+        <p class="muted">Nothing published.</p>
+      ) : (
+        <ul class="links" data-testid="published">
+          {vars.map(([n, v]) => (
+            <li key={n}>
+              <code class="wrap">
+                {n}={v}
+              </code>
+              {writable && (
+                <Action
+                  label="Remove"
+                  busy="Removing…"
+                  ariaLabel={`Stop publishing ${n}`}
+                  run={async () => {
+                    await api("DELETE", appPath(app.name, "published-config", n));
+                    await published.reload();
+                  }}
+                />
+              )}
+            </li>
+          ))}
+        </ul>
+      )}
+      {writable && (
+        <div class="row">
+          <input
+            aria-label="Published variable name"
+            placeholder="NAME"
+            value={name}
+            spellcheck={false}
+            aria-invalid={problem !== null}
+            onInput={(e) => setName(e.currentTarget.value)}
+          />
+          <input
+            aria-label="Published variable value"
+            placeholder="value"
+            value={value}
+            spellcheck={false}
+            onInput={(e) => setValue(e.currentTarget.value)}
+          />
+          <Action
+            label="Publish"
+            busy="Publishing…"
+            disabled={name === "" || problem !== null}
+            run={async () => {
+              await api("PUT", appPath(app.name, "published-config", name), { value });
+              setName("");
+              setValue("");
+              await published.reload();
+            }}
+          />
+          {problem && (
+            <span class="error" role="alert">
+              {problem}
+            </span>
+          )}
+        </div>
+      )}
+    </Section>
   );
 }

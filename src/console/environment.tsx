@@ -4,7 +4,7 @@
  * values are masked with a reveal button; the links' variables are read-only with their source; the expert
  * mode takes NAME=value lines.
  */
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { isSecretVariable, MASK, parseEnvImport, validateVariable } from "../core/env.js";
 import { api, appPath, describe } from "./api.js";
 import type { App, EnvAnswer } from "./types.js";
@@ -59,15 +59,28 @@ const masked = (name: string, value: string) =>
     : value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)([^\s@/]+)@/i, `$1${MASK}@`);
 
 export function Environment({ app, writable }: { app: App; writable: boolean }) {
-  const env = useData(() => api<EnvAnswer>("GET", appPath(app.name, "env")), [app.name]);
+  // Polled, so a change made elsewhere (pier env set) shows; rows the user is editing are kept.
+  const env = useData(() => api<EnvAnswer>("GET", appPath(app.name, "env")), [app.name], 10_000);
   const [rows, setRows] = useState<Row[]>([]);
   const [expert, setExpert] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [saved, setSaved] = useState<string | null>(null);
   const [revealLinked, setRevealLinked] = useState(false);
+  /**
+   * The variables the rows were made from (JSON), whether the user changed the rows since, and a reset asked
+   * for (after Update Changes). New variables from the server replace rows the user has not touched only.
+   */
+  const shown = useRef<string | null>(null);
+  const dirty = useRef(false);
+  const reset = useRef(false);
   useEffect(() => {
-    if (env.data) setRows(rowsOf(env.data.vars));
+    if (!env.data) return;
+    const json = JSON.stringify(env.data.vars);
+    if (json === shown.current || (shown.current !== null && dirty.current && !reset.current)) return;
+    shown.current = json;
+    reset.current = false;
+    setRows(rowsOf(env.data.vars));
   }, [env.data]);
   if (!env.data) return env.error ? <ErrorLine error={env.error} /> : <Loading what="variables" />;
   const vars = env.data.vars;
@@ -81,6 +94,10 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
           Object.entries(parsed.vars).map(([name, value]) => ({ key: 0, name, value, revealed: false })),
         );
   const blocked = parsed ? parsed.errors.length > 0 : diff.problems.size > 0;
+  dirty.current =
+    expert !== null ||
+    rows.some((r) => r.name === "" && r.value === "") ||
+    (shown.current !== null && changes(JSON.parse(shown.current) as Record<string, string>, rows).count > 0);
 
   const edit = (next: Row[]) => {
     setRows(next);
@@ -104,6 +121,7 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
     setSaved(null);
     try {
       await api("PATCH", appPath(app.name, "env"), { set: diff.set, unset: diff.unset });
+      reset.current = true;
       await env.reload();
       setExpert(null);
       setSaved(
@@ -289,7 +307,7 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
                     <td class="wrap">
                       <code>{revealLinked ? l.value : masked(l.name, l.value)}</code>
                     </td>
-                    <td>{`${l.source.kind === "addon" ? "add-on" : "app"} ${l.source.name}`}</td>
+                    <td class="nowrap">{`${l.source.kind === "addon" ? "add-on" : "app"} ${l.source.name}`}</td>
                   </tr>
                 ))}
               </tbody>

@@ -98,6 +98,15 @@ function Console() {
   if (checking) return <p class="muted">Signing in…</p>;
   if (!who) return <SignIn onSignedIn={setWho} />;
   const [page, name, tab] = route;
+  document.title = `${
+    page === "apps" && name
+      ? `${name} · `
+      : page === "new-app"
+        ? "New app · "
+        : page === "new-addon"
+          ? "New add-on · "
+          : ""
+  }Pier console`;
   const canCreate = who.admin && !who.readOnly;
   let body = <Home who={who} />;
   if (page === "new-app") body = canCreate ? <CreateApp /> : <Home who={who} />;

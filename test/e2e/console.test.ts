@@ -167,6 +167,28 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
     });
     await page.getByLabel("Variable name 1").waitFor();
     await shot("variables");
+    // A change made elsewhere shows without a reload; opening the page afresh shows every variable.
+    const set = await pier.cli(["env", "set", "FROM_CLI", "yes", "--app", "web"]);
+    assert.equal(set.code, 0, set.stderr);
+    await page.waitForFunction(
+      () => [...document.querySelectorAll<HTMLInputElement>(".env-name")].some((e) => e.value === "FROM_CLI"),
+      null,
+      { timeout: 20_000 },
+    );
+    await go("apps/web/information");
+    await go("apps/web/variables");
+    await page.getByLabel("Variable name 3").waitFor();
+    const names = await page
+      .locator(".env-name")
+      .evaluateAll((els) => els.map((e) => (e as HTMLInputElement).value));
+    assert.deepEqual(names, ["APP_VERSION", "FROM_CLI", "GREETING"]);
+    await page.getByRole("button", { name: "Remove FROM_CLI" }).click();
+    await page.getByRole("button", { name: "Update Changes" }).click();
+    await page.getByText("Saved 1 change").waitFor();
+    assert.deepEqual(Object.keys(await pier.cliJson<Record<string, string>>(["env", "--app", "web"])), [
+      "APP_VERSION",
+      "GREETING",
+    ]);
   });
 
   test("deployments: a push's log streams live to the health-check lines; rollback to an earlier release", async () => {
@@ -289,15 +311,27 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
       ["worker"],
     );
     await shot("dependencies");
-    // The link's variables show, read-only, with their source; the token is masked until revealed.
-    await page.getByRole("link", { name: "Environment variables" }).click();
+    // worker publishes a variable (a CC_ name is refused inline): web, linked to worker, gets it.
+    await go("apps/worker/dependencies");
+    await page.getByLabel("Published variable name").fill("CC_RUN_COMMAND");
+    await page.getByText("may not start with CC_").waitFor();
+    await page.getByLabel("Published variable name").fill("WORKER_QUEUE");
+    await page.getByLabel("Published variable value").fill("jobs");
+    await page.getByRole("button", { name: "Publish" }).click();
+    await page.getByTestId("published").getByText("WORKER_QUEUE=jobs").waitFor();
+    // The links' variables show, read-only, with their source; the token is masked until revealed.
+    await go("apps/web/variables");
     const table = page.getByTestId("linked-vars");
     await table.getByText("KV_TOKEN").waitFor();
+    assert.match(
+      (await table.locator("tr", { hasText: "WORKER_QUEUE" }).textContent()) ?? "",
+      /jobsapp worker$/,
+    );
     const tokenRow = table.locator("tr", { hasText: "KV_TOKEN" });
     assert.match((await tokenRow.textContent()) ?? "", /\*\*\*\*add-on cache$/);
+    await shot("variables-linked");
     await page.getByRole("button", { name: "Reveal secrets" }).click();
     assert.doesNotMatch((await tokenRow.textContent()) ?? "", /\*\*\*\*/);
-    await shot("variables-linked");
   });
 
   test("runtime logs follow live; instances show their restarts", async () => {
@@ -355,6 +389,48 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
     await go("apps/worker/information");
     await page.getByRole("alert").filter({ hasText: "No app named or numbered 'worker'" }).waitFor();
     await signOut();
+    // A read-only token: the same pages, no control that changes anything.
+    const auditor = await pier.cliJson<{ token: string }>(["tokens", "create", "auditor", "--read-only"]);
+    await signIn(auditor.token);
+    assert.equal(await page.getByTestId("who").textContent(), "auditor (admin, read-only)");
+    await page.getByTestId("apps").getByRole("link", { name: "worker", exact: true }).waitFor();
+    assert.equal(await page.getByTestId("apps").locator("tbody tr").count(), 2);
+    assert.equal(await page.getByRole("link", { name: "Create an app" }).count(), 0);
+    await go("apps/web/variables");
+    await page.getByLabel("Variable name 1").waitFor();
+    assert.equal(await page.getByRole("button", { name: "Update Changes" }).count(), 0);
+    assert.equal(await page.getByLabel("Variable value 1").getAttribute("readonly"), "");
+    await go("apps/web/deployments");
+    await page.getByTestId("deployments").waitFor();
+    assert.equal(await page.getByRole("button", { name: "Restart" }).count(), 0);
+    assert.equal(await page.getByRole("button", { name: /Roll back/ }).count(), 0);
+    await signOut();
+  });
+
+  test("keyboard: Tab moves through real controls and the focused one is outlined", async () => {
+    await signIn(adminToken());
+    await go("apps/web/information");
+    await page.getByTestId("information").waitFor();
+    const seen: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      await page.keyboard.press("Tab");
+      const f = await page.evaluate(() => {
+        const e = document.activeElement as HTMLElement | null;
+        return e
+          ? {
+              tag: e.tagName.toLowerCase(),
+              text: e.textContent ?? "",
+              outline: getComputedStyle(e).outlineStyle,
+            }
+          : null;
+      });
+      assert.ok(f, "something has the focus");
+      assert.ok(["a", "button", "input", "select", "textarea", "pre"].includes(f.tag), `focus on a ${f.tag}`);
+      assert.equal(f.outline, "solid", `the focused ${f.tag} "${f.text}" is outlined`);
+      seen.push(f.text);
+    }
+    assert.ok(seen.includes("Deployments"), `the tabs are reached: ${seen.join(" | ")}`);
+    assert.ok(seen.includes("Copy"), "the copy buttons are reached");
   });
 
   test("the page logged no error (no CSP violation, no exception)", () => {
