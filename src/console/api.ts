@@ -122,3 +122,42 @@ export async function* events(path: string, signal: AbortSignal): AsyncGenerator
   }
   yield* parseSse(chunks());
 }
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+
+/**
+ * Follows an SSE route that replays from its start: `event` returns true when the stream is finished. When
+ * the connection drops (the server restarted, the network blinked) or the stream ends without finishing, it
+ * reconnects after `reset()` (the replay starts afresh), saying so through `status`. A refusal (4xx) is
+ * thrown: retrying would not help.
+ */
+export async function follow(
+  path: string,
+  signal: AbortSignal,
+  handlers: { reset: () => void; event: (ev: SseEvent) => boolean; status: (problem: string | null) => void },
+  quietRetryMs = 5000,
+): Promise<void> {
+  while (!signal.aborted) {
+    handlers.reset();
+    let wait = quietRetryMs;
+    try {
+      for await (const ev of events(path, signal)) {
+        handlers.status(null);
+        if (handlers.event(ev)) return;
+      }
+    } catch (e) {
+      if (signal.aborted) return;
+      if (e instanceof ApiError && e.status >= 400 && e.status < 500) throw e;
+      handlers.status(`${describe(e)} Reconnecting…`);
+      wait = 2000;
+    }
+    await sleep(wait, signal);
+  }
+}

@@ -4,7 +4,7 @@
  * to.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, appPath, describe, events } from "./api.js";
+import { api, appPath, describe, follow } from "./api.js";
 import { type Deployment, FLAVORS, type Release, type Status, TERMINAL_STATES } from "./types.js";
 import { Action, Badge, duration, ErrorLine, Loading, Section, useData, when } from "./ui.js";
 
@@ -17,14 +17,14 @@ function DeploymentLog({ app, deployment }: { app: string; deployment: Deploymen
   const [error, setError] = useState<string | null>(null);
   const [live, setLive] = useState(false);
   const pre = useRef<HTMLPreElement>(null);
-  const follow = running(deployment);
+  const stillRunning = running(deployment);
   useEffect(() => {
     const ac = new AbortController();
     setLines([]);
     setEnd(null);
     setError(null);
     (async () => {
-      if (!follow) {
+      if (!stillRunning) {
         const text = await api<string>("GET", appPath(app, "deployments", deployment.id, "log"));
         setLines(text.split("\n").filter((l, i, all) => l !== "" || i < all.length - 1));
         return;
@@ -32,25 +32,37 @@ function DeploymentLog({ app, deployment }: { app: string; deployment: Deploymen
       setLive(true);
       const buffered: string[] = [];
       let flush: ReturnType<typeof setTimeout> | null = null;
-      for await (const ev of events(
+      const flushNow = () => {
+        if (flush) clearTimeout(flush);
+        flush = null;
+        const batch = buffered.splice(0);
+        if (batch.length) setLines((l) => [...l, ...batch]);
+      };
+      await follow(
         `${appPath(app, "deployments", deployment.id, "log")}?follow=true`,
         ac.signal,
-      )) {
-        if (ev.event === "end") {
-          setEnd(JSON.parse(ev.data) as Deployment);
-          break;
-        }
-        buffered.push((JSON.parse(ev.data) as { line: string }).line);
-        // Lines come in bursts (a build's output): one render per 100 ms.
-        flush ??= setTimeout(() => {
-          flush = null;
-          const batch = buffered.splice(0);
-          setLines((l) => [...l, ...batch]);
-        }, 100);
-      }
-      if (flush) clearTimeout(flush);
-      const rest = buffered.splice(0);
-      if (rest.length) setLines((l) => [...l, ...rest]);
+        {
+          reset: () => {
+            if (flush) clearTimeout(flush);
+            flush = null;
+            buffered.length = 0;
+            setLines([]);
+          },
+          event: (ev) => {
+            if (ev.event === "end") {
+              flushNow();
+              setEnd(JSON.parse(ev.data) as Deployment);
+              return true;
+            }
+            buffered.push((JSON.parse(ev.data) as { line: string }).line);
+            // Lines come in bursts (a build's output): one render per 100 ms.
+            flush ??= setTimeout(flushNow, 100);
+            return false;
+          },
+          status: setError,
+        },
+        2000,
+      );
     })()
       .catch((e) => {
         if (!ac.signal.aborted) setError(describe(e));

@@ -1,6 +1,6 @@
 /** The instances (state, restarts, last exit) and their runtime logs, followed live. */
 import { useEffect, useRef, useState } from "preact/hooks";
-import { appPath, describe, events } from "./api.js";
+import { appPath, describe, follow } from "./api.js";
 import type { Status } from "./types.js";
 import { Badge, ErrorLine, Section, when } from "./ui.js";
 
@@ -20,13 +20,16 @@ export function RuntimeLogs({ status }: { status: Status }) {
     setError(null);
     (async () => {
       setLive(true);
-      for await (const ev of events(`${appPath(name, "logs")}?follow=true&tail=200`, ac.signal)) {
-        const l = JSON.parse(ev.data) as { at: string; line: string; instance: number };
-        setLines((all) => [
-          ...all.slice(-MAX_LINES + 1),
-          `${new Date(l.at).toLocaleTimeString()} [${l.instance}] ${l.line}`,
-        ]);
-      }
+      await follow(`${appPath(name, "logs")}?follow=true&tail=200`, ac.signal, {
+        reset: () => setLines([]),
+        event: (ev) => {
+          const l = JSON.parse(ev.data) as { at: string; line: string; instance: number };
+          const text = `${new Date(l.at).toLocaleTimeString()} [${l.instance}] ${l.line}`;
+          setLines((all) => [...all.slice(-MAX_LINES + 1), text]);
+          return false;
+        },
+        status: setError,
+      });
     })()
       .catch((e) => {
         if (!ac.signal.aborted) setError(describe(e));
