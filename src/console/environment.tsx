@@ -5,58 +5,11 @@
  * mode takes NAME=value lines.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
-import { isSecretVariable, MASK, parseEnvImport, validateVariable } from "../core/env.js";
+import { isSecretVariable, parseEnvImport } from "../core/env.js";
 import { api, appPath, describe } from "./api.js";
+import { changes, masked, newKey, type Row, rowsOf, toLines } from "./env-form.js";
 import type { App, EnvAnswer } from "./types.js";
 import { Action, ErrorLine, Loading, Section, useData } from "./ui.js";
-
-interface Row {
-  key: number;
-  name: string;
-  value: string;
-  revealed: boolean;
-}
-
-let nextKey = 1;
-const rowsOf = (vars: Record<string, string>): Row[] =>
-  Object.entries(vars)
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([name, value]) => ({ key: nextKey++, name, value, revealed: false }));
-
-/** NAME=value lines that parseEnvImport reads back (values with newlines or quotes double-quoted). */
-function toLines(rows: Row[]): string {
-  return rows
-    .filter((r) => r.name !== "")
-    .map((r) =>
-      /[\n"'#\\]|^\s|\s$/.test(r.value)
-        ? `${r.name}="${r.value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`
-        : `${r.name}=${r.value}`,
-    )
-    .join("\n");
-}
-
-/** What the rows change against `saved`: the PATCH body, and each row's problem. */
-export function changes(saved: Record<string, string>, rows: Row[]) {
-  const problems = new Map<number, string>();
-  const seen = new Set<string>();
-  const set: Record<string, string> = {};
-  for (const r of rows) {
-    if (r.name === "" && r.value === "") continue;
-    const p = validateVariable(r.name, r.value);
-    if (p) problems.set(r.key, p);
-    else if (seen.has(r.name)) problems.set(r.key, `${r.name} is given twice.`);
-    seen.add(r.name);
-    if (saved[r.name] !== r.value) set[r.name] = r.value;
-  }
-  const unset = Object.keys(saved).filter((n) => !seen.has(n));
-  return { set, unset, problems, count: Object.keys(set).length + unset.length };
-}
-
-/** A link's value as shown until revealed: secrets masked, a URL's password masked. */
-const masked = (name: string, value: string) =>
-  isSecretVariable(name)
-    ? MASK
-    : value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)([^\s@/]+)@/i, `$1${MASK}@`);
 
 export function Environment({ app, writable }: { app: App; writable: boolean }) {
   // Polled, so a change made elsewhere (pier env set) shows; rows the user is editing are kept.
@@ -233,7 +186,7 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
               <button
                 type="button"
                 class="plain"
-                onClick={() => edit([...rows, { key: nextKey++, name: "", value: "", revealed: false }])}
+                onClick={() => edit([...rows, { key: newKey(), name: "", value: "", revealed: false }])}
               >
                 Add a variable
               </button>
