@@ -1,4 +1,5 @@
 /** Information (contract 2.1, 4.1, 4.5): id, type, flavor, state, git URL, app URL, push commands, task. */
+import { useState } from "preact/hooks";
 import { api, appPath } from "./api.js";
 import type { EnvAnswer, Status } from "./types.js";
 import { Action, Badge, CopyButton, Section, useData } from "./ui.js";
@@ -87,6 +88,39 @@ export function Information({ status, writable }: { status: Status; writable: bo
           </>
         )}
       </Section>
+      {writable && <DeleteApp name={app.name} />}
     </>
+  );
+}
+
+/** Deleting asks for the app's name, typed (as `pier delete` does). */
+function DeleteApp({ name }: { name: string }) {
+  const [typed, setTyped] = useState("");
+  return (
+    <Section title="Delete this app">
+      <p class="muted small">
+        Stops and removes its instances, releases, variables, links and git repository. This cannot be undone.
+      </p>
+      <div class="row">
+        <label for="delete-confirm">Type {name} to confirm</label>
+        <input
+          id="delete-confirm"
+          value={typed}
+          autocomplete="off"
+          spellcheck={false}
+          onInput={(e) => setTyped(e.currentTarget.value)}
+        />
+        <Action
+          label="Delete app"
+          busy="Deleting…"
+          kind="danger"
+          disabled={typed !== name}
+          run={async () => {
+            await api("DELETE", appPath(name));
+            location.hash = "#/";
+          }}
+        />
+      </div>
+    </Section>
   );
 }

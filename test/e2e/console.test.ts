@@ -438,6 +438,28 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
     assert.ok(seen.includes("Copy"), "the copy buttons are reached");
   });
 
+  test("delete an app from its Information panel, its name typed to confirm", async () => {
+    await go("apps/worker/information");
+    const del = page.getByRole("button", { name: "Delete app" });
+    await del.waitFor();
+    assert.equal(await del.isDisabled(), true);
+    await page.getByLabel("Type worker to confirm").fill("worke");
+    assert.equal(await del.isDisabled(), true);
+    await page.getByLabel("Type worker to confirm").fill("worker");
+    await del.click();
+    await page.waitForURL(/#\/$/);
+    await page.getByTestId("apps").getByRole("link", { name: "web", exact: true }).waitFor();
+    assert.equal(
+      await page.getByTestId("apps").getByRole("link", { name: "worker", exact: true }).count(),
+      0,
+    );
+    const left = await pier.cliJson<{ name: string }[]>(["apps"]);
+    assert.deepEqual(
+      left.map((a) => a.name),
+      ["web"],
+    );
+  });
+
   test("the page logged no error (no CSP violation, no exception)", () => {
     const real = pageErrors.filter(
       (e) =>
