@@ -359,6 +359,8 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
       "apps/web/variables",
       "apps/web/deployments",
       "apps/web/logs",
+      "new-app",
+      "new-addon",
     ]) {
       await go(hash);
       await page.getByRole("button", { name: "Sign out" }).waitFor();
@@ -438,25 +440,46 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
     assert.ok(seen.includes("Copy"), "the copy buttons are reached");
   });
 
-  test("delete an app from its Information panel, its name typed to confirm", async () => {
+  test("tasks: an app created with its task command; another switched to a task; delete with the name typed", async () => {
+    await go("new-app");
+    await page.getByLabel("Name").fill("nightly");
+    await page.getByLabel("Runtime type").selectOption("phpserver");
+    await page.getByLabel(/A task/).check();
+    await page.getByLabel("Task command").fill("phpserver php-cli task.php");
+    await page.getByRole("button", { name: "Create app" }).click();
+    await page.waitForURL(/#\/apps\/nightly\/information$/);
+    await page.getByText("This app is a task: each deploy runs").waitFor();
+    await page.getByText("phpserver php-cli task.php").waitFor();
+    const nightly = (
+      await pier.cliJson<{ name: string; task: string | null; flavor: string }[]>(["apps"])
+    ).find((a) => a.name === "nightly");
+    assert.equal(nightly?.task, "phpserver php-cli task.php");
+    assert.equal(nightly?.flavor, "XS", "a phpserver app's default flavor");
+    // The task setting of an app that serves HTTP: CC_TASK, from its Information panel.
     await go("apps/worker/information");
+    await page.getByRole("button", { name: "Run as a task" }).click();
+    await page.getByText("Saved: applies at the next deploy or restart.").waitFor();
+    await page.getByRole("button", { name: "Serve HTTP instead" }).waitFor();
+    assert.equal((await pier.cliJson<Record<string, string>>(["env", "--app", "worker"])).CC_TASK, "true");
+    // Delete: the button waits for the app's name.
+    await go("apps/nightly/information");
     const del = page.getByRole("button", { name: "Delete app" });
     await del.waitFor();
     assert.equal(await del.isDisabled(), true);
-    await page.getByLabel("Type worker to confirm").fill("worke");
+    await page.getByLabel("Type nightly to confirm").fill("nightl");
     assert.equal(await del.isDisabled(), true);
-    await page.getByLabel("Type worker to confirm").fill("worker");
+    await page.getByLabel("Type nightly to confirm").fill("nightly");
     await del.click();
     await page.waitForURL(/#\/$/);
     await page.getByTestId("apps").getByRole("link", { name: "web", exact: true }).waitFor();
     assert.equal(
-      await page.getByTestId("apps").getByRole("link", { name: "worker", exact: true }).count(),
+      await page.getByTestId("apps").getByRole("link", { name: "nightly", exact: true }).count(),
       0,
     );
     const left = await pier.cliJson<{ name: string }[]>(["apps"]);
     assert.deepEqual(
       left.map((a) => a.name),
-      ["web"],
+      ["web", "worker"],
     );
   });
 
