@@ -343,6 +343,13 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
     await page.getByText("live", { exact: true }).waitFor();
     assert.equal((await pier.get("web", "/say/from-the-browser-test")).status, 200);
     await page.getByTestId("runtime-log").getByText("said from-the-browser-test").waitFor();
+    // An instance that crashes is restarted: the page shows the restart and the exit code, by itself.
+    await pier.get("web", "/crash").catch(() => undefined);
+    await instances.getByText(/^code 3 at /).waitFor({ timeout: 30_000 });
+    assert.match(
+      (await instances.locator("tr", { hasText: "code 3" }).textContent()) ?? "",
+      /running.*1code 3/,
+    );
     await shot("logs");
     // pier server restarts (the app keeps serving): the page reconnects by itself, no reload.
     await pier.stopServer();
