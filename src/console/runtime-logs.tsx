@@ -15,6 +15,8 @@ export function RuntimeLogs({ status }: { status: Status }) {
   // A new release has new instances: follow those (the stream follows the instances serving when it starts).
   const release = status.release?.id ?? "none";
   const running = status.instances.filter((i) => i.state === "running").length;
+  // An instance the engine restarted after a crash: follow it afresh too (the replay shows its new lines).
+  const restarts = status.instances.reduce((n, i) => n + i.restarts, 0);
   useEffect(() => {
     const ac = new AbortController();
     setError(null);
@@ -41,7 +43,7 @@ export function RuntimeLogs({ status }: { status: Status }) {
       ac.abort();
       setLines([]);
     };
-  }, [name, release, running]);
+  }, [name, release, running, restarts]);
   useEffect(() => {
     const el = pre.current;
     if (el && el.scrollHeight - el.scrollTop - el.clientHeight < 80) el.scrollTop = el.scrollHeight;

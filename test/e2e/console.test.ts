@@ -350,6 +350,15 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
       (await instances.locator("tr", { hasText: "code 3" }).textContent()) ?? "",
       /running.*1code 3/,
     );
+    // ...and the log follows the restarted instance: its new start shows.
+    await page.waitForFunction(
+      () =>
+        (document.querySelector("[data-testid=runtime-log]")?.textContent ?? "").split(
+          "[0] listening on 8080",
+        ).length >= 3,
+      null,
+      { timeout: 20_000 },
+    );
     await shot("logs");
     // pier server restarts (the app keeps serving): the page reconnects by itself, no reload.
     await pier.stopServer();
