@@ -130,7 +130,7 @@ export function Badge({ state }: { state: string }) {
     ? "good"
     : ["failed", "down", "crashed", "exited", "dead"].includes(state)
       ? "bad"
-      : ["queued", "building", "deploying", "restarting", "deploying"].includes(state)
+      : ["queued", "building", "deploying", "restarting", "created"].includes(state)
         ? "busy"
         : "idle";
   return <span class={`badge ${tone}`}>{state}</span>;
