@@ -12,7 +12,7 @@ import { type ApiEnv, accessRoutes, authorize } from "./access.js";
 import { addonRoutes } from "./addon-routes.js";
 import type { AddonService } from "./addons.js";
 import type { AppService } from "./apps.js";
-import { CONSOLE_CSP, CONSOLE_HTML } from "./console.js";
+import { CONSOLE_ASSETS, CONSOLE_CSP, CONSOLE_HTML, consoleAsset } from "./console.js";
 import type { DeployLogs } from "./deploy-logs.js";
 import { domainRoutes } from "./domain-routes.js";
 import type { DomainService } from "./domains.js";
@@ -126,6 +126,15 @@ export function createApi(deps: {
   );
   api.get("/", consolePage);
   api.get("/console", consolePage);
+  api.get("/console/:file", (c) => {
+    const file = c.req.param("file");
+    const type = Object.hasOwn(CONSOLE_ASSETS, file) ? CONSOLE_ASSETS[file] : undefined;
+    if (!type) throw new PierError("NOT_FOUND", `No console file ${file}.`);
+    c.header("content-type", type);
+    c.header("x-content-type-options", "nosniff");
+    c.header("cache-control", "no-cache");
+    return c.body(consoleAsset(file));
+  });
   api.get("/v1/info", (c) => c.json(deps.info));
   api.get("/v1/openapi.json", (c) => c.json(buildOpenApi(deps.info.version)));
 

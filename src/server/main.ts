@@ -398,7 +398,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
       domains.stop();
       edge.unwatch();
       await ssh.close();
-      await new Promise<void>((resolve) => http.close(() => resolve()));
+      await new Promise<void>((resolve) => {
+        http.close(() => resolve());
+        // Followed logs (the console's, `pier logs --follow`) never end by themselves: they would keep the
+        // server from stopping. Requests under way get a second to finish.
+        if ("closeAllConnections" in http) setTimeout(() => http.closeAllConnections(), 1000).unref();
+      });
       store.close();
     },
   };

@@ -24,13 +24,25 @@ describe("API and CLI: bad input gets a clear error and loses nothing", { timeou
     assert.equal(info.status, 200, "/v1/info needs no token");
   });
 
-  test("the console page is served with a strict content security policy", async () => {
+  test("the console page is served with a strict content security policy, its bundle from the same origin", async () => {
     const r = await fetch(`http://127.0.0.1:${pier.apiPort}/`);
     assert.equal(r.status, 200);
-    assert.match(r.headers.get("content-security-policy") ?? "", /default-src 'none'/);
+    const csp = r.headers.get("content-security-policy") ?? "";
+    assert.match(csp, /default-src 'none'/);
+    assert.match(csp, /script-src 'self';/, "no inline script");
+    assert.match(csp, /style-src 'self';/, "no inline style");
     const html = await r.text();
-    assert.match(html, /Update Changes/);
-    assert.doesNotMatch(html, /innerHTML/, "values are set as text only");
+    assert.match(html, /<script type="module" src="\/console\/console\.js"><\/script>/);
+    assert.doesNotMatch(html, /<script>|<style>/, "nothing inline");
+    const js = await fetch(`http://127.0.0.1:${pier.apiPort}/console/console.js`);
+    assert.equal(js.status, 200);
+    assert.match(js.headers.get("content-type") ?? "", /^text\/javascript/);
+    const code = await js.text();
+    assert.match(code, /Update Changes/);
+    const css = await fetch(`http://127.0.0.1:${pier.apiPort}/console/console.css`);
+    assert.equal(css.status, 200);
+    assert.match(css.headers.get("content-type") ?? "", /^text\/css/);
+    assert.equal((await fetch(`http://127.0.0.1:${pier.apiPort}/console/cli.json`)).status, 404);
   });
 
   test("the OpenAPI document lists the routes", async () => {

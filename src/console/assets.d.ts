@@ -1,0 +1,2 @@
+/** esbuild bundles the imported CSS into console.css. */
+declare module "*.css";

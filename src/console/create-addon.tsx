@@ -1,0 +1,143 @@
+/**
+ * Add-on creation (contract 4.6): the provider and a name, then an Applications screen listing the apps with
+ * a Link toggle each; finishing creation links the toggled apps.
+ */
+import { useState } from "preact/hooks";
+import { ADDON_KINDS, addonNameProblem } from "../core/addons.js";
+import { api, describe } from "./api.js";
+import type { Addon, App } from "./types.js";
+import { ErrorLine, Loading, useData } from "./ui.js";
+
+const PROVIDERS: Record<string, string> = {
+  kv: "kv: a Redis-protocol key-value store (port 6378, the token as password)",
+  postgresql: "postgresql: PostgreSQL 17, one database and one user",
+};
+
+export function CreateAddon() {
+  const [step, setStep] = useState<"provider" | "applications">("provider");
+  const [kind, setKind] = useState<string>(ADDON_KINDS[0]);
+  const [name, setName] = useState("");
+  const [linked, setLinked] = useState<ReadonlySet<string>>(new Set());
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const apps = useData(() => api<App[]>("GET", "/apps"), [], 10_000);
+  const nameProblem = name === "" ? null : addonNameProblem(name);
+
+  const toggle = (app: string) => {
+    const next = new Set(linked);
+    if (next.has(app)) next.delete(app);
+    else next.add(app);
+    setLinked(next);
+  };
+  const finish = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      await api<Addon>("POST", "/addons", { kind, name, link: [...linked] });
+      location.hash = "#/";
+    } catch (err) {
+      setError(describe(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (step === "provider") {
+    return (
+      <main class="narrow">
+        <form
+          class="card form"
+          aria-labelledby="addon-title"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setStep("applications");
+          }}
+        >
+          <h1 id="addon-title">Create an add-on</h1>
+          <p class="muted small">Step 1 of 2: provider and name.</p>
+          <fieldset>
+            <legend>Provider</legend>
+            {ADDON_KINDS.map((k) => (
+              <label class="check" key={k}>
+                <input type="radio" name="kind" value={k} checked={kind === k} onChange={() => setKind(k)} />{" "}
+                {PROVIDERS[k] ?? k}
+              </label>
+            ))}
+          </fieldset>
+          <label for="addon-name">Name</label>
+          <input
+            id="addon-name"
+            value={name}
+            onInput={(e) => setName(e.currentTarget.value.trim())}
+            autocomplete="off"
+            spellcheck={false}
+            aria-invalid={nameProblem !== null}
+            aria-describedby="addon-name-help"
+            required
+          />
+          <p id="addon-name-help" class={nameProblem ? "error" : "muted small"}>
+            {nameProblem ?? "Lower-case letters, digits and -."}
+          </p>
+          <div class="row">
+            <button type="submit" class="primary" disabled={name === "" || nameProblem !== null}>
+              Next: applications
+            </button>
+            <a href="#/" class="button">
+              Cancel
+            </a>
+          </div>
+        </form>
+      </main>
+    );
+  }
+  return (
+    <main class="narrow">
+      <section class="card form" aria-labelledby="addon-apps-title">
+        <h1 id="addon-apps-title">Applications</h1>
+        <p class="muted small">
+          Step 2 of 2: link the new {kind} add-on <strong>{name}</strong> to applications. A linked app gets
+          its variables at its next deploy or restart.
+        </p>
+        <ErrorLine error={apps.error} />
+        {!apps.data ? (
+          <Loading what="apps" />
+        ) : apps.data.length === 0 ? (
+          <p class="muted">No application yet: you can link it later from an app's Service Dependencies.</p>
+        ) : (
+          <ul class="toggles" data-testid="link-apps">
+            {apps.data.map((a) => (
+              <li key={a.id}>
+                <span>
+                  <strong>{a.name}</strong> <span class="muted">{a.type}</span>
+                </span>
+                <button
+                  type="button"
+                  role="switch"
+                  class={linked.has(a.name) ? "switch on" : "switch"}
+                  aria-checked={linked.has(a.name)}
+                  aria-label={`Link ${a.name}`}
+                  onClick={() => toggle(a.name)}
+                >
+                  Link
+                </button>
+              </li>
+            ))}
+          </ul>
+        )}
+        <div class="row">
+          <button type="button" onClick={() => setStep("provider")} disabled={busy}>
+            Back
+          </button>
+          <button type="button" class="primary" onClick={finish} disabled={busy} aria-busy={busy}>
+            {busy ? "Creating (starting its container)…" : "Finish: create the add-on"}
+          </button>
+          {error && (
+            <span class="error" role="alert">
+              {error}
+            </span>
+          )}
+        </div>
+      </section>
+    </main>
+  );
+}

@@ -1,0 +1,129 @@
+/** Create an app: name, runtime type, flavor, build flavor, and for a task app its command. */
+import { useState } from "preact/hooks";
+import { appNameProblem } from "../core/names.js";
+import { api, describe } from "./api.js";
+import { type App, FLAVORS, RUNTIMES } from "./types.js";
+
+export function CreateApp() {
+  const [name, setName] = useState("");
+  const [type, setType] = useState<string>("node");
+  const [flavor, setFlavor] = useState("");
+  const [buildFlavor, setBuildFlavor] = useState("");
+  const [isTask, setIsTask] = useState(false);
+  const [task, setTask] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const nameProblem = name === "" ? null : appNameProblem(name);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const app = await api<App>("POST", "/apps", {
+        name,
+        type,
+        ...(flavor ? { flavor } : {}),
+        ...(buildFlavor ? { buildFlavor } : {}),
+        ...(isTask && task.trim() ? { task: task.trim() } : {}),
+      });
+      location.hash = `#/apps/${encodeURIComponent(app.name)}/information`;
+    } catch (err) {
+      setError(describe(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const defaultFlavor = type === "phpserver" ? "XS" : "nano";
+  return (
+    <main class="narrow">
+      <form class="card form" onSubmit={submit} aria-labelledby="create-app-title">
+        <h1 id="create-app-title">Create an app</h1>
+        <label for="app-name">Name</label>
+        <input
+          id="app-name"
+          value={name}
+          onInput={(e) => setName(e.currentTarget.value.trim())}
+          autocomplete="off"
+          spellcheck={false}
+          aria-invalid={nameProblem !== null}
+          aria-describedby="app-name-help"
+          required
+        />
+        <p id="app-name-help" class={nameProblem ? "error" : "muted small"}>
+          {nameProblem ?? "Lower-case letters, digits and -; it becomes the app's host name."}
+        </p>
+        <label for="app-type">Runtime type</label>
+        <select id="app-type" value={type} onChange={(e) => setType(e.currentTarget.value)}>
+          {RUNTIMES.map((r) => (
+            <option key={r} value={r}>
+              {r === "docker" ? "docker (a Dockerfile)" : r === "node" ? "node (Node.js)" : "phpserver (PHP)"}
+            </option>
+          ))}
+        </select>
+        <div class="two">
+          <div>
+            <label for="app-flavor">Flavor</label>
+            <select id="app-flavor" value={flavor} onChange={(e) => setFlavor(e.currentTarget.value)}>
+              <option value="">default ({defaultFlavor})</option>
+              {FLAVORS.filter((f) => type !== "phpserver" || f !== "pico").map((f) => (
+                <option key={f} value={f}>
+                  {f}
+                </option>
+              ))}
+            </select>
+          </div>
+          <div>
+            <label for="app-build-flavor">Build flavor</label>
+            <select
+              id="app-build-flavor"
+              value={buildFlavor}
+              onChange={(e) => setBuildFlavor(e.currentTarget.value)}
+            >
+              <option value="">default (M)</option>
+              {FLAVORS.map((f) => (
+                <option key={f} value={f}>
+                  {f}
+                </option>
+              ))}
+            </select>
+          </div>
+        </div>
+        <label class="check">
+          <input type="checkbox" checked={isTask} onChange={(e) => setIsTask(e.currentTarget.checked)} /> A
+          task: runs a command once to completion (no HTTP, no health check)
+        </label>
+        {isTask && (
+          <>
+            <label for="app-task">Task command</label>
+            <input
+              id="app-task"
+              value={task}
+              onInput={(e) => setTask(e.currentTarget.value)}
+              placeholder={type === "phpserver" ? "phpserver php-cli path/to/task.php" : "node task.js"}
+              spellcheck={false}
+              required
+            />
+          </>
+        )}
+        <div class="row">
+          <button
+            type="submit"
+            class="primary"
+            disabled={busy || nameProblem !== null || name === ""}
+            aria-busy={busy}
+          >
+            {busy ? "Creating…" : "Create app"}
+          </button>
+          <a href="#/" class="button">
+            Cancel
+          </a>
+          {error && (
+            <span class="error" role="alert">
+              {error}
+            </span>
+          )}
+        </div>
+      </form>
+    </main>
+  );
+}

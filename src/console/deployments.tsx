@@ -1,0 +1,284 @@
+/**
+ * Deployments: the list (state, commit, cause, duration), the selected deployment's log (live over SSE while
+ * it runs), the actions (restart, redeploy without cache, stop, cancel, scale) and the releases to roll back
+ * to.
+ */
+import { useEffect, useRef, useState } from "preact/hooks";
+import { api, appPath, describe, follow } from "./api.js";
+import { type Deployment, FLAVORS, type Release, type Status, TERMINAL_STATES } from "./types.js";
+import { Action, Badge, duration, ErrorLine, Loading, Section, useData, when } from "./ui.js";
+
+const running = (d: Deployment) => !TERMINAL_STATES.includes(d.state);
+
+/** The log of one deployment: followed live until it ends, or read whole once it has. */
+function DeploymentLog({ app, deployment }: { app: string; deployment: Deployment }) {
+  const [lines, setLines] = useState<string[]>([]);
+  const [end, setEnd] = useState<Deployment | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [live, setLive] = useState(false);
+  const pre = useRef<HTMLPreElement>(null);
+  const stillRunning = running(deployment);
+  useEffect(() => {
+    const ac = new AbortController();
+    setLines([]);
+    setEnd(null);
+    setError(null);
+    (async () => {
+      if (!stillRunning) {
+        const text = await api<string>("GET", appPath(app, "deployments", deployment.id, "log"));
+        setLines(text.split("\n").filter((l, i, all) => l !== "" || i < all.length - 1));
+        return;
+      }
+      setLive(true);
+      const buffered: string[] = [];
+      let flush: ReturnType<typeof setTimeout> | null = null;
+      const flushNow = () => {
+        if (flush) clearTimeout(flush);
+        flush = null;
+        const batch = buffered.splice(0);
+        if (batch.length) setLines((l) => [...l, ...batch]);
+      };
+      await follow(
+        `${appPath(app, "deployments", deployment.id, "log")}?follow=true`,
+        ac.signal,
+        {
+          reset: () => {
+            if (flush) clearTimeout(flush);
+            flush = null;
+            buffered.length = 0;
+            setLines([]);
+          },
+          event: (ev) => {
+            if (ev.event === "end") {
+              flushNow();
+              setEnd(JSON.parse(ev.data) as Deployment);
+              return true;
+            }
+            buffered.push((JSON.parse(ev.data) as { line: string }).line);
+            // Lines come in bursts (a build's output): one render per 100 ms.
+            flush ??= setTimeout(flushNow, 100);
+            return false;
+          },
+          status: setError,
+        },
+        2000,
+      );
+    })()
+      .catch((e) => {
+        if (!ac.signal.aborted) setError(describe(e));
+      })
+      .finally(() => {
+        if (!ac.signal.aborted) setLive(false);
+      });
+    return () => ac.abort();
+  }, [app, deployment.id]);
+  useEffect(() => {
+    const el = pre.current;
+    if (el && el.scrollHeight - el.scrollTop - el.clientHeight < 80) el.scrollTop = el.scrollHeight;
+  }, [lines]);
+  const state = end?.state ?? deployment.state;
+  return (
+    <div class="log-panel">
+      <p class="log-title">
+        Log of <code>{deployment.id}</code> <Badge state={state} />{" "}
+        {live && (
+          <span class="live" role="status">
+            live
+          </span>
+        )}
+        {(end ?? deployment).reason && <span class="error"> {(end ?? deployment).reason}</span>}
+      </p>
+      <ErrorLine error={error} />
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling log must be reachable by keyboard to scroll it */}
+      <pre class="log" data-testid="deploy-log" ref={pre} role="log" tabIndex={0} aria-label="Deployment log">
+        {lines.join("\n")}
+      </pre>
+    </div>
+  );
+}
+
+function Scale({ status, refresh }: { status: Status; refresh: () => Promise<void> }) {
+  const [instances, setInstances] = useState(String(status.app.instances));
+  const [flavor, setFlavor] = useState(status.app.flavor);
+  const n = Number(instances);
+  const valid = Number.isInteger(n) && n >= 1 && n <= 20;
+  return (
+    <div class="row scale">
+      <label for="scale-instances">Instances</label>
+      <input
+        id="scale-instances"
+        type="number"
+        min={1}
+        max={20}
+        value={instances}
+        aria-invalid={!valid}
+        onInput={(e) => setInstances(e.currentTarget.value)}
+      />
+      <label for="scale-flavor">Flavor</label>
+      <select id="scale-flavor" value={flavor} onChange={(e) => setFlavor(e.currentTarget.value)}>
+        {FLAVORS.filter((f) => status.app.type !== "phpserver" || f !== "pico").map((f) => (
+          <option key={f} value={f}>
+            {f}
+          </option>
+        ))}
+      </select>
+      <Action
+        label="Scale"
+        busy="Scaling…"
+        disabled={!valid || (n === status.app.instances && flavor === status.app.flavor)}
+        done="Scaling: see the new deployment."
+        run={async () => {
+          await api("PATCH", appPath(status.app.name), { instances: n, flavor });
+          await refresh();
+        }}
+      />
+      {!valid && <span class="error">1 to 20 instances.</span>}
+    </div>
+  );
+}
+
+export function Deployments(props: { status: Status; writable: boolean; refresh: () => Promise<void> }) {
+  const { status, writable } = props;
+  const name = status.app.name;
+  const list = useData(() => api<Deployment[]>("GET", appPath(name, "deployments")), [name], 2000);
+  const releases = useData(() => api<Release[]>("GET", appPath(name, "releases")), [name], 5000);
+  const [picked, setPicked] = useState<string | null>(null);
+  const deployments = list.data ?? [];
+  const current = deployments.find(running);
+  // The user's pick, else the newest deployment (a new one, from a push or an action, is shown at once).
+  const shown = deployments.find((d) => d.id === picked) ?? deployments[0];
+  const refreshAll = async () => {
+    setPicked(null);
+    await Promise.all([list.reload(), releases.reload(), props.refresh()]);
+  };
+  return (
+    <>
+      {writable && (
+        <Section title="Actions">
+          <div class="row">
+            <Action
+              label="Restart"
+              busy="Queuing…"
+              kind="primary"
+              run={async () => {
+                await api("POST", appPath(name, "deployments"), {});
+                await refreshAll();
+              }}
+            />
+            <Action
+              label="Redeploy without cache"
+              busy="Queuing…"
+              run={async () => {
+                await api("POST", appPath(name, "deployments"), { withoutCache: true });
+                await refreshAll();
+              }}
+            />
+            <Action
+              label="Stop"
+              busy="Stopping…"
+              kind="danger"
+              disabled={status.state === "stopped"}
+              run={async () => {
+                await api("POST", appPath(name, "stop"));
+                await refreshAll();
+              }}
+            />
+            {current && (
+              <Action
+                label="Cancel deployment"
+                busy="Cancelling…"
+                kind="danger"
+                run={async () => {
+                  await api("POST", appPath(name, "deployments", current.id, "cancel"));
+                  await refreshAll();
+                }}
+              />
+            )}
+          </div>
+          <Scale key={`${status.app.instances}-${status.app.flavor}`} status={status} refresh={refreshAll} />
+        </Section>
+      )}
+      <Section title="Deployments">
+        <ErrorLine error={list.error} />
+        {!list.data ? (
+          <Loading what="deployments" />
+        ) : deployments.length === 0 ? (
+          <p class="muted">No deployment yet: push with git (see Information).</p>
+        ) : (
+          <div class="table-wrap">
+            <table data-testid="deployments">
+              <thead>
+                <tr>
+                  <th scope="col">State</th>
+                  <th scope="col">Commit</th>
+                  <th scope="col">Cause</th>
+                  <th scope="col">Started</th>
+                  <th scope="col">Duration</th>
+                  <th scope="col">
+                    <span class="visually-hidden">Log</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {deployments.map((d) => (
+                  <tr key={d.id} class={d.id === shown?.id ? "selected" : undefined}>
+                    <td>
+                      <Badge state={d.state} />
+                    </td>
+                    <td>
+                      <code>{d.commit.slice(0, 7)}</code>
+                    </td>
+                    <td class="wrap">{d.cause}</td>
+                    <td>{when(d.createdAt)}</td>
+                    <td>{duration(d.createdAt, d.finishedAt)}</td>
+                    <td>
+                      <button
+                        type="button"
+                        class="plain small"
+                        aria-pressed={d.id === shown?.id}
+                        aria-label={`Show the log of ${d.id}`}
+                        onClick={() => setPicked(d.id)}
+                      >
+                        Log
+                      </button>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        {shown && <DeploymentLog key={shown.id} app={name} deployment={shown} />}
+      </Section>
+      <Section title="Releases">
+        <ErrorLine error={releases.error} />
+        {!releases.data ? (
+          <Loading what="releases" />
+        ) : releases.data.length === 0 ? (
+          <p class="muted">No release yet.</p>
+        ) : (
+          <ul class="links" data-testid="releases">
+            {releases.data.map((r) => (
+              <li key={r.id}>
+                <span>
+                  <strong>v{r.number}</strong> <code>{r.commit.slice(0, 7)}</code>{" "}
+                  <span class="muted">{when(r.createdAt)}</span> {r.current && <Badge state="current" />}
+                </span>
+                {writable && !r.current && (
+                  <Action
+                    label={`Roll back to v${r.number}`}
+                    busy="Queuing…"
+                    run={async () => {
+                      await api("POST", appPath(name, "releases", String(r.number), "rollback"));
+                      await refreshAll();
+                    }}
+                  />
+                )}
+              </li>
+            ))}
+          </ul>
+        )}
+      </Section>
+    </>
+  );
+}

@@ -1,0 +1,109 @@
+/** The apps (type, state, release, URL) and, beside them, the add-ons. */
+import { api, appPath } from "./api.js";
+import type { Addon, App, Status, Whoami } from "./types.js";
+import { Badge, ErrorLine, Loading, Section, useData } from "./ui.js";
+
+/** An app with its status (state and release), read in one go for the list. */
+async function appsWithStatus(): Promise<{ app: App; status: Status | null }[]> {
+  const apps = await api<App[]>("GET", "/apps");
+  return Promise.all(
+    apps.map(async (app) => ({
+      app,
+      status: await api<Status>("GET", appPath(app.name, "status")).catch(() => null),
+    })),
+  );
+}
+
+export function Home({ who }: { who: Whoami }) {
+  const apps = useData(appsWithStatus, [], 5000);
+  const addons = useData(() => api<Addon[]>("GET", "/addons"), [], 5000);
+  const canCreate = who.admin && !who.readOnly;
+  return (
+    <main class="home">
+      <Section
+        title="Apps"
+        actions={
+          canCreate && (
+            <a class="button primary" href="#/new-app">
+              Create an app
+            </a>
+          )
+        }
+      >
+        <ErrorLine error={apps.error} />
+        {!apps.data ? (
+          <Loading what="apps" />
+        ) : apps.data.length === 0 ? (
+          <p class="muted">No app yet.{canCreate ? " Create one, then push to it with git." : ""}</p>
+        ) : (
+          <div class="table-wrap">
+            <table data-testid="apps">
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Type</th>
+                  <th scope="col">State</th>
+                  <th scope="col">Release</th>
+                  <th scope="col">URL</th>
+                </tr>
+              </thead>
+              <tbody>
+                {apps.data.map(({ app, status }) => (
+                  <tr key={app.id}>
+                    <td>
+                      <a href={`#/apps/${encodeURIComponent(app.name)}`}>{app.name}</a>
+                    </td>
+                    <td>
+                      {app.type}
+                      {app.task ? " (task)" : ""}
+                    </td>
+                    <td>{status ? <Badge state={status.state} /> : "?"}</td>
+                    <td>{status?.release ? `v${status.release.number}` : "none"}</td>
+                    <td class="wrap">
+                      {app.task ? (
+                        <span class="muted">a task: no URL</span>
+                      ) : (
+                        <a href={app.url} target="_blank" rel="noopener noreferrer">
+                          {app.url}
+                        </a>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </Section>
+      <Section
+        title="Add-ons"
+        actions={
+          canCreate && (
+            <a class="button" href="#/new-addon">
+              Create an add-on
+            </a>
+          )
+        }
+      >
+        <ErrorLine error={addons.error} />
+        {!addons.data ? (
+          <Loading what="add-ons" />
+        ) : addons.data.length === 0 ? (
+          <p class="muted">No add-on{who.app ? " linked to this app" : " yet"}.</p>
+        ) : (
+          <ul class="addons" data-testid="addons">
+            {addons.data.map((a) => (
+              <li key={a.id}>
+                <strong>{a.name}</strong> <span class="muted">{a.kind}</span>{" "}
+                <span class="muted">{a.flavor}</span>
+                <div class="muted small">
+                  {a.apps.length ? `linked to ${a.apps.join(", ")}` : "not linked"}
+                </div>
+              </li>
+            ))}
+          </ul>
+        )}
+      </Section>
+    </main>
+  );
+}

@@ -1,0 +1,104 @@
+/** The instances (state, restarts, last exit) and their runtime logs, followed live. */
+import { useEffect, useRef, useState } from "preact/hooks";
+import { appPath, describe, follow } from "./api.js";
+import type { Status } from "./types.js";
+import { Badge, ErrorLine, Section, when } from "./ui.js";
+
+const MAX_LINES = 2000;
+
+export function RuntimeLogs({ status }: { status: Status }) {
+  const name = status.app.name;
+  const [lines, setLines] = useState<string[]>([]);
+  const [error, setError] = useState<string | null>(null);
+  const [live, setLive] = useState(false);
+  const pre = useRef<HTMLPreElement>(null);
+  // A new release has new instances: follow those (the stream follows the instances serving when it starts).
+  const release = status.release?.id ?? "none";
+  const running = status.instances.filter((i) => i.state === "running").length;
+  // An instance the engine restarted after a crash: follow it afresh too (the replay shows its new lines).
+  const restarts = status.instances.reduce((n, i) => n + i.restarts, 0);
+  useEffect(() => {
+    const ac = new AbortController();
+    setError(null);
+    (async () => {
+      setLive(true);
+      await follow(`${appPath(name, "logs")}?follow=true&tail=200`, ac.signal, {
+        reset: () => setLines([]),
+        event: (ev) => {
+          const l = JSON.parse(ev.data) as { at: string; line: string; instance: number };
+          const text = `${new Date(l.at).toLocaleTimeString()} [${l.instance}] ${l.line}`;
+          setLines((all) => [...all.slice(-MAX_LINES + 1), text]);
+          return false;
+        },
+        status: setError,
+      });
+    })()
+      .catch((e) => {
+        if (!ac.signal.aborted) setError(describe(e));
+      })
+      .finally(() => {
+        if (!ac.signal.aborted) setLive(false);
+      });
+    return () => {
+      ac.abort();
+      setLines([]);
+    };
+  }, [name, release, running, restarts]);
+  useEffect(() => {
+    const el = pre.current;
+    if (el && el.scrollHeight - el.scrollTop - el.clientHeight < 80) el.scrollTop = el.scrollHeight;
+  }, [lines]);
+  return (
+    <>
+      <Section title="Instances">
+        {status.instances.length === 0 ? (
+          <p class="muted">No instance runs{status.state === "stopped" ? ": the app is stopped" : ""}.</p>
+        ) : (
+          <div class="table-wrap">
+            <table data-testid="instances">
+              <thead>
+                <tr>
+                  <th scope="col">#</th>
+                  <th scope="col">State</th>
+                  <th scope="col">Started</th>
+                  <th scope="col">Restarts</th>
+                  <th scope="col">Last exit</th>
+                </tr>
+              </thead>
+              <tbody>
+                {status.instances.map((i) => (
+                  <tr key={i.id}>
+                    <td>{i.number}</td>
+                    <td>
+                      <Badge state={i.state} />
+                    </td>
+                    <td>{when(i.startedAt)}</td>
+                    <td>{i.restarts}</td>
+                    <td>{i.lastExit ? `code ${i.lastExit.code} at ${when(i.lastExit.at)}` : "none"}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        {status.routeProblem && <p class="error">{status.routeProblem}</p>}
+      </Section>
+      <Section
+        title="Runtime logs"
+        actions={
+          live && (
+            <span class="live" role="status">
+              live
+            </span>
+          )
+        }
+      >
+        <ErrorLine error={error} />
+        {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling log must be reachable by keyboard to scroll it */}
+        <pre class="log" data-testid="runtime-log" ref={pre} role="log" tabIndex={0} aria-label="Runtime log">
+          {lines.length ? lines.join("\n") : "No line yet."}
+        </pre>
+      </Section>
+    </>
+  );
+}
