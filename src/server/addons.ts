@@ -25,6 +25,27 @@ export interface AddonView extends Addon {
 }
 
 /**
+ * Whether a linked app's instances and builds reach the add-on: `joined` (it is on all the app's
+ * networks), `joining` (Pier is connecting it now), `pending` (the app's next deploy or restart connects
+ * it: a link changes nothing on the engine until then, ADR 0016).
+ */
+export interface AddonJoin {
+  app: string;
+  state: "joined" | "joining" | "pending";
+  networks: string[];
+}
+
+/** The add-on's state: the provider's, or `joining` while a running add-on is (re)joining its linked apps. */
+export type AddonStatus = AddonView &
+  Omit<AddonState, "state"> & {
+    state: AddonState["state"] | "joining";
+    joins: AddonJoin[];
+    host: string;
+    port: number;
+    backups: number;
+  };
+
+/**
  * Add-ons, links and backups (ADR 0015, 0016). An add-on is a server in its own container, on its own
  * network; a link records that an app gets its variables, and each deploy or restart of the app connects
  * the add-ons linked to it to the app's networks (and disconnects those no longer linked): a link changes
@@ -150,11 +171,50 @@ export class AddonService {
     return this.view(addon);
   }
 
-  async status(a: Addon): Promise<AddonView & AddonState & { host: string; port: number; backups: number }> {
+  /** Add-ons Pier is connecting to their linked apps' networks right now (start, deploys). */
+  private readonly joining = new Map<string, Set<string>>();
+
+  private async withJoining<T>(addonId: string, appIds: string[], work: () => Promise<T>): Promise<T> {
+    if (appIds.length === 0) return work();
+    const set = this.joining.get(addonId) ?? new Set<string>();
+    const added = appIds.filter((x) => !set.has(x));
+    for (const x of added) set.add(x);
+    this.joining.set(addonId, set);
+    try {
+      return await work();
+    } finally {
+      for (const x of added) set.delete(x);
+      if (set.size === 0) this.joining.delete(addonId);
+    }
+  }
+
+  async status(a: Addon): Promise<AddonStatus> {
     const p = this.provider(a);
+    const s = await p.status(a.id);
+    const view = await this.view(a);
+    const nets = await this.deps.engine.listNetworkSubnets();
+    const under = this.joining.get(a.id);
+    const joins: AddonJoin[] = [];
+    for (const appId of await this.deps.addons.addonApps(a.id)) {
+      const app = await this.deps.store.findApp(appId);
+      if (!app) continue;
+      const networks = nets
+        .filter((n) => n.labels["pier.app"] === appId)
+        .map((n) => n.name)
+        .sort();
+      const state = under?.has(appId)
+        ? "joining"
+        : networks.length > 0 && networks.every((n) => s.networks.includes(n))
+          ? "joined"
+          : "pending";
+      joins.push({ app: app.name, state, networks });
+    }
+    joins.sort((x, y) => x.app.localeCompare(y.app));
     return {
-      ...(await this.view(a)),
-      ...(await p.status(a.id)),
+      ...view,
+      ...s,
+      state: s.state === "running" && under !== undefined ? "joining" : s.state,
+      joins,
       host: p.host(a.id),
       port: p.port,
       backups: (await this.deps.addons.listBackups(a.id)).length,
@@ -289,10 +349,12 @@ export class AddonService {
       const want = linked.some((x) => x.id === a.id);
       // A broken add-on does not fail the app's deploy: the log says so (the app's own checks will).
       try {
-        for (const net of nets) {
-          if (want) await p.connect(a.id, net);
-          else await p.disconnect(a.id, net);
-        }
+        await this.withJoining(a.id, want ? [appId] : [], async () => {
+          for (const net of nets) {
+            if (want) await p.connect(a.id, net);
+            else await p.disconnect(a.id, net);
+          }
+        });
         if (want) lines.push(`Add-on ${a.name} (${a.kind}) is reachable at ${p.host(a.id)}:${p.port}.`);
       } catch (e) {
         if (want)
@@ -323,16 +385,21 @@ export class AddonService {
         if (s.state === "running" || s.state === "starting") continue;
         const network = AddonService.networkOf(a.id);
         await this.deps.networks.ensure(network, a.id, null, { "pier.addon": a.id });
-        await p.provision({
-          id: a.id,
-          name: a.name,
-          flavor: a.flavor,
-          memoryBytes: FLAVOR_MEMORY_MIB[a.flavor] * 2 ** 20,
-          credentials: await this.deps.addons.addonCredentials(a.id),
-          network,
-        });
-        for (const appId of await this.deps.addons.addonApps(a.id))
-          for (const n of nets.filter((x) => x.labels["pier.app"] === appId)) await p.connect(a.id, n.name);
+        const appIds = await this.deps.addons.addonApps(a.id);
+        // The linked apps' networks are joined before the server starts: once it is `running`, they reach it.
+        const joins = nets.filter((x) => appIds.includes(x.labels["pier.app"] ?? "")).map((x) => x.name);
+        const credentials = await this.deps.addons.addonCredentials(a.id);
+        await this.withJoining(a.id, appIds, () =>
+          p.provision({
+            id: a.id,
+            name: a.name,
+            flavor: a.flavor,
+            memoryBytes: FLAVOR_MEMORY_MIB[a.flavor] * 2 ** 20,
+            credentials,
+            network,
+            joins,
+          }),
+        );
         back.push(a.name);
         this.deps.logger.info({ addonId: a.id, name: a.name, was: s.state }, "add-on brought back");
       } catch (err) {
