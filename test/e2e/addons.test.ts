@@ -306,6 +306,11 @@ echo json_encode(['port' => getenv('KV_PORT'), 'k' => $r->get('k'), 'php' => $r-
         `${again} answered ${got} (the deleted app's subnet ${subnet}, the new app's ${itsSubnet}): ${await isolationDiagnostics(host)}`,
       );
     assert.ok(!Object.keys(await addresses(host)).includes(`pier-${newcomer.id}`));
+    // An address of Pier's pool that no network uses does not leave the machine either (by the host's
+    // default route, something outside answered: an egress proxy's HTTP 400 was taken for the add-on).
+    await ok(["env", "set", "KV_HOST", "10.210.255.250", "--app", "newcomer"]);
+    await restart("newcomer");
+    assert.match(await kvGetFrom("newcomer"), /^ERR (EHOSTUNREACH|ENETUNREACH|ECONNREFUSED)$/);
     await pier.api("DELETE", `/v1/apps/${newcomer.id}`);
   });
 
@@ -392,6 +397,50 @@ echo json_encode(['port' => getenv('KV_PORT'), 'k' => $r->get('k'), 'php' => $r-
     const badName = await pier.api("PUT", "/v1/apps/api/published-config/1BAD", { value: "x" });
     assert.equal(badName.status, 400);
     assert.equal(await body("web", "/pg"), "first", "nothing was lost");
+
+    // Deleting a linked add-on without --force: 409 with the error shape, and the add-on stays.
+    const del = await pier.api("DELETE", "/v1/addons/db");
+    assert.equal(del.status, 409);
+    assert.equal((del.json as { error: { code: string } }).error.code, "CONFLICT");
+    assert.match((del.json as { error: { hint: string } }).error.hint, /unlink-addon db --app APP|--force/);
+    // A backup of another add-on: 404, nothing restored.
+    const [dbBackup] = await pier.cliJson<{ id: string }[]>(["addon", "backup", "list", "db"]);
+    const cross = await pier.api("POST", `/v1/addons/cache/backups/${dbBackup?.id}/restore`);
+    assert.equal(cross.status, 404);
+    assert.equal((cross.json as { error: { code: string } }).error.code, "BACKUP_NOT_FOUND");
+    // A stopped add-on (stopped outside Pier) can be neither backed up nor restored: a clear error, and
+    // its backups stay as they were.
+    const { host } = await pier.cliJson<{ host: string }>(["addon", "status", "cache"]);
+    const before = await pier.cliJson<{ id: string }[]>(["addon", "backup", "list", "cache"]);
+    await run(["/usr/bin/docker", "stop", host]);
+    try {
+      const stopped = await pier.cli(["addon", "backup", "create", "cache"]);
+      assert.notEqual(stopped.code, 0);
+      assert.match(stopped.stderr, /The add-on 'cache' is stopped: nothing was backed up/);
+      const api = await pier.api("POST", "/v1/addons/cache/backups");
+      assert.equal(api.status, 409);
+      assert.equal((api.json as { error: { code: string } }).error.code, "ADDON_NOT_RUNNING");
+      const restore = await pier.cli([
+        "addon",
+        "backup",
+        "restore",
+        "cache",
+        before[0]?.id as string,
+        "--yes",
+      ]);
+      assert.notEqual(restore.code, 0);
+      assert.match(restore.stderr, /is stopped: nothing was restored/);
+      assert.deepEqual(await pier.cliJson<{ id: string }[]>(["addon", "backup", "list", "cache"]), before);
+      assert.equal((await pier.cliJson<{ state: string }>(["addon", "status", "cache"])).state, "stopped");
+    } finally {
+      await run(["/usr/bin/docker", "start", host]);
+    }
+    let state = "";
+    for (let i = 0; i < 120 && state !== "running"; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      state = (await pier.cliJson<{ state: string }>(["addon", "status", "cache"])).state;
+    }
+    assert.equal(state, "running");
   });
 
   test("an app's token sees only the add-ons linked to its app, read-only", async () => {
