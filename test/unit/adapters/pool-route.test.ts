@@ -6,7 +6,7 @@ import { describe, it } from "node:test";
 import { ExecError, type ExecResult } from "../../../src/adapters/exec.js";
 import { claimPoolRoute } from "../../../src/adapters/pool-route.js";
 
-/** A fake `ip`: what `route show exact` prints, and whether `route add` fails. */
+/** A fake `ip`: what `route show match` prints, and whether `route add` fails. */
 function fakeIp(shown: string, addFails?: string) {
   const calls: string[] = [];
   const run = async (argv: readonly string[]): Promise<ExecResult> => {
@@ -27,7 +27,12 @@ describe("claimPoolRoute", () => {
     added: boolean;
     reason?: RegExp;
   }[] = [
-    { name: "no route for the pool: added", shown: "", state: "added", added: true },
+    {
+      name: "no route for the pool: added",
+      shown: "default via 192.0.2.1 dev eth0 \n",
+      state: "added",
+      added: true,
+    },
     {
       name: "ours already (another Pier, an earlier start)",
       shown: "unreachable 10.210.0.0/16 \n",
@@ -40,6 +45,13 @@ describe("claimPoolRoute", () => {
       state: "failed",
       added: false,
       reason: /the host routes 10.210.0.0\/16 already: 10.210.0.0\/16 via 192.168.1.1 dev tun0/,
+    },
+    {
+      name: "the host routes a wider range (10.0.0.0/8 on a VPN): left alone",
+      shown: "default via 192.0.2.1 dev eth0 \n10.0.0.0/8 dev tun0 scope link \n",
+      state: "failed",
+      added: false,
+      reason: /the host routes 10.210.0.0\/16 already: 10.0.0.0\/8 dev tun0 scope link/,
     },
     {
       name: "not allowed (not root): reported",
@@ -56,7 +68,7 @@ describe("claimPoolRoute", () => {
       const got = await claimPoolRoute("10.210.0.0/16", ip.run);
       assert.equal(got.state, c.state);
       if (c.reason) assert.match((got as { reason: string }).reason, c.reason);
-      assert.equal(ip.calls[0], "ip -4 route show exact 10.210.0.0/16");
+      assert.equal(ip.calls[0], "ip -4 route show match 10.210.0.0/16");
       assert.equal(ip.calls.includes("ip -4 route add unreachable 10.210.0.0/16"), c.added);
     });
   }
