@@ -377,8 +377,13 @@ export interface AddonSpec {
   flavor: Flavor;
   memoryBytes: number;
   credentials: AddonCredentials;
-  /** The add-on's own network (a subnet of Pier's pool); linked apps' networks are connected later. */
+  /** The add-on's own network (a subnet of Pier's pool). */
   network: string;
+  /**
+   * Networks (its linked apps') the container joins before its server starts, so that it answers `ready`
+   * only once they reach it. Others are connected later (`connect`).
+   */
+  joins?: string[];
 }
 
 export interface AddonState {

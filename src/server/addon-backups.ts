@@ -42,6 +42,20 @@ export class AddonBackups {
     return run;
   }
 
+  /** A backup or a restore needs the add-on's server: one that is stopped or gone gets a clear error. */
+  private async mustRun(a: Addon, what: string): Promise<void> {
+    const p = this.provider(a);
+    const { state } = await p.status(a.id);
+    if (state === "running") return;
+    throw new PierError(
+      "ADDON_NOT_RUNNING",
+      `The add-on '${a.name}' is ${state === "missing" ? "missing (its container is gone)" : state}: ${what}.`,
+      state === "starting"
+        ? "Try again in a moment (`pier addon status` says when it runs)."
+        : `pier server starts its add-ons when it starts: restart it (or \`docker start ${p.host(a.id)}\` on the engine's host), then try again.`,
+    );
+  }
+
   list(a: Addon): Promise<AddonBackup[]> {
     return this.deps.addons.listBackups(a.id);
   }
@@ -49,6 +63,7 @@ export class AddonBackups {
   /** A backup now (`at`: the time recorded, the daily round's clock). */
   create(a: Addon, automatic = false, at?: Date): Promise<AddonBackup> {
     return this.serial(a, async () => {
+      await this.mustRun(a, "nothing was backed up");
       const id = newId("bak");
       const file = `${new Date().toISOString().replace(/[:.]/g, "-")}-${id}.${a.kind === "kv" ? "rdb" : "pgdump"}`;
       await mkdir(this.dirOf(a), { recursive: true, mode: 0o700 });
@@ -79,6 +94,7 @@ export class AddonBackups {
       );
     }
     return this.serial(a, async () => {
+      await this.mustRun(a, "nothing was restored, its data is as it was");
       await this.provider(a).restore(a.id, join(this.dirOf(a), b.file));
       this.deps.logger.info({ addonId: a.id, backup: b.id }, "add-on restored");
       return b;

@@ -16,6 +16,7 @@ import { PierError } from "../core/errors.js";
 import { type App, FLAVOR_MEMORY_MIB, type Flavor } from "../core/model.js";
 import type { AddonProvider, AddonState, AddonStore, Engine, Store } from "../core/ports.js";
 import { AddonBackups } from "./addon-backups.js";
+import { type AddonJoin, AddonJoins, addonNetwork } from "./addon-joins.js";
 import { newId } from "./deployer.js";
 import type { Networks } from "./networks.js";
 
@@ -23,6 +24,16 @@ export interface AddonView extends Addon {
   /** The apps it is linked to, by name. */
   apps: string[];
 }
+
+/** The add-on's state: the provider's, or `joining` while a running add-on is (re)joining its linked apps. */
+export type AddonStatus = AddonView &
+  Omit<AddonState, "state"> & {
+    state: AddonState["state"] | "joining";
+    joins: AddonJoin[];
+    host: string;
+    port: number;
+    backups: number;
+  };
 
 /**
  * Add-ons, links and backups (ADR 0015, 0016). An add-on is a server in its own container, on its own
@@ -32,6 +43,7 @@ export interface AddonView extends Addon {
  */
 export class AddonService {
   private readonly backupsOf: AddonBackups;
+  private readonly joins: AddonJoins;
 
   constructor(
     private readonly deps: {
@@ -48,6 +60,7 @@ export class AddonService {
     },
   ) {
     this.backupsOf = new AddonBackups(deps);
+    this.joins = new AddonJoins(deps);
   }
 
   private provider(a: Addon): AddonProvider {
@@ -55,7 +68,7 @@ export class AddonService {
   }
 
   static networkOf(addonId: string): string {
-    return `pier-addon-${addonId}-net`;
+    return addonNetwork(addonId);
   }
 
   async get(ref: string): Promise<Addon> {
@@ -150,11 +163,15 @@ export class AddonService {
     return this.view(addon);
   }
 
-  async status(a: Addon): Promise<AddonView & AddonState & { host: string; port: number; backups: number }> {
+  async status(a: Addon): Promise<AddonStatus> {
     const p = this.provider(a);
+    const s = await p.status(a.id);
+    const { joins, joining } = await this.joins.of(a.id, s.networks);
     return {
       ...(await this.view(a)),
-      ...(await p.status(a.id)),
+      ...s,
+      state: s.state === "running" && joining ? "joining" : s.state,
+      joins,
       host: p.host(a.id),
       port: p.port,
       backups: (await this.deps.addons.listBackups(a.id)).length,
@@ -269,89 +286,18 @@ export class AddonService {
     return env.vars;
   }
 
-  /**
-   * Before a deploy's build and instances: the add-ons linked to the app join the app's networks, and
-   * add-ons no longer linked leave them. Returns lines for the deploy log.
-   */
-  async attach(appId: string, appNetwork: { name: string; ipv6Subnet: string | null }): Promise<string[]> {
-    const lines: string[] = [];
-    const all = await this.deps.addons.listAddons();
-    if (all.length === 0) return lines;
-    const linked = await this.deps.addons.linkedAddons(appId);
-    if (linked.length === 0 && !(await this.deps.engine.networkExists(appNetwork.name))) return lines;
-    await this.deps.networks.ensure(appNetwork.name, appId, appNetwork.ipv6Subnet);
-    const nets = (await this.deps.engine.listNetworkSubnets())
-      .filter((n) => n.labels["pier.app"] === appId)
-      .map((n) => n.name);
-    if (!nets.includes(appNetwork.name)) nets.push(appNetwork.name);
-    for (const a of all) {
-      const p = this.provider(a);
-      const want = linked.some((x) => x.id === a.id);
-      // A broken add-on does not fail the app's deploy: the log says so (the app's own checks will).
-      try {
-        for (const net of nets) {
-          if (want) await p.connect(a.id, net);
-          else await p.disconnect(a.id, net);
-        }
-        if (want) lines.push(`Add-on ${a.name} (${a.kind}) is reachable at ${p.host(a.id)}:${p.port}.`);
-      } catch (e) {
-        if (want)
-          lines.push(
-            `WARNING: add-on ${a.name} could not join the app's network (${(e as Error).message}); see \`pier addon status ${a.name}\`.`,
-          );
-        this.deps.logger.warn(
-          { appId, addonId: a.id, err: (e as Error).message },
-          "add-on network change failed",
-        );
-      }
-    }
-    return lines;
+  // Networks: which apps' networks each add-on is on (src/server/addon-joins.ts).
+
+  attach(appId: string, appNetwork: { name: string; ipv6Subnet: string | null }): Promise<string[]> {
+    return this.joins.attach(appId, appNetwork);
   }
 
-  /**
-   * At start: every add-on the store knows runs. One whose container is gone (removed by hand, a crash in
-   * the middle of a change) is made again on its volume, with its credentials, and joins its linked apps'
-   * networks again: its data and its links are kept. Returns the names of the add-ons brought back.
-   */
-  async reconcile(): Promise<string[]> {
-    const back: string[] = [];
-    const nets = await this.deps.engine.listNetworkSubnets();
-    for (const a of await this.deps.addons.listAddons()) {
-      const p = this.provider(a);
-      try {
-        const s = await p.status(a.id);
-        if (s.state === "running" || s.state === "starting") continue;
-        const network = AddonService.networkOf(a.id);
-        await this.deps.networks.ensure(network, a.id, null, { "pier.addon": a.id });
-        await p.provision({
-          id: a.id,
-          name: a.name,
-          flavor: a.flavor,
-          memoryBytes: FLAVOR_MEMORY_MIB[a.flavor] * 2 ** 20,
-          credentials: await this.deps.addons.addonCredentials(a.id),
-          network,
-        });
-        for (const appId of await this.deps.addons.addonApps(a.id))
-          for (const n of nets.filter((x) => x.labels["pier.app"] === appId)) await p.connect(a.id, n.name);
-        back.push(a.name);
-        this.deps.logger.info({ addonId: a.id, name: a.name, was: s.state }, "add-on brought back");
-      } catch (err) {
-        this.deps.logger.warn(
-          { addonId: a.id, err: (err as Error).message },
-          "could not bring an add-on back",
-        );
-      }
-    }
-    return back;
+  reconcile(): Promise<string[]> {
+    return this.joins.reconcile();
   }
 
-  /** After an app is deleted: the add-ons leave its networks (so that they can go). */
-  async detach(appId: string): Promise<void> {
-    const nets = (await this.deps.engine.listNetworkSubnets())
-      .filter((n) => n.labels["pier.app"] === appId)
-      .map((n) => n.name);
-    for (const a of await this.deps.addons.listAddons())
-      for (const net of nets) await this.provider(a).disconnect(a.id, net);
+  detach(appId: string): Promise<void> {
+    return this.joins.detach(appId);
   }
 
   // Backups (src/server/addon-backups.ts).

@@ -11,11 +11,13 @@ import { HaproxyEdge } from "../adapters/edge/haproxy.js";
 import { HaproxyTls } from "../adapters/edge/haproxy-tls.js";
 import { DockerEngine } from "../adapters/engine/docker.js";
 import { NpmRegistry } from "../adapters/npm-registry.js";
+import { claimPoolRoute } from "../adapters/pool-route.js";
 import { SecretBox } from "../adapters/secret-box.js";
 import { SqliteStore } from "../adapters/store/sqlite.js";
 import { pierGitPrefixes } from "../core/build-git.js";
 import { PierError } from "../core/errors.js";
 import type { EngineEvent, Store } from "../core/ports.js";
+import { formatCidr } from "../core/subnets.js";
 import { authorizeRepo, BOOTSTRAP_NAME, hashToken } from "./access.js";
 import { AddonService } from "./addons.js";
 import { createApi } from "./api.js";
@@ -115,6 +117,13 @@ export async function startServer(config: Config): Promise<RunningServer> {
     prefix: config.subnets.prefix,
   });
   await networks.checkPool();
+  // Addresses of the pool that no network uses must not leave this machine (ADR 0016).
+  const poolRoute = await claimPoolRoute(formatCidr(config.subnets.pool));
+  if (poolRoute.state === "failed")
+    logger.warn(
+      { pool: formatCidr(config.subnets.pool), reason: poolRoute.reason },
+      "could not add an unreachable route for the subnet pool: a connection to an address of it that no network uses leaves this host by its default route (run pier server as root, or add it: ip route add unreachable POOL)",
+    );
   const edge = new HaproxyEdge({
     haproxyBin: config.haproxy,
     dir: join(config.dataDir, "edge"),

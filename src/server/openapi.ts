@@ -144,7 +144,8 @@ const ROUTES: RouteDoc[] = [
   {
     method: "get",
     path: "/v1/addons/{addon}",
-    summary: "An add-on's status: state, host, port, networks, links",
+    summary:
+      "An add-on's status: state (running once its linked apps reach it; joining while it joins them), host, port, networks, and per linked app whether it reaches it (joins)",
   },
   {
     method: "delete",
@@ -158,13 +159,15 @@ const ROUTES: RouteDoc[] = [
   {
     method: "post",
     path: "/v1/addons/{addon}/backups",
-    summary: "Back the add-on up now (pg_dump, or a kv snapshot; admin token)",
+    summary:
+      "Back the add-on up now (pg_dump, or a kv snapshot; admin token); 409 ADDON_NOT_RUNNING when it is stopped",
     status: 201,
   },
   {
     method: "post",
     path: "/v1/addons/{addon}/backups/{backup}/restore",
-    summary: "Replace the add-on's data by a backup of it (admin token); a failed restore changes nothing",
+    summary:
+      "Replace the add-on's data by a backup of it (admin token); a failed restore changes nothing; 409 ADDON_NOT_RUNNING when it is stopped",
   },
   { method: "get", path: "/v1/apps/{app}/links", summary: "The add-ons and apps an app is linked to" },
   {

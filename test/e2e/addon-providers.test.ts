@@ -253,6 +253,27 @@ for (const p of PROVIDERS) {
       assert.equal((await p.status(id)).state, "running");
     });
 
+    it("made again on its volume with networks to join: it is on them once it answers, with its data", async () => {
+      await run([DOCKER, "rm", "-f", host]);
+      assert.equal((await p.status(id)).state, "missing");
+      await p.provision({
+        id,
+        name: "conf-db",
+        flavor: "pico",
+        memoryBytes: FLAVOR_MEMORY_MIB.pico * 2 ** 20,
+        credentials: creds,
+        network: own,
+        joins: [other],
+      });
+      const s = await p.status(id);
+      assert.equal(s.state, "running");
+      assert.deepEqual(s.networks, [own, other].sort());
+      // At once, from the joined network: nothing to wait for once provision returned.
+      const r = await client(p.kind, other, CLIENTS[p.kind]!.read(host, creds));
+      assert.equal(r.stdout.trim(), "two", r.stderr);
+      await p.disconnect(id, other);
+    });
+
     it("remove leaves neither container nor volume", async () => {
       await p.remove(id);
       assert.equal((await p.status(id)).state, "missing");

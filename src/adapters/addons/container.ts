@@ -135,6 +135,8 @@ export class ContainerAddons implements AddonProvider {
       await this.create(name, spec, nanoCpus, cpuShares);
     }
     const c = this.docker.getContainer(name);
+    // The linked apps' networks before the server starts: it is ready (and `running`) only once they reach it.
+    for (const network of spec.joins ?? []) await this.connect(spec.id, network);
     if (!existing?.State.Running)
       await c.start().catch((e: { statusCode?: number }) => {
         if (e.statusCode !== 304) throw e;

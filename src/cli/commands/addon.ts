@@ -21,6 +21,7 @@ const StatusSchema = AddonSchema.extend({
   networks: z.array(z.string()),
   startedAt: z.string().nullable(),
   backups: z.number(),
+  joins: z.array(z.object({ app: z.string(), state: z.string(), networks: z.array(z.string()) })),
 });
 const EnvSchema = z.looseObject({
   addon: z.string(),
@@ -72,6 +73,13 @@ Options:
       --force                           delete even while linked (the links go too)
   -h, --help                            show this help
 `;
+
+/** What a link's network join means to a user. */
+const JOIN_TEXT: Record<string, string> = {
+  joined: "reaches it",
+  joining: "joining its network now",
+  pending: "reaches it after its next deploy or restart",
+};
 
 const addonPath = (name: string, ...rest: string[]) => apiPath("addons", name, ...rest);
 
@@ -157,7 +165,7 @@ export const addon: Command = {
               `${s.name} (${s.kind}, ${s.id}): ${s.state}`,
               `  flavor:    ${s.flavor}`,
               `  address:   ${s.host}:${s.port} (from the linked apps' instances and builds)`,
-              `  linked to: ${s.apps.length > 0 ? s.apps.join(", ") : "no app"}`,
+              `  linked to: ${s.joins.length > 0 ? s.joins.map((j) => `${j.app} (${JOIN_TEXT[j.state] ?? j.state})`).join(", ") : "no app"}`,
               `  backups:   ${s.backups}`,
               "",
             ].join("\n"),

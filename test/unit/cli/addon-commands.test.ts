@@ -86,6 +86,33 @@ describe("add-on commands", () => {
     assert.match(r.stdout, /Created kv add-on cache \(adn-1\)/);
   });
 
+  test("addon status says, per linked app, whether it reaches the add-on; json has the joins", async () => {
+    const status = {
+      ...ADDON,
+      apps: ["api", "web"],
+      state: "joining",
+      host: "pier-addon-adn-1",
+      port: 6378,
+      networks: ["pier-addon-adn-1-net", "pier-app-1"],
+      startedAt: "2026-11-22T10:00:01Z",
+      backups: 2,
+      joins: [
+        { app: "api", state: "pending", networks: [] },
+        { app: "web", state: "joining", networks: ["pier-app-1"] },
+      ],
+    };
+    const answers = { "GET /v1/addons/cache": { status: 200, body: status } };
+    const r = await pier(["addon", "status", "cache"], answers);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^cache \(kv, adn-1\): joining$/m);
+    assert.match(
+      r.stdout,
+      /linked to: api \(reaches it after its next deploy or restart\), web \(joining its network now\)/,
+    );
+    const j = await pier(["addon", "status", "cache", "--format", "json"], answers);
+    assert.deepEqual(JSON.parse(j.stdout).joins, status.joins);
+  });
+
   test("addon delete asks (or --yes); --force is passed on", async () => {
     const answers = {
       "DELETE /v1/addons/cache?force=true": { status: 204 },

@@ -21,11 +21,16 @@ class FakeProvider implements AddonProvider {
   fail = false;
   readonly running = new Set<string>();
   readonly connected = new Map<string, Set<string>>();
+  readonly specs: AddonSpec[] = [];
+  /** While set, connect waits for it (a join under way). */
+  hold: Promise<void> | null = null;
   constructor(readonly kind: AddonKind) {}
   credentials = (name: string) => ({ user: `u_${name}`, password: `pw-${name}-0123456789`, database: name });
   host = (id: string) => `host-${id}`;
   async provision(s: AddonSpec) {
     if (this.fail) throw new Error("engine said no");
+    this.specs.push(s);
+    for (const n of s.joins ?? []) await this.connect(s.id, n);
     this.running.add(s.id);
   }
   async status(id: string) {
@@ -40,6 +45,7 @@ class FakeProvider implements AddonProvider {
     this.running.delete(id);
   }
   async connect(id: string, net: string) {
+    await this.hold;
     this.connected.set(id, new Set([...(this.connected.get(id) ?? []), net]));
   }
   async disconnect(id: string, net: string) {
@@ -76,7 +82,7 @@ function setup(name: string) {
     backupDir: join(dir, `${name}-backups`),
     backupDays: 7,
   });
-  return { store, kv, service };
+  return { store, kv, service, nets };
 }
 
 const newApp = (store: SqliteStore, name: string) =>
@@ -153,6 +159,61 @@ describe("AddonService", () => {
     assert.deepEqual([...(kv.connected.get(a.id) ?? [])], [`pier-${web.id}`]);
     assert.deepEqual([...(kv.connected.get(b.id) ?? [])], []);
     assert.match(lines.join("\n"), /Add-on cache \(kv\) is reachable at host-/);
+    store.close();
+  });
+
+  it("status: per linked app joined, pending (no join yet) or joining; made again, it joins before it runs", async () => {
+    const { store, kv, service, nets } = setup("joins");
+    const web = await newApp(store, "web");
+    await newApp(store, "api");
+    const a = await service.create({ kind: "kv", name: "cache", link: ["web", "api"] });
+    nets.push(`pier-${web.id}`);
+    const joins = async () => {
+      const s = await service.status(a);
+      return [s.state, ...s.joins.map((j) => `${j.app}: ${j.state} ${j.networks.join(",")}`)];
+    };
+    assert.deepEqual(await joins(), ["running", "api: pending ", `web: pending pier-${web.id}`]);
+    // A deploy of web connects it: `joining` while it does.
+    let release = () => {};
+    kv.hold = new Promise<void>((r) => {
+      release = r;
+    });
+    const attaching = service.attach(web.id, { name: `pier-${web.id}`, ipv6Subnet: null });
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(await joins(), ["joining", "api: pending ", `web: joining pier-${web.id}`]);
+    release();
+    kv.hold = null;
+    await attaching;
+    assert.deepEqual(await joins(), ["running", "api: pending ", `web: joined pier-${web.id}`]);
+    // Its container gone: made again at start with the linked apps' networks to join before it starts.
+    kv.running.delete(a.id);
+    kv.connected.delete(a.id);
+    assert.equal((await service.status(a)).state, "missing");
+    assert.deepEqual(await service.reconcile(), ["cache"]);
+    assert.deepEqual(kv.specs.at(-1)?.joins, [`pier-${web.id}`]);
+    assert.deepEqual(await joins(), ["running", "api: pending ", `web: joined pier-${web.id}`]);
+    store.close();
+  });
+
+  it("a stopped or missing add-on is neither backed up nor restored: ADDON_NOT_RUNNING, nothing changed", async () => {
+    const { store, kv, service } = setup("stopped");
+    const a = await service.create({ kind: "kv", name: "cache" });
+    const b = await service.backup(a);
+    kv.running.delete(a.id);
+    await assert.rejects(service.backup(a), (e: Error & { code?: string; status?: number }) => {
+      assert.equal(e.code, "ADDON_NOT_RUNNING");
+      assert.equal(e.status, 409);
+      assert.match(
+        e.message,
+        /The add-on 'cache' is missing \(its container is gone\): nothing was backed up/,
+      );
+      return true;
+    });
+    await assert.rejects(service.restore(a, b.id), /nothing was restored, its data is as it was/);
+    assert.deepEqual(
+      (await service.backups(a)).map((x) => x.id),
+      [b.id],
+    );
     store.close();
   });
 
