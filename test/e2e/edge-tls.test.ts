@@ -14,17 +14,18 @@ import { HaproxyEdge } from "../../src/adapters/edge/haproxy.js";
 import { HaproxyTls } from "../../src/adapters/edge/haproxy-tls.js";
 import { freePort, httpGet, run } from "./harness.js";
 
-async function selfSigned(dir: string, name: string): Promise<{ pem: string; cert: string; serial: string }> {
+async function selfSigned(
+  dir: string,
+  name: string,
+  keyArgs = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"],
+): Promise<{ pem: string; cert: string; serial: string }> {
   const key = join(dir, `${name}.key`);
   const cert = join(dir, `${name}.pem`);
   const r = await run([
     "openssl",
     "req",
     "-x509",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:prime256v1",
+    ...keyArgs,
     "-nodes",
     "-days",
     "2",
@@ -159,6 +160,44 @@ describe("HAProxy edge: TLS certificates through the runtime API", { timeout: 12
 
     await tls.removeCertificate("www.a.test");
     assert.match(await served(httpsPort, "www.a.test"), /^pier-default\.invalid /);
+    assert.deepEqual(await tls.certificates(), []);
+  });
+
+  test("a certificate HAProxy refuses changes nothing: the old one serves, the next change and a reload work", async () => {
+    const good = await selfSigned(dir, "www.a.test");
+    await tls.installCertificate("www.a.test", good.pem);
+    const list = readFileSync(join(dir, "edge", "tls", "certs.list"), "utf8");
+    // Node reads an RSA key of 1024 bits; HAProxy (OpenSSL's default security level) refuses it.
+    const weak = await selfSigned(dir, "www.a.test", ["-newkey", "rsa:1024"]);
+    await assert.rejects(tls.installCertificate("www.a.test", weak.pem), /HAProxy refused/);
+    const weakNew = await selfSigned(dir, "b.test", ["-newkey", "rsa:1024"]);
+    await assert.rejects(tls.installCertificate("b.test", weakNew.pem), /HAProxy refused/);
+    assert.equal(await served(httpsPort, "www.a.test"), `www.a.test ${good.serial}`);
+    assert.equal(readFileSync(join(dir, "edge", "tls", "certs.list"), "utf8"), list, "crt-list as before");
+    assert.equal(
+      readFileSync(join(dir, "edge", "tls", "www.a.test.pem"), "utf8"),
+      good.pem,
+      "file as before",
+    );
+    // No transaction left open in HAProxy: the next certificate goes in.
+    const next = await selfSigned(dir, "b.test");
+    await tls.installCertificate("b.test", next.pem);
+    assert.equal(await served(httpsPort, "b.test"), `b.test ${next.serial}`);
+    // A reload (a route change) still passes `haproxy -c` and serves both.
+    await edge.apply([{ appId: "app-a", hostname: "a.localhost", aliases: ["www.a.test"], targets: [] }]);
+    assert.equal(await served(httpsPort, "www.a.test"), `www.a.test ${good.serial}`);
+    assert.equal(await served(httpsPort, "b.test"), `b.test ${next.serial}`);
+    await tls.removeCertificate("b.test");
+    await tls.removeCertificate("www.a.test");
+  });
+
+  test("what is not a name or plain PEM never reaches the runtime API", async () => {
+    const good = await selfSigned(dir, "www.a.test");
+    const cut = good.pem.replace("-----BEGIN PRIVATE KEY-----", "\r\nshow info\n-----BEGIN PRIVATE KEY-----");
+    await assert.rejects(tls.installCertificate("www.a.test", cut), /not plain PEM/);
+    await assert.rejects(tls.installCertificate("x.test;show info", good.pem), /not a valid DNS name/);
+    await assert.rejects(tls.installCertificate("x.test\nshow info", good.pem), /not a valid DNS name/);
+    await assert.rejects(tls.removeCertificate("x.test y.test"), /not a valid DNS name/);
     assert.deepEqual(await tls.certificates(), []);
   });
 
