@@ -3,7 +3,7 @@
 // all on loopback. Pebble checks HTTP-01 on Pier's HTTP edge port.
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -546,5 +546,73 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
     assert.equal(list.status, 200);
     const add = await pier.api("POST", "/v1/apps/web/domains", { name: "mine.example.test" }, tok.token);
     assert.equal(add.status, 403);
+  });
+
+  test("status lists the app's domains with their certificates; /v1/info and the banner name the HTTPS edge", async () => {
+    const human = await pier.cli(["status", "--app", "web"]);
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(
+      human.stdout,
+      /Domains: +www\.example\.test: certificate from .*Pebble.* \(acme\), expires \d{4}-/,
+    );
+    const json = await pier.cliJson<{ domains: DomainJson[] }>(["status", "--app", "web"]);
+    assert.ok(json.domains.some((d) => d.name === "www.example.test" && d.state === "issued"));
+    const info = await pier.api("GET", "/v1/info");
+    assert.equal((info.json as { httpsPort: number }).httpsPort, pier.httpsPort);
+    assert.match(pier.output, new RegExp(`HTTPS edge: +https://<custom domain>:${pier.httpsPort} `));
+  });
+
+  test("an app's token waits out its domain's backoff; an admin token retries at once", async () => {
+    const r = await fetch(`http://127.0.0.1:${challMgmt}/add-a`, {
+      method: "POST",
+      body: JSON.stringify({ host: "wait.example.test.", addresses: ["127.0.0.2"] }),
+    });
+    assert.equal(r.status, 200);
+    assert.equal((await pier.cli(["domain", "add", "wait.example.test", "--app", "web"])).code, 0);
+    assert.equal((await waitState("web", "wait.example.test", ["failed", "issued"])).state, "failed");
+    const tok = await pier.cliJson<{ token: string }>(["tokens", "create", "web-renew", "--app", "web"]);
+    const app = await pier.api("POST", "/v1/apps/web/domains/wait.example.test/renew", undefined, tok.token);
+    assert.equal(app.status, 409);
+    assert.match(JSON.stringify(app.json), /failed .*the next is at 20/);
+    const admin = await pier.api("POST", "/v1/apps/web/domains/wait.example.test/renew");
+    assert.equal(admin.status, 502, "tried now: the validation fails again");
+    assert.equal((await pier.cli(["domain", "rm", "wait.example.test", "--app", "web"])).code, 0);
+  });
+
+  test("a deleted app's certificate leaves the edge at once", async () => {
+    await pier.cliJson(["create", "--type", "docker", "gone"]);
+    const cert = await makeCert(dir, "gone", "gone.example.test");
+    const set = await pier.cli([
+      "domain",
+      "cert",
+      "set",
+      "gone.example.test",
+      "--cert",
+      cert.cert,
+      "--key",
+      cert.key,
+      "--app",
+      "gone",
+    ]);
+    assert.equal(set.code, 0, set.stderr);
+    const serial = (await pier.cliJson<DomainJson[]>(["domain", "--app", "gone"]))[0]?.serial ?? "";
+    assert.equal(await servedSerial(pier.httpsPort, "gone.example.test"), serial);
+    assert.equal((await pier.cli(["delete", "--app", "gone", "--yes"])).code, 0);
+    assert.notEqual(await servedSerial(pier.httpsPort, "gone.example.test"), serial, "not a minute later");
+    assert.ok(!existsSync(join(dir, "data", "edge", "tls", "gone.example.test.pem")), "its key file is gone");
+  });
+
+  test("an ACME server down at start: one clear failure, then a pause; HTTP and HTTPS keep serving", async () => {
+    const before = await servedSerial(pier.httpsPort, "www.example.test");
+    await pier.stopServer();
+    extra.PIER_ACME_DIRECTORY = `https://localhost:${await freePort()}/dir`;
+    await pier.start();
+    assert.equal((await pier.cli(["domain", "add", "down.example.test", "--app", "web"])).code, 0);
+    const d = await waitState("web", "down.example.test", ["failed", "issued"], 60_000);
+    assert.equal(d.state, "failed");
+    assert.match(d.lastError ?? "", /is unavailable, no certificate for down\.example\.test: no answer/);
+    assert.match(pier.output, /the ACME server is unavailable: no certificate is asked for until then/);
+    assert.equal((await httpGet(pier.httpPort, "down.example.test")).status, 200);
+    assert.equal(await servedSerial(pier.httpsPort, "www.example.test"), before);
   });
 });
