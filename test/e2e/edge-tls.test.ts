@@ -151,11 +151,37 @@ describe("HAProxy edge: TLS certificates through the runtime API", { timeout: 12
     assert.equal(await served(httpsPort, "www.a.test"), `www.a.test ${second.serial}`);
     assert.equal(edge.pid(), pid, "no reload, no new process");
 
-    // Files in step: a new HAProxy (a reload for a route change) serves the second certificate too.
+    // A domain added is a line of the hosts map through the runtime API, not a reload.
     await edge.apply([
       { appId: "app-a", hostname: "a.localhost", aliases: ["www.a.test", "b.test"], targets: [] },
     ]);
-    assert.notEqual(edge.pid(), pid, "a change of domains is a reload");
+    assert.equal(edge.pid(), pid, "a change of domains is no reload");
+    assert.equal((await httpGet(httpPort, "b.test")).status, 503, "b.test routed to app-a (no instance)");
+    const overTls = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        {
+          host: "127.0.0.1",
+          port: httpsPort,
+          servername: "b.test",
+          headers: { host: "b.test" },
+          rejectUnauthorized: false,
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on("error", reject);
+      req.end();
+    });
+    assert.equal(overTls, 503, "the HTTPS frontend shares the hosts map");
+    // Files in step: a new HAProxy (a reload for a new app) serves the second certificate and the domain.
+    await edge.apply([
+      { appId: "app-a", hostname: "a.localhost", aliases: ["www.a.test", "b.test"], targets: [] },
+      { appId: "app-z", hostname: "z.localhost", targets: [] },
+    ]);
+    assert.notEqual(edge.pid(), pid, "a new app is a reload");
+    assert.equal((await httpGet(httpPort, "b.test")).status, 503);
     assert.equal(await served(httpsPort, "www.a.test"), `www.a.test ${second.serial}`);
 
     await tls.removeCertificate("www.a.test");

@@ -551,9 +551,10 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
   test("status lists the app's domains with their certificates; /v1/info and the banner name the HTTPS edge", async () => {
     const human = await pier.cli(["status", "--app", "web"]);
     assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, /\nDomains: +\S+\.example\.test: /);
     assert.match(
       human.stdout,
-      /Domains: +www\.example\.test: certificate from .*Pebble.* \(acme\), expires \d{4}-/,
+      /\n +www\.example\.test: certificate from .*Pebble.* \(acme\), expires \d{4}-/,
     );
     const json = await pier.cliJson<{ domains: DomainJson[] }>(["status", "--app", "web"]);
     assert.ok(json.domains.some((d) => d.name === "www.example.test" && d.state === "issued"));
@@ -612,7 +613,10 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
     assert.equal(d.state, "failed");
     assert.match(d.lastError ?? "", /is unavailable, no certificate for down\.example\.test: no answer/);
     assert.match(pier.output, /the ACME server is unavailable: no certificate is asked for until then/);
-    assert.equal((await httpGet(pier.httpPort, "down.example.test")).status, 200);
+    // Served over HTTP (web redirects to HTTPS since CC_FORCE_HTTPS, above).
+    const http = await httpGet(pier.httpPort, "down.example.test");
+    assert.equal(http.status, 301);
+    assert.equal(http.headers.location, `https://down.example.test:${pier.httpsPort}/`);
     assert.equal(await servedSerial(pier.httpsPort, "www.example.test"), before);
   });
 });

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import {
   configVersion,
   type EdgeLayout,
+  hostCommand,
   layoutFor,
   partitionRoutes,
   planRuntimeSwitch,
@@ -50,7 +51,7 @@ function alive(pid: number): boolean {
   }
 }
 
-const RUNTIME_ERROR = /No such (server|backend)|Unknown command|Require|Invalid|failed|not allowed/i;
+const RUNTIME_ERROR = /No such (server|backend)|Unknown (command|map)|Require|Invalid|failed|not allowed/i;
 
 /**
  * The edge: Pier's own HAProxy daemon (not the system's), configured from the route table. A deploy only
@@ -258,8 +259,11 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
     }
     const pid = this.pid();
     if (plan && pid && !this.adopted) {
-      if (plan.steps.length === 0) return;
-      const answer = await this.runtime(plan.steps.flatMap(runtimeCommands));
+      if (plan.steps.length === 0 && plan.hosts.length === 0) return;
+      const answer = await this.runtime([
+        ...plan.hosts.map((h) => hostCommand(h, this.map)),
+        ...plan.steps.flatMap(runtimeCommands),
+      ]);
       if (RUNTIME_ERROR.test(answer)) {
         throw new PierError("EDGE_ERROR", `HAProxy refused a route change: ${answer.trim()}`);
       }
