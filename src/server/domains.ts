@@ -120,7 +120,13 @@ export class DomainService {
       appId: app.id,
       nextAttemptAt: this.deps.issuer ? new Date().toISOString() : null,
     });
-    await this.deps.refreshEdge(app.id);
+    try {
+      await this.deps.refreshEdge(app.id);
+    } catch (e) {
+      // Not routed: not recorded either (the next refresh would route it, with nothing saying so now).
+      await this.deps.store.deleteDomain(name).catch(() => undefined);
+      throw e;
+    }
     this.deps.logger.info({ domain: name, appId: app.id }, "domain added");
     if (this.deps.issuer) void this.issue(name).catch(() => undefined);
     return this.view(d, app);

@@ -378,4 +378,44 @@ describe("DomainService", () => {
     );
     assert.equal(tls.certs.has("new.apps.example.test"), false, "not served: the store does not know it");
   });
+
+  it("two adds of one name at once, by two apps: one owner, the other refused naming it", async () => {
+    const { service, app, domains, settled } = await setup();
+    const web = await app("web");
+    const api = await app("api");
+    const [a, b] = await Promise.allSettled([
+      service.add(web, "race.example.test"),
+      service.add(api, "race.example.test"),
+    ]);
+    const won = [a, b].filter((r) => r.status === "fulfilled");
+    const lost = [a, b].filter((r) => r.status === "rejected");
+    assert.equal(won.length, 1);
+    assert.equal(lost.length, 1);
+    const owner = (won[0] as PromiseFulfilledResult<{ app: string }>).value.app;
+    assert.equal((await domains.findDomain("race.example.test"))?.appId, `app-${owner}`);
+    assert.match(
+      String((lost[0] as PromiseRejectedResult).reason),
+      new RegExp(`belongs to the app ${owner}`),
+    );
+    await settled("race.example.test");
+  });
+
+  it("a domain the edge could not route is not recorded", async () => {
+    const { service, app, domains, issuer } = await setup();
+    const web = await app("web");
+    const failing = new DomainService({
+      store: domains,
+      tls: new FakeTls(),
+      issuer,
+      refreshEdge: async () => {
+        throw new PierError("EDGE_ERROR", "HAProxy rejected the new edge configuration");
+      },
+      logger: pino({ level: "silent" }),
+      pierDomain: "pier.test",
+      httpsPort: 443,
+    });
+    assert.match(await code(failing.add(web, "www.example.test")), /^EDGE_ERROR/);
+    assert.equal(await domains.findDomain("www.example.test"), null);
+    assert.deepEqual(issuer.calls, []);
+  });
 });
