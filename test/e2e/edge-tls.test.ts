@@ -3,7 +3,7 @@
 // process stays the same (no reload), a TLS connection open across a replacement keeps working, and a
 // restarted HAProxy serves what the files say.
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { Agent, request } from "node:https";
 import { tmpdir } from "node:os";
@@ -215,6 +215,23 @@ describe("HAProxy edge: TLS certificates through the runtime API", { timeout: 12
     assert.equal(await served(httpsPort, "b.test"), `b.test ${next.serial}`);
     await tls.removeCertificate("b.test");
     await tls.removeCertificate("www.a.test");
+  });
+
+  test("a configuration HAProxy refuses is refused with its reason", async () => {
+    const list = join(dir, "edge", "tls", "certs.list");
+    const saved = readFileSync(list, "utf8");
+    writeFileSync(list, `${saved}${join(dir, "edge", "tls", "missing.test.pem")} missing.test\n`);
+    try {
+      await assert.rejects(
+        edge.apply([
+          { appId: "app-a", hostname: "a.localhost", aliases: ["www.a.test"], targets: [] },
+          { appId: "app-y", hostname: "y.localhost", targets: [] },
+        ]),
+        /HAProxy rejected the new edge configuration: .*missing\.test\.pem/,
+      );
+    } finally {
+      writeFileSync(list, saved);
+    }
   });
 
   test("what is not a name or plain PEM never reaches the runtime API", async () => {

@@ -127,9 +127,18 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
     await writeFile(`${this.map}.new`, renderHostsMap(layout));
     await writeFile(`${this.conf}.new`, text.replaceAll(this.map, `${this.map}.new`));
     try {
-      await exec([this.bin, "-c", "-q", "-f", `${this.conf}.new`]);
+      // Not -q: it hides the reason of a refusal too.
+      await exec([this.bin, "-c", "-f", `${this.conf}.new`]);
     } catch (e) {
-      const msg = e instanceof ExecError ? e.stderrTail.trim() : (e as Error).message;
+      const alerts =
+        e instanceof ExecError
+          ? e.stderrTail
+              .split("\n")
+              .filter((l) => l.includes("[ALERT]"))
+              .map((l) => l.replace(/^\[ALERT\]\s*\(\d+\) : (config : )?/, ""))
+              .join(" | ")
+          : "";
+      const msg = alerts || (e instanceof ExecError ? e.stderrTail.trim() : (e as Error).message);
       throw new PierError("EDGE_ERROR", `HAProxy rejected the new edge configuration: ${msg}`);
     }
     await writeFile(`${this.conf}.new`, text);
