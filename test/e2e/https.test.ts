@@ -3,7 +3,7 @@
 // all on loopback. Pebble checks HTTP-01 on Pier's HTTP edge port.
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -618,5 +618,24 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
     assert.equal(http.status, 301);
     assert.equal(http.headers.location, `https://down.example.test:${pier.httpsPort}/`);
     assert.equal(await servedSerial(pier.httpsPort, "www.example.test"), before);
+  });
+
+  test("private keys: sealed in the store, 0600 files in a 0700 directory, never in the log", async () => {
+    const tls = join(dir, "data", "edge", "tls");
+    assert.equal(statSync(tls).mode & 0o777, 0o700);
+    for (const f of readdirSync(tls)) assert.equal(statSync(join(tls, f)).mode & 0o777, 0o600, f);
+    // The user's key (set above) is in the edge's file, and nowhere in the store's files in clear.
+    const key = readFileSync(join(dir, "user.key"), "utf8");
+    const body = key.split("\n").filter((l) => l && !l.startsWith("-----"))[0] ?? "";
+    assert.ok(body.length > 20);
+    const der = Buffer.from(key.replace(/-----[^-]+-----/g, "").replace(/\s/g, ""), "base64");
+    for (const f of ["pier.db", "pier.db-wal"]) {
+      const p = join(dir, "data", f);
+      if (!existsSync(p)) continue;
+      const raw = readFileSync(p);
+      assert.ok(!raw.includes(body), `${f}: no PEM line of the key`);
+      assert.ok(!raw.includes(der.subarray(-32)), `${f}: no bytes of the key`);
+    }
+    assert.doesNotMatch(pier.output, /PRIVATE KEY/);
   });
 });
