@@ -13,29 +13,9 @@ import {
 import { PierError } from "../core/errors.js";
 import type { App } from "../core/model.js";
 import type { DomainStore, TlsEdge } from "../core/ports.js";
+import { type DomainView, domainView } from "./domain-view.js";
 
-/** The custom domains of every app, by app id (what the edge routes besides `<app>.<PIER_DOMAIN>`). */
-export async function domainsByApp(store: Pick<DomainStore, "listDomains">): Promise<Map<string, string[]>> {
-  const byApp = new Map<string, string[]>();
-  for (const d of await store.listDomains()) byApp.set(d.appId, [...(byApp.get(d.appId) ?? []), d.name]);
-  return byApp;
-}
-
-/** What `pier domain` shows of a domain. */
-export interface DomainView {
-  name: string;
-  app: string;
-  source: Domain["source"];
-  state: Domain["state"];
-  issuer: string | null;
-  serial: string | null;
-  notAfter: string | null;
-  /** When Pier next tries to obtain or renew the certificate by itself (null: a user's certificate). */
-  nextAttemptAt: string | null;
-  failures: number;
-  lastError: string | null;
-  url: string;
-}
+export { type DomainView, domainsByApp } from "./domain-view.js";
 
 /**
  * Custom domains of apps and their certificates (ADR 0018). Adding a domain routes it to the app on the
@@ -73,20 +53,7 @@ export class DomainService {
   ) {}
 
   view(d: Domain, app: App): DomainView {
-    const port = this.deps.httpsPort === 443 ? "" : `:${this.deps.httpsPort}`;
-    return {
-      name: d.name,
-      app: app.name,
-      source: d.source,
-      state: d.state,
-      issuer: d.issuer,
-      serial: d.serial,
-      notAfter: d.notAfter,
-      nextAttemptAt: d.nextAttemptAt,
-      failures: d.failures,
-      lastError: d.lastError,
-      url: `https://${d.name}${port}`,
-    };
+    return domainView(d, app, this.deps.httpsPort);
   }
 
   async list(app: App): Promise<DomainView[]> {
@@ -260,6 +227,8 @@ export class DomainService {
     const d = await store.findDomain(name);
     if (!d) throw new PierError("DOMAIN_NOT_FOUND", `No domain ${name}.`);
     if (!issuer) return d;
+    // A user's certificate set since this attempt was queued: Pier does not replace it by itself.
+    if (!manual && d.source !== "acme") return d;
     // Waiting out an outage of the ACME server: the domain stays due, the next tick after the pause takes it.
     if (!manual && Date.now() < this.acmePausedUntil) return d;
     const renewal = d.state === "issued";
@@ -286,7 +255,9 @@ export class DomainService {
       this.acmePausedUntil = 0;
       const facts = certificateFacts(pair.certPem);
       const pem = edgePem(pair);
-      if (!(await store.findDomain(name))) return d; // removed meanwhile
+      const current = await store.findDomain(name);
+      if (!current) return d; // removed meanwhile
+      if (!manual && current.source !== "acme") return current; // a user's certificate set meanwhile
       const saved = await this.installThenRecord(name, pem, () =>
         store.updateDomain(
           name,

@@ -401,7 +401,7 @@ describe("DomainService", () => {
   });
 
   it("a domain the edge could not route is not recorded", async () => {
-    const { service, app, domains, issuer } = await setup();
+    const { app, domains, issuer } = await setup();
     const web = await app("web");
     const failing = new DomainService({
       store: domains,
@@ -417,5 +417,27 @@ describe("DomainService", () => {
     assert.match(await code(failing.add(web, "www.example.test")), /^EDGE_ERROR/);
     assert.equal(await domains.findDomain("www.example.test"), null);
     assert.deepEqual(issuer.calls, []);
+  });
+
+  it("a user's certificate set while an ACME order is under way is not replaced by it", async () => {
+    const { service, app, domains, issuer } = await setup();
+    const web = await app("web");
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const obtain = issuer.obtain.bind(issuer);
+    issuer.obtain = async (name, edge) => {
+      await gate;
+      return obtain(name, edge);
+    };
+    await service.add(web, "shop.example.test");
+    await service.setCertificate(web, "shop.example.test", { certPem: LEAF, keyPem: LEAF_KEY });
+    release();
+    for (let i = 0; i < 50 && issuer.calls.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 50));
+    const d = await domains.findDomain("shop.example.test");
+    assert.equal(d?.source, "user");
+    assert.equal(d?.nextAttemptAt, null, "and never renewed by Pier");
   });
 });
