@@ -546,6 +546,37 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
     assert.equal(list.status, 200);
     const add = await pier.api("POST", "/v1/apps/web/domains", { name: "mine.example.test" }, tok.token);
     assert.equal(add.status, 403);
+    // Another app's domain: not listed, not removed, not renewed, not given a certificate by web's token.
+    const theirs = await makeCert(dir, "theirs", "theirs.example.test");
+    const set = await pier.cli([
+      "domain",
+      "cert",
+      "set",
+      "theirs.example.test",
+      "--cert",
+      theirs.cert,
+      "--key",
+      theirs.key,
+      "--app",
+      "other",
+    ]);
+    assert.equal(set.code, 0, set.stderr);
+    assert.equal((await pier.api("GET", "/v1/apps/other/domains", undefined, tok.token)).status, 404);
+    assert.equal((await pier.api("GET", "/v1/apps/other/status", undefined, tok.token)).status, 404);
+    const mine = await pier.api("GET", "/v1/apps/web/domains", undefined, tok.token);
+    assert.ok(!JSON.stringify(mine.json).includes("theirs"));
+    const path = "/v1/apps/web/domains/theirs.example.test";
+    const del = await pier.api("DELETE", path, undefined, tok.token);
+    assert.equal(del.status, 404);
+    assert.match(JSON.stringify(del.json), /DOMAIN_NOT_FOUND/);
+    assert.equal((await pier.api("POST", `${path}/renew`, undefined, tok.token)).status, 404);
+    const cert = { cert: readFileSync(theirs.cert, "utf8"), key: readFileSync(theirs.key, "utf8") };
+    assert.equal((await pier.api("PUT", `${path}/certificate`, cert, tok.token)).status, 403);
+    // Even an admin cannot move it to web by setting a certificate there: it belongs to other.
+    const admin = await pier.api("PUT", `${path}/certificate`, cert);
+    assert.equal(admin.status, 404);
+    const still = await pier.cliJson<DomainJson[]>(["domain", "--app", "other"]);
+    assert.equal(still[0]?.name, "theirs.example.test");
   });
 
   test("status lists the app's domains with their certificates; /v1/info and the banner name the HTTPS edge", async () => {
