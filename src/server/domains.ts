@@ -327,7 +327,7 @@ export class DomainService {
     const { store, tls, logger } = this.deps;
     await this.removeOrphans();
     const domains = await store.listDomains();
-    const onEdge = new Set(await tls.certificates());
+    const onEdge = new Set(await tls.served());
     for (const d of domains) {
       if (onEdge.has(d.name) || d.state !== "issued") continue;
       const pair = await store.domainCertificate(d.name);

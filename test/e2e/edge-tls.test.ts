@@ -217,6 +217,22 @@ describe("HAProxy edge: TLS certificates through the runtime API", { timeout: 12
     await tls.removeCertificate("www.a.test");
   });
 
+  test("the running edge out of step with its files (a stop between two runtime calls): seen and mended", async () => {
+    const cert = await selfSigned(dir, "www.a.test");
+    await tls.installCertificate("www.a.test", cert.pem);
+    const path = join(dir, "edge", "tls", "www.a.test.pem");
+    // As if pier server stopped after `commit ssl cert` and before `add ssl crt-list`.
+    await edge.runtime([`del ssl crt-list ${join(dir, "edge", "tls", "certs.list")} ${path}`]);
+    assert.match(await served(httpsPort, "www.a.test"), /^pier-default\.invalid /);
+    assert.deepEqual(await tls.served(), [], "not served");
+    assert.deepEqual(await tls.certificates(), ["www.a.test"], "but there in part (the files)");
+    await tls.installCertificate("www.a.test", cert.pem);
+    assert.equal(await served(httpsPort, "www.a.test"), `www.a.test ${cert.serial}`);
+    assert.deepEqual(await tls.served(), ["www.a.test"]);
+    await tls.removeCertificate("www.a.test");
+    assert.deepEqual(await tls.certificates(), []);
+  });
+
   test("a configuration HAProxy refuses is refused with its reason", async () => {
     const list = join(dir, "edge", "tls", "certs.list");
     const saved = readFileSync(list, "utf8");

@@ -101,8 +101,25 @@ export class HaproxyTls implements TlsEdge {
     await writeFile(this.tls.crtList, lines.map((l) => `${l}\n`).join(""), { mode: 0o600 });
   }
 
+  /** The names of the running HAProxy's crt-list (null when it does not run). */
+  private async running(): Promise<string[] | null> {
+    if (this.edge.pid() === null) return null;
+    const answer = await this.edge.runtime([`show ssl crt-list ${this.tls.crtList}`]);
+    return answer
+      .split("\n")
+      .filter((l) => l.trim() !== "" && !l.startsWith("#"))
+      .map((l) => l.trim().split(/\s+/)[1] ?? "")
+      .filter((n) => n !== "");
+  }
+
   async certificates(): Promise<string[]> {
-    return this.listLines().map((l) => l.split(" ")[1] ?? "");
+    const onDisk = this.listLines().map((l) => l.split(" ")[1] ?? "");
+    return [...new Set([...onDisk, ...((await this.running()) ?? [])])];
+  }
+
+  async served(): Promise<string[]> {
+    const running = await this.running();
+    return running ?? this.listLines().map((l) => l.split(" ")[1] ?? "");
   }
 
   private async expect(answer: Promise<string>, ok: RegExp, what: string): Promise<void> {
@@ -143,6 +160,9 @@ export class HaproxyTls implements TlsEdge {
       const stale = /# transaction\n\*(\S+)/.exec(shown)?.[1];
       if (stale) await this.edge.runtime([`abort ssl cert ${stale}`]);
       const loaded = shown.split("\n").some((l) => l.trim() === path);
+      // Whether the running crt-list has it: a certificate can be loaded but not listed (pier server stopped
+      // between `commit` and `add ssl crt-list`); then it is listed now.
+      const listedLive = ((await this.running()) ?? []).includes(name);
       let created = false;
       let opened = false;
       try {
@@ -162,7 +182,7 @@ export class HaproxyTls implements TlsEdge {
           `switch to the certificate of ${name}`,
         );
         opened = false;
-        if (!loaded)
+        if (!listedLive)
           await this.expect(
             this.edge.runtimePayload(`add ssl crt-list ${this.tls.crtList}`, line),
             /Success/i,
@@ -191,13 +211,12 @@ export class HaproxyTls implements TlsEdge {
       const path = this.tls.cert(name);
       await this.writeList(this.listLines().filter((l) => l.split(" ")[0] !== path));
       if (this.edge.pid() !== null) {
+        if (((await this.running()) ?? []).includes(name))
+          await this.edge.runtime([`del ssl crt-list ${this.tls.crtList} ${path}`]);
         const loaded = (await this.edge.runtime(["show ssl cert"]))
           .split("\n")
           .some((l) => l.trim() === path);
-        if (loaded) {
-          await this.edge.runtime([`del ssl crt-list ${this.tls.crtList} ${path}`]);
-          await this.edge.runtime([`del ssl cert ${path}`]);
-        }
+        if (loaded) await this.edge.runtime([`del ssl cert ${path}`]);
       }
       await rm(path, { force: true });
     });

@@ -36,6 +36,9 @@ class FakeTls implements TlsEdge {
   async certificates() {
     return [...this.certs.keys()];
   }
+  async served() {
+    return [...this.certs.keys()];
+  }
   async setChallenge(token: string, value: string) {
     this.challenges.set(token, value);
   }
