@@ -109,6 +109,19 @@ export const StatusSchema = z.looseObject({
   tcp: z.looseObject({ host: z.string(), port: z.number() }).nullable(),
   /** Why the edge does not route the app, when it cannot. */
   routeProblem: z.string().nullish(),
+  /** The app's custom domains (a server before them sends none). */
+  domains: z
+    .array(
+      z.looseObject({
+        name: z.string(),
+        state: z.string(),
+        source: z.string(),
+        issuer: z.string().nullable(),
+        notAfter: z.string().nullable(),
+        lastError: z.string().nullable(),
+      }),
+    )
+    .optional(),
 });
 
 export const ApiErrorBodySchema = z.object({

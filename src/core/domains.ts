@@ -161,6 +161,11 @@ export function checkCertificate(pair: CertificatePair, name: string, now = new 
       "The private key does not match the certificate.",
       "Give the key the certificate was made for.",
     );
+  if (key.asymmetricKeyType === "rsa" && (key.asymmetricKeyDetails?.modulusLength ?? 0) < 2048)
+    throw fail(
+      `The key is RSA of ${key.asymmetricKeyDetails?.modulusLength ?? "?"} bits: the edge (OpenSSL) refuses RSA keys under 2048 bits.`,
+      "Make a certificate with an RSA key of 2048 bits or more, or an EC key (P-256).",
+    );
   const facts = certificateFacts(pair.certPem);
   if (!facts.names.some((n) => nameMatches(n, name)))
     throw fail(`The certificate is for ${facts.names.join(", ") || "no name"}, not for ${name}.`);
@@ -168,6 +173,27 @@ export function checkCertificate(pair: CertificatePair, name: string, now = new 
   return facts;
 }
 
-/** The PEM the edge loads for a domain: the chain, then the key. */
-export const edgePem = (pair: CertificatePair) =>
-  `${pair.certPem.trim()}\n${pair.keyPem.trim()}\n`.replace(/\r\n/g, "\n").replace(/\n{2,}/g, "\n");
+/**
+ * The PEM the edge loads for a domain: the chain, then the key, each re-encoded from what it parses to.
+ * Nothing of the input but the certificates and the key reaches the edge: no text around or between the
+ * PEM blocks, no empty line or lone CR (HAProxy's runtime API ends a payload at an empty line, so such a
+ * line in a user's file, or an ACME server's answer, would cut the payload short).
+ */
+export function edgePem(pair: CertificatePair): string {
+  const certs = pemBlocks(pair.certPem, "CERTIFICATE").map((b) => {
+    try {
+      return new X509Certificate(b).toString().trim();
+    } catch (e) {
+      throw fail(`The certificate cannot be read: ${(e as Error).message}.`);
+    }
+  });
+  if (certs.length === 0)
+    throw fail("The certificate file holds no PEM certificate (-----BEGIN CERTIFICATE-----).");
+  let key: string;
+  try {
+    key = String(createPrivateKey(pair.keyPem).export({ type: "pkcs8", format: "pem" })).trim();
+  } catch (e) {
+    throw fail(`The private key cannot be read: ${(e as Error).message}.`, "Give an unencrypted PEM key.");
+  }
+  return `${[...certs, key].join("\n")}\n`;
+}

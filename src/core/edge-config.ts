@@ -85,12 +85,8 @@ export function validateRoutes(routes: readonly Route[]): void {
 /** The layout's record of a route's custom domains and redirect. */
 const extras = (r: Route) => ({ aliases: [...(r.aliases ?? [])].sort(), forceHttps: r.forceHttps === true });
 
-const sameExtras = (b: BackendLayout, r: Route) => {
-  const e = extras(r);
-  return (
-    (b.forceHttps === true) === e.forceHttps && JSON.stringify(b.aliases ?? []) === JSON.stringify(e.aliases)
-  );
-};
+/** The redirect is a line of the backend's configuration; domains are lines of the hosts map only. */
+const sameStructure = (b: BackendLayout, r: Route) => (b.forceHttps === true) === extras(r).forceHttps;
 
 const sameTarget = (a: RouteTarget | null, b: RouteTarget) =>
   a !== null && a.host === b.host && a.port === b.port;
@@ -128,21 +124,37 @@ export interface RuntimeStep {
   target: RouteTarget | null;
 }
 
+/** A custom domain taken out of the hosts map (`del`) or put in it, to a backend (`add`). */
+export interface HostStep {
+  op: "add" | "del";
+  host: string;
+  backend: string;
+}
+
 /**
  * How to go from `current` to serving `routes` with runtime commands only, or null when the structure
- * changes (apps added or removed, a hostname changed, or not enough free slots): then reload.
+ * changes (apps added or removed, a hostname or the redirect changed, or not enough free slots): then
+ * reload. A custom domain added or removed is a line of the hosts map (`hosts`: all removals first, so a
+ * domain moving between apps is never routed twice), whatever the number of apps.
  */
 export function planRuntimeSwitch(
   current: EdgeLayout,
   routes: readonly Route[],
-): { layout: EdgeLayout; steps: RuntimeStep[] } | null {
+): { layout: EdgeLayout; steps: RuntimeStep[]; hosts: HostStep[] } | null {
   validateRoutes(routes);
   if (current.backends.length !== routes.length) return null;
   const steps: RuntimeStep[] = [];
   const backends: BackendLayout[] = [];
+  const dels: HostStep[] = [];
+  const adds: HostStep[] = [];
   for (const b of current.backends) {
     const r = routes.find((x) => x.appId === b.appId);
-    if (!r || r.hostname !== b.hostname || !sameExtras(b, r)) return null;
+    if (!r || r.hostname !== b.hostname || !sameStructure(b, r)) return null;
+    const before = b.aliases ?? [];
+    const after = extras(r).aliases;
+    const backend = backendName(b.appId);
+    for (const host of before) if (!after.includes(host)) dels.push({ op: "del", host, backend });
+    for (const host of after) if (!before.includes(host)) adds.push({ op: "add", host, backend });
     const slots = [...b.slots];
     const wanted = r.targets;
     const fresh = wanted.filter((t) => !slots.some((s) => sameTarget(s, t)));
@@ -160,10 +172,14 @@ export function planRuntimeSwitch(
         steps.push({ backend: backendName(b.appId), slot: slotName(i), state: "maint", target: null });
       }
     });
-    backends.push({ ...b, slots });
+    backends.push({ ...b, slots, aliases: after });
   }
-  return { layout: { backends }, steps };
+  return { layout: { backends }, steps, hosts: [...dels, ...adds] };
 }
+
+/** The runtime API command of a hosts map change (`map`: the hosts map file HAProxy loaded). */
+export const hostCommand = (step: HostStep, map: string) =>
+  step.op === "del" ? `del map ${map} ${step.host}` : `add map ${map} ${step.host} ${step.backend}`;
 
 /** The runtime API commands of one step. */
 export function runtimeCommands(step: RuntimeStep): string[] {
@@ -242,14 +258,9 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
       "https port must be 1..65535 and not the HTTP port",
     );
   }
+  // Custom domains are not structure: they change through the runtime API (`add map`/`del map`).
   const structure = JSON.stringify([
-    input.layout.backends.map((b) => [
-      b.appId,
-      b.hostname,
-      b.slots.length,
-      b.aliases ?? [],
-      b.forceHttps === true,
-    ]),
+    input.layout.backends.map((b) => [b.appId, b.hostname, b.slots.length, b.forceHttps === true]),
     https ?? null,
   ]);
   const version = createHash("sha256").update(structure).digest("hex").slice(0, 16);

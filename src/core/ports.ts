@@ -483,8 +483,10 @@ export interface TlsEdge {
   /** Serves `pem` (chain and key) for `name`, without a reload; kept on disk for a restarted edge. */
   installCertificate(name: string, pem: string): Promise<void>;
   removeCertificate(name: string): Promise<void>;
-  /** The names that have a certificate on the edge. */
+  /** The names that have a certificate on the edge, in part or whole (on disk, or in the running edge). */
   certificates(): Promise<string[]>;
+  /** The names whose certificate the edge serves now (the running edge's list; the files when it is down). */
+  served(): Promise<string[]>;
   /** Answers `GET /.well-known/acme-challenge/<token>` on the HTTP edge with `keyAuthorization`. */
   setChallenge(token: string, keyAuthorization: string): Promise<void>;
   removeChallenge(token: string): Promise<void>;

@@ -79,7 +79,14 @@ export function createApi(deps: {
   logs: DeployLogs;
   logger: Logger;
   nodeVersions: () => Promise<NodeVersion[]>;
-  info: { version: string; domain: string; httpPort: number; sshPort: number; gitHost: string };
+  info: {
+    version: string;
+    domain: string;
+    httpPort: number;
+    httpsPort: number;
+    sshPort: number;
+    gitHost: string;
+  };
   /** PIER_API_MAX_BODY. */
   maxBodyBytes: number;
 }): Hono<ApiEnv> {
@@ -162,7 +169,11 @@ export function createApi(deps: {
     await apps.remove(await appOf(c));
     return c.body(null, 204);
   });
-  api.get("/v1/apps/:app/status", async (c) => c.json(await apps.status(await appOf(c))));
+  api.get("/v1/apps/:app/status", async (c) => {
+    const app = await appOf(c);
+    // The app's custom domains with their certificates' state (ADR 0018), beside its instances.
+    return c.json({ ...(await apps.status(app)), domains: await deps.domains.list(app) });
+  });
   api.post("/v1/apps/:app/stop", async (c) => c.json(await apps.view(await apps.stop(await appOf(c)))));
 
   api.get("/v1/apps/:app/env", async (c) => {

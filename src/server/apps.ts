@@ -117,6 +117,8 @@ export class AppService {
       buildNetwork: string | null;
       /** Add-ons leave a deleted app's networks (ADR 0015). */
       detachAddons?: (appId: string) => Promise<void>;
+      /** Takes the certificates of domains gone with the app off the edge (DomainService.removeOrphans). */
+      dropCertificates?: () => Promise<void>;
     },
   ) {}
 
@@ -293,6 +295,7 @@ export class AppService {
     const { engine } = this.deps;
     const steps: [string, () => Promise<unknown>][] = [
       ["edge", () => this.deps.instances.refreshEdge(app.id)],
+      ["certificates", () => this.deps.dropCertificates?.() ?? Promise.resolve()],
       ["instances", () => this.deps.instances.remove(instances)],
       ["sandboxes", () => this.deps.instances.removeSandboxes(app.id)],
       [

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { CertificateIssuer } from "../adapters/acme.js";
+import { AcmeUnavailable, type CertificateIssuer } from "../adapters/acme.js";
 import {
   type CertificatePair,
   certificateFacts,
@@ -13,29 +13,9 @@ import {
 import { PierError } from "../core/errors.js";
 import type { App } from "../core/model.js";
 import type { DomainStore, TlsEdge } from "../core/ports.js";
+import { type DomainView, domainView } from "./domain-view.js";
 
-/** The custom domains of every app, by app id (what the edge routes besides `<app>.<PIER_DOMAIN>`). */
-export async function domainsByApp(store: Pick<DomainStore, "listDomains">): Promise<Map<string, string[]>> {
-  const byApp = new Map<string, string[]>();
-  for (const d of await store.listDomains()) byApp.set(d.appId, [...(byApp.get(d.appId) ?? []), d.name]);
-  return byApp;
-}
-
-/** What `pier domain` shows of a domain. */
-export interface DomainView {
-  name: string;
-  app: string;
-  source: Domain["source"];
-  state: Domain["state"];
-  issuer: string | null;
-  serial: string | null;
-  notAfter: string | null;
-  /** When Pier next tries to obtain or renew the certificate by itself (null: a user's certificate). */
-  nextAttemptAt: string | null;
-  failures: number;
-  lastError: string | null;
-  url: string;
-}
+export { type DomainView, domainsByApp } from "./domain-view.js";
 
 /**
  * Custom domains of apps and their certificates (ADR 0018). Adding a domain routes it to the app on the
@@ -46,6 +26,14 @@ export interface DomainView {
 export class DomainService {
   /** Issues under way, by domain: one at a time per domain. */
   private readonly issuing = new Map<string, Promise<Domain>>();
+  /** Orders go to the ACME server one at a time, whatever the number of domains (spaced, never a burst). */
+  private acmeQueue: Promise<unknown> = Promise.resolve();
+  /**
+   * The ACME server itself failed (unreachable, 5xx, rate limited): no automatic attempt for any domain
+   * before this time (ms), so hundreds of due domains do not hammer it; doubles while it keeps failing.
+   */
+  private acmePausedUntil = 0;
+  private acmeOutages = 0;
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -65,20 +53,7 @@ export class DomainService {
   ) {}
 
   view(d: Domain, app: App): DomainView {
-    const port = this.deps.httpsPort === 443 ? "" : `:${this.deps.httpsPort}`;
-    return {
-      name: d.name,
-      app: app.name,
-      source: d.source,
-      state: d.state,
-      issuer: d.issuer,
-      serial: d.serial,
-      notAfter: d.notAfter,
-      nextAttemptAt: d.nextAttemptAt,
-      failures: d.failures,
-      lastError: d.lastError,
-      url: `https://${d.name}${port}`,
-    };
+    return domainView(d, app, this.deps.httpsPort);
   }
 
   async list(app: App): Promise<DomainView[]> {
@@ -112,7 +87,13 @@ export class DomainService {
       appId: app.id,
       nextAttemptAt: this.deps.issuer ? new Date().toISOString() : null,
     });
-    await this.deps.refreshEdge(app.id);
+    try {
+      await this.deps.refreshEdge(app.id);
+    } catch (e) {
+      // Not routed: not recorded either (the next refresh would route it, with nothing saying so now).
+      await this.deps.store.deleteDomain(name).catch(() => undefined);
+      throw e;
+    }
     this.deps.logger.info({ domain: name, appId: app.id }, "domain added");
     if (this.deps.issuer) void this.issue(name).catch(() => undefined);
     return this.view(d, app);
@@ -126,8 +107,13 @@ export class DomainService {
     this.deps.logger.info({ domain: d.name, appId: app.id }, "domain removed");
   }
 
-  /** Obtains a new certificate now (a renewal ahead of time, or a retry); throws what the ACME server said. */
-  async renew(app: App, name: string): Promise<DomainView> {
+  /**
+   * Obtains a new certificate now (a renewal ahead of time, or a retry); throws what the ACME server said.
+   * The ACME account (and its rate limits: Let's Encrypt's new orders per account) is shared by every app:
+   * an app's token waits out its domain's backoff after a failure, and the server's pause after an outage;
+   * an admin token may retry at once (after fixing DNS, say).
+   */
+  async renew(app: App, name: string, by: { admin: boolean }): Promise<DomainView> {
     const d = await this.owned(app, name);
     if (!this.deps.issuer)
       throw new PierError(
@@ -135,7 +121,18 @@ export class DomainService {
         "ACME is off on this server (PIER_ACME_DIRECTORY=off).",
         `Set a certificate: pier domain cert set ${d.name} --cert FILE --key FILE --app ${app.name}`,
       );
-    return this.view(await this.issue(d.name), app);
+    if (!by.admin) {
+      const now = Date.now();
+      const waitDomain = d.failures > 0 && d.nextAttemptAt !== null ? Date.parse(d.nextAttemptAt) : 0;
+      const until = Math.max(waitDomain, this.acmePausedUntil);
+      if (until > now && !this.issuing.has(d.name))
+        throw new PierError(
+          "CONFLICT",
+          `The last attempt for ${d.name} failed (${d.lastError ?? "the ACME server was unavailable"}); the next is at ${new Date(until).toISOString()}.`,
+          "Pier retries by itself then; an admin token may retry now (pier domain renew with an admin token).",
+        );
+    }
+    return this.view(await this.issue(d.name, true), app);
   }
 
   /** Serves the user's own certificate for the domain (added when missing); it is not renewed by Pier. */
@@ -143,28 +140,41 @@ export class DomainService {
     const name = rawName.trim().toLowerCase();
     this.check(app, name);
     const facts = checkCertificate(pair, name);
+    const pem = edgePem(pair);
     let d = await this.deps.store.findDomain(name);
     if (d && d.appId !== app.id) await this.owned(app, name);
+    const added = !d;
     if (!d) {
       d = await this.deps.store.addDomain({ name, appId: app.id, nextAttemptAt: null });
       await this.deps.refreshEdge(app.id);
     }
-    await this.deps.tls.installCertificate(name, edgePem(pair));
-    const saved = await this.deps.store.updateDomain(
-      name,
-      {
-        source: "user",
-        state: "issued",
-        issuer: facts.issuer,
-        serial: facts.serial,
-        notBefore: facts.notBefore,
-        notAfter: facts.notAfter,
-        lastError: null,
-        failures: 0,
-        nextAttemptAt: null,
-      },
-      pair,
-    );
+    let saved: Domain;
+    try {
+      saved = await this.installThenRecord(name, pem, () =>
+        this.deps.store.updateDomain(
+          name,
+          {
+            source: "user",
+            state: "issued",
+            issuer: facts.issuer,
+            serial: facts.serial,
+            notBefore: facts.notBefore,
+            notAfter: facts.notAfter,
+            lastError: null,
+            failures: 0,
+            nextAttemptAt: null,
+          },
+          pair,
+        ),
+      );
+    } catch (e) {
+      // A domain this call added goes again: not left behind pending, with no certificate and no attempt.
+      if (added) {
+        await this.deps.store.deleteDomain(name).catch(() => undefined);
+        await this.deps.refreshEdge(app.id).catch(() => undefined);
+      }
+      throw e;
+    }
     this.deps.logger.info(
       { domain: name, serial: facts.serial, notAfter: facts.notAfter },
       "user certificate set",
@@ -172,47 +182,98 @@ export class DomainService {
     return this.view(saved, app);
   }
 
-  /** Obtains and installs a certificate for the domain; records the outcome on it. */
-  private issue(name: string): Promise<Domain> {
+  /**
+   * Serves `pem` on the edge, then records it (`record`). If the record fails, the edge goes back to what
+   * the store says (the previous certificate, or none): nothing serves that the store does not know of.
+   */
+  private async installThenRecord(name: string, pem: string, record: () => Promise<Domain>): Promise<Domain> {
+    const { store, tls } = this.deps;
+    const previous = await store.domainCertificate(name);
+    await tls.installCertificate(name, pem);
+    try {
+      return await record();
+    } catch (e) {
+      const back = previous ? tls.installCertificate(name, edgePem(previous)) : tls.removeCertificate(name);
+      await back.catch((err: Error) =>
+        this.deps.logger.warn(
+          { domain: name, err: err.message },
+          "could not put the previous certificate back",
+        ),
+      );
+      throw e;
+    }
+  }
+
+  /**
+   * Obtains and installs a certificate for the domain; records the outcome on it. One order at a time for
+   * the whole server; `manual` (pier domain renew) goes even while automatic attempts wait out an outage.
+   */
+  private issue(name: string, manual = false): Promise<Domain> {
     const running = this.issuing.get(name);
     if (running) return running;
-    const run = this.issueNow(name).finally(() => {
-      this.issuing.delete(name);
-      void this.schedule();
-    });
+    const run = this.acmeQueue
+      .then(() => this.issueNow(name, manual))
+      .finally(() => {
+        this.issuing.delete(name);
+        void this.schedule();
+      });
+    this.acmeQueue = run.catch(() => undefined);
     this.issuing.set(name, run);
     return run;
   }
 
-  private async issueNow(name: string): Promise<Domain> {
-    const { store, tls, issuer, logger } = this.deps;
+  private async issueNow(name: string, manual: boolean): Promise<Domain> {
+    const { store, issuer, logger } = this.deps;
     const d = await store.findDomain(name);
     if (!d) throw new PierError("DOMAIN_NOT_FOUND", `No domain ${name}.`);
     if (!issuer) return d;
+    // A user's certificate set since this attempt was queued: Pier does not replace it by itself.
+    if (!manual && d.source !== "acme") return d;
+    // Waiting out an outage of the ACME server: the domain stays due, the next tick after the pause takes it.
+    if (!manual && Date.now() < this.acmePausedUntil) return d;
     const renewal = d.state === "issued";
     logger.info(
       { domain: name, directory: issuer.directory },
       renewal ? "renewing certificate" : "obtaining certificate",
     );
     try {
-      const pair = await issuer.obtain(name, tls);
+      let pair: CertificatePair;
+      try {
+        pair = await issuer.obtain(name, this.deps.tls);
+      } catch (e) {
+        if (e instanceof AcmeUnavailable) {
+          this.acmeOutages++;
+          this.acmePausedUntil = Date.now() + retryDelay(this.acmeOutages, this.deps.retryBaseMs);
+          logger.warn(
+            { directory: issuer.directory, until: new Date(this.acmePausedUntil).toISOString() },
+            "the ACME server is unavailable: no certificate is asked for until then",
+          );
+        }
+        throw e;
+      }
+      this.acmeOutages = 0;
+      this.acmePausedUntil = 0;
       const facts = certificateFacts(pair.certPem);
-      if (!(await store.findDomain(name))) return d; // removed meanwhile
-      await tls.installCertificate(name, edgePem(pair));
-      const saved = await store.updateDomain(
-        name,
-        {
-          source: "acme",
-          state: "issued",
-          issuer: facts.issuer,
-          serial: facts.serial,
-          notBefore: facts.notBefore,
-          notAfter: facts.notAfter,
-          lastError: null,
-          failures: 0,
-          nextAttemptAt: renewalTime(new Date(facts.notBefore), new Date(facts.notAfter)).toISOString(),
-        },
-        pair,
+      const pem = edgePem(pair);
+      const current = await store.findDomain(name);
+      if (!current) return d; // removed meanwhile
+      if (!manual && current.source !== "acme") return current; // a user's certificate set meanwhile
+      const saved = await this.installThenRecord(name, pem, () =>
+        store.updateDomain(
+          name,
+          {
+            source: "acme",
+            state: "issued",
+            issuer: facts.issuer,
+            serial: facts.serial,
+            notBefore: facts.notBefore,
+            notAfter: facts.notAfter,
+            lastError: null,
+            failures: 0,
+            nextAttemptAt: renewalTime(new Date(facts.notBefore), new Date(facts.notAfter)).toISOString(),
+          },
+          pair,
+        ),
       );
       logger.info(
         { domain: name, serial: facts.serial, notAfter: facts.notAfter, issuer: facts.issuer },
@@ -221,16 +282,22 @@ export class DomainService {
       return saved;
     } catch (e) {
       const message =
-        e instanceof PierError ? e.message : `could not install the certificate: ${(e as Error).message}`;
+        e instanceof PierError
+          ? e.message
+          : `could not install or record the certificate: ${(e as Error).message}`;
       const failures = d.failures + 1;
       const next = new Date(Date.now() + retryDelay(failures, this.deps.retryBaseMs));
-      if (await store.findDomain(name))
-        await store.updateDomain(name, {
-          state: d.state === "issued" ? "issued" : "failed",
-          lastError: message,
-          failures,
-          nextAttemptAt: next.toISOString(),
-        });
+      try {
+        if (await store.findDomain(name))
+          await store.updateDomain(name, {
+            state: d.state === "issued" ? "issued" : "failed",
+            lastError: message,
+            failures,
+            nextAttemptAt: next.toISOString(),
+          });
+      } catch (err) {
+        logger.warn({ domain: name, err: (err as Error).message }, "could not record the failure");
+      }
       logger.warn(
         { domain: name, failures, nextAttemptAt: next.toISOString(), err: message },
         renewal
@@ -245,23 +312,39 @@ export class DomainService {
    * Brings the edge in step with the store (certificates missing on it installed, those of deleted domains
    * removed), then obtains or renews every certificate that is due.
    */
+  /** Removes from the edge the certificates of domains no longer in the store (a deleted app's, at once). */
+  async removeOrphans(): Promise<void> {
+    const { store, tls, logger } = this.deps;
+    const known = new Set((await store.listDomains()).map((d) => d.name));
+    for (const n of await tls.certificates())
+      if (!known.has(n)) {
+        await tls.removeCertificate(n);
+        logger.info({ domain: n }, "certificate of a removed domain taken off the edge");
+      }
+  }
+
   async tick(): Promise<void> {
     const { store, tls, logger } = this.deps;
+    await this.removeOrphans();
     const domains = await store.listDomains();
-    const onEdge = new Set(await tls.certificates());
-    const known = new Set(domains.map((d) => d.name));
-    for (const n of onEdge) if (!known.has(n)) await tls.removeCertificate(n);
+    const onEdge = new Set(await tls.served());
     for (const d of domains) {
       if (onEdge.has(d.name) || d.state !== "issued") continue;
       const pair = await store.domainCertificate(d.name);
       if (!pair) continue;
-      await tls.installCertificate(d.name, edgePem(pair));
-      logger.info({ domain: d.name }, "certificate installed on the edge again");
+      try {
+        await tls.installCertificate(d.name, edgePem(pair));
+        logger.info({ domain: d.name }, "certificate installed on the edge again");
+      } catch (e) {
+        // One certificate the edge refuses keeps no other from being installed.
+        logger.warn({ domain: d.name, err: (e as Error).message }, "could not install the certificate");
+      }
     }
     if (!this.deps.issuer) return;
     const now = Date.now();
     for (const d of domains) {
       if (d.source !== "acme" || d.nextAttemptAt === null || Date.parse(d.nextAttemptAt) > now) continue;
+      if (Date.now() < this.acmePausedUntil) break;
       await this.issue(d.name).catch(() => undefined);
     }
   }
@@ -298,7 +381,7 @@ export class DomainService {
     const due = this.deps.issuer
       ? (await this.deps.store.listDomains().catch(() => []))
           .filter((d) => d.source === "acme" && d.nextAttemptAt !== null)
-          .map((d) => Date.parse(d.nextAttemptAt ?? ""))
+          .map((d) => Math.max(Date.parse(d.nextAttemptAt ?? ""), this.acmePausedUntil))
       : [];
     const next = Math.min(Date.now() + this.maxWaitMs, ...due);
     if (this.stopped || this.running) return;

@@ -229,6 +229,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     domain: config.domain,
     buildNetwork: config.buildNetwork,
     detachAddons: (appId) => addons.detach(appId),
+    // The app's domains went with it (cascade): their certificates leave the edge at once.
+    dropCertificates: () => domains.removeOrphans(),
   });
 
   await deployer.recover();
@@ -324,6 +326,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       version: VERSION,
       domain: config.domain,
       httpPort: config.http.port,
+      httpsPort: config.https.port,
       sshPort: config.ssh.port,
       gitHost: config.gitHost,
     },
@@ -392,7 +395,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       `  API:              ${apiUrl}/v1  (OpenAPI: ${apiUrl}/v1/openapi.json)`,
       `  git over SSH:     port ${ssh.port}  (git+ssh://git@${config.gitHost}:${ssh.port}/<app_id>.git)`,
       `  HTTP edge:        http://<app>.${config.domain}:${config.http.port}`,
-      `  HTTPS edge:       port ${config.https.port} (custom domains: pier domain add NAME --app APP)`,
+      `  HTTPS edge:       https://<custom domain>:${config.https.port} (pier domain add NAME --app APP; certificates: ${config.acme.directory ?? "your own only, ACME off"})`,
       `  admin token:      ${tokenFile} (the CLI on this host reads it; elsewhere set PIER_URL and PIER_TOKEN)`,
       "",
       "",

@@ -3,7 +3,7 @@
 // process stays the same (no reload), a TLS connection open across a replacement keeps working, and a
 // restarted HAProxy serves what the files say.
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { Agent, request } from "node:https";
 import { tmpdir } from "node:os";
@@ -14,17 +14,18 @@ import { HaproxyEdge } from "../../src/adapters/edge/haproxy.js";
 import { HaproxyTls } from "../../src/adapters/edge/haproxy-tls.js";
 import { freePort, httpGet, run } from "./harness.js";
 
-async function selfSigned(dir: string, name: string): Promise<{ pem: string; cert: string; serial: string }> {
+async function selfSigned(
+  dir: string,
+  name: string,
+  keyArgs = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"],
+): Promise<{ pem: string; cert: string; serial: string }> {
   const key = join(dir, `${name}.key`);
   const cert = join(dir, `${name}.pem`);
   const r = await run([
     "openssl",
     "req",
     "-x509",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:prime256v1",
+    ...keyArgs,
     "-nodes",
     "-days",
     "2",
@@ -150,15 +151,112 @@ describe("HAProxy edge: TLS certificates through the runtime API", { timeout: 12
     assert.equal(await served(httpsPort, "www.a.test"), `www.a.test ${second.serial}`);
     assert.equal(edge.pid(), pid, "no reload, no new process");
 
-    // Files in step: a new HAProxy (a reload for a route change) serves the second certificate too.
+    // A domain added is a line of the hosts map through the runtime API, not a reload.
     await edge.apply([
       { appId: "app-a", hostname: "a.localhost", aliases: ["www.a.test", "b.test"], targets: [] },
     ]);
-    assert.notEqual(edge.pid(), pid, "a change of domains is a reload");
+    assert.equal(edge.pid(), pid, "a change of domains is no reload");
+    assert.equal((await httpGet(httpPort, "b.test")).status, 503, "b.test routed to app-a (no instance)");
+    const overTls = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        {
+          host: "127.0.0.1",
+          port: httpsPort,
+          servername: "b.test",
+          headers: { host: "b.test" },
+          rejectUnauthorized: false,
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on("error", reject);
+      req.end();
+    });
+    assert.equal(overTls, 503, "the HTTPS frontend shares the hosts map");
+    // Files in step: a new HAProxy (a reload for a new app) serves the second certificate and the domain.
+    await edge.apply([
+      { appId: "app-a", hostname: "a.localhost", aliases: ["www.a.test", "b.test"], targets: [] },
+      { appId: "app-z", hostname: "z.localhost", targets: [] },
+    ]);
+    assert.notEqual(edge.pid(), pid, "a new app is a reload");
+    assert.equal((await httpGet(httpPort, "b.test")).status, 503);
     assert.equal(await served(httpsPort, "www.a.test"), `www.a.test ${second.serial}`);
 
     await tls.removeCertificate("www.a.test");
     assert.match(await served(httpsPort, "www.a.test"), /^pier-default\.invalid /);
+    assert.deepEqual(await tls.certificates(), []);
+  });
+
+  test("a certificate HAProxy refuses changes nothing: the old one serves, the next change and a reload work", async () => {
+    const good = await selfSigned(dir, "www.a.test");
+    await tls.installCertificate("www.a.test", good.pem);
+    const list = readFileSync(join(dir, "edge", "tls", "certs.list"), "utf8");
+    // Node reads an RSA key of 1024 bits; HAProxy (OpenSSL's default security level) refuses it.
+    const weak = await selfSigned(dir, "www.a.test", ["-newkey", "rsa:1024"]);
+    await assert.rejects(tls.installCertificate("www.a.test", weak.pem), /HAProxy refused/);
+    const weakNew = await selfSigned(dir, "b.test", ["-newkey", "rsa:1024"]);
+    await assert.rejects(tls.installCertificate("b.test", weakNew.pem), /HAProxy refused/);
+    assert.equal(await served(httpsPort, "www.a.test"), `www.a.test ${good.serial}`);
+    assert.equal(readFileSync(join(dir, "edge", "tls", "certs.list"), "utf8"), list, "crt-list as before");
+    assert.equal(
+      readFileSync(join(dir, "edge", "tls", "www.a.test.pem"), "utf8"),
+      good.pem,
+      "file as before",
+    );
+    // No transaction left open in HAProxy: the next certificate goes in.
+    const next = await selfSigned(dir, "b.test");
+    await tls.installCertificate("b.test", next.pem);
+    assert.equal(await served(httpsPort, "b.test"), `b.test ${next.serial}`);
+    // A reload (a route change) still passes `haproxy -c` and serves both.
+    await edge.apply([{ appId: "app-a", hostname: "a.localhost", aliases: ["www.a.test"], targets: [] }]);
+    assert.equal(await served(httpsPort, "www.a.test"), `www.a.test ${good.serial}`);
+    assert.equal(await served(httpsPort, "b.test"), `b.test ${next.serial}`);
+    await tls.removeCertificate("b.test");
+    await tls.removeCertificate("www.a.test");
+  });
+
+  test("the running edge out of step with its files (a stop between two runtime calls): seen and mended", async () => {
+    const cert = await selfSigned(dir, "www.a.test");
+    await tls.installCertificate("www.a.test", cert.pem);
+    const path = join(dir, "edge", "tls", "www.a.test.pem");
+    // As if pier server stopped after `commit ssl cert` and before `add ssl crt-list`.
+    await edge.runtime([`del ssl crt-list ${join(dir, "edge", "tls", "certs.list")} ${path}`]);
+    assert.match(await served(httpsPort, "www.a.test"), /^pier-default\.invalid /);
+    assert.deepEqual(await tls.served(), [], "not served");
+    assert.deepEqual(await tls.certificates(), ["www.a.test"], "but there in part (the files)");
+    await tls.installCertificate("www.a.test", cert.pem);
+    assert.equal(await served(httpsPort, "www.a.test"), `www.a.test ${cert.serial}`);
+    assert.deepEqual(await tls.served(), ["www.a.test"]);
+    await tls.removeCertificate("www.a.test");
+    assert.deepEqual(await tls.certificates(), []);
+  });
+
+  test("a configuration HAProxy refuses is refused with its reason", async () => {
+    const list = join(dir, "edge", "tls", "certs.list");
+    const saved = readFileSync(list, "utf8");
+    writeFileSync(list, `${saved}${join(dir, "edge", "tls", "missing.test.pem")} missing.test\n`);
+    try {
+      await assert.rejects(
+        edge.apply([
+          { appId: "app-a", hostname: "a.localhost", aliases: ["www.a.test"], targets: [] },
+          { appId: "app-y", hostname: "y.localhost", targets: [] },
+        ]),
+        /HAProxy rejected the new edge configuration: .*missing\.test\.pem/,
+      );
+    } finally {
+      writeFileSync(list, saved);
+    }
+  });
+
+  test("what is not a name or plain PEM never reaches the runtime API", async () => {
+    const good = await selfSigned(dir, "www.a.test");
+    const cut = good.pem.replace("-----BEGIN PRIVATE KEY-----", "\r\nshow info\n-----BEGIN PRIVATE KEY-----");
+    await assert.rejects(tls.installCertificate("www.a.test", cut), /not plain PEM/);
+    await assert.rejects(tls.installCertificate("x.test;show info", good.pem), /not a valid DNS name/);
+    await assert.rejects(tls.installCertificate("x.test\nshow info", good.pem), /not a valid DNS name/);
+    await assert.rejects(tls.removeCertificate("x.test y.test"), /not a valid DNS name/);
     assert.deepEqual(await tls.certificates(), []);
   });
 

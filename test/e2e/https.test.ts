@@ -3,7 +3,7 @@
 // all on loopback. Pebble checks HTTP-01 on Pier's HTTP edge port.
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -546,5 +546,127 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
     assert.equal(list.status, 200);
     const add = await pier.api("POST", "/v1/apps/web/domains", { name: "mine.example.test" }, tok.token);
     assert.equal(add.status, 403);
+    // Another app's domain: not listed, not removed, not renewed, not given a certificate by web's token.
+    const theirs = await makeCert(dir, "theirs", "theirs.example.test");
+    const set = await pier.cli([
+      "domain",
+      "cert",
+      "set",
+      "theirs.example.test",
+      "--cert",
+      theirs.cert,
+      "--key",
+      theirs.key,
+      "--app",
+      "other",
+    ]);
+    assert.equal(set.code, 0, set.stderr);
+    assert.equal((await pier.api("GET", "/v1/apps/other/domains", undefined, tok.token)).status, 404);
+    assert.equal((await pier.api("GET", "/v1/apps/other/status", undefined, tok.token)).status, 404);
+    const mine = await pier.api("GET", "/v1/apps/web/domains", undefined, tok.token);
+    assert.ok(!JSON.stringify(mine.json).includes("theirs"));
+    const path = "/v1/apps/web/domains/theirs.example.test";
+    const del = await pier.api("DELETE", path, undefined, tok.token);
+    assert.equal(del.status, 404);
+    assert.match(JSON.stringify(del.json), /DOMAIN_NOT_FOUND/);
+    assert.equal((await pier.api("POST", `${path}/renew`, undefined, tok.token)).status, 404);
+    const cert = { cert: readFileSync(theirs.cert, "utf8"), key: readFileSync(theirs.key, "utf8") };
+    assert.equal((await pier.api("PUT", `${path}/certificate`, cert, tok.token)).status, 403);
+    // Even an admin cannot move it to web by setting a certificate there: it belongs to other.
+    const admin = await pier.api("PUT", `${path}/certificate`, cert);
+    assert.equal(admin.status, 404);
+    const still = await pier.cliJson<DomainJson[]>(["domain", "--app", "other"]);
+    assert.equal(still[0]?.name, "theirs.example.test");
+  });
+
+  test("status lists the app's domains with their certificates; /v1/info and the banner name the HTTPS edge", async () => {
+    const human = await pier.cli(["status", "--app", "web"]);
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, /\nDomains: +\S+\.example\.test: /);
+    assert.match(
+      human.stdout,
+      /\n +www\.example\.test: certificate from .*Pebble.* \(acme\), expires \d{4}-/,
+    );
+    const json = await pier.cliJson<{ domains: DomainJson[] }>(["status", "--app", "web"]);
+    assert.ok(json.domains.some((d) => d.name === "www.example.test" && d.state === "issued"));
+    const info = await pier.api("GET", "/v1/info");
+    assert.equal((info.json as { httpsPort: number }).httpsPort, pier.httpsPort);
+    assert.match(pier.output, new RegExp(`HTTPS edge: +https://<custom domain>:${pier.httpsPort} `));
+  });
+
+  test("an app's token waits out its domain's backoff; an admin token retries at once", async () => {
+    const r = await fetch(`http://127.0.0.1:${challMgmt}/add-a`, {
+      method: "POST",
+      body: JSON.stringify({ host: "wait.example.test.", addresses: ["127.0.0.2"] }),
+    });
+    assert.equal(r.status, 200);
+    assert.equal((await pier.cli(["domain", "add", "wait.example.test", "--app", "web"])).code, 0);
+    assert.equal((await waitState("web", "wait.example.test", ["failed", "issued"])).state, "failed");
+    const tok = await pier.cliJson<{ token: string }>(["tokens", "create", "web-renew", "--app", "web"]);
+    const app = await pier.api("POST", "/v1/apps/web/domains/wait.example.test/renew", undefined, tok.token);
+    assert.equal(app.status, 409);
+    assert.match(JSON.stringify(app.json), /failed .*the next is at 20/);
+    const admin = await pier.api("POST", "/v1/apps/web/domains/wait.example.test/renew");
+    assert.equal(admin.status, 502, "tried now: the validation fails again");
+    assert.equal((await pier.cli(["domain", "rm", "wait.example.test", "--app", "web"])).code, 0);
+  });
+
+  test("a deleted app's certificate leaves the edge at once", async () => {
+    await pier.cliJson(["create", "--type", "docker", "gone"]);
+    const cert = await makeCert(dir, "gone", "gone.example.test");
+    const set = await pier.cli([
+      "domain",
+      "cert",
+      "set",
+      "gone.example.test",
+      "--cert",
+      cert.cert,
+      "--key",
+      cert.key,
+      "--app",
+      "gone",
+    ]);
+    assert.equal(set.code, 0, set.stderr);
+    const serial = (await pier.cliJson<DomainJson[]>(["domain", "--app", "gone"]))[0]?.serial ?? "";
+    assert.equal(await servedSerial(pier.httpsPort, "gone.example.test"), serial);
+    assert.equal((await pier.cli(["delete", "--app", "gone", "--yes"])).code, 0);
+    assert.notEqual(await servedSerial(pier.httpsPort, "gone.example.test"), serial, "not a minute later");
+    assert.ok(!existsSync(join(dir, "data", "edge", "tls", "gone.example.test.pem")), "its key file is gone");
+  });
+
+  test("an ACME server down at start: one clear failure, then a pause; HTTP and HTTPS keep serving", async () => {
+    const before = await servedSerial(pier.httpsPort, "www.example.test");
+    await pier.stopServer();
+    extra.PIER_ACME_DIRECTORY = `https://localhost:${await freePort()}/dir`;
+    await pier.start();
+    assert.equal((await pier.cli(["domain", "add", "down.example.test", "--app", "web"])).code, 0);
+    const d = await waitState("web", "down.example.test", ["failed", "issued"], 60_000);
+    assert.equal(d.state, "failed");
+    assert.match(d.lastError ?? "", /is unavailable, no certificate for down\.example\.test: no answer/);
+    assert.match(pier.output, /the ACME server is unavailable: no certificate is asked for until then/);
+    // Served over HTTP (web redirects to HTTPS since CC_FORCE_HTTPS, above).
+    const http = await httpGet(pier.httpPort, "down.example.test");
+    assert.equal(http.status, 301);
+    assert.equal(http.headers.location, `https://down.example.test:${pier.httpsPort}/`);
+    assert.equal(await servedSerial(pier.httpsPort, "www.example.test"), before);
+  });
+
+  test("private keys: sealed in the store, 0600 files in a 0700 directory, never in the log", async () => {
+    const tls = join(dir, "data", "edge", "tls");
+    assert.equal(statSync(tls).mode & 0o777, 0o700);
+    for (const f of readdirSync(tls)) assert.equal(statSync(join(tls, f)).mode & 0o777, 0o600, f);
+    // The user's key (set above) is in the edge's file, and nowhere in the store's files in clear.
+    const key = readFileSync(join(dir, "user.key"), "utf8");
+    const body = key.split("\n").filter((l) => l && !l.startsWith("-----"))[0] ?? "";
+    assert.ok(body.length > 20);
+    const der = Buffer.from(key.replace(/-----[^-]+-----/g, "").replace(/\s/g, ""), "base64");
+    for (const f of ["pier.db", "pier.db-wal"]) {
+      const p = join(dir, "data", f);
+      if (!existsSync(p)) continue;
+      const raw = readFileSync(p);
+      assert.ok(!raw.includes(body), `${f}: no PEM line of the key`);
+      assert.ok(!raw.includes(der.subarray(-32)), `${f}: no bytes of the key`);
+    }
+    assert.doesNotMatch(pier.output, /PRIVATE KEY/);
   });
 });

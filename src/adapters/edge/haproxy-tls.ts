@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tlsPaths } from "../../core/edge-config.js";
 import { PierError } from "../../core/errors.js";
+import { hostnameProblem } from "../../core/names.js";
 import type { TlsEdge } from "../../core/ports.js";
 import { ExecError, exec } from "../exec.js";
 
@@ -18,6 +19,16 @@ export interface RuntimeEdge {
 
 const ACME_TOKEN = /^[A-Za-z0-9_-]{1,200}$/;
 const KEY_AUTH = /^[A-Za-z0-9_.-]{1,400}$/;
+/** What a certificate payload may be (edgePem's output): PEM blocks of base64 lines, nothing else. */
+const PEM_ONLY =
+  /^(-----BEGIN [A-Z ]{1,40}-----\n([A-Za-z0-9+/=]{1,76}\n){1,400}-----END [A-Z ]{1,40}-----\n){2,12}$/;
+
+/** The runtime API and the crt-list take the name as a word: a DNS name, checked here too. */
+function checkName(name: string): void {
+  const bad = hostnameProblem(name);
+  if (bad)
+    throw new PierError("EDGE_ERROR", `The edge takes no certificate for ${JSON.stringify(name)}: ${bad}`);
+}
 
 /**
  * Makes the files the HTTPS frontend needs before HAProxy reads its configuration: the tls directory
@@ -90,8 +101,25 @@ export class HaproxyTls implements TlsEdge {
     await writeFile(this.tls.crtList, lines.map((l) => `${l}\n`).join(""), { mode: 0o600 });
   }
 
+  /** The names of the running HAProxy's crt-list (null when it does not run). */
+  private async running(): Promise<string[] | null> {
+    if (this.edge.pid() === null) return null;
+    const answer = await this.edge.runtime([`show ssl crt-list ${this.tls.crtList}`]);
+    return answer
+      .split("\n")
+      .filter((l) => l.trim() !== "" && !l.startsWith("#"))
+      .map((l) => l.trim().split(/\s+/)[1] ?? "")
+      .filter((n) => n !== "");
+  }
+
   async certificates(): Promise<string[]> {
-    return this.listLines().map((l) => l.split(" ")[1] ?? "");
+    const onDisk = this.listLines().map((l) => l.split(" ")[1] ?? "");
+    return [...new Set([...onDisk, ...((await this.running()) ?? [])])];
+  }
+
+  async served(): Promise<string[]> {
+    const running = await this.running();
+    return running ?? this.listLines().map((l) => l.split(" ")[1] ?? "");
   }
 
   private async expect(answer: Promise<string>, ok: RegExp, what: string): Promise<void> {
@@ -99,49 +127,96 @@ export class HaproxyTls implements TlsEdge {
     if (!ok.test(text)) throw new PierError("EDGE_ERROR", `HAProxy refused to ${what}: ${text.trim()}`);
   }
 
+  /**
+   * Serves `pem` for `name`. The files are written first (a restarted HAProxy reads them); when HAProxy
+   * refuses the certificate, everything is put back as it was (files, crt-list, HAProxy's own state), so a
+   * refused certificate never breaks the next reload nor blocks the next certificate change.
+   */
   installCertificate(name: string, pem: string): Promise<void> {
+    try {
+      checkName(name);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    if (!PEM_ONLY.test(pem))
+      return Promise.reject(
+        new PierError(
+          "EDGE_ERROR",
+          `The certificate of ${name} is not plain PEM: the edge does not take it.`,
+        ),
+      );
     return this.edge.serialize(async () => {
       const path = this.tls.cert(name);
       const line = `${path} ${name}`;
+      const before = existsSync(path) ? await readFile(path, "utf8") : null;
+      const listed = this.listLines();
       await writeFile(`${path}.tmp`, pem, { mode: 0o600 });
+      await chmod(`${path}.tmp`, 0o600);
       await rename(`${path}.tmp`, path);
-      const lines = this.listLines();
-      if (!lines.includes(line)) await this.writeList([...lines, line]);
+      if (!listed.includes(line)) await this.writeList([...listed, line]);
       if (this.edge.pid() === null) return; // HAProxy reads the files when it starts.
-      const loaded = (await this.edge.runtime(["show ssl cert"])).split("\n").some((l) => l.trim() === path);
-      if (!loaded)
-        await this.expect(this.edge.runtime([`new ssl cert ${path}`]), /New empty/i, "add a certificate");
-      await this.expect(
-        this.edge.runtimePayload(`set ssl cert ${path}`, pem),
-        /Transaction (created|updated)/i,
-        `load the certificate of ${name}`,
-      );
-      await this.expect(
-        this.edge.runtime([`commit ssl cert ${path}`]),
-        /Success/i,
-        `switch to the certificate of ${name}`,
-      );
-      if (!loaded)
+      const shown = await this.edge.runtime(["show ssl cert"]);
+      // A transaction left open (pier server stopped between `set` and `commit`) would refuse every other.
+      const stale = /# transaction\n\*(\S+)/.exec(shown)?.[1];
+      if (stale) await this.edge.runtime([`abort ssl cert ${stale}`]);
+      const loaded = shown.split("\n").some((l) => l.trim() === path);
+      // Whether the running crt-list has it: a certificate can be loaded but not listed (pier server stopped
+      // between `commit` and `add ssl crt-list`); then it is listed now.
+      const listedLive = ((await this.running()) ?? []).includes(name);
+      let created = false;
+      let opened = false;
+      try {
+        if (!loaded) {
+          await this.expect(this.edge.runtime([`new ssl cert ${path}`]), /New empty/i, "add a certificate");
+          created = true;
+        }
+        opened = true;
         await this.expect(
-          this.edge.runtimePayload(`add ssl crt-list ${this.tls.crtList}`, line),
-          /Success/i,
-          `serve the certificate of ${name}`,
+          this.edge.runtimePayload(`set ssl cert ${path}`, pem),
+          /Transaction (created|updated)/i,
+          `load the certificate of ${name}`,
         );
+        await this.expect(
+          this.edge.runtime([`commit ssl cert ${path}`]),
+          /Success/i,
+          `switch to the certificate of ${name}`,
+        );
+        opened = false;
+        if (!listedLive)
+          await this.expect(
+            this.edge.runtimePayload(`add ssl crt-list ${this.tls.crtList}`, line),
+            /Success/i,
+            `serve the certificate of ${name}`,
+          );
+      } catch (e) {
+        if (opened) await this.edge.runtime([`abort ssl cert ${path}`]).catch(() => undefined);
+        if (created) await this.edge.runtime([`del ssl cert ${path}`]).catch(() => undefined);
+        if (before !== null) {
+          await writeFile(`${path}.tmp`, before, { mode: 0o600 });
+          await rename(`${path}.tmp`, path);
+        } else await rm(path, { force: true });
+        await this.writeList(listed);
+        throw e;
+      }
     });
   }
 
   removeCertificate(name: string): Promise<void> {
+    try {
+      checkName(name);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     return this.edge.serialize(async () => {
       const path = this.tls.cert(name);
       await this.writeList(this.listLines().filter((l) => l.split(" ")[0] !== path));
       if (this.edge.pid() !== null) {
+        if (((await this.running()) ?? []).includes(name))
+          await this.edge.runtime([`del ssl crt-list ${this.tls.crtList} ${path}`]);
         const loaded = (await this.edge.runtime(["show ssl cert"]))
           .split("\n")
           .some((l) => l.trim() === path);
-        if (loaded) {
-          await this.edge.runtime([`del ssl crt-list ${this.tls.crtList} ${path}`]);
-          await this.edge.runtime([`del ssl cert ${path}`]);
-        }
+        if (loaded) await this.edge.runtime([`del ssl cert ${path}`]);
       }
       await rm(path, { force: true });
     });

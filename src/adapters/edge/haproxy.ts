@@ -6,6 +6,7 @@ import { join } from "node:path";
 import {
   configVersion,
   type EdgeLayout,
+  hostCommand,
   layoutFor,
   partitionRoutes,
   planRuntimeSwitch,
@@ -50,7 +51,7 @@ function alive(pid: number): boolean {
   }
 }
 
-const RUNTIME_ERROR = /No such (server|backend)|Unknown command|Require|Invalid|failed|not allowed/i;
+const RUNTIME_ERROR = /No such (server|backend)|Unknown (command|map)|Require|Invalid|failed|not allowed/i;
 
 /**
  * The edge: Pier's own HAProxy daemon (not the system's), configured from the route table. A deploy only
@@ -126,9 +127,18 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
     await writeFile(`${this.map}.new`, renderHostsMap(layout));
     await writeFile(`${this.conf}.new`, text.replaceAll(this.map, `${this.map}.new`));
     try {
-      await exec([this.bin, "-c", "-q", "-f", `${this.conf}.new`]);
+      // Not -q: it hides the reason of a refusal too.
+      await exec([this.bin, "-c", "-f", `${this.conf}.new`]);
     } catch (e) {
-      const msg = e instanceof ExecError ? e.stderrTail.trim() : (e as Error).message;
+      const alerts =
+        e instanceof ExecError
+          ? e.stderrTail
+              .split("\n")
+              .filter((l) => l.includes("[ALERT]"))
+              .map((l) => l.replace(/^\[ALERT\]\s*\(\d+\) : (config : )?/, ""))
+              .join(" | ")
+          : "";
+      const msg = alerts || (e instanceof ExecError ? e.stderrTail.trim() : (e as Error).message);
       throw new PierError("EDGE_ERROR", `HAProxy rejected the new edge configuration: ${msg}`);
     }
     await writeFile(`${this.conf}.new`, text);
@@ -258,8 +268,11 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
     }
     const pid = this.pid();
     if (plan && pid && !this.adopted) {
-      if (plan.steps.length === 0) return;
-      const answer = await this.runtime(plan.steps.flatMap(runtimeCommands));
+      if (plan.steps.length === 0 && plan.hosts.length === 0) return;
+      const answer = await this.runtime([
+        ...plan.hosts.map((h) => hostCommand(h, this.map)),
+        ...plan.steps.flatMap(runtimeCommands),
+      ]);
       if (RUNTIME_ERROR.test(answer)) {
         throw new PierError("EDGE_ERROR", `HAProxy refused a route change: ${answer.trim()}`);
       }

@@ -11,7 +11,8 @@ export const status: Command = {
   summary: "Show an app's state, release, deployment and instances",
   help: `Usage: pier status [--app <name|id>] [--format human|json]
 
-Shows the app's state, its running release, its latest deployment and every instance.
+Shows the app's state, its running release, its latest deployment, its custom domains with their
+certificates' state, and every instance.
 
 Options:
   -a, --app <name|id>       the app (default: the one in .pier.json, searched upwards from here)
@@ -43,6 +44,15 @@ Options:
     if (s.app.url) text += `URL:         ${s.app.url}\n`;
     if (s.tcp) text += `TCP:         ${s.tcp.host}:${s.tcp.port}\n`;
     if (s.routeProblem) text += `Route:       not served by the edge: ${s.routeProblem}\n`;
+    for (const [i, d] of (s.domains ?? []).entries()) {
+      const cert =
+        d.state === "issued"
+          ? `certificate from ${d.issuer ?? "?"} (${d.source}), expires ${(d.notAfter ?? "").slice(0, 10)}`
+          : d.state === "pending"
+            ? "obtaining a certificate"
+            : `no certificate${d.lastError ? `: ${d.lastError}` : ""}`;
+      text += `${i === 0 ? "Domains:    " : "            "} ${d.name}: ${cert}\n`;
+    }
     if (s.instances.length === 0) {
       text += "Instances:   none running\n";
     } else {

@@ -10,7 +10,7 @@ import {
   retryDelay,
 } from "../../../src/core/domains.js";
 import { PierError } from "../../../src/core/errors.js";
-import { CA, LEAF, LEAF_KEY, OTHER_CA, OTHER_KEY } from "./tls-fixtures.js";
+import { CA, LEAF, LEAF_KEY, OTHER_CA, OTHER_KEY, SMALL_RSA, SMALL_RSA_KEY } from "./tls-fixtures.js";
 
 describe("domainNameProblem", () => {
   const cases: [string, RegExp | null][] = [
@@ -150,6 +150,11 @@ describe("checkCertificate", () => {
       /private key cannot be read/,
     ],
     [
+      "an RSA key of 1024 bits (HAProxy would refuse it, and keep it in its files)",
+      () => checkCertificate({ certPem: SMALL_RSA, keyPem: SMALL_RSA_KEY }, "small.example.test"),
+      /RSA of 1024 bits: the edge \(OpenSSL\) refuses RSA keys under 2048 bits/,
+    ],
+    [
       "expired (checked at 2200)",
       () =>
         checkCertificate({ certPem: LEAF, keyPem: LEAF_KEY }, "shop.example.test", new Date("2200-01-01")),
@@ -164,5 +169,32 @@ describe("checkCertificate", () => {
     assert.ok(pem.startsWith("-----BEGIN CERTIFICATE-----"));
     assert.ok(pem.trimEnd().endsWith("-----END PRIVATE KEY-----"));
     assert.ok(!pem.includes("\n\n"));
+  });
+
+  // HAProxy's runtime API ends a payload (`set ssl cert <<`) at an empty line, and a line of a lone CR is
+  // one. Text a user (or an ACME server) puts around or inside the PEM must never reach it.
+  const PEM_ONLY = /^(-----BEGIN [A-Z ]+-----\n([A-Za-z0-9+/=]{1,64}\n)+-----END [A-Z ]+-----\n)+$/;
+  const hostile: [string, { certPem: string; keyPem: string }][] = [
+    [
+      "a lone CR line then a command in the key",
+      { certPem: LEAF, keyPem: `x\n\r\r\nshow info\n\r\r\n${LEAF_KEY}` },
+    ],
+    [
+      "text around and between the certificates",
+      { certPem: `hi\r\n\r\n${LEAF}\n;del ssl cert x\n\n${CA}\n#`, keyPem: LEAF_KEY },
+    ],
+    ["CRLF line ends", { certPem: LEAF.replaceAll("\n", "\r\n"), keyPem: LEAF_KEY.replaceAll("\n", "\r\n") }],
+  ];
+  for (const [what, pair] of hostile)
+    test(`edgePem keeps only the PEM of the certificates and the key: ${what}`, () => {
+      const pem = edgePem(pair);
+      assert.match(pem, PEM_ONLY);
+      assert.ok(!/show|del|#|;/.test(pem));
+      // The same certificates and key: the checks still pass on what the edge gets.
+      assert.equal(checkCertificate({ certPem: pem, keyPem: pem }, "shop.example.test").issuer, "Fixture CA");
+    });
+  test("edgePem refuses a certificate block it cannot parse (a payload hidden inside the block)", () => {
+    const inside = LEAF.replace("\n-----END", "\n\r\r\nshow info\n-----END");
+    assert.throws(() => edgePem({ certPem: inside, keyPem: LEAF_KEY }), /certificate cannot be read/);
   });
 });

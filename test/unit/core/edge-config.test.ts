@@ -3,6 +3,7 @@ import { describe, test } from "node:test";
 import {
   configVersion,
   type EdgeLayout,
+  hostCommand,
   layoutFor,
   partitionRoutes,
   planRuntimeSwitch,
@@ -302,10 +303,14 @@ describe("custom domains and HTTPS (ADR 0018)", () => {
     const on443 = render([withDomains("app-a", "a.localhost", [], true, 1)], { host: "0.0.0.0", port: 443 });
     assert.match(on443, /location https:\/\/%\[req\.hdr\(host\),field\(1,:\)\]%\[capture\.req\.uri\]/);
   });
-  test("the served version changes with the domains, the redirect and the HTTPS port", () => {
+  test("the served version changes with the redirect and the HTTPS port, not with the domains", () => {
     const v = (routes: Route[], tls = https) => configVersion(render(routes, tls));
     const base = v([withDomains("app-a", "a.localhost", [], false, 1)]);
-    assert.notEqual(v([withDomains("app-a", "a.localhost", ["a.test"], false, 1)]), base);
+    assert.equal(
+      v([withDomains("app-a", "a.localhost", ["a.test"], false, 1)]),
+      base,
+      "domains are map lines",
+    );
     assert.notEqual(v([withDomains("app-a", "a.localhost", [], true, 1)]), base);
     assert.notEqual(
       v([withDomains("app-a", "a.localhost", [], false, 1)], { host: "0.0.0.0", port: 9443 }),
@@ -313,19 +318,47 @@ describe("custom domains and HTTPS (ADR 0018)", () => {
     );
     assert.equal(v([withDomains("app-a", "a.localhost", [], false, 9)]), base, "instances are not structure");
   });
-  test("a change of domains or redirect is a reload, not a runtime switch; the same ones switch at runtime", () => {
-    const current = layoutFor([withDomains("app-a", "a.localhost", ["a.test"], false, 1)]);
-    assert.equal(
-      planRuntimeSwitch(current, [withDomains("app-a", "a.localhost", ["a.test", "b.test"], false, 1)]),
-      null,
+  test("a change of domains is a few map lines at runtime, whatever the number of apps; a redirect is a reload", () => {
+    const others = Array.from({ length: 300 }, (_, i) =>
+      withDomains(`app-x${i}`, `x${i}.localhost`, [`x${i}.test`], false, 5000 + i),
     );
-    assert.equal(planRuntimeSwitch(current, [withDomains("app-a", "a.localhost", [], false, 1)]), null);
+    const current = layoutFor([withDomains("app-a", "a.localhost", ["a.test"], false, 1), ...others]);
+    const added = planRuntimeSwitch(current, [
+      withDomains("app-a", "a.localhost", ["a.test", "b.test"], false, 1),
+      ...others,
+    ]);
+    assert.deepEqual(added?.hosts, [{ op: "add", host: "b.test", backend: "app_app_a" }]);
+    assert.deepEqual(added?.steps, []);
+    assert.deepEqual(
+      added?.hosts.map((h) => hostCommand(h, "/e/hosts.map")),
+      ["add map /e/hosts.map b.test app_app_a"],
+    );
+    assert.deepEqual(
+      added?.layout.backends.find((b) => b.appId === "app-a")?.aliases,
+      ["a.test", "b.test"],
+      "the layout (and the hosts map file written from it) has the new domain",
+    );
+    const removed = planRuntimeSwitch(current, [
+      withDomains("app-a", "a.localhost", [], false, 1),
+      ...others,
+    ]);
+    assert.deepEqual(removed?.hosts, [{ op: "del", host: "a.test", backend: "app_app_a" }]);
+    // A domain moving from one app to another: taken out first, then put in.
+    const moved = planRuntimeSwitch(current, [
+      withDomains("app-a", "a.localhost", ["x0.test", "a.test"], false, 1),
+      withDomains("app-x0", "x0.localhost", [], false, 5000),
+      ...others.slice(1),
+    ]);
+    assert.deepEqual(
+      moved?.hosts.map((h) => hostCommand(h, "m")),
+      ["del map m x0.test", "add map m x0.test app_app_a"],
+    );
     assert.equal(
-      planRuntimeSwitch(current, [withDomains("app-a", "a.localhost", ["a.test"], true, 1)]),
+      planRuntimeSwitch(current, [withDomains("app-a", "a.localhost", ["a.test"], true, 1), ...others]),
       null,
     );
     assert.notEqual(
-      planRuntimeSwitch(current, [withDomains("app-a", "a.localhost", ["a.test"], false, 2)]),
+      planRuntimeSwitch(current, [withDomains("app-a", "a.localhost", ["a.test"], false, 2), ...others]),
       null,
     );
     // A layout written before domains existed (no aliases field) equals one without domains.

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import pino from "pino";
-import type { CertificateIssuer } from "../../../src/adapters/acme.js";
+import { AcmeUnavailable, type CertificateIssuer } from "../../../src/adapters/acme.js";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import { type CertificatePair, edgePem } from "../../../src/core/domains.js";
@@ -23,7 +23,10 @@ class FakeTls implements TlsEdge {
   readonly certs = new Map<string, string>();
   readonly challenges = new Map<string, string>();
   installs = 0;
+  /** Refuse every certificate, as HAProxy refuses one it cannot load. */
+  refuse = false;
   async installCertificate(name: string, pem: string) {
+    if (this.refuse) throw new PierError("EDGE_ERROR", "HAProxy refused to serve the certificate");
     this.installs++;
     this.certs.set(name, pem);
   }
@@ -31,6 +34,9 @@ class FakeTls implements TlsEdge {
     this.certs.delete(name);
   }
   async certificates() {
+    return [...this.certs.keys()];
+  }
+  async served() {
     return [...this.certs.keys()];
   }
   async setChallenge(token: string, value: string) {
@@ -45,11 +51,20 @@ class FakeIssuer implements CertificateIssuer {
   readonly directory = "https://acme.test/dir";
   calls: string[] = [];
   refuse: string | null = null;
+  /** The server itself fails (no answer). */
+  down = false;
+  active = 0;
+  maxActive = 0;
   async obtain(
     name: string,
     edge: Pick<TlsEdge, "setChallenge" | "removeChallenge">,
   ): Promise<CertificatePair> {
     this.calls.push(name);
+    this.active++;
+    this.maxActive = Math.max(this.maxActive, this.active);
+    await new Promise((r) => setTimeout(r, 2));
+    this.active--;
+    if (this.down) throw new AcmeUnavailable(`The ACME server ${this.directory} is unavailable: no answer`);
     await edge.setChallenge("tok", "tok.thumb");
     await edge.removeChallenge("tok");
     if (this.refuse)
@@ -62,7 +77,7 @@ class FakeIssuer implements CertificateIssuer {
 }
 
 let n = 0;
-async function setup(acme = true) {
+async function setup(acme = true, retryBaseMs?: number) {
   n++;
   const store = new SqliteStore(join(dir, `${n}.db`), SecretBox.fromFile(join(dir, "secret.key")));
   const domains = store.domains();
@@ -79,6 +94,7 @@ async function setup(acme = true) {
     logger: pino({ level: "silent" }),
     pierDomain: "pier.test",
     httpsPort: 443,
+    retryBaseMs,
   });
   const app = (name: string) =>
     store.createApp({
@@ -233,7 +249,10 @@ describe("DomainService", () => {
     assert.match(d.lastError ?? "", /rejectedIdentifier/);
     assert.equal(tls.certs.size, 0);
     assert.deepEqual(refreshed, [web.id]);
-    assert.match(await code(service.renew(web, "www.example.test")), /^ACME_ERROR .*rejectedIdentifier/);
+    assert.match(
+      await code(service.renew(web, "www.example.test", { admin: true })),
+      /^ACME_ERROR .*rejectedIdentifier/,
+    );
   });
 
   it("keeps the edge in step with the store: a missing certificate is installed, a deleted domain's removed", async () => {
@@ -256,7 +275,10 @@ describe("DomainService", () => {
     const v = await service.add(web, "other.example.test");
     assert.equal(v.state, "pending");
     assert.equal(v.nextAttemptAt, null);
-    assert.match(await code(service.renew(web, "other.example.test")), /^CONFLICT ACME is off/);
+    assert.match(
+      await code(service.renew(web, "other.example.test", { admin: true })),
+      /^CONFLICT ACME is off/,
+    );
     assert.match(
       await code(service.setCertificate(web, "shop.example.test", { certPem: LEAF, keyPem: OTHER_KEY })),
       /^CERTIFICATE_INVALID The private key does not match the certificate/,
@@ -269,5 +291,156 @@ describe("DomainService", () => {
     assert.ok(tls.certs.has("shop.example.test"));
     await service.tick();
     assert.deepEqual(issuer.calls, []);
+  });
+
+  const past = () => new Date(Date.now() - 1000).toISOString();
+  const many = async (n: number, acme = true, retryBaseMs?: number) => {
+    const t = await setup(acme, retryBaseMs);
+    const web = await t.app("web");
+    const names = Array.from({ length: n }, (_, i) => `d${i}.example.test`);
+    for (const name of names) await t.service.add(web, name);
+    for (const name of names) await t.settled(name);
+    return { ...t, web, names };
+  };
+
+  it("hundreds of domains added at once: one ACME order at a time, each gets its certificate", async () => {
+    const { issuer, names, domains } = await many(200);
+    assert.equal(issuer.maxActive, 1, "never two orders at once");
+    assert.equal(issuer.calls.length, 200);
+    for (const name of names) assert.equal((await domains.findDomain(name))?.state, "issued");
+  });
+
+  it("an ACME server that is down: one domain tried, not every due one; after the pause all are renewed", async () => {
+    const { issuer, names, domains, service } = await many(50, true, 60);
+    for (const name of names) await domains.updateDomain(name, { nextAttemptAt: past() });
+    issuer.calls = [];
+    issuer.down = true;
+    await service.tick();
+    assert.equal(issuer.calls.length, 1, "the first failure pauses every automatic attempt");
+    await service.tick();
+    assert.equal(issuer.calls.length, 1, "still paused: no attempt");
+    const failed = (await domains.listDomains()).filter((d) => d.failures > 0);
+    assert.equal(failed.length, 1);
+    assert.match(failed[0]?.lastError ?? "", /unavailable/);
+    for (const d of await domains.listDomains()) assert.equal(d.state, "issued", "certificates keep serving");
+    await new Promise((r) => setTimeout(r, 80));
+    issuer.down = false;
+    await service.tick();
+    assert.equal(issuer.calls.length, 51, "after the pause: every due domain, one by one");
+    for (const d of await domains.listDomains()) assert.equal(d.failures, 0);
+  });
+
+  it("an app's token waits out its domain's backoff (the ACME account is shared); an admin's goes now", async () => {
+    const { service, app, settled, issuer } = await setup();
+    issuer.refuse = "urn:ietf:params:acme:error:unauthorized";
+    const web = await app("web");
+    await service.add(web, "www.example.test");
+    await settled("www.example.test");
+    assert.match(
+      await code(service.renew(web, "www.example.test", { admin: false })),
+      /^CONFLICT The last attempt for www\.example\.test failed \(.*unauthorized\); the next is at 20/,
+    );
+    assert.equal(issuer.calls.length, 1, "no new order");
+    issuer.refuse = null;
+    const v = await service.renew(web, "www.example.test", { admin: true });
+    assert.equal(v.state, "issued");
+    assert.equal(issuer.calls.length, 2);
+    const again = await service.renew(web, "www.example.test", { admin: false });
+    assert.equal(again.state, "issued", "no failure to wait out: the app's token renews");
+  });
+
+  it("a user's certificate the edge refuses: nothing recorded, the domain it would add not left behind", async () => {
+    const { service, app, tls, domains, refreshed } = await setup(false);
+    const web = await app("web");
+    tls.refuse = true;
+    assert.match(
+      await code(service.setCertificate(web, "shop.example.test", { certPem: LEAF, keyPem: LEAF_KEY })),
+      /^EDGE_ERROR HAProxy refused/,
+    );
+    assert.equal(await domains.findDomain("shop.example.test"), null, "not left pending forever");
+    assert.deepEqual(refreshed, [web.id, web.id], "routed, then unrouted");
+  });
+
+  it("the store failing after the edge took a certificate: the edge goes back to the one the store knows", async () => {
+    const { service, app, settled, tls, domains } = await setup();
+    const web = await app("web");
+    await service.add(web, "shop.example.test");
+    await settled("shop.example.test");
+    const served = tls.certs.get("shop.example.test");
+    const update = domains.updateDomain.bind(domains);
+    domains.updateDomain = async (name, patch, cert) => {
+      if (cert) throw new Error("disk I/O error");
+      return update(name, patch, cert);
+    };
+    assert.match(await code(service.renew(web, "shop.example.test", { admin: true })), /disk I\/O error/);
+    assert.equal(tls.certs.get("shop.example.test"), served, "the previous certificate serves");
+    assert.equal((await domains.findDomain("shop.example.test"))?.failures, 1, "the failure is recorded");
+    await assert.rejects(
+      service.setCertificate(web, "new.apps.example.test", { certPem: LEAF, keyPem: LEAF_KEY }),
+      /disk I\/O error/,
+    );
+    assert.equal(tls.certs.has("new.apps.example.test"), false, "not served: the store does not know it");
+  });
+
+  it("two adds of one name at once, by two apps: one owner, the other refused naming it", async () => {
+    const { service, app, domains, settled } = await setup();
+    const web = await app("web");
+    const api = await app("api");
+    const [a, b] = await Promise.allSettled([
+      service.add(web, "race.example.test"),
+      service.add(api, "race.example.test"),
+    ]);
+    const won = [a, b].filter((r) => r.status === "fulfilled");
+    const lost = [a, b].filter((r) => r.status === "rejected");
+    assert.equal(won.length, 1);
+    assert.equal(lost.length, 1);
+    const owner = (won[0] as PromiseFulfilledResult<{ app: string }>).value.app;
+    assert.equal((await domains.findDomain("race.example.test"))?.appId, `app-${owner}`);
+    assert.match(
+      String((lost[0] as PromiseRejectedResult).reason),
+      new RegExp(`belongs to the app ${owner}`),
+    );
+    await settled("race.example.test");
+  });
+
+  it("a domain the edge could not route is not recorded", async () => {
+    const { app, domains, issuer } = await setup();
+    const web = await app("web");
+    const failing = new DomainService({
+      store: domains,
+      tls: new FakeTls(),
+      issuer,
+      refreshEdge: async () => {
+        throw new PierError("EDGE_ERROR", "HAProxy rejected the new edge configuration");
+      },
+      logger: pino({ level: "silent" }),
+      pierDomain: "pier.test",
+      httpsPort: 443,
+    });
+    assert.match(await code(failing.add(web, "www.example.test")), /^EDGE_ERROR/);
+    assert.equal(await domains.findDomain("www.example.test"), null);
+    assert.deepEqual(issuer.calls, []);
+  });
+
+  it("a user's certificate set while an ACME order is under way is not replaced by it", async () => {
+    const { service, app, domains, issuer } = await setup();
+    const web = await app("web");
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const obtain = issuer.obtain.bind(issuer);
+    issuer.obtain = async (name, edge) => {
+      await gate;
+      return obtain(name, edge);
+    };
+    await service.add(web, "shop.example.test");
+    await service.setCertificate(web, "shop.example.test", { certPem: LEAF, keyPem: LEAF_KEY });
+    release();
+    for (let i = 0; i < 50 && issuer.calls.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 50));
+    const d = await domains.findDomain("shop.example.test");
+    assert.equal(d?.source, "user");
+    assert.equal(d?.nextAttemptAt, null, "and never renewed by Pier");
   });
 });

@@ -24,7 +24,14 @@ describe("the API's routes", () => {
     logs: {} as DeployLogs,
     logger: pino({ level: "silent" }),
     nodeVersions: async () => [],
-    info: { version: "0", domain: "localhost", httpPort: 80, sshPort: 22, gitHost: "localhost" },
+    info: {
+      version: "0",
+      domain: "localhost",
+      httpPort: 80,
+      httpsPort: 443,
+      sshPort: 22,
+      gitHost: "localhost",
+    },
     maxBodyBytes: 2 ** 20,
   });
   const registered = [
