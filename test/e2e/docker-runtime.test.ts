@@ -117,6 +117,18 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
     assert.match(port.stderr, /CC_DOCKER_EXPOSED_HTTP_PORT/);
     assert.equal((await pier.cli(["env", "rm", "CC_DOCKER_EXPOSED_HTTP_PORT", "--app", "web"])).code, 0);
 
+    // Labels Pier reads off containers (an instance's target, its role) cannot come from the image.
+    await pier.commit(
+      repo,
+      {
+        Dockerfile: `${NODE_DOCKER_APP.Dockerfile}\nLABEL pier.http-target=127.0.0.1:2375 pier.role=sandbox\n`,
+      },
+      "pier labels",
+    );
+    const labelled = await pier.push(repo);
+    assert.notEqual(labelled.code, 0);
+    assert.match(labelled.stderr, /pier\.http-target, pier\.role: labels under pier\. are Pier's own/);
+
     const r = await pier.get("web");
     assert.equal(r.status, 200, "the first release still serves");
   });

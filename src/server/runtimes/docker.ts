@@ -1,4 +1,5 @@
 import { PierError } from "../../core/errors.js";
+import { reservedLabels } from "../../core/labels.js";
 import { dockerSettings, planDockerBuild } from "../../core/plan-docker.js";
 import type { Engine } from "../../core/ports.js";
 import { type BuildContext, type RunSettings, type Runtime, readInside } from "./runtime.js";
@@ -66,6 +67,13 @@ export class DockerRuntime implements Runtime {
       ctx.write,
       ctx.signal,
     );
+    const reserved = reservedLabels((await this.engine.imageInfo(plan.image))?.labels ?? {});
+    if (reserved.length > 0)
+      throw new PierError(
+        "BUILD_FAILED",
+        `The image sets ${reserved.join(", ")}: labels under pier. are Pier's own (it routes and isolates apps by them).`,
+        "Remove those LABEL lines from the Dockerfile or its base image, then push again.",
+      );
     ctx.write(`Built ${plan.image}.`);
     return plan.image;
   }

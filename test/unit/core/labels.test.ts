@@ -1,0 +1,25 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { reservedLabels } from "../../../src/core/labels.js";
+
+describe("reservedLabels", () => {
+  const cases: [string, Record<string, string>, string[]][] = [
+    ["no labels", {}, []],
+    ["a user's own labels", { "org.opencontainers.image.title": "x", maintainer: "me" }, []],
+    [
+      "what Pier's base images and builds carry",
+      { "pier.managed": "true", "pier.base": "sha256:1", "pier.base.generation": "3", "pier.app": "app-1" },
+      [],
+    ],
+    ["a routing label", { "pier.http-target": "127.0.0.1:2375" }, ["pier.http-target"]],
+    ["the redirect label", { "pier.force-https": "true" }, ["pier.force-https"]],
+    [
+      "several, sorted, whatever the case",
+      { "pier.role": "sandbox", "PIER.Sandbox": "x", "pier.addon": "a" },
+      ["PIER.Sandbox", "pier.addon", "pier.role"],
+    ],
+  ];
+  for (const [name, labels, want] of cases) {
+    test(name, () => assert.deepEqual(reservedLabels(labels), want));
+  }
+});
