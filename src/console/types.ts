@@ -13,6 +13,16 @@ export interface App {
   url: string;
 }
 
+/** An app as `GET /v1/apps` lists it: with its status, read for all apps at once by the server. */
+export interface ListedApp extends App {
+  status: {
+    state: string;
+    release: { id: string; number: number; commit: string; createdAt: string } | null;
+    running: number;
+    total: number;
+  } | null;
+}
+
 export interface Deployment {
   id: string;
   state: "queued" | "building" | "deploying" | "succeeded" | "failed" | "cancelled";

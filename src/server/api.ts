@@ -146,9 +146,7 @@ export function createApi(deps: {
   const appOf = async (c: Context): Promise<App> => apps.get(c.req.param("app") ?? "");
 
   api.get("/v1/apps", async (c) => {
-    const only = c.get("token").app?.id;
-    const list = (await store.listApps()).filter((a) => only === undefined || a.id === only);
-    return c.json(await Promise.all(list.map((a) => apps.view(a))));
+    return c.json(await apps.list(c.get("token").app?.id));
   });
   api.post("/v1/apps", async (c) =>
     c.json(await apps.view(await apps.create(await body(c, schemas.createApp))), 201),
