@@ -211,7 +211,11 @@ export function createApi(deps: {
     const app = await appOf(c);
     const b = await body(c, schemas.deploy);
     return c.json(
-      await apps.redeploy(app, { withoutCache: b.withoutCache ?? false, cause: "restart (API)" }),
+      await apps.redeploy(app, {
+        withoutCache: b.withoutCache ?? false,
+        // The deployment list and the log's first line say which it was.
+        cause: b.withoutCache ? "restart without cache (API)" : "restart (API)",
+      }),
       202,
     );
   });
