@@ -23,6 +23,21 @@ export interface ListedApp extends App {
   } | null;
 }
 
+/** A custom domain and its certificate (`GET /v1/apps/:app/domains`). */
+export interface DomainView {
+  name: string;
+  app: string;
+  source: "acme" | "user";
+  state: "pending" | "issued" | "failed";
+  issuer: string | null;
+  serial: string | null;
+  notAfter: string | null;
+  nextAttemptAt: string | null;
+  failures: number;
+  lastError: string | null;
+  url: string;
+}
+
 export interface Deployment {
   id: string;
   state: "queued" | "building" | "deploying" | "succeeded" | "failed" | "cancelled";
