@@ -332,7 +332,11 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
       mimeType: "application/x-pem-file",
       buffer: Buffer.from(LEAF_KEY),
     });
-    assert.equal(await page.getByLabel("Private key (PEM)", { exact: true }).inputValue(), LEAF_KEY);
+    // The file is read in the browser (File.text(), asynchronous): its text fills the field.
+    await page.waitForFunction(
+      (key) => (document.getElementById("key-pem") as HTMLTextAreaElement | null)?.value === key,
+      LEAF_KEY,
+    );
     await page.getByRole("button", { name: "Set certificate" }).click();
     await page.getByText("Certificate set: it serves now.").waitFor();
     const shop = table.locator("tr", { hasText: "shop.example.test" });
