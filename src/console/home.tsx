@@ -1,4 +1,4 @@
-/** The apps (type, state, release, URL) and, beside them, the add-ons. */
+/** The apps (type, state, release, running instances, URL) and, beside them, the add-ons. */
 import { api } from "./api.js";
 import type { Addon, ListedApp, Whoami } from "./types.js";
 import { Badge, ErrorLine, Loading, Section, useData } from "./ui.js";

@@ -297,6 +297,14 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
       [],
       "no status request per app",
     );
+    // `pier apps` shows the same: running instances of how many, state and release.
+    const listed = await pier.cli(["apps"]);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, /^NAME +ID +TYPE +FLAVOR +INSTANCES +STATE +RELEASE +URL/);
+    assert.match(
+      listed.stdout,
+      /\nweb +app-\S+ +docker +nano \(build S\) +2\/2 +running +v\d+ +http:\/\/web\./,
+    );
   });
 
   test("domains: add one (pending without ACME), errors in place, set a user certificate, see its expiry, remove", async () => {
