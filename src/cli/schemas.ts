@@ -25,6 +25,19 @@ export const AppSchema = z.looseObject({
 });
 export type ApiApp = z.output<typeof AppSchema>;
 
+/** An app as `GET /v1/apps` lists it: with its status (absent from older servers, null without the engine). */
+export const AppListSchema = AppSchema.extend({
+  status: z
+    .looseObject({
+      state: z.string(),
+      release: z.looseObject({ number: z.number() }).nullable(),
+      running: z.number(),
+      total: z.number(),
+    })
+    .nullable()
+    .optional(),
+});
+
 export const DeploymentSchema = z.looseObject({
   id: z.string(),
   appId: z.string(),

@@ -1,7 +1,10 @@
-/** One app: its state and, in tabs, Information, Variables, Service Dependencies, Deployments, Logs. */
+/**
+ * One app: its state and, in tabs, Information, Variables, Service Dependencies, Domains, Deployments, Logs.
+ */
 import { api, appPath } from "./api.js";
 import { Dependencies } from "./dependencies.js";
 import { Deployments } from "./deployments.js";
+import { Domains } from "./domains.js";
 import { Environment } from "./environment.js";
 import { Information } from "./information.js";
 import { RuntimeLogs } from "./runtime-logs.js";
@@ -12,6 +15,7 @@ const TABS: [string, string][] = [
   ["information", "Information"],
   ["variables", "Environment variables"],
   ["dependencies", "Service Dependencies"],
+  ["domains", "Domains"],
   ["deployments", "Deployments"],
   ["logs", "Logs"],
 ];
@@ -52,6 +56,8 @@ export function AppPage({ name, tab, who }: { name: string; tab: string; who: Wh
         <Environment app={s.app} writable={writable} />
       ) : tab === "dependencies" ? (
         <Dependencies app={s.app} writable={writable} admin={who.admin} />
+      ) : tab === "domains" ? (
+        <Domains app={s.app} writable={writable} admin={who.admin} />
       ) : tab === "deployments" ? (
         <Deployments status={s} writable={writable} refresh={status.reload} />
       ) : tab === "logs" ? (

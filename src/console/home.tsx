@@ -1,21 +1,11 @@
-/** The apps (type, state, release, URL) and, beside them, the add-ons. */
-import { api, appPath } from "./api.js";
-import type { Addon, App, Status, Whoami } from "./types.js";
+/** The apps (type, state, release, running instances, URL) and, beside them, the add-ons. */
+import { api } from "./api.js";
+import type { Addon, ListedApp, Whoami } from "./types.js";
 import { Badge, ErrorLine, Loading, Section, useData } from "./ui.js";
 
-/** An app with its status (state and release), read in one go for the list. */
-async function appsWithStatus(): Promise<{ app: App; status: Status | null }[]> {
-  const apps = await api<App[]>("GET", "/apps");
-  return Promise.all(
-    apps.map(async (app) => ({
-      app,
-      status: await api<Status>("GET", appPath(app.name, "status")).catch(() => null),
-    })),
-  );
-}
-
 export function Home({ who }: { who: Whoami }) {
-  const apps = useData(appsWithStatus, [], 5000);
+  // One request for the list, states and releases included (the server asks the engine once for all apps).
+  const apps = useData(() => api<ListedApp[]>("GET", "/apps"), [], 5000);
   const addons = useData(() => api<Addon[]>("GET", "/addons"), [], 5000);
   const canCreate = who.admin && !who.readOnly;
   return (
@@ -44,11 +34,12 @@ export function Home({ who }: { who: Whoami }) {
                   <th scope="col">Type</th>
                   <th scope="col">State</th>
                   <th scope="col">Release</th>
+                  <th scope="col">Instances</th>
                   <th scope="col">URL</th>
                 </tr>
               </thead>
               <tbody>
-                {apps.data.map(({ app, status }) => (
+                {apps.data.map((app) => (
                   <tr key={app.id}>
                     <td>
                       <a href={`#/apps/${encodeURIComponent(app.name)}`}>{app.name}</a>
@@ -57,8 +48,13 @@ export function Home({ who }: { who: Whoami }) {
                       {app.type}
                       {app.task ? " (task)" : ""}
                     </td>
-                    <td>{status ? <Badge state={status.state} /> : "?"}</td>
-                    <td>{status?.release ? `v${status.release.number}` : "none"}</td>
+                    <td>{app.status ? <Badge state={app.status.state} /> : "?"}</td>
+                    <td>{app.status?.release ? `v${app.status.release.number}` : "none"}</td>
+                    <td>
+                      {app.status?.release
+                        ? `${app.status.running} of ${app.instances} running`
+                        : `${app.instances} × ${app.flavor}`}
+                    </td>
                     <td class="wrap">
                       {app.task ? (
                         <span class="muted">a task: no URL</span>

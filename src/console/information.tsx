@@ -1,13 +1,18 @@
 /** Information (contract 2.1, 4.1, 4.5): id, type, flavor, state, git URL, app URL, push commands, task. */
 import { useState } from "preact/hooks";
 import { api, appPath } from "./api.js";
-import type { EnvAnswer, Status } from "./types.js";
-import { Action, Badge, CopyButton, Section, useData } from "./ui.js";
+import type { DomainView, EnvAnswer, Status } from "./types.js";
+import { Action, Badge, CopyButton, Section, useData, when } from "./ui.js";
 
 export function Information({ status, writable }: { status: Status; writable: boolean }) {
   const { app } = status;
   const env = useData(() => api<EnvAnswer>("GET", appPath(app.name, "env")), [app.name], 10_000);
   const ccTask = env.data?.vars.CC_TASK === "true";
+  const domains = useData(
+    () => (app.task ? Promise.resolve([]) : api<DomainView[]>("GET", appPath(app.name, "domains"))),
+    [app.name],
+    10_000,
+  );
   const remote = `git remote add pier ${app.gitUrl}`;
   const push = "git push pier master";
   return (
@@ -44,6 +49,25 @@ export function Information({ status, writable }: { status: Status; writable: bo
               </a>
             )}
           </dd>
+          {!app.task && !ccTask && (domains.data ?? []).length > 0 && (
+            <>
+              <dt>HTTPS</dt>
+              <dd data-testid="https-urls">
+                {(domains.data ?? []).map((d) => (
+                  <div key={d.name}>
+                    <a href={d.url} target="_blank" rel="noopener noreferrer">
+                      {d.url}
+                    </a>{" "}
+                    <span class="muted small">
+                      {d.state === "issued"
+                        ? `certificate until ${when(d.notAfter)}`
+                        : `certificate ${d.state}`}
+                    </span>
+                  </div>
+                ))}
+              </dd>
+            </>
+          )}
         </dl>
       </Section>
       <Section title="Deploy with git">

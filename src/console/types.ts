@@ -13,6 +13,31 @@ export interface App {
   url: string;
 }
 
+/** An app as `GET /v1/apps` lists it: with its status, read for all apps at once by the server. */
+export interface ListedApp extends App {
+  status: {
+    state: string;
+    release: { id: string; number: number; commit: string; createdAt: string } | null;
+    running: number;
+    total: number;
+  } | null;
+}
+
+/** A custom domain and its certificate (`GET /v1/apps/:app/domains`). */
+export interface DomainView {
+  name: string;
+  app: string;
+  source: "acme" | "user";
+  state: "pending" | "issued" | "failed";
+  issuer: string | null;
+  serial: string | null;
+  notAfter: string | null;
+  nextAttemptAt: string | null;
+  failures: number;
+  lastError: string | null;
+  url: string;
+}
+
 export interface Deployment {
   id: string;
   state: "queued" | "building" | "deploying" | "succeeded" | "failed" | "cancelled";

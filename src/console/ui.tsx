@@ -126,11 +126,11 @@ export function Loading({ what }: { what: string }) {
 
 /** A state as a coloured badge: green when fine, red when failed, amber while under way. */
 export function Badge({ state }: { state: string }) {
-  const tone = ["running", "succeeded", "active"].includes(state)
+  const tone = ["running", "succeeded", "active", "issued"].includes(state)
     ? "good"
     : ["failed", "down", "crashed", "exited", "dead"].includes(state)
       ? "bad"
-      : ["queued", "building", "deploying", "restarting", "created"].includes(state)
+      : ["queued", "building", "deploying", "restarting", "created", "pending"].includes(state)
         ? "busy"
         : "idle";
   return <span class={`badge ${tone}`}>{state}</span>;

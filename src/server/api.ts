@@ -153,9 +153,7 @@ export function createApi(deps: {
   const appOf = async (c: Context): Promise<App> => apps.get(c.req.param("app") ?? "");
 
   api.get("/v1/apps", async (c) => {
-    const only = c.get("token").app?.id;
-    const list = (await store.listApps()).filter((a) => only === undefined || a.id === only);
-    return c.json(await Promise.all(list.map((a) => apps.view(a))));
+    return c.json(await apps.list(c.get("token").app?.id));
   });
   api.post("/v1/apps", async (c) =>
     c.json(await apps.view(await apps.create(await body(c, schemas.createApp))), 201),
@@ -224,7 +222,11 @@ export function createApi(deps: {
     const app = await appOf(c);
     const b = await body(c, schemas.deploy);
     return c.json(
-      await apps.redeploy(app, { withoutCache: b.withoutCache ?? false, cause: "restart (API)" }),
+      await apps.redeploy(app, {
+        withoutCache: b.withoutCache ?? false,
+        // The deployment list and the log's first line say which it was.
+        cause: b.withoutCache ? "restart without cache (API)" : "restart (API)",
+      }),
       202,
     );
   });

@@ -3,10 +3,12 @@ import { rm } from "node:fs/promises";
 import type { Logger } from "pino";
 import ssh2 from "ssh2";
 import { revParse } from "../adapters/git.js";
+import { appState } from "../core/app-state.js";
 import { PierError } from "../core/errors.js";
 import { type App, type Deployment, type Flavor, parseReleaseNumber, type Runtime } from "../core/model.js";
 import { appNameProblem } from "../core/names.js";
 import type { Engine, InstanceLogLine, Store } from "../core/ports.js";
+import { appListStatuses } from "./app-list.js";
 import { type Deployer, newId } from "./deployer.js";
 import type { Instances } from "./instances.js";
 
@@ -130,6 +132,18 @@ export class AppService {
 
   async view(app: App): Promise<App & { gitUrl: string; url: string }> {
     return { ...app, gitUrl: this.deps.gitUrl(app.id), url: this.deps.appUrl(app.name) };
+  }
+
+  /**
+   * The apps (all, or the one app `only`), each with its status for the list: one engine call for them all
+   * (appListStatuses), never one per app.
+   */
+  async list(only?: string) {
+    const apps = (await this.deps.store.listApps()).filter((a) => only === undefined || a.id === only);
+    const statuses = await appListStatuses(apps, this.deps);
+    return Promise.all(
+      apps.map(async (a) => ({ ...(await this.view(a)), status: statuses.get(a.id) ?? null })),
+    );
   }
 
   async create(input: {
@@ -338,15 +352,12 @@ export class AppService {
       }))
       .sort((a, b) => a.number - b.number);
     const tcp = serving.find((i) => i.tcp)?.tcp ?? null;
-    const state = app.stopped
-      ? "stopped"
-      : !release
-        ? deployment && !["failed", "cancelled"].includes(deployment.state)
-          ? "deploying"
-          : "not deployed"
-        : instances.some((i) => i.state === "running")
-          ? "running"
-          : "down";
+    const state = appState({
+      stopped: app.stopped,
+      released: release !== null,
+      latestDeployment: deployment?.state ?? null,
+      running: instances.filter((i) => i.state === "running").length,
+    });
     return {
       app: await this.view(app),
       state,

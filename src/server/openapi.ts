@@ -18,7 +18,7 @@ interface RouteDoc {
 const ROUTES: RouteDoc[] = [
   { method: "get", path: "/v1/info", summary: "Server facts: version, domain, ports", auth: false },
   { method: "get", path: "/v1/openapi.json", summary: "This document", auth: false },
-  { method: "get", path: "/v1/apps", summary: "List apps" },
+  { method: "get", path: "/v1/apps", summary: "List apps, each with its status (state, release, instances)" },
   { method: "post", path: "/v1/apps", summary: "Create an app", body: schemas.createApp, status: 201 },
   { method: "get", path: "/v1/apps/{app}", summary: "One app, by name or id" },
   { method: "patch", path: "/v1/apps/{app}", summary: "Scale or change an app", body: schemas.patchApp },

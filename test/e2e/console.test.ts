@@ -9,12 +9,14 @@ import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { CA, LEAF, LEAF_KEY, OTHER_KEY } from "../unit/core/tls-fixtures.js";
 import { NODE_DOCKER_APP, Pier, ROOT } from "./harness.js";
 
 const SHOTS = join(ROOT, "docs/console");
 
 describe("the web console in a browser", { timeout: 420_000 }, () => {
-  const pier = new Pier();
+  // No ACME server here: domains stay `pending` until a user's certificate is set (docs/guide.md).
+  const pier = new Pier({ PIER_ACME_DIRECTORY: "off" });
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
@@ -257,6 +259,120 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
     await rows.first().getByText("succeeded").waitFor({ timeout: 60_000 });
     await page.locator(".app-head").getByText("running").waitFor();
     assert.equal((await pier.get("web")).status, 200);
+    // Redeploy without cache: the deployment says so in its cause and its log's first line.
+    await page.getByRole("button", { name: "Redeploy without cache" }).click();
+    await rows.first().getByText("restart without cache (API)").waitFor();
+    await rows.first().getByText("succeeded").waitFor({ timeout: 90_000 });
+    await page
+      .getByTestId("deploy-log")
+      .getByText(/: restart without cache \(API\)\.$/m)
+      .waitFor();
+    const latest = (await pier.api("GET", "/v1/apps/web/deployments/latest")).json as {
+      withoutCache: boolean;
+    };
+    assert.equal(latest.withoutCache, true);
+    assert.equal((await pier.get("web")).status, 200);
+  });
+
+  test("the apps list reads every app's state and release in one request, not one per app", async () => {
+    const asked: string[] = [];
+    const onRequest = (r: { url: () => string }) => {
+      const path = new URL(r.url()).pathname;
+      if (path.startsWith("/v1/")) asked.push(path);
+    };
+    page.on("request", onRequest);
+    await go("");
+    const row = page.getByTestId("apps").locator("tr", { hasText: "web" });
+    await row.getByText("running", { exact: true }).waitFor();
+    await row.getByText("2 of 2 running").waitFor();
+    assert.match((await row.textContent()) ?? "", /v\d+/);
+    // Two refreshes of the list (it polls every 5 s).
+    const deadline = Date.now() + 12_000;
+    while (asked.filter((p) => p === "/v1/apps").length < 2 && Date.now() < deadline)
+      await page.waitForTimeout(250);
+    page.off("request", onRequest);
+    assert.ok(asked.filter((p) => p === "/v1/apps").length >= 2, asked.join(" "));
+    assert.deepEqual(
+      asked.filter((p) => /^\/v1\/apps\/[^/]+\/status$/.test(p)),
+      [],
+      "no status request per app",
+    );
+    // `pier apps` shows the same: running instances of how many, state and release.
+    const listed = await pier.cli(["apps"]);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, /^NAME +ID +TYPE +FLAVOR +INSTANCES +STATE +RELEASE +URL/);
+    assert.match(
+      listed.stdout,
+      /\nweb +app-\S+ +docker +nano \(build S\) +2\/2 +running +v\d+ +http:\/\/web\./,
+    );
+  });
+
+  test("domains: add one (pending without ACME), errors in place, set a user certificate, see its expiry, remove", async () => {
+    await go("apps/web/domains");
+    await page.getByText("No custom domain.").waitFor();
+    const add = async (name: string) => {
+      await page.getByLabel("Add a domain").fill(name);
+      await page.getByRole("button", { name: "Add domain" }).click();
+    };
+    // A bad name: the server's refusal shows beside the button.
+    await add("bad_name.example.test");
+    await page.getByRole("alert").filter({ hasText: "bad_name.example.test" }).waitFor();
+    await add("www.example.test");
+    const table = page.getByTestId("domains");
+    const www = table.locator("tr", { hasText: "www.example.test" });
+    await www.getByText("pending").waitFor();
+    await www.getByText("no certificate").waitFor();
+    // Renew: ACME is off on this server, said in place.
+    await page.getByRole("button", { name: "Renew www.example.test" }).click();
+    await www.getByRole("alert").filter({ hasText: "ACME is off on this server" }).waitFor();
+    // A user's certificate: the certificate pasted, a key that is not its own refused, then the right key
+    // read from a file.
+    await page.getByLabel("Domain", { exact: true }).fill("shop.example.test");
+    await page.getByLabel("Certificate (PEM)", { exact: true }).fill(`${LEAF}\n${CA}\n`);
+    await page.getByLabel("Private key (PEM)", { exact: true }).fill(OTHER_KEY);
+    await page.getByRole("button", { name: "Set certificate" }).click();
+    await page
+      .getByRole("alert")
+      .filter({ hasText: "The private key does not match the certificate." })
+      .waitFor();
+    await page.getByLabel("Private key (PEM) file").setInputFiles({
+      name: "shop.key",
+      mimeType: "application/x-pem-file",
+      buffer: Buffer.from(LEAF_KEY),
+    });
+    // The file is read in the browser (File.text(), asynchronous): its text fills the field.
+    await page.waitForFunction(
+      (key) => (document.getElementById("key-pem") as HTMLTextAreaElement | null)?.value === key,
+      LEAF_KEY,
+    );
+    await page.getByRole("button", { name: "Set certificate" }).click();
+    await page.getByText("Certificate set: it serves now.").waitFor();
+    const shop = table.locator("tr", { hasText: "shop.example.test" });
+    await shop.getByText("issued").waitFor();
+    await shop.getByText("your own").waitFor();
+    await shop.getByText("Fixture CA").waitFor();
+    assert.match((await shop.textContent()) ?? "", /2126/, "the expiry (2126) is shown");
+    await shop.getByText(/^\(in \d+ days\)$/).waitFor();
+    type DomainJson = { name: string; state: string; source: string; notAfter: string | null };
+    const listed = await pier.cliJson<DomainJson[]>(["domain", "--app", "web"]);
+    assert.deepEqual(listed.map((d) => [d.name, d.state, d.source]).sort(), [
+      ["shop.example.test", "issued", "user"],
+      ["www.example.test", "pending", "acme"],
+    ]);
+    await shot("domains");
+    // Information shows the HTTPS URL of each domain.
+    await page.getByRole("link", { name: "Information" }).click();
+    const https = page.getByTestId("https-urls");
+    await https.getByRole("link", { name: `https://shop.example.test:${pier.httpsPort}` }).waitFor();
+    await https.getByText(/certificate until .*2126/).waitFor();
+    // Remove: gone from the page and from `pier domain`.
+    await page.getByRole("link", { name: "Domains" }).click();
+    await page.getByRole("button", { name: "Remove www.example.test" }).click();
+    await www.waitFor({ state: "detached" });
+    assert.deepEqual(
+      (await pier.cliJson<DomainJson[]>(["domain", "--app", "web"])).map((d) => d.name),
+      ["shop.example.test"],
+    );
   });
 
   test("an add-on linked at creation (Applications screen) and from Service Dependencies (add)", async () => {
@@ -374,6 +490,7 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
       "apps/web/information",
       "apps/web/variables",
       "apps/web/deployments",
+      "apps/web/domains",
       "apps/web/logs",
       "new-app",
       "new-addon",
@@ -409,6 +526,12 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
     assert.equal(await page.getByRole("link", { name: "Create an app" }).count(), 0);
     await page.getByTestId("addons").getByText("cache").waitFor();
     await shot("scoped-token");
+    // Domains: listed, but adding one or setting a certificate is the admin's (the API refuses it): said.
+    await go("apps/web/domains");
+    await page.getByTestId("domains").getByText("shop.example.test").waitFor();
+    await page.getByTestId("domains-admin-only").waitFor();
+    assert.equal(await page.getByRole("button", { name: "Add domain" }).count(), 0);
+    assert.equal(await page.getByRole("button", { name: "Set certificate" }).count(), 0);
     await go("apps/worker/information");
     await page.getByRole("alert").filter({ hasText: "No app named or numbered 'worker'" }).waitFor();
     await signOut();
@@ -427,6 +550,28 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
     await page.getByTestId("deployments").waitFor();
     assert.equal(await page.getByRole("button", { name: "Restart" }).count(), 0);
     assert.equal(await page.getByRole("button", { name: /Roll back/ }).count(), 0);
+    await signOut();
+    // A 403 on a stale page: the page was drawn for an admin token, and the tab's token is now the read-only
+    // one (signed in again in this tab, as another person). A write answers 403: its message shows where
+    // the action was made, and the page stays signed in.
+    await signIn(adminToken());
+    await go("apps/web/deployments");
+    await page.getByRole("button", { name: "Restart" }).waitFor();
+    await page.evaluate((t) => sessionStorage.setItem("pierToken", t), auditor.token);
+    await page.getByRole("button", { name: "Restart" }).click();
+    await page
+      .getByRole("alert")
+      .filter({ hasText: "The token 'auditor' is read-only: it may not POST /v1/apps/web/deployments." })
+      .waitFor();
+    await go("apps/web/variables");
+    await page.getByLabel("Variable name 1").waitFor();
+    await page.getByRole("button", { name: "Add a variable" }).click();
+    await page.getByLabel("Variable name 3").fill("DENIED");
+    await page.getByLabel("Variable value 3").fill("x");
+    await page.getByRole("button", { name: "Update Changes" }).click();
+    await page.getByRole("alert").filter({ hasText: "is read-only: it may not PATCH" }).waitFor();
+    await page.getByRole("button", { name: "Sign out" }).waitFor();
+    assert.equal((await pier.cliJson<Record<string, string>>(["env", "--app", "web"])).DENIED, undefined);
     await signOut();
   });
 
@@ -502,8 +647,9 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
   test("the page logged no error (no CSP violation, no exception)", () => {
     const real = pageErrors.filter(
       (e) =>
-        // 4xx answers the tests asked for, and the connections cut or refused while pier server restarted.
-        !/Failed to load resource: (the server responded with a status of 40[0-9]|net::ERR_(CONNECTION_REFUSED|CONNECTION_RESET|EMPTY_RESPONSE|INCOMPLETE_CHUNKED_ENCODING))/.test(
+        // 4xx answers the tests asked for (a refused certificate is a 422), and the connections cut or
+        // refused while pier server restarted.
+        !/Failed to load resource: (the server responded with a status of 4[0-9]{2}|net::ERR_(CONNECTION_REFUSED|CONNECTION_RESET|EMPTY_RESPONSE|INCOMPLETE_CHUNKED_ENCODING))/.test(
           e,
         ),
     );

@@ -3,14 +3,15 @@ import { checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from
 import { apiPath } from "../client.js";
 import type { Command } from "../command.js";
 import { json, table } from "../output.js";
-import { AppSchema } from "../schemas.js";
+import { AppListSchema } from "../schemas.js";
 
 export const apps: Command = {
   name: "apps",
   summary: "List apps",
   help: `Usage: pier apps [--format human|json]
 
-Lists every app: name, id, runtime, size, and URL.
+Lists every app: name, id, runtime, size, state (running, down, deploying, not deployed, stopped), the
+release it serves, and URL.
 
 Options:
       --format human|json   output format (default human; json prints the App objects)
@@ -21,7 +22,7 @@ Options:
     takePositionals("apps", positionals, 0, 0, "");
     const { format } = checkFlags("apps", z.object({ format: humanJson }), values);
 
-    const list = await ctx.client().call("GET", apiPath("apps"), z.array(AppSchema));
+    const list = await ctx.client().call("GET", apiPath("apps"), z.array(AppListSchema));
     if (format === "json") {
       ctx.out(json(list));
     } else if (list.length === 0) {
@@ -29,14 +30,21 @@ Options:
     } else {
       ctx.out(
         table(
-          ["NAME", "ID", "TYPE", "FLAVOR", "INSTANCES", "STATE", "URL"],
+          ["NAME", "ID", "TYPE", "FLAVOR", "INSTANCES", "STATE", "RELEASE", "URL"],
           list.map((a) => [
             a.name,
             a.id,
-            a.type,
+            a.task ? `${a.type} (task)` : a.type,
             a.buildFlavor === a.flavor ? a.flavor : `${a.flavor} (build ${a.buildFlavor})`,
-            String(a.instances),
-            a.stopped ? "stopped" : a.task ? "task" : "active",
+            // Running instances of the current release, of how many the app has.
+            a.status?.release ? `${a.status.running}/${a.instances}` : String(a.instances),
+            a.status === undefined
+              ? // An older server: no status in its list.
+                a.stopped
+                ? "stopped"
+                : "active"
+              : (a.status?.state ?? "unknown (the engine did not answer)"),
+            a.status?.release ? `v${a.status.release.number}` : "-",
             a.url ?? "",
           ]),
         ),

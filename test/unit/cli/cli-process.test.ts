@@ -28,6 +28,21 @@ const APP = {
   url: "http://web.localhost:8000",
 };
 
+/** An app as a server with the list's status answers it (APP is one from an older server, without). */
+const LISTED = {
+  ...APP,
+  id: "app-0123456789cd",
+  name: "api",
+  instances: 2,
+  url: "http://api.localhost:8000",
+  status: {
+    state: "running",
+    release: { id: "rel-1", number: 3, commit: "abc", createdAt: "2026-11-22T10:00:00.000Z" },
+    running: 1,
+    total: 2,
+  },
+};
+
 const deployment = (id: string, state: string, reason: string | null = null) => ({
   id,
   appId: APP.id,
@@ -75,7 +90,7 @@ describe("the pier CLI as a process, against a test double of the API", () => {
       return sendJson(res, 401, { error: { code: "UNAUTHORIZED", message: "Invalid API token." } });
     }
     const key = `${req.method} ${req.url}`;
-    if (key === "GET /v1/apps") return sendJson(res, 200, [APP]);
+    if (key === "GET /v1/apps") return sendJson(res, 200, [APP, LISTED]);
     if (key === "GET /v1/apps/nope/status") {
       return sendJson(res, 404, {
         error: { code: "APP_NOT_FOUND", message: "No app named 'nope'.", hint: "See `pier apps`." },
@@ -154,7 +169,7 @@ describe("the pier CLI as a process, against a test double of the API", () => {
   test("apps --format json prints the API's App objects on stdout, nothing on stderr, exit 0", async () => {
     const r = await pier(["apps", "--format", "json"]);
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(JSON.parse(r.stdout), [APP]);
+    assert.deepEqual(JSON.parse(r.stdout), [APP, LISTED]);
     assert.equal(r.stderr, "");
   });
 
@@ -164,7 +179,12 @@ describe("the pier CLI as a process, against a test double of the API", () => {
     assert.match(r.stdout, /^NAME +ID +TYPE/);
     assert.match(
       r.stdout,
-      /\nweb +app-0123456789ab +node +nano \(build M\) +1 +active +http:\/\/web\.localhost:8000\n$/,
+      /\nweb +app-0123456789ab +node +nano \(build M\) +1 +active +- +http:\/\/web\.localhost:8000\n/,
+    );
+    // With the list's status: running instances of how many, the state and the release.
+    assert.match(
+      r.stdout,
+      /\napi +app-0123456789cd +node +nano \(build M\) +1\/2 +running +v3 +http:\/\/api\.localhost:8000\n$/,
     );
   });
 
