@@ -39,7 +39,12 @@ export function domainRoutes(
     return c.body(null, 204);
   });
   api.post("/v1/apps/:app/domains/:domain/renew", async (c) =>
-    c.json(await deps.domains().renew(await appOf(c), name(c), { admin: c.get("token").app === null })),
+    c.json(
+      await deps.domains().renew(await appOf(c), name(c), {
+        admin: c.get("token").app === null,
+        toAcme: c.req.query("acme") === "true",
+      }),
+    ),
   );
   api.put("/v1/apps/:app/domains/:domain/certificate", async (c) => {
     const app = await appOf(c);

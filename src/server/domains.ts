@@ -113,8 +113,15 @@ export class DomainService {
    * an app's token waits out its domain's backoff after a failure, and the server's pause after an outage;
    * an admin token may retry at once (after fixing DNS, say).
    */
-  async renew(app: App, name: string, by: { admin: boolean }): Promise<DomainView> {
+  async renew(app: App, name: string, by: { admin: boolean; toAcme?: boolean }): Promise<DomainView> {
     const d = await this.owned(app, name);
+    // The user's own certificate is theirs: a renewal does not silently replace it with an ACME one.
+    if (d.source === "user" && !by.toAcme)
+      throw new PierError(
+        "CONFLICT",
+        `${d.name} serves your own certificate: Pier does not renew it.`,
+        `Set a new one (pier domain cert set ${d.name} --cert FILE --key FILE --app ${app.name}), or switch it to a certificate from the ACME server (pier domain renew ${d.name} --acme --app ${app.name}; yours serves until that one is installed).`,
+      );
     if (!this.deps.issuer)
       throw new PierError(
         "CONFLICT",

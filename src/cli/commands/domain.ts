@@ -25,7 +25,7 @@ type DomainView = z.infer<typeof DomainSchema>;
 const USAGE = `Usage: pier domain [--app A] [--format human|json]
        pier domain add NAME [--app A]
        pier domain rm NAME [--app A]
-       pier domain renew NAME [--app A]
+       pier domain renew NAME [--acme] [--app A]
        pier domain cert set NAME --cert FILE --key FILE [--app A]
 
   An app answers at <app>.<PIER_DOMAIN>, and at its custom domains: point the domain's DNS at this host,
@@ -38,7 +38,8 @@ const USAGE = `Usage: pier domain [--app A] [--format human|json]
   (none)      the app's domains: certificate state, issuer, expiry, next renewal, last error
   add         adds a domain to the app (refused when another app has it)
   rm          removes the domain and its certificate
-  renew       obtains a new certificate now (the current one serves until the new one is installed)
+  renew       obtains a new certificate now (the current one serves until the new one is installed);
+              --acme switches a domain with your own certificate to one from the ACME server
   cert set    serves your own certificate (PEM: the certificate then its chain; an unencrypted key);
               checked against the key and the name. Pier does not renew it.
 
@@ -81,6 +82,7 @@ export const domain: Command = {
       ...FORMAT,
       cert: { type: "string" },
       key: { type: "string" },
+      acme: { type: "boolean" },
     });
     const [sub = "list", ...rest] = positionals;
     const { format } = checkFlags(`domain ${sub}`, z.object({ format: humanJson }), {
@@ -139,7 +141,7 @@ export const domain: Command = {
         ctx.err(`Obtaining a new certificate for ${name}...\n`);
         const d = await api().call(
           "POST",
-          appPath(app.ref, "domains", name as string, "renew"),
+          `${appPath(app.ref, "domains", name as string, "renew")}${values.acme ? "?acme=true" : ""}`,
           DomainSchema,
         );
         out(d, `Renewed: ${describe(d)}, serial ${d.serial ?? "?"}.`);

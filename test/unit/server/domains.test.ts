@@ -291,6 +291,26 @@ describe("DomainService", () => {
     assert.ok(tls.certs.has("shop.example.test"));
     await service.tick();
     assert.deepEqual(issuer.calls, []);
+    assert.match(
+      await code(service.renew(web, "shop.example.test", { admin: true })),
+      /^CONFLICT shop\.example\.test serves your own certificate: Pier does not renew it/,
+    );
+    assert.deepEqual(issuer.calls, [], "a renewal does not replace the user's certificate");
+    assert.equal((await domains.findDomain("shop.example.test"))?.source, "user");
+  });
+
+  it("renew --acme switches a domain with the user's certificate to one from the ACME server", async () => {
+    const { service, app, issuer, domains } = await setup();
+    const web = await app("web");
+    await service.setCertificate(web, "shop.example.test", { certPem: LEAF, keyPem: LEAF_KEY });
+    assert.match(
+      await code(service.renew(web, "shop.example.test", { admin: true })),
+      /^CONFLICT .*your own certificate/,
+    );
+    const v = await service.renew(web, "shop.example.test", { admin: true, toAcme: true });
+    assert.equal(v.source, "acme");
+    assert.equal(issuer.calls.length, 1);
+    assert.equal((await domains.findDomain("shop.example.test"))?.source, "acme");
   });
 
   const past = () => new Date(Date.now() - 1000).toISOString();
