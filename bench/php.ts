@@ -7,7 +7,7 @@
 //    composer.lock, against a bare `composer install` + phpserver to the first 200 (targets 1.3x, 0.6x).
 // Each figure and ratio is printed. Run: npm run build && node dist/bench/php.js [seconds per load run]
 // [page|worker|deploy] (one part only).
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -270,6 +270,53 @@ async function untilBody(pier: Pier, name: string, body: string): Promise<void> 
   throw new Error(`no 200 with ${body} from ${name}`);
 }
 
+/**
+ * With PIER_BENCH_TRACE=1: the deploy log of the app's last deployment, each line with its time since
+ * `t0` (the push), to see where a deploy's time goes.
+ */
+async function trace(pier: Pier, appId: string, t0: number, label: string): Promise<void> {
+  if (process.env.PIER_BENCH_TRACE !== "1") return;
+  const list = (await pier.api("GET", `/v1/apps/${appId}/deployments`)).json as {
+    id: string;
+    createdAt: string;
+  }[];
+  const last = list.reduce((a, b) => (b.createdAt > a.createdAt ? b : a));
+  const saved = JSON.parse(readFileSync(join(pier.dataDir, "cli.json"), "utf8")) as { token: string };
+  const r = await fetch(
+    `http://127.0.0.1:${pier.apiPort}/v1/apps/${appId}/deployments/${last.id}/log?follow=true`,
+    {
+      headers: { authorization: `Bearer ${saved.token}` },
+    },
+  );
+  const text = await r.text();
+  const origin = performance.timeOrigin + t0;
+  const rows: [number, string][] = [];
+  for (const m of text.matchAll(/^data: (.*)$/gm)) {
+    const l = JSON.parse(m[1] as string) as { at?: string; line?: string };
+    if (l.at && l.line) rows.push([Date.parse(l.at) - origin, l.line]);
+  }
+  // The engine's events of the same time (containers created, started, committed), in nanoseconds.
+  const events = await run([
+    DOCKER,
+    "events",
+    "--since",
+    String(origin / 1000),
+    "--until",
+    String(Date.now() / 1000),
+    "--format",
+    '{{.TimeNano}} {{.Type}} {{.Action}} {{.Actor.ID}} {{index .Actor.Attributes "name"}}',
+  ]);
+  for (const l of events.stdout.split("\n")) {
+    const [nano, ...rest] = l.split(" ");
+    if (!nano || /exec_|top|attach|resize/.test(rest[1] ?? "")) continue;
+    rows.push([Number(BigInt(nano) / 1000n) / 1000 - origin, `[engine] ${rest.join(" ").slice(0, 90)}`]);
+  }
+  rows.sort((a, b) => a[0] - b[0]);
+  console.log(`  trace of ${label} (ms since the push):`);
+  for (const [ms, line] of rows)
+    console.log(`    ${String(Math.round(ms)).padStart(6)}  ${line.slice(0, 110)}`);
+}
+
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
 
 /** `node dist/bench/php.js [seconds] [page|worker|deploy]`: all three, or only one. */
@@ -379,12 +426,14 @@ async function deployBench(): Promise<void> {
       if (p1.code !== 0) throw new Error(p1.stderr);
       await untilBody(pier, name, "hello");
       first.push(performance.now() - t0);
+      await trace(pier, app.id, t0, `first deploy ${i}`);
       await pier.commit(repo, { "index.php": files["index.php"]!.replace("say()", "say() . '!'") }, "again");
       t0 = performance.now();
       const p2 = await pier.push(repo);
       if (p2.code !== 0) throw new Error(p2.stderr);
       await untilBody(pier, name, "hello!");
       again.push(performance.now() - t0);
+      await trace(pier, app.id, t0, `redeploy ${i}`);
       if (/vendor\/ reused from the current release/.test(p2.stderr)) reused++;
       await pier.api("DELETE", `/v1/apps/${app.id}`);
     }
