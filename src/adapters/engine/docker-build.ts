@@ -279,10 +279,15 @@ export async function buildInContainer(
         Labels: { ...b.labels, ...own },
       },
     } as unknown as Record<string, unknown>);
+  } catch (e) {
+    await container.remove({ force: true }).catch(() => undefined);
+    throw e;
   } finally {
     signal.removeEventListener("abort", onAbort);
-    await container.remove({ force: true }).catch(() => undefined);
   }
+  // Committed: removing the container (its writable layer, vendor/ or node_modules included, about 0.2 s)
+  // is off the deploy's critical path. The reconciler never takes a build container for an instance.
+  void container.remove({ force: true }).catch(() => undefined);
 }
 
 /** The engine host's CPU count, asked once (flavors' CPU shares are capped at it); this machine's if the engine does not say. */
