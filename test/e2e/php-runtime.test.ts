@@ -175,7 +175,13 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
   let appId = "";
   const env = async (app: string, ...pairs: string[]) => {
     for (let i = 0; i < pairs.length; i += 2) {
-      const r = await pier.cli(["env", "set", pairs[i]!, pairs[i + 1]!, "--app", app]);
+      const value = pairs[i + 1]!;
+      // A value that starts with '-' goes after '--' (pier env set --help).
+      const r = await pier.cli(
+        value.startsWith("-")
+          ? ["env", "set", "--app", app, pairs[i]!, "--", value]
+          : ["env", "set", pairs[i]!, value, "--app", app],
+      );
       assert.equal(r.code, 0, r.stderr);
     }
   };
@@ -430,6 +436,58 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
       "CC_WORKER_COMMAND",
       "CC_PHPSERVER_PORT",
     );
+  });
+
+  test("composer.phar at the root is used with CC_PHP_COMPOSER_FLAGS; --access-log logs each request", async () => {
+    // A stand-in for composer.phar (php runs it as any script): it records how it was called, then runs
+    // the image's composer with the same arguments.
+    const phar =
+      "<?php\n$args = array_slice($argv, 1);\nfile_put_contents('public/composer-phar.txt', implode(' ', $args));\npassthru('composer ' . implode(' ', array_map('escapeshellarg', $args)), $code);\nexit($code);\n";
+    await env("phpapp", "CC_PHP_COMPOSER_FLAGS", "--no-interaction --no-scripts --optimize-autoloader");
+    await pier.commit(repo, { "composer.phar": phar }, "composer.phar");
+    const push = await pier.push(repo);
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /Composer: composer\.phar of the project\./);
+    assert.match(
+      push.stderr,
+      /Composer flags: --no-interaction --no-scripts --optimize-autoloader \(CC_PHP_COMPOSER_FLAGS\)/,
+    );
+    assert.match(
+      push.stderr,
+      /Installing dependencies: php composer\.phar install --no-interaction --no-scripts --optimize-autoloader/,
+    );
+    assert.equal(
+      (await pier.get("phpapp", "/composer-phar.txt")).body,
+      "install --no-interaction --no-scripts --optimize-autoloader",
+      "the project's composer.phar ran the install, with CC_PHP_COMPOSER_FLAGS",
+    );
+    assert.equal((await body()).dev, true, "flags without --no-dev install the development dependencies");
+
+    const marker = `/robots.txt?access-${Date.now()}`;
+    let lastLogs = "";
+    const logged = async () => {
+      const r = await pier.cli(["logs", "--app", "phpapp"]);
+      assert.equal(r.code, 0, r.stderr);
+      lastLogs = r.stdout;
+      return r.stdout.includes(`"GET ${marker} HTTP/1.1" 200`);
+    };
+    assert.equal((await pier.get("phpapp", marker)).status, 200);
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(await logged(), false, "no access log by default");
+    await env("phpapp", "CC_RUN_COMMAND", "phpserver php-server --listen 0.0.0.0:8080 --access-log");
+    await pier.commit(repo, {}, "access log");
+    const withLog = await pier.push(repo);
+    assert.equal(withLog.code, 0, withLog.stderr);
+    assert.equal((await pier.get("phpapp", marker)).status, 200);
+    let found = false;
+    for (let i = 0; i < 25 && !found; i++) {
+      found = await logged();
+      if (!found) await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.ok(found, `--access-log: the request's line is in pier logs:\n${lastLogs.slice(-3000)}`);
+    await unset("phpapp", "CC_RUN_COMMAND", "CC_PHP_COMPOSER_FLAGS");
+    await run(["git", "-C", repo, "rm", "-q", "composer.phar"]);
+    await pier.commit(repo, {}, "no composer.phar");
   });
 
   test("pico is refused at create and at scale", async () => {
