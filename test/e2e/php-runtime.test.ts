@@ -95,6 +95,14 @@ $booted = microtime(true);
 $handler = function () use ($booted) {
     static $served = 0;
     $served++;
+    if (isset($_GET['stream'])) {
+        header('Content-Type: text/plain');
+        echo "first\n";
+        flush();
+        usleep(1000000);
+        echo "second\n";
+        return;
+    }
     if (isset($_GET['login'])) {
         session_start();
         $_SESSION['user'] = $_GET['login'];
@@ -567,6 +575,27 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
     assert.equal((await call("GET", "/")).json.user, null, "no session leaks into another client's request");
     assert.equal((await call("GET", "/", { cookie })).json.user, "alice", "her session with her cookie");
     assert.equal((await call("GET", "/")).json.user, null);
+
+    // A response streams as the script flushes: the first part arrives while the script still runs.
+    const chunks = await new Promise<{ at: number; text: string }[]>((res, rej) => {
+      const t0 = Date.now();
+      const got: { at: number; text: string }[] = [];
+      const req = request(
+        { host: "127.0.0.1", port: pier.httpPort, path: "/?stream=1", headers: { host }, agent: false },
+        (r) => {
+          r.on("data", (c: Buffer) => got.push({ at: Date.now() - t0, text: c.toString() }));
+          r.on("end", () => res(got));
+        },
+      );
+      req.on("error", rej);
+      req.end();
+    });
+    assert.equal(chunks.map((c) => c.text).join(""), "first\nsecond\n");
+    assert.equal(chunks[0]?.text, "first\n", "flush() sends what the script wrote so far");
+    assert.ok(
+      (chunks.at(-1)?.at ?? 0) - (chunks[0]?.at ?? 0) >= 400,
+      `the first part came before the script ended: ${JSON.stringify(chunks)}`,
+    );
 
     await env("phpworker", "CC_PHPSERVER_WORKER_MAX_REQUESTS", "2");
     await pier.commit(wrepo, {}, "max requests");
