@@ -275,6 +275,20 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
     ]);
     const id = ps.stdout.trim().split("\n")[0]!;
     assert.ok(id, "an instance runs");
+    // php-fpm's children follow the flavor's memory (XS: 1 GiB, 48 MiB each), nginx's workers its CPUs
+    // (XS: 1), on cgroup v1 engines as on v2.
+    const conf = await run([
+      DOCKER,
+      "exec",
+      id,
+      "grep",
+      "-h",
+      "-E",
+      "^(pm.max_children|worker_processes)",
+      "/run/phpserver/php-fpm.conf",
+      "/run/phpserver/nginx.conf",
+    ]);
+    assert.deepEqual(conf.stdout.trim().split("\n"), ["pm.max_children = 21", "worker_processes 1;"]);
     const m = await run([DOCKER, "exec", id, "php", "-m"]);
     assert.equal(m.code, 0, m.stderr);
     const loaded = new Set(m.stdout.split("\n").map((l) => l.trim().toLowerCase()));
