@@ -270,6 +270,8 @@ export async function buildInContainer(
     tar.on("error", () => undefined);
     tar.stdout.pipe(stream as NodeJS.WritableStream);
     const { StatusCode } = (await container.wait()) as { StatusCode: number };
+    // Ended (or killed) before it read the whole tar: tar would wait on its pipe forever.
+    if (tar.exitCode === null) tar.kill();
     if (buf) onLine(cleanBuildLine(buf, false));
     if (signal.aborted) throw signal.reason;
     const state = ((await container.inspect()) as unknown as { State: { OOMKilled: boolean } }).State;
