@@ -7,7 +7,7 @@
 //    composer.lock, against a bare `composer install` + phpserver to the first 200 (targets 1.3x, 0.6x).
 // Each figure and ratio is printed. Run: npm run build && node dist/bench/php.js [seconds per load run]
 // [page|worker|deploy] (one part only).
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -83,6 +83,7 @@ async function serve(dir: string, cmd: string[], env: string[] = []): Promise<st
   const ip = (
     await run([DOCKER, "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", id])
   ).stdout.trim();
+  containerByIp.set(ip, id);
   const end = Date.now() + 60_000;
   while (Date.now() < end) {
     try {
@@ -109,8 +110,36 @@ function get(host: string, port: number, agent?: Agent): Promise<{ status: numbe
   });
 }
 
-/** CONCURRENCY keep-alive clients for `seconds` (after a 1 s warm-up): requests/s and p99 in ms. */
-async function load(host: string): Promise<{ rps: number; p99: number }> {
+/**
+ * The CPU time a container has used, in microseconds (cgroup v1 or v2), or null when it cannot be read:
+ * CPU per request barely moves with the other load on the machine, where requests/s does.
+ */
+function cpuUsageMicros(ip: string): number | null {
+  const id = containerByIp.get(ip);
+  if (!id) return null;
+  for (const [file, parse] of [
+    [`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, (t: string) => Number(t) / 1000],
+    [
+      `/sys/fs/cgroup/system.slice/docker-${id}.scope/cpu.stat`,
+      (t: string) => Number(/usage_usec (\d+)/.exec(t)?.[1]),
+    ],
+  ] as const) {
+    try {
+      const v = parse(readFileSync(file, "utf8"));
+      if (Number.isFinite(v)) return v;
+    } catch {
+      // not this cgroup layout
+    }
+  }
+  return null;
+}
+const containerByIp = new Map<string, string>();
+
+/**
+ * CONCURRENCY keep-alive clients for `seconds` (after a 1 s warm-up): requests/s, p99 in ms, and the
+ * server's CPU time per request in microseconds (null if unknown).
+ */
+async function load(host: string): Promise<{ rps: number; p99: number; cpu: number | null }> {
   const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   const latencies: number[] = [];
   let errors = 0;
@@ -132,13 +161,19 @@ async function load(host: string): Promise<{ rps: number; p99: number }> {
     );
   };
   await runFor(1000, false);
+  const cpu0 = cpuUsageMicros(host);
   const t0 = performance.now();
   await runFor(seconds * 1000, true);
   const elapsed = (performance.now() - t0) / 1000;
+  const cpu1 = cpuUsageMicros(host);
   agent.destroy();
   if (errors > 0) throw new Error(`${errors} requests failed against ${host}`);
   latencies.sort((a, b) => a - b);
-  return { rps: latencies.length / elapsed, p99: latencies[Math.floor(latencies.length * 0.99)] ?? 0 };
+  return {
+    rps: latencies.length / elapsed,
+    p99: latencies[Math.floor(latencies.length * 0.99)] ?? 0,
+    cpu: cpu0 !== null && cpu1 !== null ? (cpu1 - cpu0) / latencies.length : null,
+  };
 }
 
 async function stopAll(): Promise<void> {
@@ -270,6 +305,53 @@ async function untilBody(pier: Pier, name: string, body: string): Promise<void> 
   throw new Error(`no 200 with ${body} from ${name}`);
 }
 
+/**
+ * With PIER_BENCH_TRACE=1: the deploy log of the app's last deployment, each line with its time since
+ * `t0` (the push), to see where a deploy's time goes.
+ */
+async function trace(pier: Pier, appId: string, t0: number, label: string): Promise<void> {
+  if (process.env.PIER_BENCH_TRACE !== "1") return;
+  const list = (await pier.api("GET", `/v1/apps/${appId}/deployments`)).json as {
+    id: string;
+    createdAt: string;
+  }[];
+  const last = list.reduce((a, b) => (b.createdAt > a.createdAt ? b : a));
+  const saved = JSON.parse(readFileSync(join(pier.dataDir, "cli.json"), "utf8")) as { token: string };
+  const r = await fetch(
+    `http://127.0.0.1:${pier.apiPort}/v1/apps/${appId}/deployments/${last.id}/log?follow=true`,
+    {
+      headers: { authorization: `Bearer ${saved.token}` },
+    },
+  );
+  const text = await r.text();
+  const origin = performance.timeOrigin + t0;
+  const rows: [number, string][] = [];
+  for (const m of text.matchAll(/^data: (.*)$/gm)) {
+    const l = JSON.parse(m[1] as string) as { at?: string; line?: string };
+    if (l.at && l.line) rows.push([Date.parse(l.at) - origin, l.line]);
+  }
+  // The engine's events of the same time (containers created, started, committed), in nanoseconds.
+  const events = await run([
+    DOCKER,
+    "events",
+    "--since",
+    String(origin / 1000),
+    "--until",
+    String(Date.now() / 1000),
+    "--format",
+    '{{.TimeNano}} {{.Type}} {{.Action}} {{.Actor.ID}} {{index .Actor.Attributes "name"}}',
+  ]);
+  for (const l of events.stdout.split("\n")) {
+    const [nano, ...rest] = l.split(" ");
+    if (!nano || /exec_|top|attach|resize/.test(rest[1] ?? "")) continue;
+    rows.push([Number(BigInt(nano) / 1000n) / 1000 - origin, `[engine] ${rest.join(" ").slice(0, 90)}`]);
+  }
+  rows.sort((a, b) => a[0] - b[0]);
+  console.log(`  trace of ${label} (ms since the push):`);
+  for (const [ms, line] of rows)
+    console.log(`    ${String(Math.round(ms)).padStart(6)}  ${line.slice(0, 110)}`);
+}
+
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
 
 /** `node dist/bench/php.js [seconds] [page|worker|deploy]`: all three, or only one. */
@@ -283,13 +365,16 @@ async function main(): Promise<void> {
 
 async function pageBench(): Promise<void> {
   // 1. One page: phpserver against Debian's stock nginx + php-fpm, alternating (other load on the machine
-  // hits both alike); the best of each is kept.
+  // hits both alike); the best requests/s of each is kept, and the median of the CPU time per request
+  // (which the machine's other load barely moves).
   const page = tempDir();
   writeFileSync(join(page, "index.php"), PAGE);
   writeFileSync(join(page, "stock.conf"), STOCK_NGINX);
-  const oursRuns: { rps: number; p99: number }[] = [];
-  const stockRuns: { rps: number; p99: number }[] = [];
-  for (let round = 0; round < 2; round++) {
+  type Run = { rps: number; p99: number; cpu: number | null };
+  const oursRuns: Run[] = [];
+  const stockRuns: Run[] = [];
+  const rounds = 3;
+  for (let round = 0; round < rounds; round++) {
     oursRuns.push(
       await load(
         await serve(page, ["phpserver", "php-server", "--listen", "0.0.0.0:8080"], ["PHPSERVER_ROOT=/app"]),
@@ -307,10 +392,18 @@ async function pageBench(): Promise<void> {
     );
     await stopAll();
   }
-  const best = (xs: { rps: number; p99: number }[]) => xs.reduce((a, b) => (b.rps > a.rps ? b : a));
+  const best = (xs: Run[]) => xs.reduce((a, b) => (b.rps > a.rps ? b : a));
   const ours = best(oursRuns);
   const stock = best(stockRuns);
-  console.log(`one PHP page, ${CONCURRENCY} clients, ${seconds} s each, 1 CPU per server, best of 2:`);
+  const cpu = (xs: Run[]) => {
+    const known = xs.map((x) => x.cpu).filter((c): c is number => c !== null);
+    return known.length > 0
+      ? ([...known].sort((a, b) => a - b)[Math.floor(known.length / 2)] as number)
+      : null;
+  };
+  console.log(
+    `one PHP page, ${CONCURRENCY} clients, ${seconds} s each, 1 CPU per server, best of ${rounds} (load ${loadAverage()}):`,
+  );
   console.log(
     `  phpserver             ${ours.rps.toFixed(0).padStart(7)} req/s  p99 ${ours.p99.toFixed(1)} ms`,
   );
@@ -320,7 +413,14 @@ async function pageBench(): Promise<void> {
   console.log(
     `  ratio (target >= 1.0x) ${ratio(ours.rps, stock.rps)} req/s, p99 ${ratio(stock.p99, ours.p99)} (higher is better)`,
   );
+  const [oc, sc] = [cpu(oursRuns), cpu(stockRuns)];
+  if (oc !== null && sc !== null)
+    console.log(
+      `  CPU per request, median: phpserver ${oc.toFixed(0)} us, nginx + php-fpm ${sc.toFixed(0)} us (${ratio(sc, oc)}, higher is better)`,
+    );
 }
+
+const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ")[0];
 
 async function workerBench(): Promise<void> {
   // 2. Costly bootstrap: worker mode against classic mode.
@@ -340,7 +440,7 @@ async function workerBench(): Promise<void> {
   );
   const worker = await load(workerIp);
   await stopAll();
-  console.log("costly bootstrap (300 classes autoloaded and instantiated per boot):");
+  console.log(`costly bootstrap (300 classes autoloaded and instantiated per boot; load ${loadAverage()}):`);
   console.log(
     `  classic mode          ${classic.rps.toFixed(0).padStart(7)} req/s  p99 ${classic.p99.toFixed(1)} ms`,
   );
@@ -379,12 +479,14 @@ async function deployBench(): Promise<void> {
       if (p1.code !== 0) throw new Error(p1.stderr);
       await untilBody(pier, name, "hello");
       first.push(performance.now() - t0);
+      await trace(pier, app.id, t0, `first deploy ${i}`);
       await pier.commit(repo, { "index.php": files["index.php"]!.replace("say()", "say() . '!'") }, "again");
       t0 = performance.now();
       const p2 = await pier.push(repo);
       if (p2.code !== 0) throw new Error(p2.stderr);
       await untilBody(pier, name, "hello!");
       again.push(performance.now() - t0);
+      await trace(pier, app.id, t0, `redeploy ${i}`);
       if (/vendor\/ reused from the current release/.test(p2.stderr)) reused++;
       await pier.api("DELETE", `/v1/apps/${app.id}`);
     }
@@ -393,7 +495,9 @@ async function deployBench(): Promise<void> {
   }
   const s = (xs: number[]) =>
     `${(median(xs) / 1000).toFixed(2)} s  (${xs.map((x) => (x / 1000).toFixed(2)).join(", ")})`;
-  console.log(`push-to-first-200 of a composer app (24 packages, composer.lock), median of ${rounds}:`);
+  console.log(
+    `push-to-first-200 of a composer app (24 packages, composer.lock), median of ${rounds} (load ${loadAverage()}):`,
+  );
   console.log(`  bare composer install + phpserver to 200  ${s(bare)}`);
   console.log(
     `  first deploy through Pier                 ${s(first)}  ${ratio(median(first), median(bare))} (target <= 1.3x)`,

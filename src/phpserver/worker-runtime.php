@@ -31,6 +31,15 @@ final class PhpserverRuntime
     public static bool $inRequest = false;
     public static int $obLevel = 0;
     public static bool $finished = false;
+    /** What the handler wrote and the client does not have yet. */
+    public static string $body = '';
+    /** The head is sent: the response streams (no Content-Length, it ends when the connection closes). */
+    public static bool $streamed = false;
+    /** The runtime itself empties the request's buffer (its handler must not take that for ob_clean()). */
+    public static bool $closing = false;
+    private static bool $sessionHeaders = false;
+    /** Past this many bytes not yet sent, the response streams (a large download is never held whole). */
+    public const STREAM_AFTER = 1 << 20;
     public static string $method = 'GET';
     private const REASONS = [
         200 => 'OK', 201 => 'Created', 202 => 'Accepted', 204 => 'No Content', 301 => 'Moved Permanently', 302 => 'Found',
@@ -257,18 +266,15 @@ final class PhpserverRuntime
         }
     }
 
-    /** Ends the request: the session is saved, its cookie set when it is new. */
-    public static function endSession(): void
+    /** The session's response headers, once: the cache limiter's, and its cookie when its id is new. */
+    private static function sessionHeaders(): void
     {
-        $active = session_status() === PHP_SESSION_ACTIVE;
-        if ($active) {
-            $limiter = (string) ini_get('session.cache_limiter');
-            session_write_close();
-            if ($limiter === 'nocache') {
-                self::$headers[] = ['Expires', 'Thu, 19 Nov 1981 08:52:00 GMT'];
-                self::$headers[] = ['Cache-Control', 'no-store, no-cache, must-revalidate'];
-                self::$headers[] = ['Pragma', 'no-cache'];
-            }
+        if (self::$sessionHeaders) return;
+        self::$sessionHeaders = true;
+        if (session_status() === PHP_SESSION_ACTIVE && ini_get('session.cache_limiter') === 'nocache') {
+            self::$headers[] = ['Expires', 'Thu, 19 Nov 1981 08:52:00 GMT'];
+            self::$headers[] = ['Cache-Control', 'no-store, no-cache, must-revalidate'];
+            self::$headers[] = ['Pragma', 'no-cache'];
         }
         $id = session_id();
         if ($id !== '' && $id !== self::$sessionIn && ini_get('session.use_cookies')) {
@@ -276,13 +282,20 @@ final class PhpserverRuntime
             $opts = ['expires' => $p['lifetime'] > 0 ? time() + $p['lifetime'] : 0, 'path' => $p['path'], 'domain' => $p['domain'], 'secure' => $p['secure'], 'httponly' => $p['httponly'], 'samesite' => $p['samesite']];
             self::cookie(false, session_name(), $id, $opts, '', '', false, false);
         }
+    }
+
+    /** Ends the request's session: saved, its cookie set when it is new (unless the head is sent already). */
+    public static function endSession(): void
+    {
+        if (!self::$streamed) self::sessionHeaders();
+        if (session_status() === PHP_SESSION_ACTIVE) session_write_close();
         $_SESSION = [];
         session_id('');
     }
 
-    public static function respond(string $body): void
+    /** The status line and headers; with a length, the whole response, else a streamed one (ends at close). */
+    private static function head(?int $length): string
     {
-        if (self::$conn === null) return;
         $hasType = false;
         $out = '';
         foreach (self::$headers as [$n, $v]) {
@@ -291,9 +304,53 @@ final class PhpserverRuntime
             $out .= "$n: $v\r\n";
         }
         if (!$hasType) $out .= 'Content-Type: ' . (ini_get('default_mimetype') ?: 'text/html') . '; charset=' . (ini_get('default_charset') ?: 'UTF-8') . "\r\n";
-        if (self::$method === 'HEAD') $body = '';
-        $head = 'HTTP/1.0 ' . self::$status . ' ' . (self::REASONS[self::$status] ?? 'Status') . "\r\n" . $out . 'Content-Length: ' . strlen($body) . "\r\nConnection: close\r\n\r\n";
-        @fwrite(self::$conn, $head . $body);
+        // nginx passes a streamed response on as it comes (X-Accel-Buffering is nginx's, not sent on).
+        $out .= $length === null ? "X-Accel-Buffering: no\r\n" : "Content-Length: $length\r\n";
+        return 'HTTP/1.0 ' . self::$status . ' ' . (self::REASONS[self::$status] ?? 'Status') . "\r\n" . $out . "Connection: close\r\n\r\n";
+    }
+
+    /**
+     * The request's output buffer handler (chunk size 1: called at each write that reaches the request's
+     * level, as a SAPI is). The output is kept until the handler returns, then sent whole with its length;
+     * flush(), ob_flush() at that level, or more than STREAM_AFTER bytes make the response stream from there.
+     * ob_clean() and ob_end_clean() at that level drop what the client does not have yet.
+     */
+    public static function output(string $data, int $phase): string
+    {
+        if (!self::$inRequest || self::$conn === null) return '';
+        if ($phase & PHP_OUTPUT_HANDLER_CLEAN) {
+            if (!self::$closing) self::$body = '';
+            return '';
+        }
+        self::$body .= $data;
+        if (($phase & PHP_OUTPUT_HANDLER_FLUSH) || ($phase & PHP_OUTPUT_HANDLER_FINAL) || strlen(self::$body) > self::STREAM_AFTER) self::flush();
+        return '';
+    }
+
+    /** flush(): the head (once) and what the handler wrote so far go to the client now. */
+    public static function flush(): void
+    {
+        if (!self::$inRequest || self::$conn === null) return;
+        if (!self::$streamed) {
+            self::$streamed = true;
+            self::sessionHeaders();
+            @fwrite(self::$conn, self::head(null));
+        }
+        if (self::$body !== '' && self::$method !== 'HEAD') @fwrite(self::$conn, self::$body);
+        self::$body = '';
+    }
+
+    /** Sends what is left of the response and closes the connection. */
+    public static function respond(): void
+    {
+        if (self::$conn === null) return;
+        if (self::$streamed) {
+            self::flush();
+        } else {
+            $body = self::$method === 'HEAD' ? '' : self::$body;
+            @fwrite(self::$conn, self::head(strlen(self::$body)) . $body);
+        }
+        self::$body = '';
         @fclose(self::$conn);
         self::$conn = null;
     }
@@ -306,6 +363,9 @@ final class PhpserverRuntime
         $_GET = $_POST = $_COOKIE = $_FILES = $_REQUEST = [];
         $_SERVER = self::$baseServer;
         self::$inRequest = false;
+        self::$body = '';
+        self::$streamed = false;
+        self::$sessionHeaders = false;
     }
 }
 
@@ -420,20 +480,23 @@ function frankenphp_handle_request(callable $handler): bool
     PhpserverRuntime::$conn = $conn;
     PhpserverRuntime::begin($req);
     PhpserverRuntime::$inRequest = true;
-    ob_start();
+    PhpserverRuntime::$closing = false;
+    ob_start([PhpserverRuntime::class, 'output'], 1);
     PhpserverRuntime::$obLevel = ob_get_level();
     try {
         $handler();
     } catch (Throwable $e) {
         error_log('PHP Fatal error:  Uncaught ' . $e);
-        while (ob_get_level() >= PhpserverRuntime::$obLevel) ob_end_clean();
-        ob_start();
-        PhpserverRuntime::$status = 500;
+        while (ob_get_level() > PhpserverRuntime::$obLevel) ob_end_clean();
+        PhpserverRuntime::$body = '';
+        if (!PhpserverRuntime::$streamed) PhpserverRuntime::$status = 500;
     }
+    // The app's own buffers still open hand their output down; the request's buffer ends.
     while (ob_get_level() > PhpserverRuntime::$obLevel) ob_end_flush();
-    $body = ob_get_level() === PhpserverRuntime::$obLevel ? (string) ob_get_clean() : '';
+    PhpserverRuntime::$closing = true;
+    if (ob_get_level() === PhpserverRuntime::$obLevel) ob_end_clean();
     PhpserverRuntime::endSession();
-    PhpserverRuntime::respond($body);
+    PhpserverRuntime::respond();
     PhpserverRuntime::cleanup();
     return true;
 }
@@ -447,14 +510,9 @@ function phpserver_handle_request(callable $handler): bool
 function frankenphp_finish_request(): bool
 {
     if (!PhpserverRuntime::$inRequest || PhpserverRuntime::$conn === null) return false;
-    $body = '';
     while (ob_get_level() > PhpserverRuntime::$obLevel) ob_end_flush();
-    if (ob_get_level() === PhpserverRuntime::$obLevel) {
-        $body = (string) ob_get_contents();
-        ob_clean();
-    }
     PhpserverRuntime::endSession();
-    PhpserverRuntime::respond($body);
+    PhpserverRuntime::respond();
     return true;
 }
 
@@ -504,7 +562,8 @@ function phpserver_worker_setup($server, $readyPipe, string $script, int $maxReq
     uopz_set_return('header', fn(string $h, bool $replace = true, int $code = 0) => $R::header($h, $replace, $code), true);
     uopz_set_return('header_remove', fn(?string $name = null) => $R::removeHeader($name), true);
     uopz_set_return('headers_list', fn() => array_map(fn($h) => "$h[0]: $h[1]", $R::$headers), true);
-    uopz_set_return('headers_sent', fn(&$file = null, &$line = null) => false, true);
+    uopz_set_return('headers_sent', fn(&$file = null, &$line = null) => $R::$streamed, true);
+    uopz_set_return('flush', fn() => $R::flush(), true);
     uopz_set_return('http_response_code', function (int $code = 0) use ($R) {
         if (!$R::$inRequest) return false;
         $old = $R::$status;

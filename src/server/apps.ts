@@ -187,7 +187,9 @@ export class AppService {
       void this.deps.instances
         .prepare(app.id, { httpPort: 8080, tcpPort: null, ipv6Subnet: null }, app.instances)
         .then(() =>
-          app.type === "node" ? this.deps.instances.buildSandbox(app.id, this.deps.buildNetwork) : null,
+          app.type === "node" || app.type === "phpserver"
+            ? this.deps.instances.buildSandbox(app.id, this.deps.buildNetwork)
+            : null,
         )
         .catch((err: Error) => this.deps.logger.warn({ err: err.message }, "sandboxes not prepared"));
     }

@@ -51,7 +51,12 @@ export async function reconcile(deps: {
   const bringUp = async (app: App) => {
     const release = await store.currentRelease(app.id);
     const all = containersOf.get(app.id) ?? [];
-    const serving = all.filter((i) => release && i.labels["pier.deployment"] === release.deploymentId);
+    // A build container is never an instance (one left by a crash between its commit and its removal
+    // carries the release's deployment id): it goes with the leftovers.
+    const serving = all.filter(
+      (i) =>
+        release && i.labels["pier.role"] !== "build" && i.labels["pier.deployment"] === release.deploymentId,
+    );
     leftovers.push(...all.filter((i) => !serving.includes(i)));
     if (!release || app.stopped || app.task || release.env.CC_TASK === "true") return;
     // An instance in a sandbox needs it running first (both restart with the engine, in no set order).

@@ -95,6 +95,14 @@ $booted = microtime(true);
 $handler = function () use ($booted) {
     static $served = 0;
     $served++;
+    if (isset($_GET['stream'])) {
+        header('Content-Type: text/plain');
+        echo "first\n";
+        flush();
+        usleep(1000000);
+        echo "second\n";
+        return;
+    }
     if (isset($_GET['login'])) {
         session_start();
         $_SESSION['user'] = $_GET['login'];
@@ -175,7 +183,13 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
   let appId = "";
   const env = async (app: string, ...pairs: string[]) => {
     for (let i = 0; i < pairs.length; i += 2) {
-      const r = await pier.cli(["env", "set", pairs[i]!, pairs[i + 1]!, "--app", app]);
+      const value = pairs[i + 1]!;
+      // A value that starts with '-' goes after '--' (pier env set --help).
+      const r = await pier.cli(
+        value.startsWith("-")
+          ? ["env", "set", "--app", app, pairs[i]!, "--", value]
+          : ["env", "set", pairs[i]!, value, "--app", app],
+      );
       assert.equal(r.code, 0, r.stderr);
     }
   };
@@ -261,6 +275,20 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
     ]);
     const id = ps.stdout.trim().split("\n")[0]!;
     assert.ok(id, "an instance runs");
+    // php-fpm's children follow the flavor's memory (XS: 1 GiB, 48 MiB each), nginx's workers its CPUs
+    // (XS: 1), on cgroup v1 engines as on v2.
+    const conf = await run([
+      DOCKER,
+      "exec",
+      id,
+      "grep",
+      "-h",
+      "-E",
+      "^(pm.max_children|worker_processes)",
+      "/run/phpserver/php-fpm.conf",
+      "/run/phpserver/nginx.conf",
+    ]);
+    assert.deepEqual(conf.stdout.trim().split("\n"), ["pm.max_children = 21", "worker_processes 1;"]);
     const m = await run([DOCKER, "exec", id, "php", "-m"]);
     assert.equal(m.code, 0, m.stderr);
     const loaded = new Set(m.stdout.split("\n").map((l) => l.trim().toLowerCase()));
@@ -432,6 +460,58 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
     );
   });
 
+  test("composer.phar at the root is used with CC_PHP_COMPOSER_FLAGS; --access-log logs each request", async () => {
+    // A stand-in for composer.phar (php runs it as any script): it records how it was called, then runs
+    // the image's composer with the same arguments.
+    const phar =
+      "<?php\n$args = array_slice($argv, 1);\nfile_put_contents('public/composer-phar.txt', implode(' ', $args));\npassthru('composer ' . implode(' ', array_map('escapeshellarg', $args)), $code);\nexit($code);\n";
+    await env("phpapp", "CC_PHP_COMPOSER_FLAGS", "--no-interaction --no-scripts --optimize-autoloader");
+    await pier.commit(repo, { "composer.phar": phar }, "composer.phar");
+    const push = await pier.push(repo);
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /Composer: composer\.phar of the project\./);
+    assert.match(
+      push.stderr,
+      /Composer flags: --no-interaction --no-scripts --optimize-autoloader \(CC_PHP_COMPOSER_FLAGS\)/,
+    );
+    assert.match(
+      push.stderr,
+      /Installing dependencies: php composer\.phar install --no-interaction --no-scripts --optimize-autoloader/,
+    );
+    assert.equal(
+      (await pier.get("phpapp", "/composer-phar.txt")).body,
+      "install --no-interaction --no-scripts --optimize-autoloader",
+      "the project's composer.phar ran the install, with CC_PHP_COMPOSER_FLAGS",
+    );
+    assert.equal((await body()).dev, true, "flags without --no-dev install the development dependencies");
+
+    const marker = `/robots.txt?access-${Date.now()}`;
+    let lastLogs = "";
+    const logged = async () => {
+      const r = await pier.cli(["logs", "--app", "phpapp"]);
+      assert.equal(r.code, 0, r.stderr);
+      lastLogs = r.stdout;
+      return r.stdout.includes(`"GET ${marker} HTTP/1.1" 200`);
+    };
+    assert.equal((await pier.get("phpapp", marker)).status, 200);
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(await logged(), false, "no access log by default");
+    await env("phpapp", "CC_RUN_COMMAND", "phpserver php-server --listen 0.0.0.0:8080 --access-log");
+    await pier.commit(repo, {}, "access log");
+    const withLog = await pier.push(repo);
+    assert.equal(withLog.code, 0, withLog.stderr);
+    assert.equal((await pier.get("phpapp", marker)).status, 200);
+    let found = false;
+    for (let i = 0; i < 25 && !found; i++) {
+      found = await logged();
+      if (!found) await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.ok(found, `--access-log: the request's line is in pier logs:\n${lastLogs.slice(-3000)}`);
+    await unset("phpapp", "CC_RUN_COMMAND", "CC_PHP_COMPOSER_FLAGS");
+    await run(["git", "-C", repo, "rm", "-q", "composer.phar"]);
+    await pier.commit(repo, {}, "no composer.phar");
+  });
+
   test("pico is refused at create and at scale", async () => {
     const c = await pier.cli(["create", "--type", "phpserver", "--flavor", "pico", "phppico"]);
     assert.notEqual(c.code, 0);
@@ -509,6 +589,27 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
     assert.equal((await call("GET", "/")).json.user, null, "no session leaks into another client's request");
     assert.equal((await call("GET", "/", { cookie })).json.user, "alice", "her session with her cookie");
     assert.equal((await call("GET", "/")).json.user, null);
+
+    // A response streams as the script flushes: the first part arrives while the script still runs.
+    const chunks = await new Promise<{ at: number; text: string }[]>((res, rej) => {
+      const t0 = Date.now();
+      const got: { at: number; text: string }[] = [];
+      const req = request(
+        { host: "127.0.0.1", port: pier.httpPort, path: "/?stream=1", headers: { host }, agent: false },
+        (r) => {
+          r.on("data", (c: Buffer) => got.push({ at: Date.now() - t0, text: c.toString() }));
+          r.on("end", () => res(got));
+        },
+      );
+      req.on("error", rej);
+      req.end();
+    });
+    assert.equal(chunks.map((c) => c.text).join(""), "first\nsecond\n");
+    assert.equal(chunks[0]?.text, "first\n", "flush() sends what the script wrote so far");
+    assert.ok(
+      (chunks.at(-1)?.at ?? 0) - (chunks[0]?.at ?? 0) >= 400,
+      `the first part came before the script ended: ${JSON.stringify(chunks)}`,
+    );
 
     await env("phpworker", "CC_PHPSERVER_WORKER_MAX_REQUESTS", "2");
     await pier.commit(wrepo, {}, "max requests");

@@ -1,13 +1,13 @@
 import { spawn } from "node:child_process";
 import { lookup } from "node:dns/promises";
 import { availableParallelism } from "node:os";
-import { posix } from "node:path";
 import { PassThrough } from "node:stream";
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { cpuLimits } from "../../core/model.js";
 import { isHostOnlyAddress, loginServerProblem, registryServerHost } from "../../core/plan-docker.js";
 import type { ContainerBuild, ImageBuild } from "../../core/ports.js";
+import { shellQuote } from "../../core/shell.js";
 import { childEnv } from "../exec.js";
 
 /**
@@ -210,9 +210,16 @@ export async function buildInContainer(
       await docker.createVolume({ Name: v.name, Labels: { ...b.labels, ...own } });
     }
   }
+  // The commit's files reach the container through its stdin, as a tar that the container unpacks itself:
+  // no upload of an archive before the start (a mount of the container and its volumes of its own, and an
+  // unpacking process of the engine: about 50 ms of each build).
+  const target = b.stageDir ?? b.appDir;
   const container = await docker.createContainer({
     Image: b.from,
-    Cmd: ["/bin/sh", "-ec", b.script],
+    Cmd: ["/bin/sh", "-ec", `mkdir -p ${shellQuote(target)}\ntar -x -C ${shellQuote(target)}\n${b.script}`],
+    OpenStdin: true,
+    StdinOnce: true,
+    AttachStdin: true,
     WorkingDir: b.appDir,
     Env: Object.entries(b.env).map(([k, v]) => `${k}=${v}`),
     Labels: { ...b.labels, ...own, "pier.role": "build" },
@@ -235,15 +242,13 @@ export async function buildInContainer(
   const onAbort = () => void container.kill().catch(() => undefined);
   signal.addEventListener("abort", onAbort, { once: true });
   try {
-    // A staged context goes to a new folder (named in the archive) under an existing one.
-    const stage = b.stageDir ? { parent: posix.dirname(b.stageDir), name: posix.basename(b.stageDir) } : null;
-    const tar = spawn(
-      "tar",
-      ["-C", b.contextDir, "-c", ...(stage ? [`--transform=s,^\\.,${stage.name},`] : []), "."],
-      { env: childEnv(), stdio: ["ignore", "pipe", "ignore"] },
-    );
-    await container.putArchive(tar.stdout, { path: stage ? stage.parent : b.appDir });
-    const stream = await container.attach({ stream: true, stdout: true, stderr: true });
+    const stream = (await container.attach({
+      stream: true,
+      stdin: true,
+      stdout: true,
+      stderr: true,
+      hijack: true,
+    })) as NodeJS.ReadWriteStream;
     const out = new PassThrough();
     let buf = "";
     out.on("data", (c: Buffer) => {
@@ -254,7 +259,19 @@ export async function buildInContainer(
     });
     docker.modem.demuxStream(stream, out, out);
     await container.start();
+    // The end of the tar closes the container's stdin (StdinOnce): the script's `tar -x` ends there.
+    const tar = spawn("tar", ["-C", b.contextDir, "-c", "."], {
+      env: childEnv(),
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+    // A container that ends before it read it all (a failing step) closes the connection: its exit code
+    // tells what happened, not the broken pipe.
+    stream.on("error", () => undefined);
+    tar.on("error", () => undefined);
+    tar.stdout.pipe(stream as NodeJS.WritableStream);
     const { StatusCode } = (await container.wait()) as { StatusCode: number };
+    // Ended (or killed) before it read the whole tar: tar would wait on its pipe forever.
+    if (tar.exitCode === null) tar.kill();
     if (buf) onLine(cleanBuildLine(buf, false));
     if (signal.aborted) throw signal.reason;
     const state = ((await container.inspect()) as unknown as { State: { OOMKilled: boolean } }).State;
@@ -279,10 +296,15 @@ export async function buildInContainer(
         Labels: { ...b.labels, ...own },
       },
     } as unknown as Record<string, unknown>);
+  } catch (e) {
+    await container.remove({ force: true }).catch(() => undefined);
+    throw e;
   } finally {
     signal.removeEventListener("abort", onAbort);
-    await container.remove({ force: true }).catch(() => undefined);
   }
+  // Committed: removing the container (its writable layer, vendor/ or node_modules included, about 0.2 s)
+  // is off the deploy's critical path. The reconciler never takes a build container for an instance.
+  void container.remove({ force: true }).catch(() => undefined);
 }
 
 /** The engine host's CPU count, asked once (flavors' CPU shares are capped at it); this machine's if the engine does not say. */

@@ -64,6 +64,9 @@ export class PhpRuntime implements Runtime {
 
   async build(ctx: BuildContext): Promise<string> {
     const { app, deployment: d, sourceDir: dir, write } = ctx;
+    // The app's build sandbox is looked up (made at create) while the commit is inspected and planned.
+    const sandbox = this.deps.buildSandbox(app.id, this.deps.buildNetwork);
+    sandbox.catch(() => undefined);
     const located = phpProjectPaths(ctx.vars);
     const paths: Record<string, PathFact> = {};
     for (const p of located.paths) paths[p] = await inspectPath(dir, p);
@@ -164,7 +167,7 @@ export class PhpRuntime implements Runtime {
             env: { HOME: "/root", APP_HOME },
             volumes: [{ name: `pier-cache-${app.id}`, target: "/cache" }],
             binds: [{ source: secrets, target: "/pier" }],
-            network: `container:${await this.deps.buildSandbox(app.id, this.deps.buildNetwork)}`,
+            network: `container:${await sandbox}`,
             flavor: app.buildFlavor,
             memoryBytes: FLAVOR_MEMORY_MIB[app.buildFlavor] * 2 ** 20,
             labels: {

@@ -63,7 +63,14 @@ function setUp() {
       networkAddress: null,
     });
   }
-  // A leftover of an earlier deployment, and an instance of a deleted app.
+  // A leftover of an earlier deployment, an instance of a deleted app, and the build container of app-5's
+  // current release (a crash between its commit and its removal): never started as an instance.
+  engine.routable.push({
+    id: "build",
+    labels: { "pier.app": "app-5", "pier.deployment": "dep-5", "pier.role": "build" },
+    running: false,
+    http: null,
+  });
   engine.routable.push({
     id: "old",
     labels: { "pier.app": "app-3", "pier.deployment": "dep-old" },
@@ -129,6 +136,7 @@ describe("at 100 apps", () => {
       ["startSandbox s-7", "startInstance c-7"],
     );
     assert.deepEqual(engine.calls.filter((c) => c.startsWith("remove")).sort(), [
+      "removeInstance build",
       "removeInstance old",
       "removeInstance stray",
     ]);
