@@ -285,6 +285,9 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
     "  option redispatch",
     "  retries 3",
     "  http-reuse safe",
+    // Each part of a streamed response (server-sent events, a flushed page) goes out as it comes: without
+    // it HAProxy held every part but the last for about 200 ms (MSG_MORE), waiting for more.
+    "  option http-no-delay",
     "",
     "frontend edge",
     `  bind ${input.listenHost}:${input.listenPort}`,

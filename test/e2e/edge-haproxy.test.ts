@@ -192,6 +192,32 @@ describe("HAProxy edge", { timeout: 120_000 }, () => {
     assert.deepEqual(failures, []);
   });
 
+  test("a streamed response's parts pass the edge as they come (server-sent events, flushed pages)", async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write("data: first\n\n");
+      setTimeout(() => res.end("data: last\n\n"), 1500);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    servers.push(server);
+    const a = server.address();
+    const sse = { host: "127.0.0.1", port: typeof a === "object" && a ? a.port : 0 };
+    await edge.apply([{ appId: "app-e", hostname: "e.localhost", targets: [sse] }]);
+    const firstAfterMs = await new Promise<number>((resolve, reject) => {
+      const start = Date.now();
+      const req = request({ host: "127.0.0.1", port, path: "/", headers: { host: "e.localhost" } }, (res) => {
+        res.once("data", () => {
+          resolve(Date.now() - start);
+          res.destroy();
+        });
+      });
+      req.on("error", reject);
+      req.end();
+    });
+    // Without option http-no-delay, HAProxy held every part but the last for about 200 ms.
+    assert.ok(firstAfterMs < 150, `the first event arrived after ${firstAfterMs} ms`);
+  });
+
   test("a route the edge cannot take is skipped and reported; every other app keeps being served", async () => {
     const c = await backend("c2");
     servers.push(c.server);
