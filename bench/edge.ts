@@ -4,61 +4,24 @@
 // TLS against nginx terminating TLS with the same certificate (keep-alive requests/s, and new connections
 // per second: a full handshake each).
 // Run: npm run build && node dist/bench/edge.js [seconds per wrk run, default 5] [rounds, default 5]
+
 import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { join } from "node:path";
 import { freePort, NODE_DOCKER_APP, Pier, run } from "../test/e2e/harness.js";
+import { ensureTools, type WrkResult, wrk } from "./wrk.js";
 
 const seconds = Number(process.argv[2] ?? 5);
 const ROUNDS = Number(process.argv[3] ?? 5);
 
-function ensureTools(): void {
-  const missing = [
-    ["wrk", "wrk"],
-    ["nginx", "nginx-light"],
-  ].filter(([cmd]) => spawnSync("sh", ["-c", `command -v ${cmd}`]).status !== 0);
-  if (missing.length === 0) return;
-  const pkgs = missing.map(([, pkg]) => pkg!);
-  console.error(`bench: installing ${pkgs.join(" ")} (the load generator and the baseline proxy)`);
-  const r = spawnSync("apt-get", ["install", "-y", "-qq", ...pkgs], { stdio: "inherit" });
-  if (r.status !== 0) throw new Error(`needed: apt-get install ${pkgs.join(" ")}`);
-}
-
-interface WrkResult {
-  rps: number;
-  p99ms: number;
-  errors: number;
-}
-
-async function wrk(
-  port: number,
-  host: string,
-  opts: { https?: boolean; close?: boolean } = {},
-): Promise<WrkResult> {
-  const r = await run(
-    [
-      "wrk",
-      "-t2",
-      "-c50",
-      `-d${seconds}s`,
-      "--latency",
-      "-H",
-      `Host: ${host}`,
-      ...(opts.close ? ["-H", "Connection: close"] : []),
-      `${opts.https ? "https" : "http"}://127.0.0.1:${port}/`,
-    ],
-    {
-      timeoutMs: (seconds + 30) * 1000,
-    },
-  );
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)?.[1] ?? 0);
-  const p99 = /99%\s+([\d.]+)(us|ms|s)/.exec(r.stdout);
-  const p99ms = p99 ? Number(p99[1]) * (p99[2] === "us" ? 0.001 : p99[2] === "s" ? 1000 : 1) : Number.NaN;
-  const errs = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(r.stdout);
-  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(r.stdout)?.[1] ?? 0);
-  const errors = (errs ? errs.slice(1).reduce((a, b) => a + Number(b), 0) : 0) + non2xx;
-  return { rps, p99ms, errors };
+/** wrk against the edge or a baseline on loopback, with the Host header of the app. */
+function wrkAt(port: number, host: string, opts: { https?: boolean; close?: boolean } = {}) {
+  return wrk(`${opts.https ? "https" : "http"}://127.0.0.1:${port}/`, {
+    seconds,
+    host,
+    close: opts.close,
+  });
 }
 
 function plainNginx(
@@ -127,7 +90,7 @@ function load(port: number, host: string, concurrency: number, limitMs: number) 
 }
 
 async function main(): Promise<void> {
-  ensureTools();
+  ensureTools([["nginx", "nginx-light"]]);
   const pier = new Pier({ PIER_ACME_DIRECTORY: "off" });
   let stopNginx: () => void = () => undefined;
   let stopTlsNginx: () => void = () => undefined;
@@ -150,9 +113,9 @@ async function main(): Promise<void> {
     // the app) then falls on both proxies alike.
     const runs: Record<"direct" | "plain" | "edge", WrkResult[]> = { direct: [], plain: [], edge: [] };
     for (let round = 0; round < ROUNDS; round++) {
-      runs.direct.push(await wrk(Number(directPort), "bench.localhost"));
-      runs.plain.push(await wrk(plainPort, "bench.localhost"));
-      runs.edge.push(await wrk(pier.httpPort, "bench.localhost"));
+      runs.direct.push(await wrkAt(Number(directPort), "bench.localhost"));
+      runs.plain.push(await wrkAt(plainPort, "bench.localhost"));
+      runs.edge.push(await wrkAt(pier.httpPort, "bench.localhost"));
     }
     const median = (rs: WrkResult[]): WrkResult =>
       [...rs].sort((a, b) => a.rps - b.rps)[Math.floor(rs.length / 2)] as WrkResult;
@@ -220,10 +183,10 @@ async function main(): Promise<void> {
       edgeNew: [],
     };
     for (let round = 0; round < ROUNDS; round++) {
-      tlsRuns.plain.push(await wrk(tlsPort, "bench.example.test", { https: true }));
-      tlsRuns.edge.push(await wrk(pier.httpsPort, "bench.example.test", { https: true }));
-      tlsRuns.plainNew.push(await wrk(tlsPort, "bench.example.test", { https: true, close: true }));
-      tlsRuns.edgeNew.push(await wrk(pier.httpsPort, "bench.example.test", { https: true, close: true }));
+      tlsRuns.plain.push(await wrkAt(tlsPort, "bench.example.test", { https: true }));
+      tlsRuns.edge.push(await wrkAt(pier.httpsPort, "bench.example.test", { https: true }));
+      tlsRuns.plainNew.push(await wrkAt(tlsPort, "bench.example.test", { https: true, close: true }));
+      tlsRuns.edgeNew.push(await wrkAt(pier.httpsPort, "bench.example.test", { https: true, close: true }));
     }
     const tp = median(tlsRuns.plain);
     const te = median(tlsRuns.edge);

@@ -5,13 +5,14 @@
 //    service container built before answering; target: at least 3x);
 // 3. push-to-first-200 of a composer app (24 packages, about 1,500 files in vendor/) through Pier, first deploy and redeploy with an unchanged
 //    composer.lock, against a bare `composer install` + phpserver to the first 200 (targets 1.3x, 0.6x).
-// Each figure and ratio is printed. Run: npm run build && node dist/bench/php.js [seconds per load run]
+// The load comes from wrk (bench/wrk.ts). Each figure and ratio is printed. Run: npm run build && node dist/bench/php.js [seconds per load run]
 // [page|worker|deploy] (one part only).
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { Agent, request } from "node:http";
+import { type Agent, request } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { httpGet, Pier, run } from "../test/e2e/harness.js";
+import { ensureTools, wrk } from "./wrk.js";
 
 const DOCKER = "/usr/bin/docker";
 const IMAGE = "pier/php:8.4";
@@ -136,43 +137,20 @@ function cpuUsageMicros(ip: string): number | null {
 const containerByIp = new Map<string, string>();
 
 /**
- * CONCURRENCY keep-alive clients for `seconds` (after a 1 s warm-up): requests/s, p99 in ms, and the
- * server's CPU time per request in microseconds (null if unknown).
+ * CONCURRENCY keep-alive connections of wrk for `seconds` (after a 1 s warm-up): requests/s, p99 in ms,
+ * and the server's CPU time per request in microseconds (null if unknown).
  */
 async function load(host: string): Promise<{ rps: number; p99: number; cpu: number | null }> {
-  const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-  const latencies: number[] = [];
-  let errors = 0;
-  const runFor = async (ms: number, record: boolean) => {
-    const end = Date.now() + ms;
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (Date.now() < end) {
-          const t = performance.now();
-          try {
-            const r = await get(host, 8080, agent);
-            if (r.status !== 200) errors++;
-          } catch {
-            errors++;
-          }
-          if (record) latencies.push(performance.now() - t);
-        }
-      }),
-    );
-  };
-  await runFor(1000, false);
+  const url = `http://${host}:8080/`;
+  await wrk(url, { seconds: 1, connections: CONCURRENCY });
   const cpu0 = cpuUsageMicros(host);
-  const t0 = performance.now();
-  await runFor(seconds * 1000, true);
-  const elapsed = (performance.now() - t0) / 1000;
+  const r = await wrk(url, { seconds, connections: CONCURRENCY });
   const cpu1 = cpuUsageMicros(host);
-  agent.destroy();
-  if (errors > 0) throw new Error(`${errors} requests failed against ${host}`);
-  latencies.sort((a, b) => a - b);
+  if (r.errors > 0 || r.requests === 0) throw new Error(`${r.errors} requests failed against ${host}`);
   return {
-    rps: latencies.length / elapsed,
-    p99: latencies[Math.floor(latencies.length * 0.99)] ?? 0,
-    cpu: cpu0 !== null && cpu1 !== null ? (cpu1 - cpu0) / latencies.length : null,
+    rps: r.rps,
+    p99: r.p99ms,
+    cpu: cpu0 !== null && cpu1 !== null ? (cpu1 - cpu0) / r.requests : null,
   };
 }
 
@@ -358,6 +336,7 @@ const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
 const only = process.argv[3];
 
 async function main(): Promise<void> {
+  ensureTools();
   if (!only || only === "page") await pageBench();
   if (!only || only === "worker") await workerBench();
   if (!only || only === "deploy") await deployBench();
