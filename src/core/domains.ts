@@ -60,6 +60,27 @@ export function domainNameProblem(name: string, pierDomain: string): string | nu
   return null;
 }
 
+/**
+ * A domain's record once a certificate from `source` serves: its facts, no error, and its next attempt
+ * (an ACME certificate's renewal time; none for the user's own).
+ */
+export function servingPatch(source: CertSource, facts: CertificateFacts) {
+  return {
+    source,
+    state: "issued" as const,
+    issuer: facts.issuer,
+    serial: facts.serial,
+    notBefore: facts.notBefore,
+    notAfter: facts.notAfter,
+    lastError: null,
+    failures: 0,
+    nextAttemptAt:
+      source === "acme"
+        ? renewalTime(new Date(facts.notBefore), new Date(facts.notAfter)).toISOString()
+        : null,
+  };
+}
+
 const DAY = 86_400_000;
 
 /**

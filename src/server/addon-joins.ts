@@ -18,6 +18,16 @@ export interface AddonJoin {
   networks: string[];
 }
 
+/** What the add-on services work with (the service itself, its joins and its backups). */
+export interface AddonDeps {
+  store: Store;
+  addons: AddonStore;
+  engine: Engine;
+  networks: Pick<Networks, "ensure">;
+  providers: Record<AddonKind, AddonProvider>;
+  logger: Logger;
+}
+
 /**
  * Which apps' networks each add-on is on (ADR 0015, 0016): a deploy connects the add-ons linked to the app
  * to its networks and disconnects the others; at start, an add-on made again joins its linked apps'
@@ -25,16 +35,7 @@ export interface AddonJoin {
  * that the status says `joining` until the linked apps reach the add-on.
  */
 export class AddonJoins {
-  constructor(
-    private readonly deps: {
-      store: Store;
-      addons: AddonStore;
-      engine: Engine;
-      networks: Pick<Networks, "ensure">;
-      providers: Record<AddonKind, AddonProvider>;
-      logger: Logger;
-    },
-  ) {}
+  constructor(private readonly deps: AddonDeps) {}
 
   private provider(a: Addon): AddonProvider {
     return this.deps.providers[a.kind];

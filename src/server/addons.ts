@@ -1,8 +1,6 @@
-import type { Logger } from "pino";
 import {
   type Addon,
   type AddonBackup,
-  type AddonKind,
   addonNameProblem,
   addonVariables,
   DEFAULT_ADDON_FLAVOR,
@@ -14,11 +12,10 @@ import {
 } from "../core/addons.js";
 import { PierError } from "../core/errors.js";
 import { type App, FLAVOR_MEMORY_MIB, type Flavor } from "../core/model.js";
-import type { AddonProvider, AddonState, AddonStore, Engine, Store } from "../core/ports.js";
+import type { AddonProvider, AddonState } from "../core/ports.js";
 import { AddonBackups } from "./addon-backups.js";
-import { type AddonJoin, AddonJoins, addonNetwork } from "./addon-joins.js";
+import { type AddonDeps, type AddonJoin, AddonJoins, addonNetwork } from "./addon-joins.js";
 import { newId } from "./deployer.js";
-import type { Networks } from "./networks.js";
 
 export interface AddonView extends Addon {
   /** The apps it is linked to, by name. */
@@ -46,13 +43,7 @@ export class AddonService {
   private readonly joins: AddonJoins;
 
   constructor(
-    private readonly deps: {
-      store: Store;
-      addons: AddonStore;
-      engine: Engine;
-      networks: Pick<Networks, "ensure">;
-      providers: Record<AddonKind, AddonProvider>;
-      logger: Logger;
+    private readonly deps: AddonDeps & {
       /** PIER_BACKUP_DIR: one folder per add-on. */
       backupDir: string;
       /** PIER_BACKUP_DAYS. */

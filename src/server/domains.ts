@@ -7,8 +7,8 @@ import {
   type Domain,
   domainNameProblem,
   edgePem,
-  renewalTime,
   retryDelay,
+  servingPatch,
 } from "../core/domains.js";
 import { PierError } from "../core/errors.js";
 import type { App } from "../core/model.js";
@@ -158,21 +158,7 @@ export class DomainService {
     let saved: Domain;
     try {
       saved = await this.installThenRecord(name, pem, () =>
-        this.deps.store.updateDomain(
-          name,
-          {
-            source: "user",
-            state: "issued",
-            issuer: facts.issuer,
-            serial: facts.serial,
-            notBefore: facts.notBefore,
-            notAfter: facts.notAfter,
-            lastError: null,
-            failures: 0,
-            nextAttemptAt: null,
-          },
-          pair,
-        ),
+        this.deps.store.updateDomain(name, servingPatch("user", facts), pair),
       );
     } catch (e) {
       // A domain this call added goes again: not left behind pending, with no certificate and no attempt.
@@ -266,21 +252,7 @@ export class DomainService {
       if (!current) return d; // removed meanwhile
       if (!manual && current.source !== "acme") return current; // a user's certificate set meanwhile
       const saved = await this.installThenRecord(name, pem, () =>
-        store.updateDomain(
-          name,
-          {
-            source: "acme",
-            state: "issued",
-            issuer: facts.issuer,
-            serial: facts.serial,
-            notBefore: facts.notBefore,
-            notAfter: facts.notAfter,
-            lastError: null,
-            failures: 0,
-            nextAttemptAt: renewalTime(new Date(facts.notBefore), new Date(facts.notAfter)).toISOString(),
-          },
-          pair,
-        ),
+        store.updateDomain(name, servingPatch("acme", facts), pair),
       );
       logger.info(
         { domain: name, serial: facts.serial, notAfter: facts.notAfter, issuer: facts.issuer },
