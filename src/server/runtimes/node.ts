@@ -14,21 +14,20 @@ import { packageManagerPackage, parsePackageManager } from "../../core/package-j
 import { planNodeBuild } from "../../core/plan-node.js";
 import type { Engine } from "../../core/ports.js";
 import { renderEnvFile, shellQuote } from "../../core/shell.js";
-import { withWorkers } from "../../core/workers.js";
 import type { Toolchains } from "../toolchains.js";
 import {
+  APP_HOME,
+  appBuild,
   type BuildContext,
   imageTag,
   type RunSettings,
   type Runtime,
   readInside,
   reusableBase,
+  STAGE,
 } from "./runtime.js";
 
-const APP_HOME = "/app";
 const PIER_GIT_SOCKET = "/run/pier-git.sock";
-/** Where a build that starts from the current release gets the commit's files, before they replace /app's. */
-const STAGE = "/tmp/pier-src";
 /** Tools whose whole install is node_modules (Yarn Berry keeps it in .yarn and .pnp.cjs, custom anywhere). */
 const REUSABLE_TOOLS: ReadonlySet<string> = new Set(["npm-install", "npm-ci", "yarn", "bun"]);
 const require = createRequire(import.meta.url);
@@ -239,7 +238,6 @@ export class NodeRuntime implements Runtime {
         await this.deps.engine.removeVolumes({ "pier.app": app.id, "pier.cache": "deps" });
       }
       const tag = imageTag(app.id, d.id);
-      const memoryBytes = FLAVOR_MEMORY_MIB[app.buildFlavor] * 2 ** 20;
       write(
         `Building in a ${app.buildFlavor} build container (${FLAVOR_MEMORY_MIB[app.buildFlavor]} MiB) from ${toolchain}...`,
       );
@@ -247,34 +245,19 @@ export class NodeRuntime implements Runtime {
       let unsigned = false;
       await this.deps.engine
         .buildInContainer(
-          {
-            from: base?.image ?? toolchain,
-            tag,
+          appBuild({
+            app,
+            deployment: d,
+            toolchainImage: toolchain,
+            toolchainId,
+            base,
+            depsKey,
             contextDir: dir,
-            appDir: APP_HOME,
-            ...(base ? { stageDir: STAGE } : {}),
             script,
-            env: { HOME: "/root", APP_HOME },
-            volumes: [{ name: `pier-cache-${app.id}`, target: "/cache" }],
             binds,
-            // The app's build sandbox holds the network namespace (no network set-up per build).
-            network: `container:${await this.deps.buildSandbox(app.id, this.deps.buildNetwork)}`,
-            flavor: app.buildFlavor,
-            memoryBytes,
-            labels: {
-              "pier.app": app.id,
-              "pier.deployment": d.id,
-              "pier.cache": "deps",
-              "pier.toolchain": toolchainId,
-              ...(depsKey ? { "pier.deps-key": depsKey } : {}),
-              "pier.reuse-depth": String(base ? base.depth + 1 : 0),
-            },
-            image: {
-              cmd: withWorkers(plan.start, plan.workers),
-              env: { ...plan.runEnv, APP_HOME },
-              workdir: APP_HOME,
-            },
-          },
+            sandbox: await this.deps.buildSandbox(app.id, this.deps.buildNetwork),
+            plan,
+          }),
           (line) => {
             // Refused by a server, or by Pier's own git server for a key not granted on that app.
             if (

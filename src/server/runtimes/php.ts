@@ -7,18 +7,18 @@ import { FLAVOR_MEMORY_MIB } from "../../core/model.js";
 import { type PathFact, PHP_IMAGE, phpProjectPaths, phpSettings, planPhpBuild } from "../../core/plan-php.js";
 import type { Engine } from "../../core/ports.js";
 import { renderEnvFile, shellQuote } from "../../core/shell.js";
-import { withWorkers } from "../../core/workers.js";
 import {
+  APP_HOME,
+  appBuild,
   type BuildContext,
   imageTag,
   type RunSettings,
   type Runtime,
   readInside,
   reusableBase,
+  STAGE,
 } from "./runtime.js";
 
-const APP_HOME = "/app";
-const STAGE = "/tmp/pier-src";
 /** Lines of a failing step kept for the deployment's reason. */
 const TAIL = 6;
 
@@ -157,33 +157,19 @@ export class PhpRuntime implements Runtime {
       let failedStep: string | null = null;
       await this.deps.engine
         .buildInContainer(
-          {
-            from: base?.image ?? PHP_IMAGE,
-            tag,
+          appBuild({
+            app,
+            deployment: d,
+            toolchainImage: PHP_IMAGE,
+            toolchainId: runtime.id,
+            base,
+            depsKey,
             contextDir: dir,
-            appDir: APP_HOME,
-            ...(base ? { stageDir: STAGE } : {}),
             script,
-            env: { HOME: "/root", APP_HOME },
-            volumes: [{ name: `pier-cache-${app.id}`, target: "/cache" }],
             binds: [{ source: secrets, target: "/pier" }],
-            network: `container:${await sandbox}`,
-            flavor: app.buildFlavor,
-            memoryBytes: FLAVOR_MEMORY_MIB[app.buildFlavor] * 2 ** 20,
-            labels: {
-              "pier.app": app.id,
-              "pier.deployment": d.id,
-              "pier.cache": "deps",
-              "pier.toolchain": runtime.id,
-              ...(depsKey ? { "pier.deps-key": depsKey } : {}),
-              "pier.reuse-depth": String(base ? base.depth + 1 : 0),
-            },
-            image: {
-              cmd: withWorkers(plan.start, plan.workers),
-              env: { ...plan.runEnv, APP_HOME },
-              workdir: APP_HOME,
-            },
-          },
+            sandbox: await sandbox,
+            plan,
+          }),
           (line) => {
             const m = /^pier-step-failed: (.*)$/.exec(line);
             if (m) {

@@ -1,8 +1,9 @@
 import { readFile, realpath } from "node:fs/promises";
 import { join, sep } from "node:path";
 import { PierError } from "../../core/errors.js";
-import type { App, Deployment } from "../../core/model.js";
-import type { Engine } from "../../core/ports.js";
+import { type App, type Deployment, FLAVOR_MEMORY_MIB } from "../../core/model.js";
+import type { ContainerBuild, Engine } from "../../core/ports.js";
+import { type Worker, withWorkers } from "../../core/workers.js";
 
 /** How a release of a runtime is served; read from the app's variables before the build. */
 export interface RunSettings {
@@ -85,4 +86,57 @@ export async function reusableBase(
     return null;
   }
   return { image: previous, depth };
+}
+
+/** Where an app's files are in its image, and where a build starting from the current release stages them. */
+export const APP_HOME = "/app";
+export const STAGE = "/tmp/pier-src";
+
+/**
+ * The build container of a Node.js or PHP release: the toolchain image (or the current release's, when
+ * its dependencies are reusable) runs `script` on the commit's files, with the app's dependency cache,
+ * in the app's build sandbox, limited by its build flavor; its result is the release image.
+ */
+export function appBuild(o: {
+  app: App;
+  deployment: Deployment;
+  toolchainImage: string;
+  toolchainId: string;
+  base: { image: string; depth: number } | null;
+  depsKey: string | null;
+  contextDir: string;
+  script: string;
+  binds: ContainerBuild["binds"];
+  sandbox: string;
+  plan: { start: readonly string[]; workers: readonly Worker[]; runEnv: Record<string, string> };
+}): ContainerBuild {
+  const { app, base } = o;
+  return {
+    from: base?.image ?? o.toolchainImage,
+    tag: imageTag(app.id, o.deployment.id),
+    contextDir: o.contextDir,
+    appDir: APP_HOME,
+    ...(base ? { stageDir: STAGE } : {}),
+    script: o.script,
+    env: { HOME: "/root", APP_HOME },
+    volumes: [{ name: `pier-cache-${app.id}`, target: "/cache" }],
+    binds: o.binds,
+    // The app's build sandbox holds the network namespace (no network set-up per build).
+    network: `container:${o.sandbox}`,
+    flavor: app.buildFlavor,
+    memoryBytes: FLAVOR_MEMORY_MIB[app.buildFlavor] * 2 ** 20,
+    labels: {
+      "pier.app": app.id,
+      "pier.deployment": o.deployment.id,
+      "pier.cache": "deps",
+      "pier.toolchain": o.toolchainId,
+      ...(o.depsKey ? { "pier.deps-key": o.depsKey } : {}),
+      "pier.reuse-depth": String(base ? base.depth + 1 : 0),
+    },
+    image: {
+      cmd: withWorkers(o.plan.start, o.plan.workers),
+      env: { ...o.plan.runEnv, APP_HOME },
+      workdir: APP_HOME,
+    },
+  };
 }
