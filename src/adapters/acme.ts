@@ -19,7 +19,12 @@ export interface CertificateIssuer {
  * asking for any domain for a while instead of trying each in turn.
  */
 export class AcmeUnavailable extends PierError {
-  constructor(message: string, hint?: string) {
+  /** @param why what went wrong, without the domain (`no answer`, `503 ...`): said of domains asked for during the pause. */
+  constructor(
+    message: string,
+    hint?: string,
+    readonly why = "no answer",
+  ) {
     super("ACME_ERROR", message, hint);
   }
 }
@@ -153,6 +158,7 @@ export class AcmeIssuer implements CertificateIssuer {
         throw new AcmeUnavailable(
           `The ACME server ${this.opts.directory} is unavailable, no certificate for ${name}: ${reason(e)}`,
           "Pier tries again by itself, waiting longer after each failure (PIER_ACME_DIRECTORY).",
+          reason(e),
         );
       throw new PierError(
         "ACME_ERROR",

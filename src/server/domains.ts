@@ -34,6 +34,8 @@ export class DomainService {
    */
   private acmePausedUntil = 0;
   private acmeOutages = 0;
+  /** What the last outage of the ACME server was (`no answer`, ...), told to domains asked for during its pause. */
+  private acmeOutageWhy = "";
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -222,8 +224,17 @@ export class DomainService {
     if (!issuer) return d;
     // A user's certificate set since this attempt was queued: Pier does not replace it by itself.
     if (!manual && d.source !== "acme") return d;
-    // Waiting out an outage of the ACME server: the domain stays due, the next tick after the pause takes it.
-    if (!manual && Date.now() < this.acmePausedUntil) return d;
+    // Waiting out an outage of the ACME server: the domain stays due, the next tick after the pause takes it;
+    // it says why it waits and until when (a domain added during the pause would otherwise show no reason).
+    if (!manual && Date.now() < this.acmePausedUntil) {
+      const lastError = `The ACME server ${issuer.directory} is unavailable, no certificate for ${name}: ${this.acmeOutageWhy}`;
+      if (d.lastError === lastError) return d;
+      return store.updateDomain(name, {
+        state: d.state === "issued" ? "issued" : "failed",
+        lastError,
+        nextAttemptAt: new Date(this.acmePausedUntil).toISOString(),
+      });
+    }
     const renewal = d.state === "issued";
     logger.info(
       { domain: name, directory: issuer.directory },
@@ -236,6 +247,7 @@ export class DomainService {
       } catch (e) {
         if (e instanceof AcmeUnavailable) {
           this.acmeOutages++;
+          this.acmeOutageWhy = e.why;
           this.acmePausedUntil = Date.now() + retryDelay(this.acmeOutages, this.deps.retryBaseMs);
           logger.warn(
             { directory: issuer.directory, until: new Date(this.acmePausedUntil).toISOString() },

@@ -350,6 +350,21 @@ describe("DomainService", () => {
     for (const d of await domains.listDomains()) assert.equal(d.failures, 0);
   });
 
+  it("a domain added while the ACME server's outage pauses every attempt says why it waits, and until when", async () => {
+    const { issuer, names, domains, service, app, settled } = await many(2, true, 60_000);
+    for (const name of names) await domains.updateDomain(name, { nextAttemptAt: past() });
+    issuer.calls = [];
+    issuer.down = true;
+    await service.tick();
+    assert.equal(issuer.calls.length, 1);
+    await service.add(await app("late"), "late.example.test");
+    const d = await settled("late.example.test");
+    assert.equal(issuer.calls.length, 1, "no attempt during the pause");
+    assert.equal(d.state, "failed");
+    assert.match(d.lastError ?? "", /unavailable, no certificate for late\.example\.test: no answer/);
+    assert.ok(Date.parse(d.nextAttemptAt ?? "") > Date.now() + 30_000, "the next attempt is the pause's end");
+  });
+
   it("an app's token waits out its domain's backoff (the ACME account is shared); an admin's goes now", async () => {
     const { service, app, settled, issuer } = await setup();
     issuer.refuse = "urn:ietf:params:acme:error:unauthorized";
