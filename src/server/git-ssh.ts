@@ -62,7 +62,7 @@ export interface GitSshServerOptions {
   logger: MiniLogger;
 }
 
-/** Keys a connection may try (as OpenSSH's MaxAuthTries): the next attempt closes it. */
+/** Keys (or other authentication attempts) a connection may try, as OpenSSH's MaxAuthTries: the next closes it. */
 export const MAX_AUTH_TRIES = 6;
 
 /** What Pier knows of one connection before and after it authenticates. */
@@ -278,16 +278,23 @@ export async function startGitSshServer(
     let fingerprint: string | null = null;
     let keyId: string | null = null;
     let failures = 0;
+    let askedMethods = false;
     clients.add(client);
     client.on("close", () => clients.delete(client));
     client.on("error", (err) => opts.logger.warn({ err: err.message }, "ssh client error"));
     client.on("authentication", (ctx) => {
-      if (ctx.method !== "publickey") return ctx.reject(["publickey"]);
       if (failures >= MAX_AUTH_TRIES) {
-        opts.logger.info({ tries: failures }, "ssh connection closed: too many keys tried");
+        opts.logger.info({ tries: failures }, "ssh connection closed: too many authentication attempts");
         ctx.reject([]);
         client.end();
         return;
+      }
+      if (ctx.method !== "publickey") {
+        // A client's first "none" asks which methods there are; anything else (passwords, keyboard-interactive,
+        // "none" again) is an attempt that fails, and counts as a key tried does (as OpenSSH's MaxAuthTries).
+        if (ctx.method === "none" && !askedMethods) askedMethods = true;
+        else failures++;
+        return ctx.reject(["publickey"]);
       }
       const rejectKey = () => {
         failures++;

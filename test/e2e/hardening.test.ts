@@ -329,6 +329,31 @@ describe("hardening", { timeout: 900_000 }, () => {
     assert.ok(tried <= 8, `${tried} keys offered before the server closed the connection (${ended})`);
   });
 
+  test("SSH: passwords (never accepted) count as tries too: at most 6 per connection", async () => {
+    let tried = 0;
+    const ended = await new Promise<string>((resolve) => {
+      const c = new ssh2.Client();
+      c.on("ready", () => {
+        c.end();
+        resolve("authenticated?!");
+      });
+      c.on("error", (e) => resolve(`error: ${e.message}`));
+      c.on("close", () => resolve("closed"));
+      c.connect({
+        host: "127.0.0.1",
+        port: pier.sshPort,
+        username: "git",
+        // The client keeps offering passwords as long as the server lets it (up to 50 here).
+        authHandler: (_methods, _partial, next) => {
+          if (tried++ >= 50) return next(false as never);
+          next({ type: "password", username: "git", password: `guess-${tried}` } as never);
+        },
+      });
+    });
+    assert.notEqual(ended, "authenticated?!");
+    assert.ok(tried <= 8, `${tried} passwords tried before the server closed the connection (${ended})`);
+  });
+
   test("CC_DOCKER_LOGIN_SERVER on the host itself is refused before any connection", async () => {
     const app = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "hostreg"]);
     await env("hostreg", "CC_DOCKER_LOGIN_USERNAME", "someone");
