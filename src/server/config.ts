@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import { MAX_HOSTNAME, MAX_LABEL } from "../core/names.js";
 import {
   type Cidr,
   DEFAULT_SUBNET_POOL,
@@ -49,6 +50,13 @@ const schema = z.object({
       /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/,
       "must be a DNS name like example.com",
     )
+    // Apps answer at <name>.<domain>: every label a DNS label, and room left for a name (ADR 0011).
+    .refine((d) => d.split(".").every((l) => l.length <= MAX_LABEL), {
+      message: `each label (between dots) must be at most ${MAX_LABEL} characters`,
+    })
+    .refine((d) => d.length + 2 <= MAX_HOSTNAME, {
+      message: `must be at most ${MAX_HOSTNAME - 2} characters, so that <app name>.<domain> is a DNS name`,
+    })
     .default("localhost"),
   PIER_GIT_HOST: z.string().min(1).optional(),
   PIER_EXTRA_CA_CERTS: z
