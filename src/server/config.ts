@@ -96,6 +96,11 @@ const schema = z.object({
     .int("must be an integer")
     .min(1, "must be at least 1")
     .default(32),
+  PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE: z.coerce
+    .number({ message: "must be a number" })
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .default(8),
   PIER_BACKUP_DIR: z.string().min(1).optional(),
   PIER_BACKUP_DAYS: z.coerce
     .number({ message: "must be a number of days" })
@@ -160,6 +165,8 @@ export interface Config {
   sshAuthTimeoutMs: number;
   /** SSH connections not yet authenticated, at most; more are refused. */
   sshMaxUnauthenticated: number;
+  /** PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE: of those, from one address (or from builds, on the socket). */
+  sshMaxUnauthenticatedPerSource: number;
   logLevel: string;
   adminToken: string | undefined;
   /** PIER_BACKUP_DIR: where add-on backups go (default <data dir>/backups), one folder per add-on. */
@@ -222,6 +229,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiMaxBodyBytes: c.PIER_API_MAX_BODY,
     sshAuthTimeoutMs: c.PIER_SSH_AUTH_TIMEOUT * 1000,
     sshMaxUnauthenticated: c.PIER_SSH_MAX_UNAUTHENTICATED,
+    sshMaxUnauthenticatedPerSource: c.PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE,
     logLevel: c.PIER_LOG_LEVEL,
     adminToken: c.PIER_ADMIN_TOKEN,
     subnets: { pool: c.PIER_SUBNET_POOL, prefix: c.PIER_SUBNET_SIZE },

@@ -59,6 +59,12 @@ export interface GitSshServerOptions {
   authTimeoutMs?: number;
   /** Connections not yet authenticated, at most (PIER_SSH_MAX_UNAUTHENTICATED; 32): more are closed at once. */
   maxUnauthenticated?: number;
+  /**
+   * Of those, from one source at most (PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE; 8): a source is a remote
+   * address, or the builds (every connection on the unix socket). So one client, or one tenant's build, cannot
+   * take every slot and keep everyone else from pushing.
+   */
+  maxUnauthenticatedPerSource?: number;
   logger: MiniLogger;
 }
 
@@ -420,15 +426,28 @@ export async function startGitSshServer(
   const sockets = new Set<Socket>();
   const authTimeoutMs = opts.authTimeoutMs ?? 30_000;
   const maxUnauthenticated = opts.maxUnauthenticated ?? 32;
-  const unauthenticated = () => {
-    let n = 0;
-    for (const s of sockets) if (!states.get(s)?.authenticated) n++;
-    return n;
+  const maxPerSource = opts.maxUnauthenticatedPerSource ?? 8;
+  /** A remote address, or "builds" for the unix socket (its connections have none). */
+  const sourceOf = (s: Socket) => s.remoteAddress ?? "builds";
+  /** Connections not yet authenticated: in all, and from `source`. */
+  const unauthenticated = (source: string) => {
+    let all = 0;
+    let same = 0;
+    for (const s of sockets) {
+      if (states.get(s)?.authenticated) continue;
+      all++;
+      if (sourceOf(s) === source) same++;
+    }
+    return { all, same };
   };
   const accept = (sock: Socket) => {
     sock.on("error", () => undefined);
-    if (unauthenticated() >= maxUnauthenticated) {
-      opts.logger.warn({ limit: maxUnauthenticated }, "ssh connection refused: too many unauthenticated");
+    const source = sourceOf(sock);
+    const waiting = unauthenticated(source);
+    if (waiting.all >= maxUnauthenticated || waiting.same >= maxPerSource) {
+      const limit =
+        waiting.same >= maxPerSource ? { perSource: maxPerSource, source } : { all: maxUnauthenticated };
+      opts.logger.warn(limit, "ssh connection refused: too many unauthenticated");
       sock.destroy();
       return;
     }

@@ -72,9 +72,13 @@ function closedWithin(sock: Socket, ms: number): Promise<number> {
   });
 }
 
-function rawConnect(port: number): Promise<Socket> {
+/** A TCP connection to 127.0.0.1:`port`, or to the unix socket at `port` (a path), that says nothing. */
+function rawConnect(port: number | string): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const s = connect(port, "127.0.0.1", () => resolve(s));
+    const s =
+      typeof port === "string"
+        ? connect(port, () => resolve(s))
+        : connect(port, "127.0.0.1", () => resolve(s));
     s.on("error", () => undefined);
     s.resume(); // read (and drop) the server's version line: a paused socket never sees its end
     s.once("error", reject);
@@ -91,6 +95,7 @@ describe("hardening", { timeout: 900_000 }, () => {
     MADE_UP_SECRET: MADE_UP,
     PIER_SSH_AUTH_TIMEOUT: "2",
     PIER_SSH_MAX_UNAUTHENTICATED: "4",
+    PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE: "3",
   });
   const env = async (app: string, name: string, value: string) => {
     const r = await pier.cli(["env", "set", name, value, "--app", app]);
@@ -288,17 +293,25 @@ describe("hardening", { timeout: 900_000 }, () => {
     await closedWithin(talker, 10_000);
   });
 
-  test("SSH: connections beyond PIER_SSH_MAX_UNAUTHENTICATED are refused at once", async () => {
-    const held = await Promise.all([0, 1, 2, 3].map(() => rawConnect(pier.sshPort)));
+  test("SSH: connections beyond PIER_SSH_MAX_UNAUTHENTICATED(_PER_SOURCE) are refused at once", async () => {
+    // One source (this address) holds its 3: its 4th is refused, and others may still connect.
+    const held = await Promise.all([0, 1, 2].map(() => rawConnect(pier.sshPort)));
     await new Promise((r) => setTimeout(r, 200));
     const extra = await rawConnect(pier.sshPort);
-    const took = await closedWithin(extra, 1500);
-    assert.ok(took < 1500);
+    assert.ok((await closedWithin(extra, 1500)) < 1500, "a 4th from one address is refused");
+    // The builds' unix socket is another source: one connection there is taken (4 in all, the cap)...
+    const socket = join(pier.dataDir, "run", "git-ssh.sock");
+    const fromBuild = await rawConnect(socket);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(!fromBuild.destroyed && !fromBuild.closed, "a build's connection is not refused");
+    // ...and a 5th, from any source, is not.
+    const fifth = await rawConnect(socket);
+    assert.ok((await closedWithin(fifth, 1500)) < 1500, "beyond the cap in all");
     assert.ok(
-      held.every((s) => !s.destroyed && !s.closed),
+      [...held, fromBuild].every((s) => !s.destroyed && !s.closed),
       "the first ones are still open",
     );
-    for (const s of held) s.destroy();
+    for (const s of [...held, fromBuild]) s.destroy();
   });
 
   test("SSH: at most 6 keys are tried per connection", async () => {

@@ -47,6 +47,20 @@ describe("subnet pool settings", () => {
   });
 });
 
+describe("SSH limits", () => {
+  test("defaults: 32 unauthenticated connections, 8 per source", () => {
+    const c = loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null" });
+    assert.equal(c.sshMaxUnauthenticated, 32);
+    assert.equal(c.sshMaxUnauthenticatedPerSource, 8);
+  });
+  test("a per-source cap under 1 is refused, naming the setting", () => {
+    assert.match(
+      problems({ PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE: "0" }).join(),
+      /^PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE: must be at least 1/,
+    );
+  });
+});
+
 describe("PIER_DOMAIN", () => {
   test("a DNS name with room for an app's name", () => {
     assert.deepEqual(problems({ PIER_DOMAIN: "apps.example.com" }), []);
