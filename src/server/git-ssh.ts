@@ -57,12 +57,15 @@ export interface GitSshServerOptions {
   maxPushBytes: number;
   /** A connection not authenticated by then is closed (PIER_SSH_AUTH_TIMEOUT; 30 s by default). */
   authTimeoutMs?: number;
-  /** Connections not yet authenticated, at most (PIER_SSH_MAX_UNAUTHENTICATED; 32): more are closed at once. */
+  /**
+   * Connections not yet authenticated, at most (PIER_SSH_MAX_UNAUTHENTICATED; 32), on the port and on the
+   * socket each: more are closed at once.
+   */
   maxUnauthenticated?: number;
   /**
-   * Of those, from one source at most (PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE; 8): a source is a remote
-   * address, or the builds (every connection on the unix socket). So one client, or one tenant's build, cannot
-   * take every slot and keep everyone else from pushing.
+   * Of those on the SSH port, from one remote address at most (PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE; 8),
+   * so one client cannot take every slot and keep everyone else from pushing. The builds' unix socket has
+   * its own maxUnauthenticated slots.
    */
   maxUnauthenticatedPerSource?: number;
   logger: MiniLogger;
@@ -427,27 +430,32 @@ export async function startGitSshServer(
   const authTimeoutMs = opts.authTimeoutMs ?? 30_000;
   const maxUnauthenticated = opts.maxUnauthenticated ?? 32;
   const maxPerSource = opts.maxUnauthenticatedPerSource ?? 8;
-  /** A remote address, or "builds" for the unix socket (its connections have none). */
-  const sourceOf = (s: Socket) => s.remoteAddress ?? "builds";
-  /** Connections not yet authenticated: in all, and from `source`. */
-  const unauthenticated = (source: string) => {
+  /** The remote address of a TCP connection; null on the builds' unix socket (which has none). */
+  const sourceOf = (s: Socket): string | null => s.remoteAddress ?? null;
+  /**
+   * The SSH port and the builds' socket each have their own `maxUnauthenticated` slots, so neither a
+   * tenant's build nor a client from outside can keep the other out; on the port, one address takes at most
+   * `maxPerSource` of them. (A build with many git dependencies fetched at once keeps its many slots.)
+   */
+  const refusal = (sock: Socket): object | null => {
+    const source = sourceOf(sock);
     let all = 0;
     let same = 0;
     for (const s of sockets) {
-      if (states.get(s)?.authenticated) continue;
+      if (states.get(s)?.authenticated || (sourceOf(s) === null) !== (source === null)) continue;
       all++;
       if (sourceOf(s) === source) same++;
     }
-    return { all, same };
+    if (all >= maxUnauthenticated)
+      return { limit: maxUnauthenticated, on: source === null ? "socket" : "port" };
+    if (source !== null && same >= maxPerSource) return { perSource: maxPerSource, source };
+    return null;
   };
   const accept = (sock: Socket) => {
     sock.on("error", () => undefined);
-    const source = sourceOf(sock);
-    const waiting = unauthenticated(source);
-    if (waiting.all >= maxUnauthenticated || waiting.same >= maxPerSource) {
-      const limit =
-        waiting.same >= maxPerSource ? { perSource: maxPerSource, source } : { all: maxUnauthenticated };
-      opts.logger.warn(limit, "ssh connection refused: too many unauthenticated");
+    const refused = refusal(sock);
+    if (refused) {
+      opts.logger.warn(refused, "ssh connection refused: too many unauthenticated");
       sock.destroy();
       return;
     }
