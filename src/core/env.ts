@@ -405,7 +405,7 @@ export type Masker = (text: string) => string;
 
 /**
  * The masker of an app: it masks the credentials of any URL in the text, the value of each secret variable
- * (and each line of a multi-line one, and its percent-encoded form), the password of any
+ * (and each line of a multi-line one, its percent-encoded form and its form inside a JSON string), the password of any
  * `scheme://user:password@` URL found in any variable's value (e.g. a `DATABASE_URL`), and each of
  * `secrets` (e.g. the app's private SSH key, line by line; its `-----BEGIN/END` lines are not secret).
  * Values shorter than 4 characters are not masked.
@@ -421,6 +421,8 @@ export function secretMasker(
   const addValue = (value: string) => {
     add(value);
     add(encodeURIComponent(value));
+    // As a JSON string shows it (messages quote values with JSON.stringify; tools print JSON): `{\"k\":1}`.
+    add(JSON.stringify(value).slice(1, -1));
     if (value.includes("\n")) {
       for (const line of value.split(/\r?\n/)) {
         const t = line.trim();

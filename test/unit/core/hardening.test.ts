@@ -94,6 +94,11 @@ describe("secretMasker", () => {
     ["a *_PASS value", "psql: login hunter2hunter2 rejected", "psql: login **** rejected"],
     ["a *_PWD value", "mysql -pmysqlpw99", "mysql -p****"],
     ["a *_CREDENTIALS value", 'creds {"private_key":"abcdefgh"}', "creds ****"],
+    [
+      "a *_CREDENTIALS value quoted as JSON",
+      'GOOGLE_CREDENTIALS="{\\"private_key\\":\\"abcdefgh\\"}" is not valid',
+      'GOOGLE_CREDENTIALS="****" is not valid',
+    ],
     ["a registry URL's password, anywhere", "login as user with pass", "login as user with ****"],
     [
       "the registry URL itself",
