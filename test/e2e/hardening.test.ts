@@ -5,13 +5,13 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { lookup } from "node:dns/promises";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { availableParallelism, hostname } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import ssh2 from "ssh2";
-import { Pier, until200 } from "./harness.js";
+import { Pier, run, until200 } from "./harness.js";
 
 const ADMIN_TOKEN = "e2e-admin-token-0123456789abcdefghijklmnop";
 const MADE_UP = "made-up-secret-value-4242";
@@ -392,6 +392,52 @@ describe("hardening", { timeout: 900_000 }, () => {
       assert.match(named.stderr, /resolves to a loopback or link-local address/, named.stderr);
       assert.doesNotMatch(named.stderr, /Registry login to .* failed/);
     }
+  });
+
+  test("a chatty Node.js build keeps at most 1 MiB of engine log on disk, beside its capped deploy log", async () => {
+    const app = await pier.cliJson<{ id: string }>(["create", "--type", "node", "chattynode"]);
+    // About 2 MB of output; the engine's json-file log would hold ~20 MB of it.
+    await env("chattynode", "CC_PRE_BUILD_HOOK", "seq 1 300000; sleep 2");
+    const repo = await pier.repo(
+      "chattynode",
+      {
+        "package.json": JSON.stringify({ name: "cn", version: "1.0.0", scripts: { start: "node s.js" } }),
+        "s.js": "require('http').createServer((q, s) => s.end('ok')).listen(8080, '0.0.0.0');\n",
+      },
+      app.id,
+    );
+    let biggest = 0;
+    let seen = false;
+    let done = false;
+    const watcher = (async () => {
+      while (!done) {
+        const ps = await run([
+          "docker",
+          "ps",
+          "-q",
+          "--filter",
+          `label=pier.app=${app.id}`,
+          "--filter",
+          "label=pier.role=build",
+        ]);
+        for (const id of ps.stdout.split("\n").filter(Boolean)) {
+          const path = (await run(["docker", "inspect", "-f", "{{.LogPath}}", id])).stdout.trim();
+          if (!path) continue;
+          seen = true;
+          if (existsSync(path)) biggest = Math.max(biggest, statSync(path).size);
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    const push = await pier.push(repo);
+    done = true;
+    await watcher;
+    assert.equal(push.code, 0, push.stderr.slice(-2000));
+    assert.ok(seen, "the build container was seen while it ran");
+    assert.ok(
+      biggest > 0 && biggest <= 1.1 * 2 ** 20,
+      `the build container's engine log reached ${biggest} bytes`,
+    );
   });
 
   test("a chatty build's deploy log is cut at 10 000 lines and says so; the outcome is kept", async () => {
