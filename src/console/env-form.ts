@@ -3,7 +3,7 @@
  * make (and each row's problem, shown before anything is sent), the expert mode's `NAME=value` text, and
  * the masking of the links' values. Pure (no DOM): unit-tested in test/unit/console.
  */
-import { isSecretVariable, MASK, validateVariable } from "../core/env.js";
+import { shownValue, validateVariable } from "../core/env.js";
 
 export interface Row {
   /** Stable per row while the user edits (the list's key). */
@@ -71,7 +71,4 @@ export function changes(saved: Readonly<Record<string, string>>, rows: readonly 
 }
 
 /** A link's value as shown until revealed: secrets masked, a URL's password masked (as `pier env`). */
-export const masked = (name: string, value: string): string =>
-  isSecretVariable(name)
-    ? MASK
-    : value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)([^\s@/]+)@/i, `$1${MASK}@`);
+export const masked = shownValue;

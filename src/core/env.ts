@@ -358,19 +358,46 @@ export const MIN_SECRET_LENGTH = 4;
 export const MASK = "****";
 
 /**
- * `scheme://user:password@` (any scheme), or `scheme://token@` when the user part alone is long enough to be
- * a token (16 characters or more; `ssh://git@host` stays as it is).
+ * `scheme://userinfo@` (any scheme). The userinfo runs to the last `@` before the host, as URL parsers read
+ * it: a raw `@` in a password (`https://user:p@ss@host`) or an e-mail user name (`https://me@corp.com:pw@host`)
+ * belongs to it. It stops at what ends a URL's authority (`/`, `?`, `#`), at white space and at quotes.
  */
-const URL_USERINFO_RE =
-  /([a-z][a-z0-9+.-]*:\/\/)([^\s:/@]*):([^\s@/]*)@|([a-z][a-z0-9+.-]*:\/\/)([^\s:/@]{16,})@/gi;
+const URL_USERINFO_RE = /([a-z][a-z0-9+.-]*:\/\/)([^\s/?#"'`<>\\]*)@/gi;
 
-/** Masks the credentials of every URL in `text`: `https://user:****@host`, `https://****@host`. */
+/** A userinfo's password (after its first `:`), or null when it has none. */
+function passwordOf(userinfo: string): string | null {
+  const colon = userinfo.indexOf(":");
+  return colon < 0 || colon === userinfo.length - 1 ? null : userinfo.slice(colon + 1);
+}
+
+/** The passwords of the URLs in `text` (`scheme://user:password@host`), as written. */
+export function urlPasswords(text: string): string[] {
+  if (!text.includes("://")) return [];
+  return [...text.matchAll(URL_USERINFO_RE)].flatMap((m) => {
+    const pw = passwordOf(m[2] ?? "");
+    return pw === null ? [] : [pw];
+  });
+}
+
+/**
+ * Masks the credentials of every URL in `text`: `https://user:****@host`; a user part alone is masked when it
+ * is long enough to be a token (16 characters or more: `https://****@host`; `ssh://git@host` stays as it is).
+ */
 export function maskUrlCredentials(text: string): string {
   if (!text.includes("://")) return text;
-  return text.replace(URL_USERINFO_RE, (whole, scheme, user, pw, scheme2) => {
-    if (scheme2 !== undefined) return `${scheme2}${MASK}@`;
-    return pw === "" ? whole : `${scheme}${user}:${MASK}@`;
+  return text.replace(URL_USERINFO_RE, (whole, scheme: string, userinfo: string) => {
+    const colon = userinfo.indexOf(":");
+    if (colon < 0) return userinfo.length >= 16 ? `${scheme}${MASK}@` : whole;
+    return passwordOf(userinfo) === null ? whole : `${scheme}${userinfo.slice(0, colon)}:${MASK}@`;
   });
+}
+
+/**
+ * A variable's value as `pier env`, `pier addon env` and the console show it until revealed: a secret's
+ * value is MASK, any other keeps its shape with the credentials of its URLs masked.
+ */
+export function shownValue(name: string, value: string): string {
+  return isSecretVariable(name) ? MASK : maskUrlCredentials(value);
 }
 
 /** Replaces secrets in a text: a deploy log line, a deployment's reason, an error message. */
@@ -378,7 +405,7 @@ export type Masker = (text: string) => string;
 
 /**
  * The masker of an app: it masks the credentials of any URL in the text, the value of each secret variable
- * (and each line of a multi-line one, and its percent-encoded form), the password of any
+ * (and each line of a multi-line one, its percent-encoded form and its form inside a JSON string), the password of any
  * `scheme://user:password@` URL found in any variable's value (e.g. a `DATABASE_URL`), and each of
  * `secrets` (e.g. the app's private SSH key, line by line; its `-----BEGIN/END` lines are not secret).
  * Values shorter than 4 characters are not masked.
@@ -394,6 +421,8 @@ export function secretMasker(
   const addValue = (value: string) => {
     add(value);
     add(encodeURIComponent(value));
+    // As a JSON string shows it (messages quote values with JSON.stringify; tools print JSON): `{\"k\":1}`.
+    add(JSON.stringify(value).slice(1, -1));
     if (value.includes("\n")) {
       for (const line of value.split(/\r?\n/)) {
         const t = line.trim();
@@ -403,11 +432,13 @@ export function secretMasker(
   };
   for (const [name, value] of Object.entries(vars)) {
     if (isSecretVariable(name)) addValue(value);
-    for (const m of value.matchAll(/[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:([^\s@/]+)@/gi)) {
-      const pw = m[1] as string;
+    for (const pw of urlPasswords(value)) {
       add(pw);
       try {
-        add(decodeURIComponent(pw));
+        // Written raw (`p@ss`) or percent-encoded (`p%40ss`): a tool may print either form.
+        const plain = decodeURIComponent(pw);
+        add(plain);
+        add(encodeURIComponent(plain));
       } catch {
         // Not valid percent-encoding: the raw form is masked already.
       }

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import { MAX_HOSTNAME, MAX_LABEL } from "../core/names.js";
 import {
   type Cidr,
   DEFAULT_SUBNET_POOL,
@@ -49,6 +50,13 @@ const schema = z.object({
       /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/,
       "must be a DNS name like example.com",
     )
+    // Apps answer at <name>.<domain>: every label a DNS label, and room left for a name (ADR 0011).
+    .refine((d) => d.split(".").every((l) => l.length <= MAX_LABEL), {
+      message: `each label (between dots) must be at most ${MAX_LABEL} characters`,
+    })
+    .refine((d) => d.length + 2 <= MAX_HOSTNAME, {
+      message: `must be at most ${MAX_HOSTNAME - 2} characters, so that <app name>.<domain> is a DNS name`,
+    })
     .default("localhost"),
   PIER_GIT_HOST: z.string().min(1).optional(),
   PIER_EXTRA_CA_CERTS: z
@@ -88,6 +96,11 @@ const schema = z.object({
     .int("must be an integer")
     .min(1, "must be at least 1")
     .default(32),
+  PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE: z.coerce
+    .number({ message: "must be a number" })
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .default(8),
   PIER_BACKUP_DIR: z.string().min(1).optional(),
   PIER_BACKUP_DAYS: z.coerce
     .number({ message: "must be a number of days" })
@@ -152,6 +165,8 @@ export interface Config {
   sshAuthTimeoutMs: number;
   /** SSH connections not yet authenticated, at most; more are refused. */
   sshMaxUnauthenticated: number;
+  /** PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE: of those, from one address (or from builds, on the socket). */
+  sshMaxUnauthenticatedPerSource: number;
   logLevel: string;
   adminToken: string | undefined;
   /** PIER_BACKUP_DIR: where add-on backups go (default <data dir>/backups), one folder per add-on. */
@@ -214,6 +229,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiMaxBodyBytes: c.PIER_API_MAX_BODY,
     sshAuthTimeoutMs: c.PIER_SSH_AUTH_TIMEOUT * 1000,
     sshMaxUnauthenticated: c.PIER_SSH_MAX_UNAUTHENTICATED,
+    sshMaxUnauthenticatedPerSource: c.PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE,
     logLevel: c.PIER_LOG_LEVEL,
     adminToken: c.PIER_ADMIN_TOKEN,
     subnets: { pool: c.PIER_SUBNET_POOL, prefix: c.PIER_SUBNET_SIZE },

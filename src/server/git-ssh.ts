@@ -57,12 +57,21 @@ export interface GitSshServerOptions {
   maxPushBytes: number;
   /** A connection not authenticated by then is closed (PIER_SSH_AUTH_TIMEOUT; 30 s by default). */
   authTimeoutMs?: number;
-  /** Connections not yet authenticated, at most (PIER_SSH_MAX_UNAUTHENTICATED; 32): more are closed at once. */
+  /**
+   * Connections not yet authenticated, at most (PIER_SSH_MAX_UNAUTHENTICATED; 32), on the port and on the
+   * socket each: more are closed at once.
+   */
   maxUnauthenticated?: number;
+  /**
+   * Of those on the SSH port, from one remote address at most (PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE; 8),
+   * so one client cannot take every slot and keep everyone else from pushing. The builds' unix socket has
+   * its own maxUnauthenticated slots.
+   */
+  maxUnauthenticatedPerSource?: number;
   logger: MiniLogger;
 }
 
-/** Keys a connection may try (as OpenSSH's MaxAuthTries): the next attempt closes it. */
+/** Keys (or other authentication attempts) a connection may try, as OpenSSH's MaxAuthTries: the next closes it. */
 export const MAX_AUTH_TRIES = 6;
 
 /** What Pier knows of one connection before and after it authenticates. */
@@ -278,16 +287,23 @@ export async function startGitSshServer(
     let fingerprint: string | null = null;
     let keyId: string | null = null;
     let failures = 0;
+    let askedMethods = false;
     clients.add(client);
     client.on("close", () => clients.delete(client));
     client.on("error", (err) => opts.logger.warn({ err: err.message }, "ssh client error"));
     client.on("authentication", (ctx) => {
-      if (ctx.method !== "publickey") return ctx.reject(["publickey"]);
       if (failures >= MAX_AUTH_TRIES) {
-        opts.logger.info({ tries: failures }, "ssh connection closed: too many keys tried");
+        opts.logger.info({ tries: failures }, "ssh connection closed: too many authentication attempts");
         ctx.reject([]);
         client.end();
         return;
+      }
+      if (ctx.method !== "publickey") {
+        // A client's first "none" asks which methods there are; anything else (passwords, keyboard-interactive,
+        // "none" again) is an attempt that fails, and counts as a key tried does (as OpenSSH's MaxAuthTries).
+        if (ctx.method === "none" && !askedMethods) askedMethods = true;
+        else failures++;
+        return ctx.reject(["publickey"]);
       }
       const rejectKey = () => {
         failures++;
@@ -413,15 +429,33 @@ export async function startGitSshServer(
   const sockets = new Set<Socket>();
   const authTimeoutMs = opts.authTimeoutMs ?? 30_000;
   const maxUnauthenticated = opts.maxUnauthenticated ?? 32;
-  const unauthenticated = () => {
-    let n = 0;
-    for (const s of sockets) if (!states.get(s)?.authenticated) n++;
-    return n;
+  const maxPerSource = opts.maxUnauthenticatedPerSource ?? 8;
+  /** The remote address of a TCP connection; null on the builds' unix socket (which has none). */
+  const sourceOf = (s: Socket): string | null => s.remoteAddress ?? null;
+  /**
+   * The SSH port and the builds' socket each have their own `maxUnauthenticated` slots, so neither a
+   * tenant's build nor a client from outside can keep the other out; on the port, one address takes at most
+   * `maxPerSource` of them. (A build with many git dependencies fetched at once keeps its many slots.)
+   */
+  const refusal = (sock: Socket): object | null => {
+    const source = sourceOf(sock);
+    let all = 0;
+    let same = 0;
+    for (const s of sockets) {
+      if (states.get(s)?.authenticated || (sourceOf(s) === null) !== (source === null)) continue;
+      all++;
+      if (sourceOf(s) === source) same++;
+    }
+    if (all >= maxUnauthenticated)
+      return { limit: maxUnauthenticated, on: source === null ? "socket" : "port" };
+    if (source !== null && same >= maxPerSource) return { perSource: maxPerSource, source };
+    return null;
   };
   const accept = (sock: Socket) => {
     sock.on("error", () => undefined);
-    if (unauthenticated() >= maxUnauthenticated) {
-      opts.logger.warn({ limit: maxUnauthenticated }, "ssh connection refused: too many unauthenticated");
+    const refused = refusal(sock);
+    if (refused) {
+      opts.logger.warn(refused, "ssh connection refused: too many unauthenticated");
       sock.destroy();
       return;
     }

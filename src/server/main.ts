@@ -347,6 +347,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     maxPushBytes: config.maxPushBytes,
     authTimeoutMs: config.sshAuthTimeoutMs,
     maxUnauthenticated: config.sshMaxUnauthenticated,
+    maxUnauthenticatedPerSource: config.sshMaxUnauthenticatedPerSource,
     logger: logger.child({ part: "ssh" }),
     authorizeKey: async (algo, blob) => {
       const k = await store.findSshKeyByBlob(algo, blob.toString("base64"));

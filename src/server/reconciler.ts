@@ -52,10 +52,14 @@ export async function reconcile(deps: {
     const release = await store.currentRelease(app.id);
     const all = containersOf.get(app.id) ?? [];
     // A build container is never an instance (one left by a crash between its commit and its removal
-    // carries the release's deployment id): it goes with the leftovers.
+    // carries the release's deployment id): it goes with the leftovers. So do the instances of a stopped
+    // app (`pier stop` records the stop, then removes them: a kill or an engine error in between left them).
     const serving = all.filter(
       (i) =>
-        release && i.labels["pier.role"] !== "build" && i.labels["pier.deployment"] === release.deploymentId,
+        release &&
+        !app.stopped &&
+        i.labels["pier.role"] !== "build" &&
+        i.labels["pier.deployment"] === release.deploymentId,
     );
     leftovers.push(...all.filter((i) => !serving.includes(i)));
     if (!release || app.stopped || app.task || release.env.CC_TASK === "true") return;

@@ -452,6 +452,12 @@ echo json_encode(['port' => getenv('KV_PORT'), 'k' => $r->get('k'), 'php' => $r-
       ["db"],
     );
     assert.equal((await pier.api("GET", "/v1/addons/cache", undefined, token)).status, 404);
+    // Nor its credentials or backups: another tenant's add-on does not exist for this token.
+    for (const path of ["/v1/addons/cache/env", "/v1/addons/cache/backups"]) {
+      const r = await pier.api("GET", path, undefined, token);
+      assert.equal(r.status, 404, path);
+      assert.doesNotMatch(JSON.stringify(r.json), /PASSWORD|TOKEN|URI/, path);
+    }
     assert.equal((await pier.api("GET", "/v1/addons/db/env", undefined, token)).status, 200);
     assert.equal((await pier.api("POST", "/v1/addons", { kind: "kv", name: "mine" }, token)).status, 403);
     assert.equal(

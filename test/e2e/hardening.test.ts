@@ -5,13 +5,13 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { lookup } from "node:dns/promises";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { availableParallelism, hostname } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import ssh2 from "ssh2";
-import { Pier, until200 } from "./harness.js";
+import { Pier, run, until200 } from "./harness.js";
 
 const ADMIN_TOKEN = "e2e-admin-token-0123456789abcdefghijklmnop";
 const MADE_UP = "made-up-secret-value-4242";
@@ -72,9 +72,13 @@ function closedWithin(sock: Socket, ms: number): Promise<number> {
   });
 }
 
-function rawConnect(port: number): Promise<Socket> {
+/** A TCP connection to 127.0.0.1:`port`, or to the unix socket at `port` (a path), that says nothing. */
+function rawConnect(port: number | string): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const s = connect(port, "127.0.0.1", () => resolve(s));
+    const s =
+      typeof port === "string"
+        ? connect(port, () => resolve(s))
+        : connect(port, "127.0.0.1", () => resolve(s));
     s.on("error", () => undefined);
     s.resume(); // read (and drop) the server's version line: a paused socket never sees its end
     s.once("error", reject);
@@ -91,6 +95,7 @@ describe("hardening", { timeout: 900_000 }, () => {
     MADE_UP_SECRET: MADE_UP,
     PIER_SSH_AUTH_TIMEOUT: "2",
     PIER_SSH_MAX_UNAUTHENTICATED: "4",
+    PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE: "3",
   });
   const env = async (app: string, name: string, value: string) => {
     const r = await pier.cli(["env", "set", name, value, "--app", app]);
@@ -288,17 +293,23 @@ describe("hardening", { timeout: 900_000 }, () => {
     await closedWithin(talker, 10_000);
   });
 
-  test("SSH: connections beyond PIER_SSH_MAX_UNAUTHENTICATED are refused at once", async () => {
-    const held = await Promise.all([0, 1, 2, 3].map(() => rawConnect(pier.sshPort)));
+  test("SSH: connections beyond PIER_SSH_MAX_UNAUTHENTICATED(_PER_SOURCE) are refused at once", async () => {
+    const open = (s: Socket) => !s.destroyed && !s.closed;
+    // One address holds its 3 (PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE): its 4th is refused.
+    const held = await Promise.all([0, 1, 2].map(() => rawConnect(pier.sshPort)));
     await new Promise((r) => setTimeout(r, 200));
     const extra = await rawConnect(pier.sshPort);
-    const took = await closedWithin(extra, 1500);
-    assert.ok(took < 1500);
-    assert.ok(
-      held.every((s) => !s.destroyed && !s.closed),
-      "the first ones are still open",
-    );
-    for (const s of held) s.destroy();
+    assert.ok((await closedWithin(extra, 1500)) < 1500, "a 4th from one address is refused");
+    // The builds' unix socket has its own 4 slots (PIER_SSH_MAX_UNAUTHENTICATED): what holds the port does
+    // not keep builds out, and a build holding its 4 does not keep pushes out.
+    const socket = join(pier.dataDir, "run", "git-ssh.sock");
+    const builds = await Promise.all([0, 1, 2, 3].map(() => rawConnect(socket)));
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(builds.every(open), "the builds' connections are taken");
+    const fifth = await rawConnect(socket);
+    assert.ok((await closedWithin(fifth, 1500)) < 1500, "a 5th on the socket is refused");
+    assert.ok([...held, ...builds].every(open), "the first ones are still open");
+    for (const s of [...held, ...builds]) s.destroy();
   });
 
   test("SSH: at most 6 keys are tried per connection", async () => {
@@ -329,6 +340,31 @@ describe("hardening", { timeout: 900_000 }, () => {
     assert.ok(tried <= 8, `${tried} keys offered before the server closed the connection (${ended})`);
   });
 
+  test("SSH: passwords (never accepted) count as tries too: at most 6 per connection", async () => {
+    let tried = 0;
+    const ended = await new Promise<string>((resolve) => {
+      const c = new ssh2.Client();
+      c.on("ready", () => {
+        c.end();
+        resolve("authenticated?!");
+      });
+      c.on("error", (e) => resolve(`error: ${e.message}`));
+      c.on("close", () => resolve("closed"));
+      c.connect({
+        host: "127.0.0.1",
+        port: pier.sshPort,
+        username: "git",
+        // The client keeps offering passwords as long as the server lets it (up to 50 here).
+        authHandler: (_methods, _partial, next) => {
+          if (tried++ >= 50) return next(false as never);
+          next({ type: "password", username: "git", password: `guess-${tried}` } as never);
+        },
+      });
+    });
+    assert.notEqual(ended, "authenticated?!");
+    assert.ok(tried <= 8, `${tried} passwords tried before the server closed the connection (${ended})`);
+  });
+
   test("CC_DOCKER_LOGIN_SERVER on the host itself is refused before any connection", async () => {
     const app = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "hostreg"]);
     await env("hostreg", "CC_DOCKER_LOGIN_USERNAME", "someone");
@@ -356,6 +392,52 @@ describe("hardening", { timeout: 900_000 }, () => {
       assert.match(named.stderr, /resolves to a loopback or link-local address/, named.stderr);
       assert.doesNotMatch(named.stderr, /Registry login to .* failed/);
     }
+  });
+
+  test("a chatty Node.js build keeps at most 1 MiB of engine log on disk, beside its capped deploy log", async () => {
+    const app = await pier.cliJson<{ id: string }>(["create", "--type", "node", "chattynode"]);
+    // About 2 MB of output; the engine's json-file log would hold ~20 MB of it.
+    await env("chattynode", "CC_PRE_BUILD_HOOK", "seq 1 300000; sleep 2");
+    const repo = await pier.repo(
+      "chattynode",
+      {
+        "package.json": JSON.stringify({ name: "cn", version: "1.0.0", scripts: { start: "node s.js" } }),
+        "s.js": "require('http').createServer((q, s) => s.end('ok')).listen(8080, '0.0.0.0');\n",
+      },
+      app.id,
+    );
+    let biggest = 0;
+    let seen = false;
+    let done = false;
+    const watcher = (async () => {
+      while (!done) {
+        const ps = await run([
+          "docker",
+          "ps",
+          "-q",
+          "--filter",
+          `label=pier.app=${app.id}`,
+          "--filter",
+          "label=pier.role=build",
+        ]);
+        for (const id of ps.stdout.split("\n").filter(Boolean)) {
+          const path = (await run(["docker", "inspect", "-f", "{{.LogPath}}", id])).stdout.trim();
+          if (!path) continue;
+          seen = true;
+          if (existsSync(path)) biggest = Math.max(biggest, statSync(path).size);
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    const push = await pier.push(repo);
+    done = true;
+    await watcher;
+    assert.equal(push.code, 0, push.stderr.slice(-2000));
+    assert.ok(seen, "the build container was seen while it ran");
+    assert.ok(
+      biggest > 0 && biggest <= 1.1 * 2 ** 20,
+      `the build container's engine log reached ${biggest} bytes`,
+    );
   });
 
   test("a chatty build's deploy log is cut at 10 000 lines and says so; the outcome is kept", async () => {

@@ -235,7 +235,9 @@ export async function buildInContainer(
         ...b.volumes.map((v) => `${v.name}:${v.target}`),
         ...b.binds.map((m) => `${m.source}:${m.target}:ro`),
       ],
-      LogConfig: { Type: "json-file", Config: {} },
+      // Its output reaches Pier through the attach stream (the deploy log, capped); the engine's own copy
+      // on disk is bounded too, or a chatty build would fill the disk while the deploy log drops its lines.
+      LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
       ...(b.network ? { NetworkMode: b.network } : {}),
     },
   });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isSecretVariable, MASK } from "../../core/env.js";
+import { shownValue } from "../../core/env.js";
 import { checkFlags, FORMAT, formatFlag, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
 import { apiPath } from "../client.js";
 import type { Command, Context } from "../command.js";
@@ -37,10 +37,7 @@ const BackupSchema = z.looseObject({
 });
 
 /** A secret value shown as MASK unless --reveal; a URL keeps its shape with its password masked. */
-export function maskValue(name: string, value: string): string {
-  if (isSecretVariable(name)) return MASK;
-  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)([^\s@/]+)@/i, `$1${MASK}@`);
-}
+export const maskValue = shownValue;
 
 const USAGE = `Usage: pier addon create KIND NAME [--flavor F] [--link APP]...
        pier addon list

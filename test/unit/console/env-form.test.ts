@@ -118,5 +118,10 @@ describe("the console's variables form", () => {
       "postgres://user:****@db:5432/app",
     );
     assert.equal(masked("KV_HOST", "pier-addon-x"), "pier-addon-x");
+    // A raw `@` in the password hides none of it (it used to show what followed the first `@`).
+    assert.equal(
+      masked("DATABASE_URL", "postgres://user:p@ss@db:5432/app"),
+      "postgres://user:****@db:5432/app",
+    );
   });
 });

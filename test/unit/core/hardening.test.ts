@@ -59,6 +59,14 @@ describe("maskUrlCredentials", () => {
     ["https://registry.npmjs.org/", "https://registry.npmjs.org/"],
     ["no url here: user:pass@host", "no url here: user:pass@host"],
     ["two: a://x:1@h b://y:2@h", "two: a://x:****@h b://y:****@h"],
+    // A raw `@` in the password: the userinfo runs to the last `@` before the host, as URL parsers read it.
+    ["https://user:p@ssw0rd!@npm.example.com/x", "https://user:****@npm.example.com/x"],
+    ['CC_NPM_REGISTRY="https://u:a@b@c@h" is not', 'CC_NPM_REGISTRY="https://u:****@h" is not'],
+    // An e-mail address as the user name.
+    ["https://me@corp.example:hunter2@registry.example/", "https://me@corp.example:****@registry.example/"],
+    ["https://u:p@host/path@scope/pkg", "https://u:****@host/path@scope/pkg"],
+    ["https://registry.example/@scope%2fpkg", "https://registry.example/@scope%2fpkg"],
+    ["ssh://git@host:22/a@b.git", "ssh://git@host:22/a@b.git"],
   ];
   for (const [text, want] of cases)
     it(JSON.stringify(text), () => assert.equal(maskUrlCredentials(text), want));
@@ -78,6 +86,7 @@ describe("secretMasker", () => {
       CC_NPM_REGISTRY: "https://user:pass@npm.example.com",
       NODE_ENV: "production",
       GOOGLE_CREDENTIALS: '{"private_key":"abcdefgh"}',
+      MIRROR_URL: "https://bot:s3cr@t-99@mirror.example.com",
     },
     [key],
   );
@@ -85,6 +94,11 @@ describe("secretMasker", () => {
     ["a *_PASS value", "psql: login hunter2hunter2 rejected", "psql: login **** rejected"],
     ["a *_PWD value", "mysql -pmysqlpw99", "mysql -p****"],
     ["a *_CREDENTIALS value", 'creds {"private_key":"abcdefgh"}', "creds ****"],
+    [
+      "a *_CREDENTIALS value quoted as JSON",
+      'GOOGLE_CREDENTIALS="{\\"private_key\\":\\"abcdefgh\\"}" is not valid',
+      'GOOGLE_CREDENTIALS="****" is not valid',
+    ],
     ["a registry URL's password, anywhere", "login as user with pass", "login as user with ****"],
     [
       "the registry URL itself",
@@ -101,6 +115,12 @@ describe("secretMasker", () => {
       "any other URL's credentials",
       "clone https://bob:hidden@git.example.com/r",
       "clone https://bob:****@git.example.com/r",
+    ],
+    ["a URL's password with a raw @, quoted alone", "auth s3cr@t-99 refused", "auth **** refused"],
+    [
+      "that password percent-encoded",
+      "GET https://mirror.example.com/?pw=s3cr%40t-99",
+      "GET https://mirror.example.com/?pw=****",
     ],
     ["not a plain value", "NODE_ENV=production", "NODE_ENV=production"],
     [

@@ -47,6 +47,40 @@ describe("subnet pool settings", () => {
   });
 });
 
+describe("SSH limits", () => {
+  test("defaults: 32 unauthenticated connections, 8 per source", () => {
+    const c = loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null" });
+    assert.equal(c.sshMaxUnauthenticated, 32);
+    assert.equal(c.sshMaxUnauthenticatedPerSource, 8);
+  });
+  test("a per-source cap under 1 is refused, naming the setting", () => {
+    assert.match(
+      problems({ PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE: "0" }).join(),
+      /^PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE: must be at least 1/,
+    );
+  });
+});
+
+describe("PIER_DOMAIN", () => {
+  test("a DNS name with room for an app's name", () => {
+    assert.deepEqual(problems({ PIER_DOMAIN: "apps.example.com" }), []);
+    assert.deepEqual(problems({ PIER_DOMAIN: `${"d".repeat(63)}.example.com` }), []);
+  });
+  // The edge refuses a host name with a longer label, or longer than 253 characters: no app could be routed.
+  const bad: [string, RegExp][] = [
+    [`${"d".repeat(64)}.example.com`, /^PIER_DOMAIN: each label \(between dots\) must be at most 63/],
+    [`${`${"d".repeat(62)}.`.repeat(4)}com`, /^PIER_DOMAIN: must be at most 251 characters/],
+    ["Example.com", /^PIER_DOMAIN: must be a DNS name/],
+  ];
+  for (const [domain, want] of bad) {
+    test(`${domain.slice(0, 20)}… (${domain.length} characters)`, () => {
+      const p = problems({ PIER_DOMAIN: domain });
+      assert.equal(p.length, 1, p.join("\n"));
+      assert.match(p[0] ?? "", want);
+    });
+  }
+});
+
 describe("HTTPS and ACME settings (ADR 0018)", () => {
   test("defaults: HTTPS on 8443 beside the HTTP edge, Let's Encrypt's production directory", () => {
     const c = loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", PIER_HTTP_HOST: "127.0.0.1" });

@@ -68,6 +68,18 @@ describe("DeployLogs", () => {
     assert.deepEqual(text(store, "dep-1"), ["**** ****"]);
   });
 
+  it("masks the secrets its links give the app (an add-on's token and URL password), as its own", async () => {
+    const store = new FakeStore();
+    const linked = async (appId: string): Promise<Record<string, string>> =>
+      appId === "app-1"
+        ? { KV_TOKEN: "kvtoken-0123456789", POSTGRESQL_ADDON_URI: "postgresql://pier:pgpw-4242@db:5432/x" }
+        : {};
+    const logs = new DeployLogs(store as unknown as Store, undefined, linked);
+    await logs.open("dep-1", "app-1");
+    logs.write("dep-1", "redis-cli -a kvtoken-0123456789; psql password pgpw-4242");
+    assert.deepEqual(text(store, "dep-1"), ["redis-cli -a ****; psql password ****"]);
+  });
+
   it("masks URL credentials in a line of a deployment that is not open", async () => {
     const store = new FakeStore();
     const logs = new DeployLogs(store as unknown as Store);

@@ -110,7 +110,7 @@ function setUp() {
     domain: "localhost",
     stopGraceMs: 1000,
   });
-  return { engine, instances, store, applied, storeReads: () => storeReads };
+  return { engine, instances, store, apps, applied, storeReads: () => storeReads };
 }
 
 describe("at 100 apps", () => {
@@ -170,5 +170,28 @@ describe("at 100 apps", () => {
       [40042, 50000],
     );
     assert.deepEqual(last.find((r) => r.appId === "app-41")?.targets, [{ host: "127.0.0.1", port: 40041 }]);
+  });
+
+  test("a stopped app's instances still running (pier server killed between the record and their removal) go", async () => {
+    const { engine, instances, store, apps, applied } = setUp();
+    // pier stop records the app stopped once the edge no longer routes it, then removes its instances: a
+    // kill (or an engine error) in between leaves them running, unrouted, holding memory until now.
+    for (const i of [9, 7]) (apps[i] as { stopped: boolean }).stopped = true;
+    await reconcile({
+      store,
+      engine: engine as unknown as Engine,
+      instances,
+      networks: { reconcile: async () => undefined },
+      deployer: {} as Deployer,
+      logger: pino({ level: "silent" }),
+    });
+    const removed = engine.calls.filter((c) => c.startsWith("removeInstance")).sort();
+    assert.ok(removed.includes("removeInstance c-9"), removed.join(", "));
+    assert.ok(removed.includes("removeInstance c-7"), "a stopped one too");
+    assert.ok(!engine.calls.includes("startInstance c-7"), "a stopped app's instance is not started");
+    assert.deepEqual(applied[0]?.find((r) => r.appId === "app-9")?.targets, [], "nor routed");
+    assert.deepEqual(applied[0]?.find((r) => r.appId === "app-8")?.targets, [
+      { host: "127.0.0.1", port: 40008 },
+    ]);
   });
 });

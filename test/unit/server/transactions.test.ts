@@ -153,6 +153,8 @@ describe("a failed step leaves every app exactly as it was", () => {
   let apps: AppService;
   let fail: Step;
   let failCommit = false;
+  /** Store methods that throw (a locked or full database). */
+  const failStore = new Set<string>();
   let app: App;
 
   before(async () => {
@@ -168,6 +170,10 @@ describe("a failed step leaves every app exactly as it was", () => {
     // The store's one transaction of a deploy can fail too (a full disk, a locked file).
     store = new Proxy(real, {
       get(target, prop, receiver) {
+        if (failStore.has(String(prop)))
+          return async () => {
+            throw new Error("store: database is locked");
+          };
         if (prop === "commitRelease" && failCommit)
           return async () => {
             throw new Error("store: database or disk is full");
@@ -180,6 +186,7 @@ describe("a failed step leaves every app exactly as it was", () => {
     edge = new FakeEdge();
     fail = null;
     failCommit = false;
+    failStore.clear();
     const logger = pino({ level: "silent" });
     const instances = new Instances({
       engine: engine as unknown as Engine,
@@ -350,6 +357,17 @@ describe("a failed step leaves every app exactly as it was", () => {
     await apps.remove(app);
     assert.equal(await store.findApp(app.id), null);
     assert.deepEqual(engine.containers, []);
+  });
+
+  test("a stop or a delete whose store write fails leaves the app serving, as it was", async () => {
+    const before = await snapshot();
+    failStore.add("updateApp");
+    await assert.rejects(apps.stop(app), /database is locked/);
+    assert.deepEqual(await snapshot(), before, "stop: the edge serves it again, its instances run");
+    failStore.clear();
+    failStore.add("deleteApp");
+    await assert.rejects(apps.remove(app), /database is locked/);
+    assert.deepEqual(await snapshot(), before, "delete: still in the store, served, running");
   });
 
   test("a route refresh of another app during a deploy's switch keeps the switch", async () => {
