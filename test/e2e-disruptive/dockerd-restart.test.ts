@@ -37,12 +37,15 @@ function othersTesting(): string[] {
 describe("dockerd restarted under running apps", { timeout: 1_800_000 }, () => {
   const pier = new Pier({ PIER_LOG_LEVEL: "info" });
   let repo = "";
+  let stoppedId = "";
 
   before(async () => {
     await pier.start();
     await pier.addKey();
     const docker = (await pier.cliJson<{ id: string }>(["create", "--type", "docker", "dd"])).id;
     const node = (await pier.cliJson<{ id: string }>(["create", "--type", "node", "dn"])).id;
+    // An app deployed, then stopped by its user: the engine's return must not start it again.
+    stoppedId = (await pier.cliJson<{ id: string }>(["create", "--type", "docker", "ds"])).id;
     // A kv add-on linked to the Node.js app (its deploy connects the add-on to the app's network).
     const kv = await pier.cli(["addon", "create", "kv", "dkv", "--link", "dn", "--flavor", "pico"]);
     assert.equal(kv.code, 0, kv.stderr);
@@ -55,6 +58,10 @@ describe("dockerd restarted under running apps", { timeout: 1_800_000 }, () => {
       const push = await pier.push(dir);
       assert.equal(push.code, 0, push.stderr);
     }
+    const ds = await pier.push(await pier.repo("ds", markedApp("stopped"), stoppedId));
+    assert.equal(ds.code, 0, ds.stderr);
+    assert.equal((await pier.get("ds")).body, "mark=stopped");
+    assert.equal((await pier.cli(["stop", "--app", "ds"])).code, 0);
     assert.equal((await pier.get("dd")).body, "mark=docker");
     assert.equal((await pier.get("dn")).body, "mark=node");
     const set = await kvCli(["SET", "k", "survived"]);
@@ -125,6 +132,23 @@ describe("dockerd restarted under running apps", { timeout: 1_800_000 }, () => {
     const push = await pier.push(repo);
     assert.equal(push.code, 0, push.stderr);
     assert.equal((await pier.get("dd")).body, "mark=docker2");
+    // The stopped app stayed stopped: no container of it runs, and the edge does not serve it.
+    const ds = await pier.cliJson<{ state: string }>(["status", "--app", "ds"]);
+    assert.equal(ds.state, "stopped");
+    // Instances carry their deployment's label; the app's sandboxes (kept while stopped) do not.
+    const running = await run([
+      "docker",
+      "ps",
+      "--filter",
+      `label=pier.app=${stoppedId}`,
+      "--filter",
+      "label=pier.deployment",
+      "--format",
+      "{{.Names}}",
+    ]);
+    assert.equal(running.code, 0, running.stderr);
+    assert.equal(running.stdout.trim(), "", "no instance of the stopped app runs");
+    assert.notEqual((await pier.get("ds")).body, "mark=stopped");
   });
 
   test("the kv add-on comes back with its writes, still on the linked app's network", async () => {
