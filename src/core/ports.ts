@@ -206,8 +206,11 @@ export interface ContainerBuild {
   stageDir?: string;
   script: string;
   env: Record<string, string>;
-  /** Named volumes (kept between builds: the dependency caches) and read-only host folders. */
-  volumes: { name: string; target: string }[];
+  /**
+   * Named volumes (kept between builds: the dependency caches; a release volume) and read-only host
+   * folders. A volume that does not exist is made with `labels` (default: the build's labels).
+   */
+  volumes: { name: string; target: string; labels?: Record<string, string>; readOnly?: boolean }[];
   binds: { source: string; target: string }[];
   flavor: string;
   memoryBytes: number;
@@ -217,7 +220,10 @@ export interface ContainerBuild {
   network: string | null;
 }
 
-/** One instance of a release: a container. */
+/**
+ * One instance of a release: a container. An image labelled with a release volume (VOLUME_LABEL in
+ * core/release-volumes.ts) has it mounted, writable, by the engine adapter.
+ */
 export interface InstanceSpec {
   name: string;
   image: string;
@@ -314,6 +320,10 @@ export interface Engine {
   buildImage(build: ImageBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void>;
   buildInContainer(build: ContainerBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void>;
   removeVolumes(labels: Record<string, string>): Promise<void>;
+  /** Pier's volumes with these labels (from one engine call). */
+  listVolumes(labels: Record<string, string>): Promise<{ name: string; labels: Record<string, string> }[]>;
+  /** Removes one volume; false when a container still uses it (then it stays). Gone already: true. */
+  removeVolume(name: string): Promise<boolean>;
   imageExists(tag: string): Promise<boolean>;
   /** The image's id and labels, or null when there is no such image. */
   imageInfo(tag: string): Promise<{ id: string; labels: Record<string, string> } | null>;

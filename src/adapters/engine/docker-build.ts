@@ -207,7 +207,7 @@ export async function buildInContainer(
       await docker.getVolume(v.name).inspect();
     } catch (e) {
       if (!isNotFound(e)) throw e;
-      await docker.createVolume({ Name: v.name, Labels: { ...b.labels, ...own } });
+      await docker.createVolume({ Name: v.name, Labels: { ...(v.labels ?? b.labels), ...own } });
     }
   }
   // The commit's files reach the container through its stdin, as a tar that the container unpacks itself:
@@ -232,7 +232,7 @@ export async function buildInContainer(
       SecurityOpt: ["no-new-privileges"],
       PidsLimit: 4096,
       Binds: [
-        ...b.volumes.map((v) => `${v.name}:${v.target}`),
+        ...b.volumes.map((v) => `${v.name}:${v.target}${v.readOnly ? ":ro" : ""}`),
         ...b.binds.map((m) => `${m.source}:${m.target}:ro`),
       ],
       LogConfig: { Type: "json-file", Config: {} },

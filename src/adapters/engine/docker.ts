@@ -4,6 +4,7 @@ import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { cpuLimits } from "../../core/model.js";
+import { releaseVolume } from "../../core/release-volumes.js";
 import {
   buildImage,
   buildInContainer,
@@ -181,6 +182,46 @@ export class DockerEngine implements Engine {
     }
   }
 
+  async listVolumes(
+    labels: Record<string, string>,
+  ): Promise<{ name: string; labels: Record<string, string> }[]> {
+    const { Volumes } = await this.docker.listVolumes({ filters: { label: this.labelFilters(labels) } });
+    return (Volumes ?? []).map((v) => ({ name: v.Name, labels: v.Labels ?? {} }));
+  }
+
+  async removeVolume(name: string): Promise<boolean> {
+    try {
+      await this.docker.getVolume(name).remove();
+      return true;
+    } catch (e) {
+      if (isNotFound(e)) return true;
+      if ((e as { statusCode?: number }).statusCode === 409) return false;
+      throw e;
+    }
+  }
+
+  /**
+   * The release volume an instance of this image mounts (core/release-volumes.ts), checked to exist: the
+   * engine would otherwise make an empty one, and the app would fail without its files.
+   */
+  private async releaseMount(image: string): Promise<string[]> {
+    const info = await this.imageInfo(image);
+    const volume = info ? releaseVolume(info.labels) : null;
+    if (!volume) return [];
+    try {
+      await this.docker.getVolume(volume.name).inspect();
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+      throw new PierError(
+        "ENGINE_ERROR",
+        `The volume ${volume.name} that holds ${volume.target} of the image ${image} is gone.`,
+        "Deploy again: pier restart --without-cache installs it afresh.",
+      );
+    }
+    // Writable: packages write caches into vendor/ (HTMLPurifier's); instances of one release share it.
+    return [`${volume.name}:${volume.target}`];
+  }
+
   imageExists(tag: string): Promise<boolean> {
     return imageExists(this.docker, tag);
   }
@@ -309,6 +350,7 @@ export class DockerEngine implements Engine {
       ports[`${s.tcpPort}/tcp`] = [{ HostIp: "0.0.0.0", HostPort: "" }];
       labels["pier.tcp-port"] = String(s.tcpPort);
     }
+    const mounts = await this.releaseMount(s.image);
     const container = await this.docker.createContainer({
       name: s.name,
       Image: s.image,
@@ -330,7 +372,7 @@ export class DockerEngine implements Engine {
         NetworkMode: s.sandbox ? `container:${s.sandbox.id}` : s.network.name,
         SecurityOpt: ["no-new-privileges"],
         LogConfig: { Type: "json-file", Config: { "max-size": "10m", "max-file": "3" } },
-        Binds: s.mountDockerSocket ? ["/var/run/docker.sock:/var/run/docker.sock"] : [],
+        Binds: [...mounts, ...(s.mountDockerSocket ? ["/var/run/docker.sock:/var/run/docker.sock"] : [])],
       },
     });
     try {

@@ -107,6 +107,10 @@ export function appBuild(o: {
   contextDir: string;
   script: string;
   binds: ContainerBuild["binds"];
+  /** More volumes than the app's dependency cache (a release volume: core/release-volumes.ts). */
+  volumes?: ContainerBuild["volumes"];
+  /** More labels of the release image (the release volume it names). */
+  labels?: Record<string, string>;
   sandbox: string;
   plan: { start: readonly string[]; workers: readonly Worker[]; runEnv: Record<string, string> };
 }): ContainerBuild {
@@ -119,7 +123,14 @@ export function appBuild(o: {
     ...(base ? { stageDir: STAGE } : {}),
     script: o.script,
     env: { HOME: "/root", APP_HOME },
-    volumes: [{ name: `pier-cache-${app.id}`, target: "/cache" }],
+    volumes: [
+      {
+        name: `pier-cache-${app.id}`,
+        target: "/cache",
+        labels: { "pier.app": app.id, "pier.cache": "deps" },
+      },
+      ...(o.volumes ?? []),
+    ],
     binds: o.binds,
     // The app's build sandbox holds the network namespace (no network set-up per build).
     network: `container:${o.sandbox}`,
@@ -132,6 +143,7 @@ export function appBuild(o: {
       "pier.toolchain": o.toolchainId,
       ...(o.depsKey ? { "pier.deps-key": o.depsKey } : {}),
       "pier.reuse-depth": String(base ? base.depth + 1 : 0),
+      ...o.labels,
     },
     image: {
       cmd: withWorkers(o.plan.start, o.plan.workers),
