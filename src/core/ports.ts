@@ -197,14 +197,19 @@ export interface ImageBuild {
  * script runs under the build flavor's memory limit with the app's caches mounted, and the container is
  * committed as the release image with `image` settings (the build's environment is not kept).
  */
-export interface ContainerBuild {
-  from: string;
+export interface ContainerBuild extends BuildContainer {
   tag: string;
   contextDir: string;
-  appDir: string;
   /** Where the commit's files go instead of appDir (the script moves them), e.g. `/tmp/pier-src`. */
   stageDir?: string;
   script: string;
+  image: { cmd: string[]; env: Record<string, string>; workdir: string };
+}
+
+/** The container of a build: what is fixed when it is created (a build may start it ahead: ADR 0012). */
+export interface BuildContainer {
+  from: string;
+  appDir: string;
   env: Record<string, string>;
   /**
    * Named volumes (kept between builds: the dependency caches; a release volume) and read-only host
@@ -215,7 +220,6 @@ export interface ContainerBuild {
   flavor: string;
   memoryBytes: number;
   labels: Record<string, string>;
-  image: { cmd: string[]; env: Record<string, string>; workdir: string };
   /** The Docker network the build container joins; null: the engine's default bridge. */
   network: string | null;
 }
@@ -318,7 +322,23 @@ export interface EngineEvent {
 export interface Engine {
   ping(): Promise<void>;
   buildImage(build: ImageBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void>;
-  buildInContainer(build: ContainerBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void>;
+  /**
+   * Runs a build in a container and commits it: a new container, or `started`, one that
+   * startBuildContainer made with the same volumes, binds, limits and network (it runs its script file).
+   */
+  buildInContainer(
+    build: ContainerBuild,
+    onLine: (line: string) => void,
+    signal: AbortSignal,
+    started?: string,
+  ): Promise<void>;
+  /**
+   * Creates and starts a build container ahead of its build (while the push is received): it waits on its
+   * stdin for the commit's files, then runs the script at `scriptPath` (in one of its binds). Its id.
+   */
+  startBuildContainer(build: BuildContainer & { scriptPath: string }): Promise<string>;
+  /** Removes a build container (started ahead and not used). */
+  removeBuildContainer(id: string): Promise<void>;
   removeVolumes(labels: Record<string, string>): Promise<void>;
   /** Pier's volumes with these labels (from one engine call). */
   listVolumes(labels: Record<string, string>): Promise<{ name: string; labels: Record<string, string> }[]>;

@@ -112,6 +112,7 @@ describe("PHP runtime: vendor/ in a release volume", { timeout: 900_000 }, () =>
   test("composer installs into a volume: the image holds no vendor/, the instance mounts it", async () => {
     const log = await push("first");
     assert.match(log, /-----> Installing dependencies: composer install/);
+    assert.match(log, /the build container started while the push was received/);
     assert.equal((await body()).greet, "hello pier", "composer's autoloader, from the volume");
     const { release, instances } = await current();
     assert.equal(instances.length, 1);
@@ -204,6 +205,53 @@ describe("PHP runtime: vendor/ in a release volume", { timeout: 900_000 }, () =>
     assert.equal((await body()).greet, "hello pier", "the previous release keeps serving");
     assert.deepEqual(await volumes(), before, "the failed build's volume is gone");
     await pier.commit(repo, { "composer.json": COMPOSER_APP["composer.json"]! }, "composer back");
+
+    // A first deploy whose install fails: its build container (started while the push was received) and
+    // its volume go.
+    const bad = await pier.cliJson<{ id: string }>(["create", "--type", "phpserver", "phpbad"]);
+    const buildsOf = () =>
+      docker("ps", "-aq", "--filter", `label=pier.app=${bad.id}`, "--filter", "label=pier.role=build");
+    const badRepo = await pier.repo(
+      "phpbad",
+      {
+        ...COMPOSER_APP,
+        "composer.json": COMPOSER_APP["composer.json"]!.replace(
+          '"acme/greeter": "*"',
+          '"acme/missing": "^1"',
+        ),
+      },
+      bad.id,
+    );
+    // Refused before the build (no index file in the project root): the container started ahead goes.
+    const planned = await pier.push(badRepo);
+    assert.notEqual(planned.code, 0);
+    assert.match(planned.stderr, /No index\.php or index\.html/);
+    let waiting = "";
+    for (let i = 0; i < 50; i++) {
+      waiting = await buildsOf();
+      if (waiting === "") break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(waiting, "", "no build container waits after a deploy refused before its build");
+    const webroot = await pier.cli(["env", "set", "CC_WEBROOT", "/public", "--app", "phpbad"]);
+    assert.equal(webroot.code, 0, webroot.stderr);
+    await pier.commit(badRepo, {}, "again");
+    const first = await pier.push(badRepo);
+    assert.notEqual(first.code, 0);
+    assert.match(first.stderr, /the build container started while the push was received/);
+    assert.match(first.stderr, /Installing dependencies: composer install .* failed/);
+    assert.match(first.stderr, /requires acme\/missing/);
+    const left = await docker(
+      "volume",
+      "ls",
+      "-q",
+      "--filter",
+      `label=pier.app=${bad.id}`,
+      "--filter",
+      "label=pier.role=release-volume",
+    );
+    assert.equal(left, "", "no volume of the failed first deploy");
+    assert.equal(await buildsOf(), "", "no build container left");
   });
 
   test("a classmap autoloader: an unchanged lock copies the volume and dumps into the copy only", async () => {
@@ -275,5 +323,7 @@ describe("PHP runtime: vendor/ in a release volume", { timeout: 900_000 }, () =>
     assert.equal(del.code, 0, del.stderr);
     const all = lines(await docker("volume", "ls", "-q")).filter((v) => v.includes(appId));
     assert.deepEqual(all, [], "no volume of the app is left");
+    const containers = await docker("ps", "-aq", "--filter", `label=pier.app=${appId}`);
+    assert.equal(containers, "", "no container of the app is left (builds started ahead included)");
   });
 });

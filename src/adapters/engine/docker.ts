@@ -12,11 +12,13 @@ import {
   engineCpus,
   imageExists,
   isNotFound,
+  startBuildContainer,
 } from "./docker-build.js";
 
 export { cleanBuildLine } from "./docker-build.js";
 
 import type {
+  BuildContainer,
   ContainerBuild,
   Engine,
   EngineEvent,
@@ -168,8 +170,17 @@ export class DockerEngine implements Engine {
     b: ContainerBuild,
     onLine: (line: string) => void,
     signal: AbortSignal,
+    started?: string,
   ): Promise<void> {
-    return buildInContainer(this.docker, this.ownLabels, b, onLine, signal, await this.cpus());
+    return buildInContainer(this.docker, this.ownLabels, b, onLine, signal, await this.cpus(), started);
+  }
+
+  async startBuildContainer(b: BuildContainer & { scriptPath: string }): Promise<string> {
+    return startBuildContainer(this.docker, this.ownLabels, b, await this.cpus());
+  }
+
+  async removeBuildContainer(id: string): Promise<void> {
+    await unlessGone(this.docker.getContainer(id).remove({ force: true }));
   }
 
   async removeVolumes(labels: Record<string, string>): Promise<void> {

@@ -22,6 +22,7 @@ import {
   volumeLabel,
 } from "../../core/release-volumes.js";
 import { renderEnvFile, shellQuote } from "../../core/shell.js";
+import { VENDOR_DIR, vendorVolume, type WarmBuild, type WarmBuilds } from "./php-warm.js";
 import {
   APP_HOME,
   appBuild,
@@ -65,6 +66,8 @@ export class PhpRuntime implements Runtime {
       buildNetwork: string | null;
       /** The app's build sandbox (its container id): builds join its network namespace. */
       buildSandbox: (appId: string, buildNetwork: string | null) => Promise<string>;
+      /** Build containers started while pushes are received. None: each build starts its own. */
+      warm?: WarmBuilds;
     },
   ) {}
 
@@ -77,6 +80,26 @@ export class PhpRuntime implements Runtime {
   }
 
   async build(ctx: BuildContext): Promise<string> {
+    // The container started while the push was received, if any: this build uses it or removes it, even
+    // when it fails before it gets that far.
+    const ahead = this.deps.warm ? this.deps.warm.take(ctx.app.id) : Promise.resolve(null);
+    ahead.catch(() => undefined);
+    const claim = { settled: false };
+    try {
+      return await this.buildWith(ctx, ahead, claim);
+    } finally {
+      if (!claim.settled) {
+        const w = await ahead.catch(() => null);
+        if (w) void this.deps.warm?.discard(w);
+      }
+    }
+  }
+
+  private async buildWith(
+    ctx: BuildContext,
+    aheadOf: Promise<WarmBuild | null>,
+    claim: { settled: boolean },
+  ): Promise<string> {
     const { app, deployment: d, sourceDir: dir, write } = ctx;
     // The app's build sandbox is looked up (made at create) while the commit is inspected and planned.
     const sandbox = this.deps.buildSandbox(app.id, this.deps.buildNetwork);
@@ -114,11 +137,28 @@ export class PhpRuntime implements Runtime {
             .digest("hex")
             .slice(0, 24)
         : null;
-    const vendor = await this.vendorPlan(ctx, plan, paths.vendor ?? "missing", depsKey, runtime.id);
-    const vendorDir = `${APP_HOME}/vendor`;
+    const vendorPlanned = await this.vendorPlan(ctx, plan, paths.vendor ?? "missing", depsKey, runtime.id);
     const previousDir = "/tmp/pier-vendor-previous";
+    const sandboxId = await sandbox;
+    // The container started while the push was received serves a build that installs into a new volume,
+    // if it was made as this build would make its own (image, sandbox, build flavor).
+    const ahead = await aheadOf;
+    claim.settled = true;
+    const warm =
+      ahead &&
+      vendorPlanned.kind === "install" &&
+      !d.withoutCache &&
+      ahead.toolchainId === runtime.id &&
+      ahead.sandbox === sandboxId &&
+      ahead.memoryBytes === FLAVOR_MEMORY_MIB[app.buildFlavor] * 2 ** 20
+        ? ahead
+        : null;
+    if (ahead && !warm) void this.deps.warm?.discard(ahead);
+    const vendor: VendorPlan = warm ? { kind: "install", volume: warm.volume } : vendorPlanned;
 
-    const secrets = await mkdtemp(join(tmpdir(), "pier-build-env-"));
+    const secrets = warm?.dir ?? (await mkdtemp(join(tmpdir(), "pier-build-env-")));
+    // Once the build has the container started ahead, its failure removes it; until then, this does.
+    let handed = false;
     try {
       await writeFile(
         join(secrets, "build.env"),
@@ -139,7 +179,7 @@ export class PhpRuntime implements Runtime {
           if (s.install && vendor.kind === "copy" && dump)
             return [
               `echo ${shellQuote(`-----> ${reused}, copied into a new volume; ${dump}`)}`,
-              `cp -a ${previousDir}/. ${vendorDir}/`,
+              `cp -a ${previousDir}/. ${VENDOR_DIR}/`,
               `/bin/sh -ec ${shellQuote(dump)} || { code=$?; echo ${shellQuote(`pier-step-failed: ${dump}`)}; exit $code; }`,
             ];
           const [label, command] = [s.label, s.command];
@@ -163,9 +203,11 @@ export class PhpRuntime implements Runtime {
         write(
           vendor.kind === "shared"
             ? `vendor/ is the current release's volume ${vendor.volume}.`
-            : `vendor/ goes into the volume ${vendor.volume} (not into the image: no copy of it at the commit).`,
+            : `vendor/ goes into the volume ${vendor.volume} (not into the image: no copy of it at the commit)${warm ? "; the build container started while the push was received" : ""}.`,
         );
+      if (warm) await writeFile(join(secrets, "build.sh"), script, { mode: 0o600 });
       const made = vendor.kind === "install" || vendor.kind === "copy" ? vendor.volume : null;
+      handed = true;
       await this.deps.engine
         .buildInContainer(
           appBuild({
@@ -182,22 +224,13 @@ export class PhpRuntime implements Runtime {
               vendor.kind === "image"
                 ? []
                 : [
-                    {
-                      name: vendor.volume,
-                      target: vendorDir,
-                      labels: {
-                        "pier.app": app.id,
-                        "pier.deployment": d.id,
-                        "pier.role": RELEASE_VOLUME_ROLE,
-                        ...(depsKey ? { "pier.deps-key": depsKey } : {}),
-                      },
-                    },
+                    vendorVolume(app.id, warm?.id ?? d.id, vendor.volume, depsKey),
                     ...(vendor.kind === "copy"
                       ? [{ name: vendor.from, target: previousDir, readOnly: true }]
                       : []),
                   ],
-            labels: vendor.kind === "image" ? {} : { [VOLUME_LABEL]: volumeLabel(vendor.volume, vendorDir) },
-            sandbox: await sandbox,
+            labels: vendor.kind === "image" ? {} : { [VOLUME_LABEL]: volumeLabel(vendor.volume, VENDOR_DIR) },
+            sandbox: sandboxId,
             plan,
           }),
           (line) => {
@@ -214,6 +247,7 @@ export class PhpRuntime implements Runtime {
             write(line);
           },
           ctx.signal,
+          warm?.containerId,
         )
         .catch(async (e: unknown) => {
           // A failed or cancelled build leaves no volume behind (its container is gone: nothing uses it).
@@ -224,6 +258,7 @@ export class PhpRuntime implements Runtime {
       write(`Built ${tag} (PHP 8.4, webroot ${plan.webroot}, start: ${plan.start.join(" ")}).`);
       return tag;
     } finally {
+      if (warm && !handed) await this.deps.warm?.discard(warm);
       await rm(secrets, { recursive: true, force: true });
     }
   }
