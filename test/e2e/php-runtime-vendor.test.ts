@@ -142,6 +142,10 @@ describe("PHP runtime: vendor/ in a release volume", { timeout: 900_000 }, () =>
       "public/index.php": COMPOSER_APP["public/index.php"]!.replace("'rev' => 1", "'rev' => 2"),
     });
     assert.match(same, /Dependencies unchanged .*vendor\/ reused from the current release/);
+    assert.match(
+      same,
+      /vendor\/ is the current release's volume .*; the build container started while the push was received/,
+    );
     assert.doesNotMatch(same, /-----> Installing dependencies/);
     const b = await body();
     assert.equal(b.rev, 2);
@@ -155,6 +159,7 @@ describe("PHP runtime: vendor/ in a release volume", { timeout: 900_000 }, () =>
     const changed = await push("relock", await relock(1));
     assert.match(changed, /-----> Installing dependencies: composer install/);
     assert.doesNotMatch(changed, /vendor\/ reused/);
+    assert.doesNotMatch(changed, /started while the push/, "the container guessed the same lock: not used");
     assert.equal((await body()).dev, true, "development dependencies, in the new volume");
     c = await current();
     const second = await vendorMount(c.instances[0]!);

@@ -19,7 +19,9 @@ export interface WarmBuild {
   containerId: string;
   /** The host folder bound at WARM_DIR: the build writes build.env and build.sh there. */
   dir: string;
+  /** The volume it mounts at VENDOR_DIR: a new one (`own`), or the current release's (a redeploy). */
   volume: string;
+  own: boolean;
   toolchainId: string;
   sandbox: string;
   memoryBytes: number;
@@ -40,10 +42,11 @@ export const vendorVolume = (appId: string, id: string, name: string, depsKey: s
 
 /**
  * Build containers of PHP apps started ahead: when a push to an app begins, its next build's container
- * (pier/php:8.4, the app's cache, a new vendor/ volume, its sandbox, its build flavor) is created and
- * started while the pack is received, and waits on its stdin. The build takes it when it installs into a
- * new volume (a first deploy, a changed composer.lock); otherwise, or after `idleMs` unused, it goes.
- * Not made when the current release has a vendor/ volume: a redeploy most often keeps it (no install).
+ * (pier/php:8.4, the app's cache, its sandbox, its build flavor) is created and started while the pack is
+ * received, and waits on its stdin. Its vendor/ is a guess: the current release's volume when it has one
+ * (a redeploy most often keeps composer.lock), else a new volume (a first deploy). The build takes it when
+ * the guess was right (it shares that volume, or installs into a new one); otherwise, or after `idleMs`
+ * unused, it goes (a volume it made with it).
  */
 export class WarmBuilds {
   private readonly ready = new Map<string, Promise<WarmBuild | null>>();
@@ -98,7 +101,7 @@ export class WarmBuilds {
   /** Removes a container started ahead, its volume and its folder. */
   async discard(w: WarmBuild): Promise<void> {
     await this.deps.engine.removeBuildContainer(w.containerId).catch(() => undefined);
-    await this.deps.engine.removeVolume(w.volume).catch(() => undefined);
+    if (w.own) await this.deps.engine.removeVolume(w.volume).catch(() => undefined);
     await rm(w.dir, { recursive: true, force: true });
   }
 
@@ -108,12 +111,16 @@ export class WarmBuilds {
     if (app?.type !== "phpserver") return null;
     const current = await this.deps.currentImage(appId);
     const info = current ? await engine.imageInfo(current) : null;
-    if (info && releaseVolume(info.labels)) return null;
+    const shared = info ? releaseVolume(info.labels) : null;
+    if (shared) {
+      const there = await engine.listVolumes({ "pier.app": appId, "pier.role": RELEASE_VOLUME_ROLE });
+      if (!there.some((v) => v.name === shared.name)) return null;
+    }
     const runtime = await engine.imageInfo(PHP_IMAGE);
     if (!runtime) return null;
     const sandbox = await this.deps.buildSandbox(appId, this.deps.buildNetwork);
     const id = `warm-${randomBytes(6).toString("hex")}`;
-    const volume = releaseVolumeName(appId, id, "vendor");
+    const volume = shared?.name ?? releaseVolumeName(appId, id, "vendor");
     const dir = await mkdtemp(join(tmpdir(), "pier-build-env-"));
     const spec = buildContainer({
       app,
@@ -127,7 +134,7 @@ export class WarmBuilds {
     try {
       containerId = await engine.startBuildContainer({ ...spec, scriptPath: WARM_SCRIPT });
     } catch (e) {
-      await engine.removeVolume(volume).catch(() => undefined);
+      if (!shared) await engine.removeVolume(volume).catch(() => undefined);
       await rm(dir, { recursive: true, force: true });
       throw e;
     }
@@ -136,6 +143,7 @@ export class WarmBuilds {
       containerId,
       dir,
       volume,
+      own: shared === null,
       toolchainId: runtime.id,
       sandbox,
       memoryBytes: spec.memoryBytes,

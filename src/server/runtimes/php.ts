@@ -140,21 +140,29 @@ export class PhpRuntime implements Runtime {
     const vendorPlanned = await this.vendorPlan(ctx, plan, paths.vendor ?? "missing", depsKey, runtime.id);
     const previousDir = "/tmp/pier-vendor-previous";
     const sandboxId = await sandbox;
-    // The container started while the push was received serves a build that installs into a new volume,
-    // if it was made as this build would make its own (image, sandbox, build flavor).
+    // The container started while the push was received serves this build if it was made as this build
+    // would make its own (image, sandbox, build flavor) and guessed its vendor/ right: a new volume for an
+    // install, or the current release's volume that this build shares.
     const ahead = await aheadOf;
     claim.settled = true;
+    const guessed =
+      ahead !== null &&
+      (ahead.own
+        ? vendorPlanned.kind === "install"
+        : vendorPlanned.kind === "shared" && vendorPlanned.volume === ahead.volume);
     const warm =
       ahead &&
-      vendorPlanned.kind === "install" &&
+      guessed &&
       !d.withoutCache &&
       ahead.toolchainId === runtime.id &&
       ahead.sandbox === sandboxId &&
       ahead.memoryBytes === FLAVOR_MEMORY_MIB[app.buildFlavor] * 2 ** 20
         ? ahead
         : null;
-    if (ahead && !warm) void this.deps.warm?.discard(ahead);
-    const vendor: VendorPlan = warm ? { kind: "install", volume: warm.volume } : vendorPlanned;
+    // Gone before the composer cache is emptied (it mounts the cache volume); else off the critical path.
+    if (ahead && !warm && d.withoutCache) await this.deps.warm?.discard(ahead);
+    else if (ahead && !warm) void this.deps.warm?.discard(ahead);
+    const vendor: VendorPlan = warm?.own === true ? { kind: "install", volume: warm.volume } : vendorPlanned;
 
     const secrets = warm?.dir ?? (await mkdtemp(join(tmpdir(), "pier-build-env-")));
     // Once the build has the container started ahead, its failure removes it; until then, this does.
@@ -202,7 +210,7 @@ export class PhpRuntime implements Runtime {
       if (vendor.kind !== "image")
         write(
           vendor.kind === "shared"
-            ? `vendor/ is the current release's volume ${vendor.volume}.`
+            ? `vendor/ is the current release's volume ${vendor.volume}${warm ? "; the build container started while the push was received" : ""}.`
             : `vendor/ goes into the volume ${vendor.volume} (not into the image: no copy of it at the commit)${warm ? "; the build container started while the push was received" : ""}.`,
         );
       if (warm) await writeFile(join(secrets, "build.sh"), script, { mode: 0o600 });

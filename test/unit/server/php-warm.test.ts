@@ -29,6 +29,9 @@ class FakeEngine {
   async removeBuildContainer(id: string) {
     this.running.delete(id);
   }
+  async listVolumes() {
+    return [...this.volumes].map((name) => ({ name, labels: {} }));
+  }
   async removeVolume(name: string) {
     this.volumes.delete(name);
     return true;
@@ -90,18 +93,39 @@ describe("WarmBuilds: PHP build containers started while a push is received", ()
     assert.equal(existsSync(w.dir), false);
   });
 
-  it("none for other runtimes, unknown apps, or when the current release has a vendor/ volume", async () => {
-    for (const o of [{ app: app({ type: "node" }) }, { app: null }, { current: "pier-app/app-1:dep-1" }]) {
+  it("none for other runtimes or unknown apps", async () => {
+    for (const o of [{ app: app({ type: "node" }) }, { app: null }]) {
       const { engine, warm } = setup(o);
-      engine.images["pier-app/app-1:dep-1"] = { [VOLUME_LABEL]: "pier-vendor-app-1-dep-1:/app/vendor" };
       warm.prepare("app-1");
       assert.equal(await warm.take("app-1"), null);
       assert.equal(engine.started.length, 0);
     }
-    const { engine, warm } = setup({ current: "pier-app/app-1:dep-0" });
-    engine.images["pier-app/app-1:dep-0"] = {};
+  });
+
+  it("a redeploy's guess: the current release's vendor/ volume, kept when it is discarded", async () => {
+    const vendor = "pier-vendor-app-1-dep-1";
+    const { engine, warm } = setup({ current: "pier-app/app-1:dep-1" });
+    engine.images["pier-app/app-1:dep-1"] = { [VOLUME_LABEL]: `${vendor}:/app/vendor` };
+    engine.volumes.add(vendor);
     warm.prepare("app-1");
-    assert.ok(await warm.take("app-1"), "the current release holds vendor/ in its image: one is made");
+    const w = await warm.take("app-1");
+    assert.ok(w);
+    assert.equal(w.volume, vendor);
+    assert.equal(w.own, false);
+    assert.equal(engine.started[0]!.volumes[1]!.name, vendor);
+    await warm.discard(w);
+    assert.ok(engine.volumes.has(vendor), "the serving release's volume stays");
+
+    const gone = setup({ current: "pier-app/app-1:dep-1" });
+    gone.engine.images["pier-app/app-1:dep-1"] = { [VOLUME_LABEL]: `${vendor}:/app/vendor` };
+    gone.warm.prepare("app-1");
+    assert.equal(await gone.warm.take("app-1"), null, "its volume is gone: none");
+
+    const inImage = setup({ current: "pier-app/app-1:dep-0" });
+    inImage.engine.images["pier-app/app-1:dep-0"] = {};
+    inImage.warm.prepare("app-1");
+    const fresh = await inImage.warm.take("app-1");
+    assert.ok(fresh?.own, "the current release holds vendor/ in its image: a new volume");
   });
 
   it("one left unused goes after idleMs; one the engine lost is not handed over", async () => {
