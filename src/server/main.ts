@@ -421,6 +421,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       domains.stop();
       edge.unwatch();
       await ssh.close();
+      await warmBuilds.close().catch(() => undefined);
       await new Promise<void>((resolve) => {
         http.close(() => resolve());
         // Followed logs (the console's, `pier logs --follow`) never end by themselves: they would keep the

@@ -98,6 +98,18 @@ export class WarmBuilds {
     return null;
   }
 
+  /** pier server stops: the containers waiting for a build go (one taken by a build is the build's). */
+  async close(): Promise<void> {
+    const waiting = [...this.ready.values()];
+    this.ready.clear();
+    for (const made of waiting) {
+      const w = await made;
+      if (!w) continue;
+      if (w.timer) clearTimeout(w.timer);
+      await this.discard(w);
+    }
+  }
+
   /** Removes a container started ahead, its volume and its folder. */
   async discard(w: WarmBuild): Promise<void> {
     await this.deps.engine.removeBuildContainer(w.containerId).catch(() => undefined);

@@ -128,6 +128,16 @@ describe("WarmBuilds: PHP build containers started while a push is received", ()
     assert.ok(fresh?.own, "the current release holds vendor/ in its image: a new volume");
   });
 
+  it("close removes those waiting (pier server stops)", async () => {
+    const { engine, warm } = setup();
+    warm.prepare("app-1");
+    await warm.close();
+    assert.equal(engine.started.length, 1);
+    assert.equal(engine.running.size, 0);
+    assert.deepEqual([...engine.volumes], ["pier-cache-app-1"]);
+    assert.equal(await warm.take("app-1"), null);
+  });
+
   it("one left unused goes after idleMs; one the engine lost is not handed over", async () => {
     const { engine, warm } = setup({ idleMs: 20 });
     warm.prepare("app-1");
