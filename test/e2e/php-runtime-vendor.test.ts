@@ -259,6 +259,47 @@ describe("PHP runtime: vendor/ in a release volume", { timeout: 900_000 }, () =>
     assert.equal(await buildsOf(), "", "no build container left");
   });
 
+  test("a cancelled first build leaves no volume and no build container", async () => {
+    const app = await pier.cliJson<{ id: string }>(["create", "--type", "phpserver", "phpcancel"]);
+    for (const [k, v] of [
+      ["CC_WEBROOT", "/public"],
+      ["CC_PRE_BUILD_HOOK", "sleep 30"],
+    ] as const) {
+      const r = await pier.cli(["env", "set", k, v, "--app", "phpcancel"]);
+      assert.equal(r.code, 0, r.stderr);
+    }
+    const cancelRepo = await pier.repo("phpcancel", { ...COMPOSER_APP }, app.id);
+    const pushing = pier.push(cancelRepo);
+    const volumesOf = () =>
+      docker(
+        "volume",
+        "ls",
+        "-q",
+        "--filter",
+        `label=pier.app=${app.id}`,
+        "--filter",
+        "label=pier.role=release-volume",
+      );
+    const buildsOf = () =>
+      docker("ps", "-aq", "--filter", `label=pier.app=${app.id}`, "--filter", "label=pier.role=build");
+    // The build runs (its hook sleeps) with its volume made.
+    let deployments: { state: string }[] = [];
+    for (let i = 0; i < 100; i++) {
+      deployments = (await pier.api("GET", `/v1/apps/${app.id}/deployments`)).json as { state: string }[];
+      if (deployments.some((d) => d.state === "building") && (await volumesOf()) !== "") break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.notEqual(await volumesOf(), "", "the build has its volume");
+    await new Promise((r) => setTimeout(r, 500));
+    const cancel = await pier.cli(["cancel-deploy", "--app", "phpcancel"]);
+    assert.equal(cancel.code, 0, cancel.stderr);
+    const pushed = await pushing;
+    assert.notEqual(pushed.code, 0, "the cancelled deploy refuses the push");
+    assert.match(pushed.stderr, /Cancelled by the user/);
+    assert.equal(await volumesOf(), "", "the cancelled build's volume is gone");
+    assert.equal(await buildsOf(), "", "its build container too");
+  });
+
   test("a classmap autoloader: an unchanged lock copies the volume and dumps into the copy only", async () => {
     const classmap = JSON.parse(COMPOSER_APP["composer.json"]!) as Record<string, unknown>;
     classmap.autoload = { classmap: ["lib/"] };
