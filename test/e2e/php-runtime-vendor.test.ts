@@ -137,6 +137,27 @@ describe("PHP runtime: vendor/ in a release volume", { timeout: 900_000 }, () =>
     assert.equal(labels, appId, "the volume carries pier.app (app delete removes it)");
   });
 
+  test("an image of another app that names this app's volume in its labels does not get it", async () => {
+    const thief = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "thief"]);
+    const dockerfile = [
+      "FROM pier/node:22",
+      `LABEL pier.volume="${first}:/stolen"`,
+      "CMD [\"node\", \"-e\", \"require('http').createServer((q, s) => s.end(require('fs').readdirSync('/stolen').join())).listen(8080, '0.0.0.0')\"]",
+      "",
+    ].join("\n");
+    const push = await pier.push(await pier.repo("thief", { Dockerfile: dockerfile }, thief.id));
+    assert.notEqual(push.code, 0, "the deploy fails");
+    // The Docker runtime refuses pier.* labels; the engine adapter would refuse the mount too.
+    assert.match(push.stderr, /pier\.volume/);
+    const mounted = await docker("ps", "-aq", "--filter", `volume=${first}`);
+    for (const id of lines(mounted)) {
+      const app = await docker("inspect", "-f", '{{index .Config.Labels "pier.app"}}', id);
+      assert.equal(app, appId, "only the app's own containers mount its volume");
+    }
+    const del = await pier.cli(["delete", "--app", "thief", "--yes"]);
+    assert.equal(del.code, 0, del.stderr);
+  });
+
   test("an unchanged composer.lock mounts the same volume; a changed one, or --without-cache, a new one", async () => {
     const same = await push("rev 2", {
       "public/index.php": COMPOSER_APP["public/index.php"]!.replace("'rev' => 1", "'rev' => 2"),

@@ -4,7 +4,7 @@ import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { cpuLimits } from "../../core/model.js";
-import { releaseVolume } from "../../core/release-volumes.js";
+import { RELEASE_VOLUME_ROLE, releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
 import {
   buildImage,
   buildInContainer,
@@ -212,21 +212,32 @@ export class DockerEngine implements Engine {
   }
 
   /**
-   * The release volume an instance of this image mounts (core/release-volumes.ts), checked to exist: the
-   * engine would otherwise make an empty one, and the app would fail without its files.
+   * The release volume an instance of this image mounts (core/release-volumes.ts), checked to exist (the
+   * engine would otherwise make an empty one, and the app would fail without its files) and to be a
+   * release volume of this Pier and of the instance's app: a Dockerfile's LABEL must not reach another
+   * app's (or an add-on's) volume.
    */
-  private async releaseMount(image: string): Promise<string[]> {
+  private async releaseMount(image: string, appId: string | undefined): Promise<string[]> {
     const info = await this.imageInfo(image);
     const volume = info ? releaseVolume(info.labels) : null;
     if (!volume) return [];
+    let labels: Record<string, string>;
     try {
-      await this.docker.getVolume(volume.name).inspect();
+      labels = (await this.docker.getVolume(volume.name).inspect()).Labels ?? {};
     } catch (e) {
       if (!isNotFound(e)) throw e;
       throw new PierError(
         "ENGINE_ERROR",
         `The volume ${volume.name} that holds ${volume.target} of the image ${image} is gone.`,
         "Deploy again: pier restart --without-cache installs it afresh.",
+      );
+    }
+    const mine = { ...this.ownLabels, "pier.app": appId ?? "", "pier.role": RELEASE_VOLUME_ROLE };
+    if (!appId || Object.entries(mine).some(([k, v]) => labels[k] !== v)) {
+      throw new PierError(
+        "FORBIDDEN",
+        `The image ${image} names the volume ${volume.name} (label ${VOLUME_LABEL}), which is not a release volume of this app.`,
+        `Remove the ${VOLUME_LABEL} label from the image.`,
       );
     }
     // Writable: packages write caches into vendor/ (HTMLPurifier's); instances of one release share it.
@@ -361,7 +372,7 @@ export class DockerEngine implements Engine {
       ports[`${s.tcpPort}/tcp`] = [{ HostIp: "0.0.0.0", HostPort: "" }];
       labels["pier.tcp-port"] = String(s.tcpPort);
     }
-    const mounts = await this.releaseMount(s.image);
+    const mounts = await this.releaseMount(s.image, s.labels["pier.app"]);
     const container = await this.docker.createContainer({
       name: s.name,
       Image: s.image,
