@@ -197,27 +197,37 @@ export interface ImageBuild {
  * script runs under the build flavor's memory limit with the app's caches mounted, and the container is
  * committed as the release image with `image` settings (the build's environment is not kept).
  */
-export interface ContainerBuild {
-  from: string;
+export interface ContainerBuild extends BuildContainer {
   tag: string;
   contextDir: string;
-  appDir: string;
   /** Where the commit's files go instead of appDir (the script moves them), e.g. `/tmp/pier-src`. */
   stageDir?: string;
   script: string;
+  image: { cmd: string[]; env: Record<string, string>; workdir: string };
+}
+
+/** The container of a build: what is fixed when it is created (a build may start it ahead: ADR 0012). */
+export interface BuildContainer {
+  from: string;
+  appDir: string;
   env: Record<string, string>;
-  /** Named volumes (kept between builds: the dependency caches) and read-only host folders. */
-  volumes: { name: string; target: string }[];
+  /**
+   * Named volumes (kept between builds: the dependency caches; a release volume) and read-only host
+   * folders. A volume that does not exist is made with `labels` (default: the build's labels).
+   */
+  volumes: { name: string; target: string; labels?: Record<string, string>; readOnly?: boolean }[];
   binds: { source: string; target: string }[];
   flavor: string;
   memoryBytes: number;
   labels: Record<string, string>;
-  image: { cmd: string[]; env: Record<string, string>; workdir: string };
   /** The Docker network the build container joins; null: the engine's default bridge. */
   network: string | null;
 }
 
-/** One instance of a release: a container. */
+/**
+ * One instance of a release: a container. An image labelled with a release volume (VOLUME_LABEL in
+ * core/release-volumes.ts) has it mounted, writable, by the engine adapter.
+ */
 export interface InstanceSpec {
   name: string;
   image: string;
@@ -312,8 +322,28 @@ export interface EngineEvent {
 export interface Engine {
   ping(): Promise<void>;
   buildImage(build: ImageBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void>;
-  buildInContainer(build: ContainerBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void>;
+  /**
+   * Runs a build in a container and commits it: a new container, or `started`, one that
+   * startBuildContainer made with the same volumes, binds, limits and network (it runs its script file).
+   */
+  buildInContainer(
+    build: ContainerBuild,
+    onLine: (line: string) => void,
+    signal: AbortSignal,
+    started?: string,
+  ): Promise<void>;
+  /**
+   * Creates and starts a build container ahead of its build (while the push is received): it waits on its
+   * stdin for the commit's files, then runs the script at `scriptPath` (in one of its binds). Its id.
+   */
+  startBuildContainer(build: BuildContainer & { scriptPath: string }): Promise<string>;
+  /** Removes a build container (started ahead and not used). */
+  removeBuildContainer(id: string): Promise<void>;
   removeVolumes(labels: Record<string, string>): Promise<void>;
+  /** Pier's volumes with these labels (from one engine call). */
+  listVolumes(labels: Record<string, string>): Promise<{ name: string; labels: Record<string, string> }[]>;
+  /** Removes one volume; false when a container still uses it (then it stays). Gone already: true. */
+  removeVolume(name: string): Promise<boolean>;
   imageExists(tag: string): Promise<boolean>;
   /** The image's id and labels, or null when there is no such image. */
   imageInfo(tag: string): Promise<{ id: string; labels: Record<string, string> } | null>;

@@ -10,6 +10,7 @@ import { PierError } from "../core/errors.js";
 import { healthReport, notListeningLines } from "../core/health.js";
 import { type App, type Deployment, FLAVOR_MEMORY_MIB, type Release } from "../core/model.js";
 import type { Engine, InstanceInfo, Store } from "../core/ports.js";
+import { RELEASE_VOLUME_ROLE, unnamedVolumes } from "../core/release-volumes.js";
 import type { DeployLogs } from "./deploy-logs.js";
 import { probe, waitListening } from "./health-gate.js";
 import { appNetworkName, type Instances, type ReleaseToRun } from "./instances.js";
@@ -210,16 +211,32 @@ export class Deployer {
     return !!this.queues.get(appId)?.active;
   }
 
-  /** Keeps the images of the last KEPT_RELEASES releases (for rollbacks); removes the rest. */
+  /**
+   * Keeps the images of the last KEPT_RELEASES releases (for rollbacks); removes the rest, then the release
+   * volumes (a PHP release's vendor/) that no remaining image names.
+   */
   private async pruneImages(appId: string): Promise<void> {
+    const { engine } = this.deps;
     const keep = new Set(
       (await this.deps.store.listReleases(appId)).slice(0, KEPT_RELEASES).map((r) => r.image),
     );
     const busy = this.queues.get(appId)?.active;
-    for (const tag of await this.deps.engine.imageTags(`pier-app/${appId}`)) {
+    for (const tag of await engine.imageTags(`pier-app/${appId}`)) {
       if (keep.has(tag) || (busy && tag.endsWith(`:${busy.deployment.id}`))) continue;
-      await this.deps.engine.removeImage(tag).catch(() => undefined);
+      await engine.removeImage(tag).catch(() => undefined);
     }
+    // Volumes first, then images: a volume whose image a deploy commits meanwhile is that deploy's (busy).
+    const volumes = await engine.listVolumes({ "pier.app": appId, "pier.role": RELEASE_VOLUME_ROLE });
+    if (volumes.length === 0) return;
+    const images: Record<string, string>[] = [];
+    for (const tag of await engine.imageTags(`pier-app/${appId}`)) {
+      const info = await engine.imageInfo(tag);
+      if (info) images.push(info.labels);
+    }
+    const running = this.queues.get(appId)?.active?.deployment.id ?? null;
+    // One still mounted (a retired instance kept for its logs) stays, and goes with a later prune.
+    for (const name of unnamedVolumes(volumes, images, running))
+      await engine.removeVolume(name).catch(() => undefined);
   }
 
   private async finish(

@@ -54,6 +54,8 @@ export interface GitSshServerOptions {
   /** The id of the app with this id or name, or null: both lead to the app's one repository. */
   resolveApp(ref: string): Promise<string | null>;
   onPush: PushHandler;
+  /** A push to this app begins (before its pack is received): its build may get ready meanwhile. */
+  onPushStart?: (appId: string) => void;
   maxPushBytes: number;
   /** A connection not authenticated by then is closed (PIER_SSH_AUTH_TIMEOUT; 30 s by default). */
   authTimeoutMs?: number;
@@ -371,6 +373,7 @@ export async function startGitSshServer(
             const env = childEnv();
             let token: string | null = null;
             if (receive) {
+              opts.onPushStart?.(appId);
               await ensureBareRepo(repoDir, hookScript(), opts.maxPushBytes);
               token = randomBytes(24).toString("hex");
               pending.set(token, {

@@ -35,6 +35,7 @@ import { reconcile } from "./reconciler.js";
 import { DockerRuntime } from "./runtimes/docker.js";
 import { availableNodeVersions, NodeRuntime } from "./runtimes/node.js";
 import { PhpRuntime } from "./runtimes/php.js";
+import { WarmBuilds } from "./runtimes/php-warm.js";
 import { Toolchains } from "./toolchains.js";
 
 export const VERSION = "0.1.0";
@@ -186,6 +187,14 @@ export async function startServer(config: Config): Promise<RunningServer> {
     backupDays: config.backupDays,
   });
   const logs = new DeployLogs(store, undefined, (appId) => addons.linkedVariables(appId));
+  // PHP builds' containers start while the push is received (docs/adr/0012).
+  const warmBuilds = new WarmBuilds({
+    engine,
+    buildNetwork: config.buildNetwork,
+    buildSandbox: (appId, buildNetwork) => instances.buildSandbox(appId, buildNetwork),
+    findApp: (appId) => store.findApp(appId),
+    currentImage: async (appId) => (await store.currentRelease(appId))?.image ?? null,
+  });
   const deployer = new Deployer({
     store,
     engine,
@@ -208,6 +217,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
         engine,
         buildNetwork: config.buildNetwork,
         buildSandbox: (appId, buildNetwork) => instances.buildSandbox(appId, buildNetwork),
+        warm: warmBuilds,
       }),
     },
     deployTimeoutMs: config.deployTimeoutMs,
@@ -354,6 +364,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       return k ? { fingerprint: k.fingerprint, keyId: k.id } : null;
     },
     resolveApp: async (ref) => (await store.findApp(ref))?.id ?? null,
+    onPushStart: (appId) => warmBuilds.prepare(appId),
     authorizeRepo: (keyId, ref, op) => authorizeRepo(store, keyId, ref, op),
     onPush: async (req) => {
       const app = await store.findApp(req.appId);
@@ -411,6 +422,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       domains.stop();
       edge.unwatch();
       await ssh.close();
+      await warmBuilds.close().catch(() => undefined);
       await new Promise<void>((resolve) => {
         http.close(() => resolve());
         // Followed logs (the console's, `pier logs --follow`) never end by themselves: they would keep the

@@ -7,6 +7,7 @@ import { request } from "node:http";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Pier, run } from "./harness.js";
+import { COMPOSER_APP, INDEX } from "./php-fixtures.js";
 
 const DOCKER = "/usr/bin/docker";
 
@@ -16,55 +17,6 @@ const CONTRACT_EXTENSIONS =
   "apcu bcmath bz2 calendar ctype curl dba dom exif fileinfo filter ftp gd gmp gettext iconv igbinary imagick intl ldap mbregex mbstring mysqli mysqlnd opcache openssl parallel pcntl pdo pdo_mysql pdo_pgsql pdo_sqlite pgsql phar posix protobuf readline redis session shmop simplexml soap sockets sodium sqlite3 ssh2 sysvmsg sysvsem sysvshm tidy tokenizer xlswriter xml xmlreader xmlwriter zip zlib yaml zstd".split(
     " ",
   );
-
-const INDEX = `<?php
-require __DIR__ . '/../vendor/autoload.php';
-header('Content-Type: application/json');
-echo json_encode([
-  'php' => PHP_VERSION,
-  'greet' => (new Acme\\Greeter())->hello('pier'),
-  'dev' => class_exists('Acme\\DevTool'),
-  'memory_limit' => ini_get('memory_limit'),
-  'extensions' => array_map('strtolower', get_loaded_extensions()),
-  'instance_type' => getenv('INSTANCE_TYPE'),
-  'forwarded_proto' => $_SERVER['HTTP_X_FORWARDED_PROTO'] ?? '',
-  'rev' => 1,
-]);
-`;
-
-const COMPOSER_APP: Record<string, string> = {
-  ".gitignore": "/vendor/\n",
-  "composer.json": `${JSON.stringify(
-    {
-      name: "pier/phpapp",
-      require: { "acme/greeter": "*" },
-      "require-dev": { "acme/devtool": "*" },
-      repositories: [
-        { type: "path", url: "packages/greeter", options: { symlink: false } },
-        { type: "path", url: "packages/devtool", options: { symlink: false } },
-        { "packagist.org": false },
-      ],
-    },
-    null,
-    2,
-  )}\n`,
-  "packages/greeter/composer.json": JSON.stringify({
-    name: "acme/greeter",
-    version: "1.0.0",
-    autoload: { "psr-4": { "Acme\\": "src/" } },
-  }),
-  "packages/greeter/src/Greeter.php":
-    '<?php\nnamespace Acme;\nclass Greeter { public function hello(string $n): string { return "hello $n"; } }\n',
-  "packages/devtool/composer.json": JSON.stringify({
-    name: "acme/devtool",
-    version: "1.0.0",
-    autoload: { "psr-4": { "Acme\\": "src/" } },
-  }),
-  "packages/devtool/src/DevTool.php": "<?php\nnamespace Acme;\nclass DevTool {}\n",
-  "php.ini": "memory_limit = 77M\n",
-  "public/index.php": INDEX,
-  "public/robots.txt": "User-agent: *\n",
-};
 
 function get(
   port: number,

@@ -6,7 +6,7 @@ import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { cpuLimits } from "../../core/model.js";
 import { isHostOnlyAddress, loginServerProblem, registryServerHost } from "../../core/plan-docker.js";
-import type { ContainerBuild, ImageBuild } from "../../core/ports.js";
+import type { BuildContainer, ContainerBuild, ImageBuild } from "../../core/ports.js";
 import { shellQuote } from "../../core/shell.js";
 import { childEnv } from "../exec.js";
 
@@ -193,30 +193,31 @@ export async function buildImage(
     throw new PierError("BUILD_FAILED", `The build produced no image ${b.tag}.`);
 }
 
-export async function buildInContainer(
-  docker: Docker,
-  own: Record<string, string>,
-  b: ContainerBuild,
-  onLine: (line: string) => void,
-  signal: AbortSignal,
-  hostCpus: number,
-): Promise<void> {
-  const cpu = cpuLimits(b.memoryBytes, hostCpus);
+/** The volumes of a build container exist (made with their labels) before it is created. */
+async function ensureVolumes(docker: Docker, own: Record<string, string>, b: BuildContainer): Promise<void> {
   for (const v of b.volumes) {
     try {
       await docker.getVolume(v.name).inspect();
     } catch (e) {
       if (!isNotFound(e)) throw e;
-      await docker.createVolume({ Name: v.name, Labels: { ...b.labels, ...own } });
+      await docker.createVolume({ Name: v.name, Labels: { ...(v.labels ?? b.labels), ...own } });
     }
   }
-  // The commit's files reach the container through its stdin, as a tar that the container unpacks itself:
-  // no upload of an archive before the start (a mount of the container and its volumes of its own, and an
-  // unpacking process of the engine: about 50 ms of each build).
-  const target = b.stageDir ?? b.appDir;
-  const container = await docker.createContainer({
+}
+
+/** Creates a build container whose command `cmd` reads the commit's files from its stdin. */
+async function createBuildContainer(
+  docker: Docker,
+  own: Record<string, string>,
+  b: BuildContainer,
+  cmd: string,
+  hostCpus: number,
+): Promise<Docker.Container> {
+  const cpu = cpuLimits(b.memoryBytes, hostCpus);
+  await ensureVolumes(docker, own, b);
+  return docker.createContainer({
     Image: b.from,
-    Cmd: ["/bin/sh", "-ec", `mkdir -p ${shellQuote(target)}\ntar -x -C ${shellQuote(target)}\n${b.script}`],
+    Cmd: ["/bin/sh", "-ec", cmd],
     OpenStdin: true,
     StdinOnce: true,
     AttachStdin: true,
@@ -232,7 +233,7 @@ export async function buildInContainer(
       SecurityOpt: ["no-new-privileges"],
       PidsLimit: 4096,
       Binds: [
-        ...b.volumes.map((v) => `${v.name}:${v.target}`),
+        ...b.volumes.map((v) => `${v.name}:${v.target}${v.readOnly ? ":ro" : ""}`),
         ...b.binds.map((m) => `${m.source}:${m.target}:ro`),
       ],
       // Its output reaches Pier through the attach stream (the deploy log, capped); the engine's own copy
@@ -241,6 +242,57 @@ export async function buildInContainer(
       ...(b.network ? { NetworkMode: b.network } : {}),
     },
   });
+}
+
+/**
+ * A build container started ahead of its build (while the push is received): it waits on its stdin for
+ * the commit's files, then runs the script at `scriptPath`, which the runtime writes into one of its binds
+ * before buildInContainer hands the files over. Returns the container's id.
+ */
+export async function startBuildContainer(
+  docker: Docker,
+  own: Record<string, string>,
+  b: BuildContainer & { scriptPath: string },
+  hostCpus: number,
+): Promise<string> {
+  const cmd = `mkdir -p ${shellQuote(b.appDir)}\ntar -x -C ${shellQuote(b.appDir)}\n. ${shellQuote(b.scriptPath)}`;
+  const container = await createBuildContainer(docker, own, b, cmd, hostCpus);
+  try {
+    await container.start();
+  } catch (e) {
+    await container.remove({ force: true }).catch(() => undefined);
+    throw e;
+  }
+  return container.id;
+}
+
+/**
+ * Runs a build in a container and commits it as the release image: a new container, or `started`, one
+ * that startBuildContainer made with the same volumes, binds, limits and network (its script is then the
+ * file it runs, not `b.script`).
+ */
+export async function buildInContainer(
+  docker: Docker,
+  own: Record<string, string>,
+  b: ContainerBuild,
+  onLine: (line: string) => void,
+  signal: AbortSignal,
+  hostCpus: number,
+  started?: string,
+): Promise<void> {
+  // The commit's files reach the container through its stdin, as a tar that the container unpacks itself:
+  // no upload of an archive before the start (a mount of the container and its volumes of its own, and an
+  // unpacking process of the engine: about 50 ms of each build).
+  const target = b.stageDir ?? b.appDir;
+  const container = started
+    ? docker.getContainer(started)
+    : await createBuildContainer(
+        docker,
+        own,
+        b,
+        `mkdir -p ${shellQuote(target)}\ntar -x -C ${shellQuote(target)}\n${b.script}`,
+        hostCpus,
+      );
   const onAbort = () => void container.kill().catch(() => undefined);
   signal.addEventListener("abort", onAbort, { once: true });
   try {
@@ -260,7 +312,8 @@ export async function buildInContainer(
       for (const l of lines) onLine(cleanBuildLine(l, false));
     });
     docker.modem.demuxStream(stream, out, out);
-    await container.start();
+    // A container started ahead waits on its stdin: it has written nothing yet.
+    if (!started) await container.start();
     // The end of the tar closes the container's stdin (StdinOnce): the script's `tar -x` ends there.
     const tar = spawn("tar", ["-C", b.contextDir, "-c", "."], {
       env: childEnv(),

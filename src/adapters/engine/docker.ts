@@ -4,6 +4,7 @@ import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { cpuLimits } from "../../core/model.js";
+import { RELEASE_VOLUME_ROLE, releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
 import {
   buildImage,
   buildInContainer,
@@ -11,11 +12,13 @@ import {
   engineCpus,
   imageExists,
   isNotFound,
+  startBuildContainer,
 } from "./docker-build.js";
 
 export { cleanBuildLine } from "./docker-build.js";
 
 import type {
+  BuildContainer,
   ContainerBuild,
   Engine,
   EngineEvent,
@@ -167,8 +170,17 @@ export class DockerEngine implements Engine {
     b: ContainerBuild,
     onLine: (line: string) => void,
     signal: AbortSignal,
+    started?: string,
   ): Promise<void> {
-    return buildInContainer(this.docker, this.ownLabels, b, onLine, signal, await this.cpus());
+    return buildInContainer(this.docker, this.ownLabels, b, onLine, signal, await this.cpus(), started);
+  }
+
+  async startBuildContainer(b: BuildContainer & { scriptPath: string }): Promise<string> {
+    return startBuildContainer(this.docker, this.ownLabels, b, await this.cpus());
+  }
+
+  async removeBuildContainer(id: string): Promise<void> {
+    await unlessGone(this.docker.getContainer(id).remove({ force: true }));
   }
 
   async removeVolumes(labels: Record<string, string>): Promise<void> {
@@ -179,6 +191,57 @@ export class DockerEngine implements Engine {
         .remove()
         .catch(() => undefined);
     }
+  }
+
+  async listVolumes(
+    labels: Record<string, string>,
+  ): Promise<{ name: string; labels: Record<string, string> }[]> {
+    const { Volumes } = await this.docker.listVolumes({ filters: { label: this.labelFilters(labels) } });
+    return (Volumes ?? []).map((v) => ({ name: v.Name, labels: v.Labels ?? {} }));
+  }
+
+  async removeVolume(name: string): Promise<boolean> {
+    try {
+      await this.docker.getVolume(name).remove();
+      return true;
+    } catch (e) {
+      if (isNotFound(e)) return true;
+      if ((e as { statusCode?: number }).statusCode === 409) return false;
+      throw e;
+    }
+  }
+
+  /**
+   * The release volume an instance of this image mounts (core/release-volumes.ts), checked to exist (the
+   * engine would otherwise make an empty one, and the app would fail without its files) and to be a
+   * release volume of this Pier and of the instance's app: a Dockerfile's LABEL must not reach another
+   * app's (or an add-on's) volume.
+   */
+  private async releaseMount(image: string, appId: string | undefined): Promise<string[]> {
+    const info = await this.imageInfo(image);
+    const volume = info ? releaseVolume(info.labels) : null;
+    if (!volume) return [];
+    let labels: Record<string, string>;
+    try {
+      labels = (await this.docker.getVolume(volume.name).inspect()).Labels ?? {};
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+      throw new PierError(
+        "ENGINE_ERROR",
+        `The volume ${volume.name} that holds ${volume.target} of the image ${image} is gone.`,
+        "Deploy again: pier restart --without-cache installs it afresh.",
+      );
+    }
+    const mine = { ...this.ownLabels, "pier.app": appId ?? "", "pier.role": RELEASE_VOLUME_ROLE };
+    if (!appId || Object.entries(mine).some(([k, v]) => labels[k] !== v)) {
+      throw new PierError(
+        "FORBIDDEN",
+        `The image ${image} names the volume ${volume.name} (label ${VOLUME_LABEL}), which is not a release volume of this app.`,
+        `Remove the ${VOLUME_LABEL} label from the image.`,
+      );
+    }
+    // Writable: packages write caches into vendor/ (HTMLPurifier's); instances of one release share it.
+    return [`${volume.name}:${volume.target}`];
   }
 
   imageExists(tag: string): Promise<boolean> {
@@ -309,6 +372,7 @@ export class DockerEngine implements Engine {
       ports[`${s.tcpPort}/tcp`] = [{ HostIp: "0.0.0.0", HostPort: "" }];
       labels["pier.tcp-port"] = String(s.tcpPort);
     }
+    const mounts = await this.releaseMount(s.image, s.labels["pier.app"]);
     const container = await this.docker.createContainer({
       name: s.name,
       Image: s.image,
@@ -330,7 +394,7 @@ export class DockerEngine implements Engine {
         NetworkMode: s.sandbox ? `container:${s.sandbox.id}` : s.network.name,
         SecurityOpt: ["no-new-privileges"],
         LogConfig: { Type: "json-file", Config: { "max-size": "10m", "max-file": "3" } },
-        Binds: s.mountDockerSocket ? ["/var/run/docker.sock:/var/run/docker.sock"] : [],
+        Binds: [...mounts, ...(s.mountDockerSocket ? ["/var/run/docker.sock:/var/run/docker.sock"] : [])],
       },
     });
     try {

@@ -4,9 +4,25 @@ import { tmpdir } from "node:os";
 import { join, sep } from "node:path";
 import { PierError } from "../../core/errors.js";
 import { FLAVOR_MEMORY_MIB } from "../../core/model.js";
-import { type PathFact, PHP_IMAGE, phpProjectPaths, phpSettings, planPhpBuild } from "../../core/plan-php.js";
+import {
+  type PathFact,
+  PHP_IMAGE,
+  type PhpBuildPlan,
+  phpProjectPaths,
+  phpSettings,
+  planPhpBuild,
+} from "../../core/plan-php.js";
+import { planVendor, type VendorPlan } from "../../core/plan-php-vendor.js";
 import type { Engine } from "../../core/ports.js";
+import {
+  RELEASE_VOLUME_ROLE,
+  releaseVolume,
+  releaseVolumeName,
+  VOLUME_LABEL,
+  volumeLabel,
+} from "../../core/release-volumes.js";
 import { renderEnvFile, shellQuote } from "../../core/shell.js";
+import { VENDOR_DIR, vendorVolume, type WarmBuild, type WarmBuilds } from "./php-warm.js";
 import {
   APP_HOME,
   appBuild,
@@ -15,8 +31,6 @@ import {
   type RunSettings,
   type Runtime,
   readInside,
-  reusableBase,
-  STAGE,
 } from "./runtime.js";
 
 /** Lines of a failing step kept for the deployment's reason. */
@@ -40,8 +54,9 @@ export async function inspectPath(root: string, relative: string): Promise<PathF
  * The PHP application-server runtime (contract sections 2.5, 4.2, 4.4, 4.5, 8; docs/adr/0012): a pure
  * planner decides the webroot, composer, php.ini and the start command; this executor inspects the
  * commit's paths, runs the steps in a memory-limited build container of pier/php:8.4 with the app's
- * composer cache mounted, and commits the result as the release image. With an unchanged composer.lock
- * the build starts from the current release's image and keeps its vendor/.
+ * composer cache mounted, and commits the result as the release image. vendor/ that composer installs
+ * lives in a release volume that the image names (core/plan-php-vendor.ts): the commit copies none of it,
+ * and a redeploy with an unchanged composer.lock mounts the current release's volume again.
  */
 export class PhpRuntime implements Runtime {
   constructor(
@@ -51,6 +66,8 @@ export class PhpRuntime implements Runtime {
       buildNetwork: string | null;
       /** The app's build sandbox (its container id): builds join its network namespace. */
       buildSandbox: (appId: string, buildNetwork: string | null) => Promise<string>;
+      /** Build containers started while pushes are received. None: each build starts its own. */
+      warm?: WarmBuilds;
     },
   ) {}
 
@@ -63,6 +80,26 @@ export class PhpRuntime implements Runtime {
   }
 
   async build(ctx: BuildContext): Promise<string> {
+    // The container started while the push was received, if any: this build uses it or removes it, even
+    // when it fails before it gets that far.
+    const ahead = this.deps.warm ? this.deps.warm.take(ctx.app.id) : Promise.resolve(null);
+    ahead.catch(() => undefined);
+    const claim = { settled: false };
+    try {
+      return await this.buildWith(ctx, ahead, claim);
+    } finally {
+      if (!claim.settled) {
+        const w = await ahead.catch(() => null);
+        if (w) void this.deps.warm?.discard(w);
+      }
+    }
+  }
+
+  private async buildWith(
+    ctx: BuildContext,
+    aheadOf: Promise<WarmBuild | null>,
+    claim: { settled: boolean },
+  ): Promise<string> {
     const { app, deployment: d, sourceDir: dir, write } = ctx;
     // The app's build sandbox is looked up (made at create) while the commit is inspected and planned.
     const sandbox = this.deps.buildSandbox(app.id, this.deps.buildNetwork);
@@ -91,7 +128,7 @@ export class PhpRuntime implements Runtime {
         "Run scripts/setup.sh (npm start runs it) to build it.",
       );
     // With composer.lock, the release image records a key of what the install depends on; a current
-    // release with the same key lends its image: vendor/ stays, the rest of /app is the commit's.
+    // release with the same key lends its vendor/ (a release volume).
     const lock = paths["composer.lock"] === "file" ? await readInside(dir, "composer.lock") : null;
     const depsKey =
       plan.composer && lock !== null
@@ -100,12 +137,36 @@ export class PhpRuntime implements Runtime {
             .digest("hex")
             .slice(0, 24)
         : null;
-    const base =
-      depsKey && !d.withoutCache && paths.vendor === "missing"
-        ? await reusableBase(this.deps.engine, ctx.previousImage, depsKey, runtime.id, write)
+    const vendorPlanned = await this.vendorPlan(ctx, plan, paths.vendor ?? "missing", depsKey, runtime.id);
+    const previousDir = "/tmp/pier-vendor-previous";
+    const sandboxId = await sandbox;
+    // The container started while the push was received serves this build if it was made as this build
+    // would make its own (image, sandbox, build flavor) and guessed its vendor/ right: a new volume for an
+    // install, or the current release's volume that this build shares.
+    const ahead = await aheadOf;
+    claim.settled = true;
+    const guessed =
+      ahead !== null &&
+      (ahead.own
+        ? vendorPlanned.kind === "install"
+        : vendorPlanned.kind === "shared" && vendorPlanned.volume === ahead.volume);
+    const warm =
+      ahead &&
+      guessed &&
+      !d.withoutCache &&
+      ahead.toolchainId === runtime.id &&
+      ahead.sandbox === sandboxId &&
+      ahead.memoryBytes === FLAVOR_MEMORY_MIB[app.buildFlavor] * 2 ** 20
+        ? ahead
         : null;
+    // Gone before the composer cache is emptied (it mounts the cache volume); else off the critical path.
+    if (ahead && !warm && d.withoutCache) await this.deps.warm?.discard(ahead);
+    else if (ahead && !warm) void this.deps.warm?.discard(ahead);
+    const vendor: VendorPlan = warm?.own === true ? { kind: "install", volume: warm.volume } : vendorPlanned;
 
-    const secrets = await mkdtemp(join(tmpdir(), "pier-build-env-"));
+    const secrets = warm?.dir ?? (await mkdtemp(join(tmpdir(), "pier-build-env-")));
+    // Once the build has the container started ahead, its failure removes it; until then, this does.
+    let handed = false;
     try {
       await writeFile(
         join(secrets, "build.env"),
@@ -115,29 +176,20 @@ export class PhpRuntime implements Runtime {
       // Each step says which it is when it fails: the deployment's reason names it, with its last lines.
       const script = [
         "set -a; . /pier/build.env; set +a",
-        ...(base
-          ? [
-              `find ${APP_HOME} -mindepth 1 -maxdepth 1 ! -name vendor -exec rm -rf {} +`,
-              `cp -a ${STAGE}/. ${APP_HOME}/`,
-              `rm -rf ${STAGE}`,
-              // The current release's php.ini link; this commit's php.ini, if any, is linked again below.
-              "rm -f /etc/php/8.4/cli/conf.d/99-app-php.ini /etc/php/8.4/fpm/conf.d/99-app-php.ini",
-            ]
-          : []),
         ...plan.buildSteps.flatMap((s) => {
-          if (s.install && base && plan.composer) {
-            const reused =
-              "Dependencies unchanged (composer.lock, composer.json, flags, PHP image): vendor/ reused from the current release";
-            const dump = plan.composer.dumpAutoload;
-            if (dump === null)
-              return [
-                `echo ${shellQuote(`-----> ${reused} (its autoloader lists no class of the project)`)}`,
-              ];
+          const reused =
+            "Dependencies unchanged (composer.lock, composer.json, flags, PHP image): vendor/ reused from the current release";
+          if (s.install && vendor.kind === "shared")
             return [
-              `echo ${shellQuote(`-----> ${reused}; ${dump}`)}`,
+              `echo ${shellQuote(`-----> ${reused} (its volume; the autoloader lists no class of the project)`)}`,
+            ];
+          const dump = plan.composer?.dumpAutoload;
+          if (s.install && vendor.kind === "copy" && dump)
+            return [
+              `echo ${shellQuote(`-----> ${reused}, copied into a new volume; ${dump}`)}`,
+              `cp -a ${previousDir}/. ${VENDOR_DIR}/`,
               `/bin/sh -ec ${shellQuote(dump)} || { code=$?; echo ${shellQuote(`pier-step-failed: ${dump}`)}; exit $code; }`,
             ];
-          }
           const [label, command] = [s.label, s.command];
           return [
             `echo ${shellQuote(`-----> ${label}`)}`,
@@ -155,6 +207,15 @@ export class PhpRuntime implements Runtime {
       );
       const tail: string[] = [];
       let failedStep: string | null = null;
+      if (vendor.kind !== "image")
+        write(
+          vendor.kind === "shared"
+            ? `vendor/ is the current release's volume ${vendor.volume}${warm ? "; the build container started while the push was received" : ""}.`
+            : `vendor/ goes into the volume ${vendor.volume} (not into the image: no copy of it at the commit)${warm ? "; the build container started while the push was received" : ""}.`,
+        );
+      if (warm) await writeFile(join(secrets, "build.sh"), script, { mode: 0o600 });
+      const made = vendor.kind === "install" || vendor.kind === "copy" ? vendor.volume : null;
+      handed = true;
       await this.deps.engine
         .buildInContainer(
           appBuild({
@@ -162,12 +223,22 @@ export class PhpRuntime implements Runtime {
             deployment: d,
             toolchainImage: PHP_IMAGE,
             toolchainId: runtime.id,
-            base,
+            base: null,
             depsKey,
             contextDir: dir,
             script,
             binds: [{ source: secrets, target: "/pier" }],
-            sandbox: await sandbox,
+            volumes:
+              vendor.kind === "image"
+                ? []
+                : [
+                    vendorVolume(app.id, warm?.id ?? d.id, vendor.volume, depsKey),
+                    ...(vendor.kind === "copy"
+                      ? [{ name: vendor.from, target: previousDir, readOnly: true }]
+                      : []),
+                  ],
+            labels: vendor.kind === "image" ? {} : { [VOLUME_LABEL]: volumeLabel(vendor.volume, VENDOR_DIR) },
+            sandbox: sandboxId,
             plan,
           }),
           (line) => {
@@ -184,15 +255,51 @@ export class PhpRuntime implements Runtime {
             write(line);
           },
           ctx.signal,
+          warm?.containerId,
         )
-        .catch((e: unknown) => {
+        .catch(async (e: unknown) => {
+          // A failed or cancelled build leaves no volume behind (its container is gone: nothing uses it).
+          if (made) await this.deps.engine.removeVolume(made).catch(() => undefined);
           if (failedStep === null || !(e instanceof PierError)) throw e;
           throw new PierError("BUILD_FAILED", `${failedStep} failed: ${tail.join(" | ")}`, e.hint);
         });
       write(`Built ${tag} (PHP 8.4, webroot ${plan.webroot}, start: ${plan.start.join(" ")}).`);
       return tag;
     } finally {
+      if (warm && !handed) await this.deps.warm?.discard(warm);
       await rm(secrets, { recursive: true, force: true });
     }
+  }
+
+  /** Where vendor/ of this release goes: the current release's image and the app's volumes decide. */
+  private async vendorPlan(
+    ctx: BuildContext,
+    plan: PhpBuildPlan,
+    vendor: PathFact,
+    depsKey: string | null,
+    toolchainId: string,
+  ): Promise<VendorPlan> {
+    const { engine } = this.deps;
+    const reuse =
+      plan.composer !== null && vendor === "missing" && depsKey !== null && !ctx.deployment.withoutCache;
+    const info = reuse && ctx.previousImage ? await engine.imageInfo(ctx.previousImage) : null;
+    const volumes = info
+      ? await engine.listVolumes({ "pier.app": ctx.app.id, "pier.role": RELEASE_VOLUME_ROLE })
+      : [];
+    return planVendor({
+      composer: plan.composer,
+      vendor,
+      depsKey,
+      withoutCache: ctx.deployment.withoutCache,
+      previous:
+        info && info.labels["pier.toolchain"] === toolchainId
+          ? {
+              depsKey: info.labels["pier.deps-key"] ?? null,
+              volume: releaseVolume(info.labels)?.name ?? null,
+            }
+          : null,
+      volumes: volumes.map((v) => v.name),
+      newVolume: releaseVolumeName(ctx.app.id, ctx.deployment.id, "vendor"),
+    });
   }
 }

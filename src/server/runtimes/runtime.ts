@@ -2,7 +2,7 @@ import { readFile, realpath } from "node:fs/promises";
 import { join, sep } from "node:path";
 import { PierError } from "../../core/errors.js";
 import { type App, type Deployment, FLAVOR_MEMORY_MIB } from "../../core/model.js";
-import type { ContainerBuild, Engine } from "../../core/ports.js";
+import type { BuildContainer, ContainerBuild, Engine } from "../../core/ports.js";
 import { type Worker, withWorkers } from "../../core/workers.js";
 
 /** How a release of a runtime is served; read from the app's variables before the build. */
@@ -107,24 +107,26 @@ export function appBuild(o: {
   contextDir: string;
   script: string;
   binds: ContainerBuild["binds"];
+  /** More volumes than the app's dependency cache (a release volume: core/release-volumes.ts). */
+  volumes?: ContainerBuild["volumes"];
+  /** More labels of the release image (the release volume it names). */
+  labels?: Record<string, string>;
   sandbox: string;
   plan: { start: readonly string[]; workers: readonly Worker[]; runEnv: Record<string, string> };
 }): ContainerBuild {
   const { app, base } = o;
   return {
-    from: base?.image ?? o.toolchainImage,
+    ...buildContainer({
+      app,
+      from: base?.image ?? o.toolchainImage,
+      sandbox: o.sandbox,
+      binds: o.binds,
+      volumes: o.volumes ?? [],
+    }),
     tag: imageTag(app.id, o.deployment.id),
     contextDir: o.contextDir,
-    appDir: APP_HOME,
     ...(base ? { stageDir: STAGE } : {}),
     script: o.script,
-    env: { HOME: "/root", APP_HOME },
-    volumes: [{ name: `pier-cache-${app.id}`, target: "/cache" }],
-    binds: o.binds,
-    // The app's build sandbox holds the network namespace (no network set-up per build).
-    network: `container:${o.sandbox}`,
-    flavor: app.buildFlavor,
-    memoryBytes: FLAVOR_MEMORY_MIB[app.buildFlavor] * 2 ** 20,
     labels: {
       "pier.app": app.id,
       "pier.deployment": o.deployment.id,
@@ -132,11 +134,46 @@ export function appBuild(o: {
       "pier.toolchain": o.toolchainId,
       ...(o.depsKey ? { "pier.deps-key": o.depsKey } : {}),
       "pier.reuse-depth": String(base ? base.depth + 1 : 0),
+      ...o.labels,
     },
     image: {
       cmd: withWorkers(o.plan.start, o.plan.workers),
       env: { ...o.plan.runEnv, APP_HOME },
       workdir: APP_HOME,
     },
+  };
+}
+
+/**
+ * The container part of a build (fixed at its creation): the image, the app's dependency cache and
+ * `volumes`, the read-only `binds`, the app's build sandbox and the build flavor's limits.
+ */
+export function buildContainer(o: {
+  app: App;
+  from: string;
+  sandbox: string;
+  binds: BuildContainer["binds"];
+  volumes: BuildContainer["volumes"];
+  labels?: Record<string, string>;
+}): BuildContainer {
+  const { app } = o;
+  return {
+    from: o.from,
+    appDir: APP_HOME,
+    env: { HOME: "/root", APP_HOME },
+    volumes: [
+      {
+        name: `pier-cache-${app.id}`,
+        target: "/cache",
+        labels: { "pier.app": app.id, "pier.cache": "deps" },
+      },
+      ...o.volumes,
+    ],
+    binds: o.binds,
+    // The app's build sandbox holds the network namespace (no network set-up per build).
+    network: `container:${o.sandbox}`,
+    flavor: app.buildFlavor,
+    memoryBytes: FLAVOR_MEMORY_MIB[app.buildFlavor] * 2 ** 20,
+    labels: o.labels ?? { "pier.app": app.id },
   };
 }

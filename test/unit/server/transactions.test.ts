@@ -54,6 +54,12 @@ class FakeEngine {
   async ensureNetwork() {}
   async removeNetworks() {}
   async removeVolumes() {}
+  async listVolumes() {
+    return [];
+  }
+  async removeVolume() {
+    return true;
+  }
   async imageExists() {
     return true;
   }

@@ -1,0 +1,156 @@
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { describe, it } from "node:test";
+import type { App } from "../../../src/core/model.js";
+import type { BuildContainer, Engine } from "../../../src/core/ports.js";
+import { VOLUME_LABEL } from "../../../src/core/release-volumes.js";
+import { WARM_SCRIPT, WarmBuilds } from "../../../src/server/runtimes/php-warm.js";
+
+/** The engine calls WarmBuilds makes, in memory. */
+class FakeEngine {
+  started: (BuildContainer & { scriptPath: string })[] = [];
+  running = new Set<string>();
+  volumes = new Set<string>();
+  images: Record<string, Record<string, string>> = { "pier/php:8.4": {} };
+  async imageInfo(tag: string) {
+    const labels = this.images[tag];
+    return labels ? { id: `sha-${tag}`, labels } : null;
+  }
+  async startBuildContainer(b: BuildContainer & { scriptPath: string }) {
+    this.started.push(b);
+    for (const v of b.volumes) this.volumes.add(v.name);
+    const id = `c${this.started.length}`;
+    this.running.add(id);
+    return id;
+  }
+  async inspectInstance(id: string) {
+    return this.running.has(id) ? { running: true } : null;
+  }
+  async removeBuildContainer(id: string) {
+    this.running.delete(id);
+  }
+  async listVolumes() {
+    return [...this.volumes].map((name) => ({ name, labels: {} }));
+  }
+  async removeVolume(name: string) {
+    this.volumes.delete(name);
+    return true;
+  }
+}
+
+const app = (over: Partial<App> = {}): App => ({
+  id: "app-1",
+  name: "one",
+  type: "phpserver",
+  flavor: "XS",
+  buildFlavor: "M",
+  instances: 1,
+  task: null,
+  allowDockerSocket: false,
+  stopped: false,
+  createdAt: "",
+  ...over,
+});
+
+function setup(o: { app?: App | null; current?: string | null; idleMs?: number } = {}) {
+  const engine = new FakeEngine();
+  const warm = new WarmBuilds({
+    engine: engine as unknown as Engine,
+    buildNetwork: null,
+    buildSandbox: async () => "sandbox-1",
+    findApp: async () => (o.app === undefined ? app() : o.app),
+    currentImage: async () => o.current ?? null,
+    ...(o.idleMs !== undefined ? { idleMs: o.idleMs } : {}),
+  });
+  return { engine, warm };
+}
+
+describe("WarmBuilds: PHP build containers started while a push is received", () => {
+  it("starts one per app with a new vendor/ volume, the app's sandbox and build flavor; take hands it over once", async () => {
+    const { engine, warm } = setup();
+    warm.prepare("app-1");
+    warm.prepare("app-1");
+    const w = await warm.take("app-1");
+    assert.ok(w);
+    assert.equal(engine.started.length, 1, "one container per app");
+    const spec = engine.started[0]!;
+    assert.equal(spec.scriptPath, WARM_SCRIPT);
+    assert.equal(spec.from, "pier/php:8.4");
+    assert.equal(spec.network, "container:sandbox-1");
+    assert.equal(spec.memoryBytes, 4096 * 2 ** 20, "the M build flavor");
+    assert.deepEqual(
+      spec.volumes.map((v) => v.target),
+      ["/cache", "/app/vendor"],
+    );
+    assert.equal(spec.volumes[1]!.name, w.volume);
+    assert.equal(spec.volumes[1]!.labels?.["pier.role"], "release-volume");
+    assert.equal(w.sandbox, "sandbox-1");
+    assert.ok(existsSync(w.dir), "its folder for build.env and the script");
+    assert.equal(await warm.take("app-1"), null, "taken once");
+    await warm.discard(w);
+    assert.equal(engine.running.size, 0);
+    assert.equal(engine.volumes.has(w.volume), false);
+    assert.equal(existsSync(w.dir), false);
+  });
+
+  it("none for other runtimes or unknown apps", async () => {
+    for (const o of [{ app: app({ type: "node" }) }, { app: null }]) {
+      const { engine, warm } = setup(o);
+      warm.prepare("app-1");
+      assert.equal(await warm.take("app-1"), null);
+      assert.equal(engine.started.length, 0);
+    }
+  });
+
+  it("a redeploy's guess: the current release's vendor/ volume, kept when it is discarded", async () => {
+    const vendor = "pier-vendor-app-1-dep-1";
+    const { engine, warm } = setup({ current: "pier-app/app-1:dep-1" });
+    engine.images["pier-app/app-1:dep-1"] = { [VOLUME_LABEL]: `${vendor}:/app/vendor` };
+    engine.volumes.add(vendor);
+    warm.prepare("app-1");
+    const w = await warm.take("app-1");
+    assert.ok(w);
+    assert.equal(w.volume, vendor);
+    assert.equal(w.own, false);
+    assert.equal(engine.started[0]!.volumes[1]!.name, vendor);
+    await warm.discard(w);
+    assert.ok(engine.volumes.has(vendor), "the serving release's volume stays");
+
+    const gone = setup({ current: "pier-app/app-1:dep-1" });
+    gone.engine.images["pier-app/app-1:dep-1"] = { [VOLUME_LABEL]: `${vendor}:/app/vendor` };
+    gone.warm.prepare("app-1");
+    assert.equal(await gone.warm.take("app-1"), null, "its volume is gone: none");
+
+    const inImage = setup({ current: "pier-app/app-1:dep-0" });
+    inImage.engine.images["pier-app/app-1:dep-0"] = {};
+    inImage.warm.prepare("app-1");
+    const fresh = await inImage.warm.take("app-1");
+    assert.ok(fresh?.own, "the current release holds vendor/ in its image: a new volume");
+  });
+
+  it("close removes those waiting (pier server stops)", async () => {
+    const { engine, warm } = setup();
+    warm.prepare("app-1");
+    await warm.close();
+    assert.equal(engine.started.length, 1);
+    assert.equal(engine.running.size, 0);
+    assert.deepEqual([...engine.volumes], ["pier-cache-app-1"]);
+    assert.equal(await warm.take("app-1"), null);
+  });
+
+  it("one left unused goes after idleMs; one the engine lost is not handed over", async () => {
+    const { engine, warm } = setup({ idleMs: 20 });
+    warm.prepare("app-1");
+    await new Promise((r) => setTimeout(r, 80));
+    assert.equal(engine.running.size, 0, "removed after idleMs");
+    assert.deepEqual([...engine.volumes], ["pier-cache-app-1"], "its vendor/ volume too (not the cache)");
+    assert.equal(await warm.take("app-1"), null);
+
+    const lost = setup();
+    lost.warm.prepare("app-1");
+    await new Promise((r) => setTimeout(r, 10));
+    lost.engine.running.clear();
+    assert.equal(await lost.warm.take("app-1"), null, "stopped (an engine restart): discarded");
+    assert.deepEqual([...lost.engine.volumes], ["pier-cache-app-1"]);
+  });
+});
