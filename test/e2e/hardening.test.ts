@@ -312,28 +312,37 @@ describe("hardening", { timeout: 900_000 }, () => {
     for (const s of [...held, ...builds]) s.destroy();
   });
 
-  test("SSH: at most 6 keys are tried per connection", async () => {
-    const keys = Array.from({ length: 10 }, () => ssh2.utils.generateKeyPairSync("ed25519").private);
-    let tried = 0;
-    const ended = await new Promise<string>((resolve) => {
+  /**
+   * Connects with a client that offers an authentication attempt each time the server asks (`offer`
+   * gives the n-th, or null when it has no more): how many it made, and how the connection ended.
+   */
+  const tryAuth = (offer: (n: number) => object | null) =>
+    new Promise<{ tried: number; ended: string }>((resolve) => {
+      let tried = 0;
       const c = new ssh2.Client();
+      const end = (ended: string) => resolve({ tried, ended });
       c.on("ready", () => {
         c.end();
-        resolve("authenticated?!");
+        end("authenticated?!");
       });
-      c.on("error", (e) => resolve(`error: ${e.message}`));
-      c.on("close", () => resolve("closed"));
+      c.on("error", (e) => end(`error: ${e.message}`));
+      c.on("close", () => end("closed"));
       c.connect({
         host: "127.0.0.1",
         port: pier.sshPort,
         username: "git",
         authHandler: (_methods, _partial, next) => {
-          const key = keys[tried++];
-          if (!key) return next(false as never);
-          next({ type: "publickey", username: "git", key } as never);
+          const attempt = offer(tried++);
+          next((attempt ?? false) as never);
         },
       });
     });
+
+  test("SSH: at most 6 keys are tried per connection", async () => {
+    const keys = Array.from({ length: 10 }, () => ssh2.utils.generateKeyPairSync("ed25519").private);
+    const { tried, ended } = await tryAuth((n) =>
+      keys[n] ? { type: "publickey", username: "git", key: keys[n] } : null,
+    );
     assert.notEqual(ended, "authenticated?!");
     // 6 keys refused, the 7th closes the connection; the client may call its handler once more before it
     // sees the close. Without the limit it offers all 10 (and asks for an 11th).
@@ -341,26 +350,10 @@ describe("hardening", { timeout: 900_000 }, () => {
   });
 
   test("SSH: passwords (never accepted) count as tries too: at most 6 per connection", async () => {
-    let tried = 0;
-    const ended = await new Promise<string>((resolve) => {
-      const c = new ssh2.Client();
-      c.on("ready", () => {
-        c.end();
-        resolve("authenticated?!");
-      });
-      c.on("error", (e) => resolve(`error: ${e.message}`));
-      c.on("close", () => resolve("closed"));
-      c.connect({
-        host: "127.0.0.1",
-        port: pier.sshPort,
-        username: "git",
-        // The client keeps offering passwords as long as the server lets it (up to 50 here).
-        authHandler: (_methods, _partial, next) => {
-          if (tried++ >= 50) return next(false as never);
-          next({ type: "password", username: "git", password: `guess-${tried}` } as never);
-        },
-      });
-    });
+    // The client keeps offering passwords as long as the server lets it (up to 50 here).
+    const { tried, ended } = await tryAuth((n) =>
+      n < 50 ? { type: "password", username: "git", password: `guess-${n}` } : null,
+    );
     assert.notEqual(ended, "authenticated?!");
     assert.ok(tried <= 8, `${tried} passwords tried before the server closed the connection (${ended})`);
   });

@@ -7,7 +7,7 @@ import { request } from "node:http";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Pier, run } from "./harness.js";
-import { COMPOSER_APP, INDEX } from "./php-fixtures.js";
+import { COMPOSER_APP, composerLock, INDEX } from "./php-fixtures.js";
 
 const DOCKER = "/usr/bin/docker";
 
@@ -171,23 +171,7 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
     assert.equal(app.flavor, "XS", "XS is the default flavor of phpserver apps");
     appId = app.id;
     repo = await pier.repo("phpapp", COMPOSER_APP, app.id);
-    // composer.lock made as a user makes it (packagist is not reachable: the packages are path repositories).
-    const lock = await run([
-      DOCKER,
-      "run",
-      "--rm",
-      "-v",
-      `${repo}:/app`,
-      "-w",
-      "/app",
-      "pier/php:8.4",
-      "composer",
-      "update",
-      "--no-install",
-      "--no-interaction",
-      "--no-progress",
-    ]);
-    assert.equal(lock.code, 0, lock.stderr);
+    await composerLock(repo);
     await pier.commit(repo, {}, "composer.lock");
   });
   after(async () => {
