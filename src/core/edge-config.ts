@@ -219,8 +219,12 @@ export function renderHostsMap(layout: EdgeLayout): string {
     .join("");
 }
 
-/** The lines of a frontend that set the forwarded headers and pick the backend by host. */
+/**
+ * The lines of a frontend that set the forwarded headers and pick the backend by host; first, requests that
+ * are not idempotent (POST, PATCH, ...) are never retried on another connection (`retry-on` in defaults).
+ */
 const hostRouting = (proto: "http" | "https", dir: string) => [
+  "  http-request disable-l7-retry unless { method GET HEAD OPTIONS PUT DELETE }",
   `  http-request set-header X-Forwarded-Proto ${proto}`,
   "  http-request set-header X-Forwarded-Host %[req.hdr(host)]",
   "  http-request set-header X-Forwarded-Port %[dst_port]",
@@ -284,7 +288,13 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
     "  option forwardfor",
     "  option redispatch",
     "  retries 3",
-    "  http-reuse safe",
+    // A request takes any idle connection to its server, the first of a new client connection too (nginx
+    // with upstream keepalive does the same): with `safe` each new client connection opened one to the app
+    // (through docker-proxy), about half the CPU of a short HTTPS visit (ADR 0018). An idle connection the
+    // app closes at the very moment it is taken gets the request retried on another, for idempotent methods
+    // only (the rule in hostRouting): a retried POST could run twice.
+    "  http-reuse always",
+    "  retry-on conn-failure empty-response",
     // Each part of a streamed response (server-sent events, a flushed page) goes out as it comes: without
     // it HAProxy held every part but the last for about 200 ms (MSG_MORE), waiting for more.
     "  option http-no-delay",

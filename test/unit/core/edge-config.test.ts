@@ -183,6 +183,13 @@ describe("renderHaproxyConfig", () => {
     assert.match(cfg, /backend no_app\n {2}http-request return status 404/);
     assert.equal(renderHostsMap(layout), "a.localhost app_app_a\nb.localhost app_app_b\n");
   });
+  test("new client connections take idle connections to the app; only idempotent requests are retried", () => {
+    assert.match(cfg, /\n {2}http-reuse always\n {2}retry-on conn-failure empty-response\n/);
+    assert.match(
+      cfg,
+      /frontend edge\n(.*\n)* {2}http-request disable-l7-retry unless \{ method GET HEAD OPTIONS PUT DELETE \}\n/,
+    );
+  });
   test("empty slots are disabled; an app without instances answers 503", () => {
     assert.match(cfg, /server s0 127\.0\.0\.1:1001\n {2}server s1 127\.0\.0\.1:1 disabled/);
     assert.match(
