@@ -10,6 +10,7 @@ import {
   renderHaproxyConfig,
   renderHostsMap,
   runtimeCommands,
+  TLS12_CIPHERS,
 } from "../../../src/core/edge-config.js";
 import type { Route } from "../../../src/core/ports.js";
 
@@ -189,6 +190,20 @@ describe("renderHaproxyConfig", () => {
       cfg,
       /frontend edge\n(.*\n)* {2}http-request disable-l7-retry unless \{ method GET HEAD OPTIONS PUT DELETE \}\n/,
     );
+  });
+  test("TLS 1.2 ciphers: ECDHE with AEAD only, and only with the HTTPS frontend", () => {
+    assert.doesNotMatch(cfg, /ssl-default-bind-ciphers/);
+    const tls = renderHaproxyConfig({
+      layout,
+      listenHost: "0.0.0.0",
+      listenPort: 8000,
+      dir: "/d",
+      https: { host: "0.0.0.0", port: 8443 },
+    });
+    const list = /ssl-default-bind-ciphers (\S+)/.exec(tls)?.[1] ?? "";
+    assert.equal(list, TLS12_CIPHERS);
+    for (const c of list.split(":"))
+      assert.match(c, /^ECDHE-(ECDSA|RSA)-(AES(128|256)-GCM-SHA(256|384)|CHACHA20-POLY1305)$/);
   });
   test("empty slots are disabled; an app without instances answers 503", () => {
     assert.match(cfg, /server s0 127\.0\.0\.1:1001\n {2}server s1 127\.0\.0\.1:1 disabled/);
