@@ -304,7 +304,7 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
     "  retries 3",
     // A request takes any idle connection to its server, the first of a new client connection too (nginx
     // with upstream keepalive does the same): with `safe` each new client connection opened one to the app
-    // (through docker-proxy), about half the CPU of a short HTTPS visit (ADR 0018). An idle connection the
+    // (through docker-proxy): over 40% of the CPU of a short HTTPS visit (ADR 0018). An idle connection the
     // app closes at the very moment it is taken gets the request retried on another, for idempotent methods
     // only (the rule in hostRouting): a retried POST could run twice.
     "  http-reuse always",
