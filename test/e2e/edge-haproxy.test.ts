@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { Agent, createServer, request, type Server } from "node:http";
+import { createServer as createTcpServer, type Server as TcpServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -233,5 +234,64 @@ describe("HAProxy edge", { timeout: 120_000 }, () => {
     assert.match(skipped[0]?.reason ?? "", /x-/);
     assert.equal(JSON.parse((await get("c.localhost")).body).name, "c2");
     assert.equal((await get("x-.localhost")).status, 404, "the skipped app is not routed");
+  });
+
+  test("new visitors reuse the edge's idle connections to the app instead of opening one each", async () => {
+    const b = await backend("reuse");
+    servers.push(b.server);
+    let connections = 0;
+    b.server.on("connection", () => connections++);
+    await edge.apply([
+      { appId: "app-n", hostname: "n.localhost", targets: [{ host: "127.0.0.1", port: b.port }] },
+    ]);
+    // One at a time, each on a new client connection (httpGet has no agent): the first request of each.
+    for (let i = 0; i < 20; i++) assert.equal((await get("n.localhost")).status, 200);
+    assert.ok(connections <= 2, `the app saw ${connections} connections for 20 visitors`);
+  });
+
+  test("an app that closes idle connections as the edge takes them fails no GET", async () => {
+    // The worst case for reusing idle connections: each is closed 0-2 ms after its response, without
+    // `Connection: close`. The edge retries such a request on a new connection (GET, HEAD, PUT, ...).
+    let served = 0;
+    const raw: TcpServer = createTcpServer((c) => {
+      let buf = "";
+      let timer: NodeJS.Timeout | undefined;
+      c.on("data", (d) => {
+        buf += d.toString("latin1");
+        const end = buf.indexOf("\r\n\r\n");
+        if (end < 0) return;
+        buf = buf.slice(end + 4);
+        clearTimeout(timer);
+        served++;
+        c.write("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+        timer = setTimeout(() => c.destroy(), 2 * Math.random());
+      });
+      c.on("error", () => undefined);
+    });
+    await new Promise<void>((r) => raw.listen(0, "127.0.0.1", () => r()));
+    const a = raw.address();
+    await edge.apply([
+      {
+        appId: "app-k",
+        hostname: "k.localhost",
+        targets: [{ host: "127.0.0.1", port: typeof a === "object" && a ? a.port : 0 }],
+      },
+    ]);
+    const failures: string[] = [];
+    let ok = 0;
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        for (let i = 0; i < 150; i++) {
+          const r = await get("k.localhost").catch((e: Error) => ({ status: 0, body: e.message }));
+          if (r.status === 200) ok++;
+          else failures.push(`${r.status}: ${r.body.slice(0, 60)}`);
+          await new Promise((res) => setTimeout(res, Math.random()));
+        }
+      }),
+    );
+    raw.close();
+    assert.deepEqual(failures.slice(0, 5), []);
+    assert.equal(ok, 600);
+    assert.ok(served >= 600);
   });
 });

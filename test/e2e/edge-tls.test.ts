@@ -106,6 +106,23 @@ describe("HAProxy edge: TLS certificates through the runtime API", { timeout: 12
     assert.equal(JSON.parse(r.body).proto, "http");
   });
 
+  test("TLS 1.2 with forward-secret AEAD ciphers and TLS 1.3 only: CBC ciphers and TLS 1.1 are refused", async () => {
+    const hello = (args: string[]) =>
+      run(
+        ["openssl", "s_client", "-connect", `127.0.0.1:${httpsPort}`, "-servername", "a.localhost", ...args],
+        {
+          input: "",
+          timeoutMs: 10_000,
+        },
+      ).then((r) => /Cipher is (\S+)/.exec(r.stdout)?.[1] ?? "(NONE)");
+    assert.equal(await hello(["-tls1_3"]), "TLS_AES_256_GCM_SHA384");
+    for (const c of ["ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305"])
+      assert.equal(await hello(["-tls1_2", "-cipher", c]), c);
+    for (const c of ["ECDHE-ECDSA-AES128-SHA", "ECDHE-ECDSA-AES256-SHA384"])
+      assert.equal(await hello(["-tls1_2", "-cipher", c]), "(NONE)", `${c} is refused`);
+    assert.equal(await hello(["-tls1_1", "-cipher", "DEFAULT:@SECLEVEL=0"]), "(NONE)", "TLS 1.1 is refused");
+  });
+
   test("add, replace under an open connection, remove: one HAProxy process throughout", async () => {
     const pid = edge.pid();
     const first = await selfSigned(dir, "www.a.test");

@@ -10,6 +10,7 @@ import {
   renderHaproxyConfig,
   renderHostsMap,
   runtimeCommands,
+  TLS12_CIPHERS,
 } from "../../../src/core/edge-config.js";
 import type { Route } from "../../../src/core/ports.js";
 
@@ -182,6 +183,27 @@ describe("renderHaproxyConfig", () => {
     assert.match(cfg, /set-header X-Forwarded-Proto http/);
     assert.match(cfg, /backend no_app\n {2}http-request return status 404/);
     assert.equal(renderHostsMap(layout), "a.localhost app_app_a\nb.localhost app_app_b\n");
+  });
+  test("new client connections take idle connections to the app; only idempotent requests are retried", () => {
+    assert.match(cfg, /\n {2}http-reuse always\n {2}retry-on conn-failure empty-response\n/);
+    assert.match(
+      cfg,
+      /frontend edge\n(.*\n)* {2}http-request disable-l7-retry unless \{ method GET HEAD OPTIONS PUT DELETE \}\n/,
+    );
+  });
+  test("TLS 1.2 ciphers: ECDHE with AEAD only, and only with the HTTPS frontend", () => {
+    assert.doesNotMatch(cfg, /ssl-default-bind-ciphers/);
+    const tls = renderHaproxyConfig({
+      layout,
+      listenHost: "0.0.0.0",
+      listenPort: 8000,
+      dir: "/d",
+      https: { host: "0.0.0.0", port: 8443 },
+    });
+    const list = /ssl-default-bind-ciphers (\S+)/.exec(tls)?.[1] ?? "";
+    assert.equal(list, TLS12_CIPHERS);
+    for (const c of list.split(":"))
+      assert.match(c, /^ECDHE-(ECDSA|RSA)-(AES(128|256)-GCM-SHA(256|384)|CHACHA20-POLY1305)$/);
   });
   test("empty slots are disabled; an app without instances answers 503", () => {
     assert.match(cfg, /server s0 127\.0\.0\.1:1001\n {2}server s1 127\.0\.0\.1:1 disabled/);
