@@ -11,15 +11,24 @@ import { fileURLToPath } from "node:url";
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const CLI = join(ROOT, "bin/pier.js");
 
-export function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once("error", rej);
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      s.close(() => (a && typeof a === "object" ? res(a.port) : rej(new Error("no port"))));
+/** Ports this process handed out: the kernel may offer a closed port again before its taker binds it. */
+const given = new Set<number>();
+
+/** A free loopback port, never one this process handed out before (four are taken before pier server binds). */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((res, rej) => {
+      const s = createServer();
+      s.once("error", rej);
+      s.listen(0, "127.0.0.1", () => {
+        const a = s.address();
+        s.close(() => (a && typeof a === "object" ? res(a.port) : rej(new Error("no port"))));
+      });
     });
-  });
+    if (given.has(port)) continue;
+    given.add(port);
+    return port;
+  }
 }
 
 export interface RunResult {
