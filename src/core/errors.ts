@@ -88,3 +88,26 @@ export class PierError extends Error {
     return { error: { code: this.code, message: this.message, ...(this.hint ? { hint: this.hint } : {}) } };
   }
 }
+
+/**
+ * A listener of pier server that could not bind its address: the setting that names it, and why (in use,
+ * or a port below 1024 without the right), instead of an unexpected error.
+ */
+export function listenFailed(e: unknown, setting: string, host: string, port: number): Error {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === "EADDRINUSE")
+    return new PierError(
+      "CONFIG_INVALID",
+      `${setting}: ${host}:${port} is already in use by another process.`,
+      `Stop that process (ss -ltnp 'sport = :${port}' shows it), or set ${setting} to a free port.`,
+    );
+  if (code === "EACCES")
+    return new PierError(
+      "CONFIG_INVALID",
+      `${setting}: pier server may not listen on ${host}:${port} (ports below 1024 need root or CAP_NET_BIND_SERVICE).`,
+      `Run pier server as root, or set ${setting} to a port of 1024 or more.`,
+    );
+  if (code === "EADDRNOTAVAIL")
+    return new PierError("CONFIG_INVALID", `${setting}: ${host} is not an address of this host.`);
+  return e as Error;
+}

@@ -8,6 +8,7 @@ import ssh2, { type Connection } from "ssh2";
 import { childEnv, exec } from "../adapters/exec.js";
 import { ensureBareRepo } from "../adapters/git.js";
 import { maskUrlCredentials } from "../core/env.js";
+import { listenFailed } from "../core/errors.js";
 
 const { Server, utils } = ssh2;
 
@@ -481,7 +482,7 @@ export async function startGitSshServer(
   };
   const listener = createServer(accept);
   await new Promise<void>((resolve, reject) => {
-    listener.once("error", reject);
+    listener.once("error", (e) => reject(listenFailed(e, "PIER_SSH_PORT", opts.host, opts.port)));
     listener.listen(opts.port, opts.host, () => resolve());
   });
   let unixListener: NetServer | null = null;

@@ -15,7 +15,7 @@ import { claimPoolRoute } from "../adapters/pool-route.js";
 import { SecretBox } from "../adapters/secret-box.js";
 import { SqliteStore } from "../adapters/store/sqlite.js";
 import { pierGitPrefixes } from "../core/build-git.js";
-import { PierError } from "../core/errors.js";
+import { listenFailed, PierError } from "../core/errors.js";
 import type { EngineEvent, Store } from "../core/ports.js";
 import { formatCidr } from "../core/subnets.js";
 import { authorizeRepo, BOOTSTRAP_NAME, hashToken } from "./access.js";
@@ -344,7 +344,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const http = serve({ fetch: api.fetch, port: config.api.port, hostname: config.api.host });
   await new Promise<void>((resolve, reject) => {
     http.once("listening", () => resolve());
-    http.once("error", reject);
+    http.once("error", (e) => reject(listenFailed(e, "PIER_API_PORT", config.api.host, config.api.port)));
   });
 
   const ssh = await startGitSshServer({

@@ -11,24 +11,42 @@ import { fileURLToPath } from "node:url";
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const CLI = join(ROOT, "bin/pier.js");
 
-/** Ports this process handed out: the kernel may offer a closed port again before its taker binds it. */
+/** Ports this process handed out: one is not bound until pier server starts. */
 const given = new Set<number>();
 
-/** A free loopback port, never one this process handed out before (four are taken before pier server binds). */
+/** The first port of the kernel's ephemeral range (listen(0), Docker's published ports): test ports stay below it. */
+const EPHEMERAL_FROM = (() => {
+  try {
+    return (
+      Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || 32768
+    );
+  } catch {
+    return 32768;
+  }
+})();
+
+const bindable = (port: number) =>
+  new Promise<boolean>((res) => {
+    const s = createServer();
+    s.once("error", () => res(false));
+    s.listen(port, "0.0.0.0", () => s.close(() => res(true)));
+  });
+
+/**
+ * A free port for a listener of pier server, below the ephemeral range: between the pick and its bind,
+ * pier server's own listen(0) (its hook server), an instance's published port or an edge could otherwise
+ * be given the same port by the kernel. Never one this process handed out before.
+ */
 export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = await new Promise<number>((res, rej) => {
-      const s = createServer();
-      s.once("error", rej);
-      s.listen(0, "127.0.0.1", () => {
-        const a = s.address();
-        s.close(() => (a && typeof a === "object" ? res(a.port) : rej(new Error("no port"))));
-      });
-    });
-    if (given.has(port)) continue;
+  const from = 20000;
+  const span = Math.max(1000, EPHEMERAL_FROM - from);
+  for (let i = 0; i < 1000; i++) {
+    const port = from + Math.floor(Math.random() * span);
+    if (given.has(port) || !(await bindable(port))) continue;
     given.add(port);
     return port;
   }
+  throw new Error("no free port below the ephemeral range");
 }
 
 export interface RunResult {
