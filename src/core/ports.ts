@@ -337,6 +337,12 @@ export interface Engine {
    * stdin for the commit's files, then runs the script at `scriptPath` (in one of its binds). Its id.
    */
   startBuildContainer(build: BuildContainer & { scriptPath: string }): Promise<string>;
+  /**
+   * Makes `build.tag` without running anything: the commit's files are put at `build.appDir` of a container
+   * of `build.from` that never starts (no process, no network), which is committed with `build.image` and
+   * the labels. For a release with nothing to build (its dependencies reused as they are).
+   */
+  imageFromFiles(build: ContainerBuild): Promise<void>;
   /** Removes a build container (started ahead and not used). */
   removeBuildContainer(id: string): Promise<void>;
   removeVolumes(labels: Record<string, string>): Promise<void>;

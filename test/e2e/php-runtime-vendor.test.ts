@@ -2,7 +2,8 @@
 // image names, not into the image; every instance of the release mounts it; an unchanged composer.lock
 // mounts the current release's again; a rollback mounts its own; prune and app delete leave none behind.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Pier, run } from "./harness.js";
 import { COMPOSER_APP, composerLock } from "./php-fixtures.js";
@@ -359,6 +360,34 @@ describe("PHP runtime: vendor/ in a release volume", { timeout: 900_000 }, () =>
     ]);
     assert.equal(old.stdout.trim(), "0", "the previous release's volume was not written");
     await push("no classmap", { "composer.json": COMPOSER_APP["composer.json"]! });
+  });
+
+  test("vendor/ unchanged and nothing else to run (no php.ini, no hook): no build container at all", async () => {
+    const before = (await current()).instances[0]!;
+    const mode = await docker("exec", before, "stat", "-c", "%a %U", "/app", "/app/public/index.php");
+    const volume = await vendorMount(before);
+    rmSync(join(repo, "php.ini"));
+    const log = await push("no php.ini");
+    assert.match(log, /vendor\/ reused from the current release/);
+    assert.match(log, /Nothing to run: the release image is the commit's files on pier\/php:8\.4/);
+    assert.doesNotMatch(log, /Building in a .* build container/);
+    const b = await body();
+    assert.equal(b.greet, "hello pier");
+    assert.notEqual((b as unknown as { memory_limit: string }).memory_limit, "77M", "php.ini is gone");
+    const after = (await current()).instances[0]!;
+    assert.equal(await vendorMount(after), volume, "the same volume");
+    assert.equal(
+      await docker("exec", after, "stat", "-c", "%a %U", "/app", "/app/public/index.php"),
+      mode,
+      "the files as a build container leaves them",
+    );
+    // Its image says a redeploy runs nothing: the next push starts no build container ahead.
+    const next = await push("rev 3", {
+      "public/index.php": COMPOSER_APP["public/index.php"]!.replace("'rev' => 1", "'rev' => 3"),
+    });
+    assert.doesNotMatch(next, /started while the push was received/);
+    assert.match(next, /Nothing to run/);
+    assert.equal((await body()).rev, 3);
   });
 
   test("pruning old releases removes the volumes no image names", async () => {

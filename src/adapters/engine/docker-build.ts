@@ -338,19 +338,7 @@ export async function buildInContainer(
       );
     }
     if (StatusCode !== 0) throw new PierError("BUILD_FAILED", `The build failed (exit code ${StatusCode}).`);
-    const [repo, tag] = b.tag.split(":");
-    // The engine merges the container's own Env into the image: only non-secret variables may be
-    // given as `env`; the build's variables come in through a bind-mounted file (not committed).
-    await container.commit({
-      _query: { container: container.id, repo, tag },
-      _body: {
-        Cmd: b.image.cmd,
-        Entrypoint: null,
-        Env: Object.entries(b.image.env).map(([k, v]) => `${k}=${v}`),
-        WorkingDir: b.image.workdir,
-        Labels: { ...b.labels, ...own },
-      },
-    } as unknown as Record<string, unknown>);
+    await commitRelease(container, own, b);
   } catch (e) {
     await container.remove({ force: true }).catch(() => undefined);
     throw e;
@@ -360,6 +348,57 @@ export async function buildInContainer(
   // Committed: removing the container (its writable layer, vendor/ or node_modules included, about 0.2 s)
   // is off the deploy's critical path. The reconciler never takes a build container for an instance.
   void container.remove({ force: true }).catch(() => undefined);
+}
+
+/** Commits a build's container as its release image, with the image's settings and labels. */
+async function commitRelease(container: Docker.Container, own: Record<string, string>, b: ContainerBuild) {
+  const [repo, tag] = b.tag.split(":");
+  // The engine merges the container's own Env into the image: only non-secret variables may be
+  // given as `env`; the build's variables come in through a bind-mounted file (not committed).
+  await container.commit({
+    _query: { container: container.id, repo, tag },
+    _body: {
+      Cmd: b.image.cmd,
+      Entrypoint: null,
+      Env: Object.entries(b.image.env).map(([k, v]) => `${k}=${v}`),
+      WorkingDir: b.image.workdir,
+      Labels: { ...b.labels, ...own },
+    },
+  } as unknown as Record<string, unknown>);
+}
+
+/**
+ * A release with nothing to run (its dependencies reused as they are): the commit's files go into a
+ * container that never starts, as the same tar a build container unpacks (its `.` becomes appDir, as
+ * `tar -x -C appDir` makes it), and the container is committed. About 0.1 s, where starting a container,
+ * running it and waiting for its end takes 0.2-0.3 s more.
+ */
+export async function imageFromFiles(docker: Docker, own: Record<string, string>, b: ContainerBuild): Promise<void> {
+  const container = await docker.createContainer({
+    Image: b.from,
+    Cmd: ["true"],
+    NetworkDisabled: true,
+    Labels: { ...b.labels, ...own, "pier.role": "build" },
+    HostConfig: { NetworkMode: "none" },
+  });
+  try {
+    const dir = b.appDir.replace(/^\/+/, "");
+    const tar = spawn("tar", ["-C", b.contextDir, "-c", "--transform", `s,^\\.,${dir},S`, "."], {
+      env: childEnv(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    tar.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString();
+    });
+    const ended = new Promise<number>((res) => tar.on("close", (code) => res(code ?? 1)));
+    await container.putArchive(tar.stdout, { path: "/" });
+    const code = await ended;
+    if (code !== 0) throw new PierError("BUILD_FAILED", `Could not read the commit's files: ${stderr.trim()}`);
+    await commitRelease(container, own, b);
+  } finally {
+    void container.remove({ force: true }).catch(() => undefined);
+  }
 }
 
 /** The engine host's CPU count, asked once (flavors' CPU shares are capped at it); this machine's if the engine does not say. */

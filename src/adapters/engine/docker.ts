@@ -12,6 +12,7 @@ import {
   engineCpus,
   imageExists,
   isNotFound,
+  imageFromFiles,
   startBuildContainer,
 } from "./docker-build.js";
 
@@ -173,6 +174,10 @@ export class DockerEngine implements Engine {
     started?: string,
   ): Promise<void> {
     return buildInContainer(this.docker, this.ownLabels, b, onLine, signal, await this.cpus(), started);
+  }
+
+  async imageFromFiles(b: ContainerBuild): Promise<void> {
+    return imageFromFiles(this.docker, this.ownLabels, b);
   }
 
   async startBuildContainer(b: BuildContainer & { scriptPath: string }): Promise<string> {

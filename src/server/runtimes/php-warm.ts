@@ -13,6 +13,12 @@ export const WARM_DIR = "/pier";
 export const WARM_SCRIPT = `${WARM_DIR}/build.sh`;
 export const VENDOR_DIR = `${APP_HOME}/vendor`;
 
+/**
+ * A PHP release image's label: `true` when a redeploy with its dependencies unchanged still runs a step
+ * in a build container (a hook, php.ini, dump-autoload), `false` when it has nothing to run.
+ */
+export const REDEPLOY_RUNS_LABEL = "pier.redeploy-runs";
+
 /** A PHP build container started while a push is received, with a new vendor/ volume (docs/adr/0012). */
 export interface WarmBuild {
   id: string;
@@ -124,6 +130,9 @@ export class WarmBuilds {
     const current = await this.deps.currentImage(appId);
     const info = current ? await engine.imageInfo(current) : null;
     const shared = info ? releaseVolume(info.labels) : null;
+    // A redeploy of the current release's dependencies would run nothing (no build container, php.ts): the
+    // next push most likely keeps them, and a container started for it would only compete for the CPU.
+    if (shared && info?.labels[REDEPLOY_RUNS_LABEL] === "false") return null;
     if (shared) {
       const there = await engine.listVolumes({ "pier.app": appId, "pier.role": RELEASE_VOLUME_ROLE });
       if (!there.some((v) => v.name === shared.name)) return null;

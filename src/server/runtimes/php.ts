@@ -22,7 +22,13 @@ import {
   volumeLabel,
 } from "../../core/release-volumes.js";
 import { renderEnvFile, shellQuote } from "../../core/shell.js";
-import { VENDOR_DIR, vendorVolume, type WarmBuild, type WarmBuilds } from "./php-warm.js";
+import {
+  REDEPLOY_RUNS_LABEL,
+  VENDOR_DIR,
+  vendorVolume,
+  type WarmBuild,
+  type WarmBuilds,
+} from "./php-warm.js";
 import {
   APP_HOME,
   appBuild,
@@ -138,13 +144,21 @@ export class PhpRuntime implements Runtime {
             .slice(0, 24)
         : null;
     const vendorPlanned = await this.vendorPlan(ctx, plan, paths.vendor ?? "missing", depsKey, runtime.id);
+    // vendor/ shared as it is and no other step: nothing runs, the image is the commit's files (no container).
+    const nothingToRun = vendorPlanned.kind === "shared" && plan.buildSteps.every((s) => s.install);
     const previousDir = "/tmp/pier-vendor-previous";
     const sandboxId = await sandbox;
     // The container started while the push was received serves this build if it was made as this build
     // would make its own (image, sandbox, build flavor) and guessed its vendor/ right: a new volume for an
     // install, or the current release's volume that this build shares.
-    const ahead = await aheadOf;
+    // With nothing to run it is not waited for (its start may still be under way): it goes meanwhile.
+    const ahead = nothingToRun ? null : await aheadOf;
     claim.settled = true;
+    if (nothingToRun)
+      void aheadOf.then(
+        (w) => w && this.deps.warm?.discard(w),
+        () => undefined,
+      );
     const guessed =
       ahead !== null &&
       (ahead.own
@@ -168,17 +182,18 @@ export class PhpRuntime implements Runtime {
     // Once the build has the container started ahead, its failure removes it; until then, this does.
     let handed = false;
     try {
-      await writeFile(
-        join(secrets, "build.env"),
-        renderEnvFile({ ...ctx.vars, ...ctx.platformVars, ...plan.buildEnv }),
-        { mode: 0o600 },
-      );
+      if (!nothingToRun)
+        await writeFile(
+          join(secrets, "build.env"),
+          renderEnvFile({ ...ctx.vars, ...ctx.platformVars, ...plan.buildEnv }),
+          { mode: 0o600 },
+        );
+      const reused =
+        "Dependencies unchanged (composer.lock, composer.json, flags, PHP image): vendor/ reused from the current release";
       // Each step says which it is when it fails: the deployment's reason names it, with its last lines.
       const script = [
         "set -a; . /pier/build.env; set +a",
         ...plan.buildSteps.flatMap((s) => {
-          const reused =
-            "Dependencies unchanged (composer.lock, composer.json, flags, PHP image): vendor/ reused from the current release";
           if (s.install && vendor.kind === "shared")
             return [
               `echo ${shellQuote(`-----> ${reused} (its volume; the autoloader lists no class of the project)`)}`,
@@ -202,9 +217,10 @@ export class PhpRuntime implements Runtime {
         await this.deps.engine.removeVolumes({ "pier.app": app.id, "pier.cache": "deps" });
       }
       const tag = imageTag(app.id, d.id);
-      write(
-        `Building in a ${app.buildFlavor} build container (${FLAVOR_MEMORY_MIB[app.buildFlavor]} MiB) from ${PHP_IMAGE}...`,
-      );
+      if (!nothingToRun)
+        write(
+          `Building in a ${app.buildFlavor} build container (${FLAVOR_MEMORY_MIB[app.buildFlavor]} MiB) from ${PHP_IMAGE}...`,
+        );
       const tail: string[] = [];
       let failedStep: string | null = null;
       if (vendor.kind !== "image")
@@ -216,31 +232,47 @@ export class PhpRuntime implements Runtime {
       if (warm) await writeFile(join(secrets, "build.sh"), script, { mode: 0o600 });
       const made = vendor.kind === "install" || vendor.kind === "copy" ? vendor.volume : null;
       handed = true;
+      const spec = appBuild({
+        app,
+        deployment: d,
+        toolchainImage: PHP_IMAGE,
+        toolchainId: runtime.id,
+        base: null,
+        depsKey,
+        contextDir: dir,
+        script,
+        binds: [{ source: secrets, target: "/pier" }],
+        volumes:
+          vendor.kind === "image"
+            ? []
+            : [
+                vendorVolume(app.id, warm?.id ?? d.id, vendor.volume, depsKey),
+                ...(vendor.kind === "copy"
+                  ? [{ name: vendor.from, target: previousDir, readOnly: true }]
+                  : []),
+              ],
+        labels: {
+          ...(vendor.kind === "image" ? {} : { [VOLUME_LABEL]: volumeLabel(vendor.volume, VENDOR_DIR) }),
+          // Whether a redeploy with the same dependencies runs anything (the next push's guess, php-warm.ts).
+          [REDEPLOY_RUNS_LABEL]: String(
+            !plan.buildSteps.every((s) => s.install) || (plan.composer?.dumpAutoload ?? null) !== null,
+          ),
+        },
+        sandbox: sandboxId,
+        plan,
+      });
+      if (nothingToRun) {
+        write(`-----> ${reused} (its volume; the autoloader lists no class of the project)`);
+        write(
+          `Nothing to run: the release image is the commit's files on ${PHP_IMAGE} (no build container).`,
+        );
+        await this.deps.engine.imageFromFiles(spec);
+        write(`Built ${tag} (PHP 8.4, webroot ${plan.webroot}, start: ${plan.start.join(" ")}).`);
+        return tag;
+      }
       await this.deps.engine
         .buildInContainer(
-          appBuild({
-            app,
-            deployment: d,
-            toolchainImage: PHP_IMAGE,
-            toolchainId: runtime.id,
-            base: null,
-            depsKey,
-            contextDir: dir,
-            script,
-            binds: [{ source: secrets, target: "/pier" }],
-            volumes:
-              vendor.kind === "image"
-                ? []
-                : [
-                    vendorVolume(app.id, warm?.id ?? d.id, vendor.volume, depsKey),
-                    ...(vendor.kind === "copy"
-                      ? [{ name: vendor.from, target: previousDir, readOnly: true }]
-                      : []),
-                  ],
-            labels: vendor.kind === "image" ? {} : { [VOLUME_LABEL]: volumeLabel(vendor.volume, VENDOR_DIR) },
-            sandbox: sandboxId,
-            plan,
-          }),
+          spec,
           (line) => {
             const m = /^pier-step-failed: (.*)$/.exec(line);
             if (m) {
