@@ -204,6 +204,11 @@ export interface ContainerBuild extends BuildContainer {
   stageDir?: string;
   script: string;
   image: { cmd: string[]; env: Record<string, string>; workdir: string };
+  /**
+   * False: the container's result is not committed (the release image is made otherwise, e.g. by
+   * imageFromFiles while the script writes only into volumes). Default true.
+   */
+  commit?: boolean;
 }
 
 /** The container of a build: what is fixed when it is created (a build may start it ahead: ADR 0012). */

@@ -388,6 +388,36 @@ describe("PHP runtime: vendor/ in a release volume", { timeout: 900_000 }, () =>
     assert.doesNotMatch(next, /started while the push was received/);
     assert.match(next, /Nothing to run/);
     assert.equal((await body()).rev, 3);
+
+    // An install with nothing else to run: the image is made while composer runs. A failing install
+    // leaves neither that image nor its volume, and the previous release serving.
+    const images = async () =>
+      lines(await docker("image", "ls", "--format", "{{.Repository}}:{{.Tag}}", `pier-app/${appId}`)).sort();
+    const [imagesBefore, volumesBefore] = [await images(), await volumes()];
+    await pier.commit(
+      repo,
+      {
+        "composer.json": COMPOSER_APP["composer.json"]!.replace(
+          '"acme/greeter": "*"',
+          '"acme/missing": "^1"',
+        ),
+      },
+      "missing package, no php.ini",
+    );
+    const failed = await pier.push(repo);
+    assert.notEqual(failed.code, 0, "the deploy fails");
+    assert.match(failed.stderr, /Installing dependencies: composer install .* failed: .*acme\/missing/);
+    assert.equal((await body()).rev, 3, "the previous release keeps serving");
+    // (The prune after the last success may still take old ones meanwhile: only new ones count.)
+    const added = (now: string[], before: string[]) => now.filter((x) => !before.includes(x));
+    assert.deepEqual(added(await images(), imagesBefore), [], "no image of the failed deployment");
+    assert.deepEqual(added(await volumes(), volumesBefore), [], "no volume of the failed deployment");
+    const back = await push("composer back, relocked, no php.ini", {
+      "composer.json": COMPOSER_APP["composer.json"]!,
+      ...(await relock(20)),
+    });
+    assert.match(back, /-----> Installing dependencies/);
+    assert.equal((await body()).greet, "hello pier", "an install with the image made alongside serves");
   });
 
   test("pruning old releases removes the volumes no image names", async () => {

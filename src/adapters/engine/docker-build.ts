@@ -338,7 +338,7 @@ export async function buildInContainer(
       );
     }
     if (StatusCode !== 0) throw new PierError("BUILD_FAILED", `The build failed (exit code ${StatusCode}).`);
-    await commitRelease(container, own, b);
+    if (b.commit !== false) await commitRelease(container, own, b);
   } catch (e) {
     await container.remove({ force: true }).catch(() => undefined);
     throw e;
@@ -373,7 +373,11 @@ async function commitRelease(container: Docker.Container, own: Record<string, st
  * `tar -x -C appDir` makes it), and the container is committed. About 0.1 s, where starting a container,
  * running it and waiting for its end takes 0.2-0.3 s more.
  */
-export async function imageFromFiles(docker: Docker, own: Record<string, string>, b: ContainerBuild): Promise<void> {
+export async function imageFromFiles(
+  docker: Docker,
+  own: Record<string, string>,
+  b: ContainerBuild,
+): Promise<void> {
   const container = await docker.createContainer({
     Image: b.from,
     Cmd: ["true"],
@@ -394,7 +398,8 @@ export async function imageFromFiles(docker: Docker, own: Record<string, string>
     const ended = new Promise<number>((res) => tar.on("close", (code) => res(code ?? 1)));
     await container.putArchive(tar.stdout, { path: "/" });
     const code = await ended;
-    if (code !== 0) throw new PierError("BUILD_FAILED", `Could not read the commit's files: ${stderr.trim()}`);
+    if (code !== 0)
+      throw new PierError("BUILD_FAILED", `Could not read the commit's files: ${stderr.trim()}`);
     await commitRelease(container, own, b);
   } finally {
     void container.remove({ force: true }).catch(() => undefined);

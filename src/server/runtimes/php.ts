@@ -270,9 +270,19 @@ export class PhpRuntime implements Runtime {
         write(`Built ${tag} (PHP 8.4, webroot ${plan.webroot}, start: ${plan.start.join(" ")}).`);
         return tag;
       }
+      // composer install with a lock and --no-scripts, and no other step, writes only into volumes (vendor/,
+      // its cache): the release image, the commit's files alone, is made while it runs, not after it.
+      const alongside =
+        vendor.kind === "install" &&
+        depsKey !== null &&
+        plan.buildSteps.every((s) => s.install) &&
+        /(^|\s)--no-scripts(\s|$)/.test(plan.composer?.install ?? "")
+          ? this.deps.engine.imageFromFiles(spec)
+          : null;
+      alongside?.catch(() => undefined);
       await this.deps.engine
         .buildInContainer(
-          spec,
+          alongside ? { ...spec, commit: false } : spec,
           (line) => {
             const m = /^pier-step-failed: (.*)$/.exec(line);
             if (m) {
@@ -290,10 +300,21 @@ export class PhpRuntime implements Runtime {
           warm?.containerId,
         )
         .catch(async (e: unknown) => {
-          // A failed or cancelled build leaves no volume behind (its container is gone: nothing uses it).
+          // A failed or cancelled build leaves no volume behind (its container is gone: nothing uses it),
+          // and no image made alongside.
+          if (alongside)
+            await alongside.then(
+              () => this.deps.engine.removeImage(tag),
+              () => undefined,
+            );
           if (made) await this.deps.engine.removeVolume(made).catch(() => undefined);
           if (failedStep === null || !(e instanceof PierError)) throw e;
           throw new PierError("BUILD_FAILED", `${failedStep} failed: ${tail.join(" | ")}`, e.hint);
+        });
+      if (alongside)
+        await alongside.catch(async (e: unknown) => {
+          if (made) await this.deps.engine.removeVolume(made).catch(() => undefined);
+          throw e;
         });
       write(`Built ${tag} (PHP 8.4, webroot ${plan.webroot}, start: ${plan.start.join(" ")}).`);
       return tag;
