@@ -11,8 +11,8 @@ import {
   DROPPED_CAPABILITIES,
   engineCpus,
   imageExists,
-  isNotFound,
   imageFromFiles,
+  isNotFound,
   startBuildContainer,
 } from "./docker-build.js";
 
