@@ -93,6 +93,15 @@ describe("PHP runtime: vendor/ in a release volume", { timeout: 900_000 }, () =>
     lock._readme = [...lock._readme.filter((l) => !l.startsWith("relocked")), `relocked ${n}`];
     return { "composer.lock": `${JSON.stringify(lock, null, 4)}\n` };
   };
+  /** Pushes a composer.json that requires a package no repository has: the install fails, saying which. */
+  const pushMissingPackage = async (what: string) => {
+    const json = COMPOSER_APP["composer.json"]!.replace('"acme/greeter": "*"', '"acme/missing": "^1"');
+    await pier.commit(repo, { "composer.json": json }, what);
+    const r = await pier.push(repo);
+    assert.notEqual(r.code, 0, `${what}: the deploy fails`);
+    assert.match(r.stderr, /Installing dependencies: composer install .* failed: .*acme\/missing/);
+    return r;
+  };
   let first = "";
 
   before(async () => {
@@ -215,19 +224,7 @@ describe("PHP runtime: vendor/ in a release volume", { timeout: 900_000 }, () =>
 
   test("a failing composer install leaves the previous release serving and no new volume", async () => {
     const before = await volumes();
-    await pier.commit(
-      repo,
-      {
-        "composer.json": COMPOSER_APP["composer.json"]!.replace(
-          '"acme/greeter": "*"',
-          '"acme/missing": "^1"',
-        ),
-      },
-      "missing package",
-    );
-    const r = await pier.push(repo);
-    assert.notEqual(r.code, 0, "the deploy fails");
-    assert.match(r.stderr, /Installing dependencies: composer install .* failed: .*acme\/missing/);
+    const r = await pushMissingPackage("missing package");
     assert.match(r.stderr, /vendor\/ goes into the volume/);
     assert.equal((await body()).greet, "hello pier", "the previous release keeps serving");
     assert.deepEqual(await volumes(), before, "the failed build's volume is gone");
@@ -394,19 +391,7 @@ describe("PHP runtime: vendor/ in a release volume", { timeout: 900_000 }, () =>
     const images = async () =>
       lines(await docker("image", "ls", "--format", "{{.Repository}}:{{.Tag}}", `pier-app/${appId}`)).sort();
     const [imagesBefore, volumesBefore] = [await images(), await volumes()];
-    await pier.commit(
-      repo,
-      {
-        "composer.json": COMPOSER_APP["composer.json"]!.replace(
-          '"acme/greeter": "*"',
-          '"acme/missing": "^1"',
-        ),
-      },
-      "missing package, no php.ini",
-    );
-    const failed = await pier.push(repo);
-    assert.notEqual(failed.code, 0, "the deploy fails");
-    assert.match(failed.stderr, /Installing dependencies: composer install .* failed: .*acme\/missing/);
+    await pushMissingPackage("missing package, no php.ini");
     assert.equal((await body()).rev, 3, "the previous release keeps serving");
     // (The prune after the last success may still take old ones meanwhile: only new ones count.)
     const added = (now: string[], before: string[]) => now.filter((x) => !before.includes(x));
