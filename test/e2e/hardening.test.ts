@@ -89,6 +89,12 @@ function rssKiB(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
 }
 
+/** A Node.js app that answers `ok` on its port. */
+const okNodeApp = (name: string) => ({
+  "package.json": JSON.stringify({ name, version: "1.0.0", scripts: { start: "node s.js" } }),
+  "s.js": "require('http').createServer((q, s) => s.end('ok')).listen(8080, '0.0.0.0');\n",
+});
+
 describe("hardening", { timeout: 900_000 }, () => {
   const pier = new Pier({
     PIER_ADMIN_TOKEN: ADMIN_TOKEN,
@@ -114,14 +120,7 @@ describe("hardening", { timeout: 900_000 }, () => {
     const app = await pier.cliJson<{ id: string }>(["create", "--type", "node", "leaky"]);
     await env("leaky", "CC_NPM_REGISTRY", "https://user:pass@npm.example.com");
     await env("leaky", "DB_PASS", "hunter2hunter2");
-    const repo = await pier.repo(
-      "leaky",
-      {
-        "package.json": JSON.stringify({ name: "leaky", version: "1.0.0", scripts: { start: "node s.js" } }),
-        "s.js": "require('http').createServer((q, s) => s.end('ok')).listen(8080, '0.0.0.0');\n",
-      },
-      app.id,
-    );
+    const repo = await pier.repo("leaky", okNodeApp("leaky"), app.id);
     const push = await pier.push(repo);
     assert.notEqual(push.code, 0, "the deploy fails: the registry is not a host");
     const pushed = push.stdout + push.stderr;
@@ -391,14 +390,7 @@ describe("hardening", { timeout: 900_000 }, () => {
     const app = await pier.cliJson<{ id: string }>(["create", "--type", "node", "chattynode"]);
     // About 2 MB of output; the engine's json-file log would hold ~20 MB of it.
     await env("chattynode", "CC_PRE_BUILD_HOOK", "seq 1 300000; sleep 2");
-    const repo = await pier.repo(
-      "chattynode",
-      {
-        "package.json": JSON.stringify({ name: "cn", version: "1.0.0", scripts: { start: "node s.js" } }),
-        "s.js": "require('http').createServer((q, s) => s.end('ok')).listen(8080, '0.0.0.0');\n",
-      },
-      app.id,
-    );
+    const repo = await pier.repo("chattynode", okNodeApp("cn"), app.id);
     let biggest = 0;
     let seen = false;
     let done = false;
