@@ -6,7 +6,7 @@ import { useState } from "preact/hooks";
 import { ADDON_KINDS, addonNameProblem } from "../core/addons.js";
 import { api, describe } from "./api.js";
 import type { Addon, App } from "./types.js";
-import { ErrorLine, Loading, useData } from "./ui.js";
+import { ErrorInline, ErrorLine, Loading, useData } from "./ui.js";
 
 const PROVIDERS: Record<string, string> = {
   kv: "kv: a Redis-protocol key-value store (port 6378, the token as password)",
@@ -131,11 +131,7 @@ export function CreateAddon() {
           <button type="button" class="primary" onClick={finish} disabled={busy} aria-busy={busy}>
             {busy ? "Creating (starting its container)…" : "Finish: create the add-on"}
           </button>
-          {error && (
-            <span class="error" role="alert">
-              {error}
-            </span>
-          )}
+          <ErrorInline error={error} />
         </div>
       </section>
     </main>

@@ -3,6 +3,7 @@ import { useState } from "preact/hooks";
 import { appNameProblem } from "../core/names.js";
 import { api, describe } from "./api.js";
 import { type App, FLAVORS, RUNTIMES } from "./types.js";
+import { ErrorInline } from "./ui.js";
 
 export function CreateApp() {
   const [name, setName] = useState("");
@@ -117,11 +118,7 @@ export function CreateApp() {
           <a href="#/" class="button">
             Cancel
           </a>
-          {error && (
-            <span class="error" role="alert">
-              {error}
-            </span>
-          )}
+          <ErrorInline error={error} />
         </div>
       </form>
     </main>

@@ -6,7 +6,7 @@ import { useState } from "preact/hooks";
 import { publishedVariableProblem } from "../core/addons.js";
 import { api, appPath } from "./api.js";
 import type { Addon, App, Links } from "./types.js";
-import { Action, ErrorLine, Loading, Section, useData } from "./ui.js";
+import { Action, ErrorInline, ErrorLine, Loading, Section, useData } from "./ui.js";
 
 export function Dependencies({ app, writable, admin }: { app: App; writable: boolean; admin: boolean }) {
   const links = useData(() => api<Links>("GET", appPath(app.name, "links")), [app.name], 5000);
@@ -197,11 +197,7 @@ function Published({ app, writable }: { app: App; writable: boolean }) {
               await published.reload();
             }}
           />
-          {problem && (
-            <span class="error" role="alert">
-              {problem}
-            </span>
-          )}
+          <ErrorInline error={problem} />
         </div>
       )}
     </Section>

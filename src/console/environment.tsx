@@ -9,7 +9,7 @@ import { isSecretVariable, parseEnvImport } from "../core/env.js";
 import { api, appPath, describe } from "./api.js";
 import { changes, masked, newKey, type Row, rowsOf, toLines } from "./env-form.js";
 import type { App, EnvAnswer } from "./types.js";
-import { Action, ErrorLine, Loading, Section, useData } from "./ui.js";
+import { Action, ErrorInline, ErrorLine, Loading, Section, useData } from "./ui.js";
 
 export function Environment({ app, writable }: { app: App; writable: boolean }) {
   // Polled, so a change made elsewhere (pier env set) shows; rows the user is editing are kept.
@@ -207,11 +207,7 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
             <span class="muted small">
               {diff.count === 0 ? "No change" : `${diff.count} change${diff.count === 1 ? "" : "s"} to apply`}
             </span>
-            {error && (
-              <span class="error" role="alert">
-                {error}
-              </span>
-            )}
+            <ErrorInline error={error} />
             {saved && (
               <span class="ok" role="status">
                 {saved}

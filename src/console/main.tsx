@@ -8,6 +8,7 @@ import { CreateAddon } from "./create-addon.js";
 import { CreateApp } from "./create-app.js";
 import { Home } from "./home.js";
 import type { Whoami } from "./types.js";
+import { ErrorInline } from "./ui.js";
 
 function useHash(): string[] {
   const read = () =>
@@ -68,11 +69,7 @@ function SignIn({ onSignedIn }: { onSignedIn: (w: Whoami) => void }) {
           <button type="submit" class="primary" disabled={busy || token.trim() === ""} aria-busy={busy}>
             {busy ? "Signing in…" : "Sign in"}
           </button>
-          {error && (
-            <span class="error" role="alert">
-              {error}
-            </span>
-          )}
+          <ErrorInline error={error} />
         </div>
       </form>
     </main>

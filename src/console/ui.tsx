@@ -94,11 +94,7 @@ export function Action(props: {
       >
         {busy ? (props.busy ?? `${props.label}…`) : props.label}
       </button>
-      {error && (
-        <span class="error" role="alert">
-          {error}
-        </span>
-      )}
+      <ErrorInline error={error} />
       {done && props.done && !error && (
         <span class="ok" role="status">
           {props.done}
@@ -106,6 +102,15 @@ export function Action(props: {
       )}
     </span>
   );
+}
+
+/** A form's error beside its buttons (a line of its own: ErrorLine). */
+export function ErrorInline({ error }: { error: string | null | undefined }) {
+  return error ? (
+    <span class="error" role="alert">
+      {error}
+    </span>
+  ) : null;
 }
 
 export function ErrorLine({ error }: { error: string | null | undefined }) {

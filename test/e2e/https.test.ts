@@ -140,6 +140,9 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
   let challMgmt = 0;
 
   const domains = (app: string) => pier.cliJson<DomainJson[]>(["domain", "--app", app]);
+  /** `pier domain cert set NAME --cert CERT --key KEY --app APP`. */
+  const certSet = (name: string, cert: string, key: string, app: string) =>
+    pier.cli(["domain", "cert", "set", name, "--cert", cert, "--key", key, "--app", app]);
   async function waitState(
     app: string,
     name: string,
@@ -408,46 +411,13 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
   test("a user's certificate: a key that does not match is refused; the right one is served", async () => {
     const good = await makeCert(dir, "user", "shop.example.test");
     const other = await makeCert(dir, "user-other", "shop.example.test");
-    const wrong = await pier.cli([
-      "domain",
-      "cert",
-      "set",
-      "shop.example.test",
-      "--cert",
-      good.cert,
-      "--key",
-      other.key,
-      "--app",
-      "web",
-    ]);
+    const wrong = await certSet("shop.example.test", good.cert, other.key, "web");
     assert.notEqual(wrong.code, 0);
     assert.match(wrong.stderr, /private key does not match the certificate/);
-    const name = await pier.cli([
-      "domain",
-      "cert",
-      "set",
-      "api.example.test",
-      "--cert",
-      good.cert,
-      "--key",
-      good.key,
-      "--app",
-      "web",
-    ]);
+    const name = await certSet("api.example.test", good.cert, good.key, "web");
     assert.notEqual(name.code, 0);
     assert.match(name.stderr, /not for api\.example\.test/);
-    const set = await pier.cli([
-      "domain",
-      "cert",
-      "set",
-      "shop.example.test",
-      "--cert",
-      good.cert,
-      "--key",
-      good.key,
-      "--app",
-      "web",
-    ]);
+    const set = await certSet("shop.example.test", good.cert, good.key, "web");
     assert.equal(set.code, 0, set.stderr);
     assert.match(
       set.stdout,
@@ -548,18 +518,7 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
     assert.equal(add.status, 403);
     // Another app's domain: not listed, not removed, not renewed, not given a certificate by web's token.
     const theirs = await makeCert(dir, "theirs", "theirs.example.test");
-    const set = await pier.cli([
-      "domain",
-      "cert",
-      "set",
-      "theirs.example.test",
-      "--cert",
-      theirs.cert,
-      "--key",
-      theirs.key,
-      "--app",
-      "other",
-    ]);
+    const set = await certSet("theirs.example.test", theirs.cert, theirs.key, "other");
     assert.equal(set.code, 0, set.stderr);
     assert.equal((await pier.api("GET", "/v1/apps/other/domains", undefined, tok.token)).status, 404);
     assert.equal((await pier.api("GET", "/v1/apps/other/status", undefined, tok.token)).status, 404);
@@ -614,18 +573,7 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
   test("a deleted app's certificate leaves the edge at once", async () => {
     await pier.cliJson(["create", "--type", "docker", "gone"]);
     const cert = await makeCert(dir, "gone", "gone.example.test");
-    const set = await pier.cli([
-      "domain",
-      "cert",
-      "set",
-      "gone.example.test",
-      "--cert",
-      cert.cert,
-      "--key",
-      cert.key,
-      "--app",
-      "gone",
-    ]);
+    const set = await certSet("gone.example.test", cert.cert, cert.key, "gone");
     assert.equal(set.code, 0, set.stderr);
     const serial = (await pier.cliJson<DomainJson[]>(["domain", "--app", "gone"]))[0]?.serial ?? "";
     assert.equal(await servedSerial(pier.httpsPort, "gone.example.test"), serial);

@@ -12,6 +12,7 @@ import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import type { AddonKind } from "../../../src/core/addons.js";
 import type { AddonProvider, AddonSpec, Engine } from "../../../src/core/ports.js";
 import { AddonService } from "../../../src/server/addons.js";
+import { storeApp } from "./store-apps.js";
 
 const dir = mkdtempSync(join(tmpdir(), "pier-addons-unit-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -85,21 +86,10 @@ function setup(name: string) {
   return { store, kv, service, nets };
 }
 
-const newApp = (store: SqliteStore, name: string) =>
-  store.createApp({
-    id: `app-${name}`,
-    name,
-    type: "node",
-    flavor: "nano",
-    buildFlavor: "M",
-    instances: 1,
-    task: null,
-  });
-
 describe("AddonService", () => {
   it("creates, links at creation, refuses duplicates and unknown apps, and undoes a failed provisioning", async () => {
     const { store, kv, service } = setup("create");
-    await newApp(store, "web");
+    await storeApp(store, "web");
     const a = await service.create({ kind: "kv", name: "cache", link: ["web"] });
     assert.deepEqual([a.kind, a.flavor, a.apps], ["kv", "nano", ["web"]]);
     await assert.rejects(service.create({ kind: "kv", name: "cache" }), /exists already/);
@@ -123,8 +113,8 @@ describe("AddonService", () => {
 
   it("links: the environment of the app and its sources; unlink; delete refused while linked", async () => {
     const { store, service } = setup("links");
-    const web = await newApp(store, "web");
-    const api = await newApp(store, "api");
+    const web = await storeApp(store, "web");
+    const api = await storeApp(store, "api");
     const a = await service.create({ kind: "postgresql", name: "db" });
     await service.linkAddon(web, "db");
     await assert.rejects(service.linkAddon(web, "db"), /linked to web already/);
@@ -151,7 +141,7 @@ describe("AddonService", () => {
 
   it("attach connects linked add-ons to the app's networks and disconnects the others", async () => {
     const { store, kv, service } = setup("attach");
-    const web = await newApp(store, "web");
+    const web = await storeApp(store, "web");
     const a = await service.create({ kind: "kv", name: "cache", link: ["web"] });
     const b = await service.create({ kind: "kv", name: "other" });
     await kv.connect(b.id, `pier-${web.id}`);
@@ -164,8 +154,8 @@ describe("AddonService", () => {
 
   it("status: per linked app joined, pending (no join yet) or joining; made again, it joins before it runs", async () => {
     const { store, kv, service, nets } = setup("joins");
-    const web = await newApp(store, "web");
-    await newApp(store, "api");
+    const web = await storeApp(store, "web");
+    await storeApp(store, "api");
     const a = await service.create({ kind: "kv", name: "cache", link: ["web", "api"] });
     nets.push(`pier-${web.id}`);
     const joins = async () => {

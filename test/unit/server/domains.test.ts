@@ -15,6 +15,7 @@ import { PierError } from "../../../src/core/errors.js";
 import type { TlsEdge } from "../../../src/core/ports.js";
 import { DomainService } from "../../../src/server/domains.js";
 import { LEAF, LEAF_KEY, OTHER_KEY } from "../core/tls-fixtures.js";
+import { storeApp } from "./store-apps.js";
 
 const dir = mkdtempSync(join(tmpdir(), "pier-domains-unit-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -96,16 +97,7 @@ async function setup(acme = true, retryBaseMs?: number) {
     httpsPort: 443,
     retryBaseMs,
   });
-  const app = (name: string) =>
-    store.createApp({
-      id: `app-${name}`,
-      name,
-      type: "node",
-      flavor: "nano",
-      buildFlavor: "M",
-      instances: 1,
-      task: null,
-    });
+  const app = (name: string) => storeApp(store, name);
   const settled = async (name: string) => {
     for (let i = 0; i < 100; i++) {
       const d = await domains.findDomain(name);
