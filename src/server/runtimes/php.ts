@@ -144,8 +144,10 @@ export class PhpRuntime implements Runtime {
             .slice(0, 24)
         : null;
     const vendorPlanned = await this.vendorPlan(ctx, plan, paths.vendor ?? "missing", depsKey, runtime.id);
+    // composer install is the only step (no php.ini, no hook, no config check).
+    const onlyInstall = plan.buildSteps.every((s) => s.install);
     // vendor/ shared as it is and no other step: nothing runs, the image is the commit's files (no container).
-    const nothingToRun = vendorPlanned.kind === "shared" && plan.buildSteps.every((s) => s.install);
+    const nothingToRun = vendorPlanned.kind === "shared" && onlyInstall;
     const previousDir = "/tmp/pier-vendor-previous";
     const sandboxId = await sandbox;
     // The container started while the push was received serves this build if it was made as this build
@@ -254,9 +256,7 @@ export class PhpRuntime implements Runtime {
         labels: {
           ...(vendor.kind === "image" ? {} : { [VOLUME_LABEL]: volumeLabel(vendor.volume, VENDOR_DIR) }),
           // Whether a redeploy with the same dependencies runs anything (the next push's guess, php-warm.ts).
-          [REDEPLOY_RUNS_LABEL]: String(
-            !plan.buildSteps.every((s) => s.install) || (plan.composer?.dumpAutoload ?? null) !== null,
-          ),
+          [REDEPLOY_RUNS_LABEL]: String(!onlyInstall || (plan.composer?.dumpAutoload ?? null) !== null),
         },
         sandbox: sandboxId,
         plan,
@@ -275,7 +275,7 @@ export class PhpRuntime implements Runtime {
       const alongside =
         vendor.kind === "install" &&
         depsKey !== null &&
-        plan.buildSteps.every((s) => s.install) &&
+        onlyInstall &&
         /(^|\s)--no-scripts(\s|$)/.test(plan.composer?.install ?? "")
           ? this.deps.engine.imageFromFiles(spec)
           : null;
