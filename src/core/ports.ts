@@ -403,7 +403,8 @@ export interface Engine {
   logs(
     id: string,
     opts: { since?: Date; until?: Date; tail?: number; follow: boolean },
-    onLine: (l: InstanceLogLine) => void,
+    /** A promise it returns pauses the log (the engine's stream) until it settles: a follower's backpressure. */
+    onLine: (l: InstanceLogLine) => void | Promise<void>,
     signal: AbortSignal,
   ): Promise<void>;
   events(onEvent: (e: EngineEvent) => void, signal: AbortSignal): Promise<void>;

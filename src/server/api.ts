@@ -3,6 +3,7 @@ import { bodyLimit } from "hono/body-limit";
 import { streamSSE } from "hono/streaming";
 import type { Logger } from "pino";
 import type { z } from "zod";
+import { type Dropped, droppedLine, isDropped } from "../core/bounded-queue.js";
 import { validateVariable, validateVariableName } from "../core/env.js";
 import { PierError } from "../core/errors.js";
 import type { App } from "../core/model.js";
@@ -51,6 +52,9 @@ async function body<T extends z.ZodType>(c: Context, schema: T): Promise<z.infer
   }
   return r.data;
 }
+
+/** The line a follower of a deployment's log sees where lines were dropped for it. */
+const droppedLogLine = (d: Dropped) => ({ at: new Date().toISOString(), line: droppedLine(d.dropped), ...d });
 
 /** "10m", "2h", "3d" before now, or an ISO time. */
 export function parseTime(v: string | undefined, field: string): Date | undefined {
@@ -262,34 +266,16 @@ export function createApi(deps: {
       return c.text(lines.map((l) => `${l.line}\n`).join(""));
     }
     return streamSSE(c, async (stream) => {
-      let ended = false;
-      const queue: string[] = [];
-      let wake: (() => void) | null = null;
-      const push = (s: string) => {
-        queue.push(s);
-        wake?.();
-      };
-      const stop = await logs.follow(
-        d.id,
-        (l) => push(JSON.stringify(l)),
-        () => {
-          ended = true;
-          wake?.();
-        },
-      );
-      stream.onAbort(() => {
-        ended = true;
-        wake?.();
-      });
-      while (true) {
-        while (queue.length > 0) await stream.writeSSE({ data: queue.shift()! });
-        if (ended) break;
-        await new Promise<void>((r) => {
-          wake = r;
-        });
-        wake = null;
+      const { lines, stop } = await logs.follower(d.id);
+      stream.onAbort(stop);
+      // One line at a time, each written before the next is taken: a slow reader's lines wait in its own
+      // bounded queue, and past it are dropped with a marker line (deploy-logs.ts).
+      for await (const l of lines) {
+        if (stream.aborted) break;
+        await stream.writeSSE({ data: JSON.stringify(isDropped(l) ? droppedLogLine(l) : l) });
       }
       stop();
+      if (stream.aborted) return;
       const final = await store.getDeployment(d.id);
       await stream.writeSSE({ event: "end", data: JSON.stringify(final) });
     });
@@ -310,10 +296,12 @@ export function createApi(deps: {
     return streamSSE(c, async (stream) => {
       const ac = new AbortController();
       stream.onAbort(() => ac.abort());
+      // Each line is written before the engine's stream is read further: a reader that does not keep up
+      // pauses the engine's logs for it (nothing piles up in Pier). A write settles when the reader leaves.
       await apps.followRuntimeLogs(
         app,
         { since, tail },
-        (l) => void stream.writeSSE({ data: JSON.stringify(l) }),
+        (l) => stream.writeSSE({ data: JSON.stringify(l) }),
         ac.signal,
       );
     });

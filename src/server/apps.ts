@@ -387,7 +387,7 @@ export class AppService {
       await this.deps.engine.logs(
         i.id,
         { ...o, follow: false },
-        (l) => out.push({ ...l, instance }),
+        (l) => void out.push({ ...l, instance }),
         ac.signal,
       );
     }
@@ -395,10 +395,14 @@ export class AppService {
     return o.tail !== undefined ? out.slice(-o.tail) : out;
   }
 
+  /**
+   * Follows the logs of the instances serving now. A promise `onLine` returns pauses that instance's log
+   * until it settles (the follower's backpressure: a follower that reads nothing holds nothing in Pier).
+   */
   async followRuntimeLogs(
     app: App,
     o: { since?: Date; tail?: number },
-    onLine: (l: RuntimeLogLine) => void,
+    onLine: (l: RuntimeLogLine) => void | Promise<void>,
     signal: AbortSignal,
   ): Promise<void> {
     const release = await this.deps.store.currentRelease(app.id);

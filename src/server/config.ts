@@ -101,6 +101,12 @@ const schema = z.object({
     .int("must be an integer")
     .min(1, "must be at least 1")
     .default(8),
+  PIER_SSH_IDLE_TIMEOUT: seconds(600),
+  PIER_SSH_MAX_CONNECTIONS_PER_KEY: z.coerce
+    .number({ message: "must be a number" })
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .default(16),
   PIER_BACKUP_DIR: z.string().min(1).optional(),
   PIER_BACKUP_DAYS: z.coerce
     .number({ message: "must be a number of days" })
@@ -167,6 +173,10 @@ export interface Config {
   sshMaxUnauthenticated: number;
   /** PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE: of those, from one address (or from builds, on the socket). */
   sshMaxUnauthenticatedPerSource: number;
+  /** PIER_SSH_IDLE_TIMEOUT: an authenticated connection without traffic (and no deploy under way) is closed. */
+  sshIdleTimeoutMs: number;
+  /** PIER_SSH_MAX_CONNECTIONS_PER_KEY: authenticated connections of one key, at most. */
+  sshMaxConnectionsPerKey: number;
   logLevel: string;
   adminToken: string | undefined;
   /** PIER_BACKUP_DIR: where add-on backups go (default <data dir>/backups), one folder per add-on. */
@@ -230,6 +240,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sshAuthTimeoutMs: c.PIER_SSH_AUTH_TIMEOUT * 1000,
     sshMaxUnauthenticated: c.PIER_SSH_MAX_UNAUTHENTICATED,
     sshMaxUnauthenticatedPerSource: c.PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE,
+    sshIdleTimeoutMs: c.PIER_SSH_IDLE_TIMEOUT * 1000,
+    sshMaxConnectionsPerKey: c.PIER_SSH_MAX_CONNECTIONS_PER_KEY,
     logLevel: c.PIER_LOG_LEVEL,
     adminToken: c.PIER_ADMIN_TOKEN,
     subnets: { pool: c.PIER_SUBNET_POOL, prefix: c.PIER_SUBNET_SIZE },

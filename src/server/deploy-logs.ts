@@ -1,3 +1,10 @@
+import {
+  type Dropped,
+  FOLLOWER_LIMITS,
+  FollowerQueue,
+  lineBytes,
+  type QueueLimits,
+} from "../core/bounded-queue.js";
 import { type Masker, maskUrlCredentials, secretMasker } from "../core/env.js";
 import type { LogLine } from "../core/model.js";
 import type { Store } from "../core/ports.js";
@@ -144,6 +151,36 @@ export class DeployLogs {
     return l ? [...l.lines] : this.store.deployLog(deploymentId);
   }
 
+  /**
+   * A follower's own view of the log, to read at its own pace: the lines so far (shared with the log, not
+   * copied), then each new one, until the deployment ends. New lines wait in a queue of `limits`: a follower
+   * that falls further behind loses lines (a `Dropped` marker in their place) rather than holding up the
+   * deployment, the other followers or the server's memory. `stop()` when the follower goes away.
+   */
+  async follower(
+    deploymentId: string,
+    limits: QueueLimits = FOLLOWER_LIMITS,
+  ): Promise<{ lines: AsyncIterable<LogLine | Dropped>; stop(): void }> {
+    const l = this.live.get(deploymentId);
+    if (!l) {
+      const all = await this.store.deployLog(deploymentId);
+      return { lines: replayThen(all, null), stop: () => undefined };
+    }
+    const queue = new FollowerQueue<LogLine>(limits, (x) => lineBytes(x.line));
+    const onLine = (x: LogLine) => void queue.push(x);
+    const onEnd = () => queue.end();
+    const stop = () => {
+      l.subscribers.delete(onLine);
+      l.enders.delete(onEnd);
+      queue.end();
+    };
+    // Sliced now: the lines so far (at most the log's own bound), while new ones go to the queue.
+    const replay = l.lines.slice();
+    l.subscribers.add(onLine);
+    l.enders.add(onEnd);
+    return { lines: replayThen(replay, queue), stop };
+  }
+
   /** Delivers the lines so far, then each new one, then calls onEnd once the deployment ends. */
   async follow(deploymentId: string, onLine: (l: LogLine) => void, onEnd: () => void): Promise<() => void> {
     const l = this.live.get(deploymentId);
@@ -160,4 +197,9 @@ export class DeployLogs {
       l.enders.delete(onEnd);
     };
   }
+}
+
+async function* replayThen<T>(first: readonly T[], then: AsyncIterable<T | Dropped> | null) {
+  yield* first;
+  if (then) yield* then;
 }

@@ -564,7 +564,7 @@ export class Deployer {
     if (!listening.ok) {
       const tail: string[] = [];
       await this.deps.engine
-        .logs(inst.id, { follow: false, tail: 20 }, (l) => tail.push(l.line), signal)
+        .logs(inst.id, { follow: false, tail: 20 }, (l) => void tail.push(l.line), signal)
         .catch(() => undefined);
       if (tail.length > 0) {
         write(`Last output of instance ${n}:`);

@@ -9,6 +9,7 @@ import { childEnv, exec } from "../adapters/exec.js";
 import { ensureBareRepo } from "../adapters/git.js";
 import { maskUrlCredentials } from "../core/env.js";
 import { listenFailed } from "../core/errors.js";
+import { admit, type Unauthenticated } from "../core/ssh-admission.js";
 
 const { Server, utils } = ssh2;
 
@@ -21,7 +22,8 @@ export interface PushRequest {
   /** GIT_OBJECT_DIRECTORY, GIT_ALTERNATE_OBJECT_DIRECTORIES, GIT_QUARANTINE_PATH of the hook. */
   gitEnv: Record<string, string>;
   repoDir: string;
-  log(line: string): void;
+  /** Sends a line of the deploy log to the pusher; resolves when more may be sent (the pusher reads). */
+  log(line: string): Promise<void>;
   /** Aborted when the pusher disconnects. */
   signal: AbortSignal;
 }
@@ -71,6 +73,13 @@ export interface GitSshServerOptions {
    * its own maxUnauthenticated slots.
    */
   maxUnauthenticatedPerSource?: number;
+  /**
+   * An authenticated connection with no traffic for this long, and no deploy under way, is closed
+   * (PIER_SSH_IDLE_TIMEOUT; 10 minutes).
+   */
+  idleTimeoutMs?: number;
+  /** Authenticated connections of one key, at most, on the port and on the socket each (PIER_SSH_MAX_CONNECTIONS_PER_KEY; 16). */
+  maxConnectionsPerKey?: number;
   logger: MiniLogger;
 }
 
@@ -78,9 +87,17 @@ export interface GitSshServerOptions {
 export const MAX_AUTH_TRIES = 6;
 
 /** What Pier knows of one connection before and after it authenticates. */
-interface ConnState {
+interface ConnState extends Unauthenticated {
+  sock: Socket;
   authenticated: boolean;
   timer: NodeJS.Timeout | null;
+  /** The key it authenticated with. */
+  keyId: string | null;
+  /** Authenticated past its key's cap: it is told so and closed. */
+  overCap: boolean;
+  /** Deploys of its pushes under way: the connection is not idle while one runs, however quiet. */
+  deploys: number;
+  idle: NodeJS.Timeout | null;
 }
 
 const APP_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -138,6 +155,19 @@ exit "$status"
 `;
 }
 
+/** Resolves when the socket drains or closes. */
+function drained(sock: Socket): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      sock.off("drain", done);
+      sock.off("close", done);
+      resolve();
+    };
+    sock.on("drain", done);
+    sock.on("close", done);
+  });
+}
+
 /** "SHA256:<base64 without padding>", as `ssh-keygen -l` prints it. */
 export function fingerprintOf(blob: Buffer): string {
   return `SHA256:${createHash("sha256").update(blob).digest("base64").replace(/=+$/, "")}`;
@@ -148,6 +178,8 @@ interface PendingPush {
   fingerprint: string;
   repoDir: string;
   controller: AbortController;
+  /** The connection it came on: busy while its deploy runs. */
+  conn: { deploys: number } | null;
 }
 
 /** The public half of a host key, as a known_hosts entry takes it: `ssh-ed25519 AAAA...`. */
@@ -198,16 +230,20 @@ async function startHookServer(
     sock.on("close", () => live.delete(sock));
     let buf = "";
     let handled = false;
-    const sendLog = (text: string) => {
+    /** Resolves once the socket takes more (the pusher reads), or is gone: log lines never pile up here. */
+    const sendLog = async (text: string) => {
       if (sock.destroyed) return;
+      let room = true;
       // Deploy log lines come masked with the app's secrets; anything else still gets URLs' credentials masked.
-      for (const line of maskUrlCredentials(text).split("\n")) sock.write(`L ${line.replace(/\r/g, "")}\n`);
+      for (const line of maskUrlCredentials(text).split("\n"))
+        room = sock.write(`L ${line.replace(/\r/g, "")}\n`) && room;
+      if (!room && !sock.destroyed) await drained(sock);
     };
     /** The hook reads one `R` line: the lines of a longer message go first, as log lines. */
-    const sendResult = (ok: boolean, message: string) => {
+    const sendResult = async (ok: boolean, message: string) => {
       const lines = maskUrlCredentials(message).split("\n");
       const last = lines.pop() ?? "";
-      if (lines.length) sendLog(lines.join("\n"));
+      if (lines.length) await sendLog(lines.join("\n"));
       if (!sock.destroyed) sock.write(`R ${ok ? "ok" : "failed"} ${last.replace(/\r/g, "")}\n`);
     };
     sock.on("error", () => undefined);
@@ -225,7 +261,7 @@ async function startHookServer(
         const [verb, token, oldSha, newSha, ref] = (lines[0] ?? "").split(" ");
         const push = verb === "PUSH" && token ? pending.get(token) : undefined;
         if (!push || !oldSha || !newSha || !ref) {
-          sendResult(false, "pier: this push is not known to the server (expired token)");
+          await sendResult(false, "pier: this push is not known to the server (expired token)");
           sock.end();
           return;
         }
@@ -236,6 +272,7 @@ async function startHookServer(
           if (m?.[1] && m[2]) gitEnv[m[1]] = m[2];
         }
         sock.on("close", () => push.controller.abort(new Error("The pusher disconnected.")));
+        if (push.conn) push.conn.deploys++;
         try {
           const r = await onPush({
             appId: push.appId,
@@ -248,10 +285,12 @@ async function startHookServer(
             log: sendLog,
             signal: push.controller.signal,
           });
-          sendResult(r.ok, r.message);
+          await sendResult(r.ok, r.message);
         } catch (e) {
           logger.error({ err: e }, "push handler failed");
-          sendResult(false, `pier: internal error: ${(e as Error).message}`);
+          await sendResult(false, `pier: internal error: ${(e as Error).message}`);
+        } finally {
+          if (push.conn) push.conn.deploys--;
         }
         sock.end();
       })();
@@ -285,6 +324,93 @@ export async function startGitSshServer(
   const stateOf = (client: Connection) => {
     const sock = (client as unknown as { _sock?: Socket })._sock;
     return sock ? states.get(sock) : undefined;
+  };
+  // Pier's limits on connections (ADR 0009, ADR 0020), kept per socket.
+  const sockets = new Set<Socket>();
+  const authTimeoutMs = opts.authTimeoutMs ?? 30_000;
+  const maxUnauthenticated = opts.maxUnauthenticated ?? 32;
+  const maxPerSource = opts.maxUnauthenticatedPerSource ?? 8;
+  const idleMs = opts.idleTimeoutMs ?? 600_000;
+  const maxPerKey = opts.maxConnectionsPerKey ?? 16;
+  const onPort = (s: Socket) => s.remoteAddress !== undefined;
+  /**
+   * The state of a new connection if it gets an unauthenticated slot (core/ssh-admission.ts): the SSH port
+   * and the builds' socket each have `maxUnauthenticated`; on the port, one address takes at most
+   * `maxPerSource`, and a full port gives a newcomer the slot of the largest holder's oldest connection.
+   */
+  const admitted = (sock: Socket): ConnState | null => {
+    const held: ConnState[] = [];
+    for (const s of sockets) {
+      const st = states.get(s);
+      if (st && !st.authenticated && onPort(s) === onPort(sock)) held.push(st);
+    }
+    const source = sock.remoteAddress ?? null;
+    const verdict = admit(held, source, { max: maxUnauthenticated, perSource: maxPerSource });
+    if (!verdict.accept) {
+      const refused =
+        verdict.why === "per-source" ? { perSource: maxPerSource, source } : { limit: maxUnauthenticated };
+      opts.logger.warn(refused, "ssh connection refused: too many unauthenticated");
+      return null;
+    }
+    const evicted = verdict.evict as ConnState | null;
+    if (evicted) {
+      opts.logger.warn(
+        { source: evicted.source, for: source },
+        "ssh connection closed: its slot went to another address",
+      );
+      evicted.sock.destroy();
+    }
+    const openedAt = Date.now();
+    return {
+      sock,
+      source,
+      openedAt,
+      authenticated: false,
+      timer: null,
+      keyId: null,
+      overCap: false,
+      deploys: 0,
+      idle: null,
+    };
+  };
+  /**
+   * A connection that authenticated: past its key's cap it is marked (its command is refused with a
+   * message); otherwise it is watched for idleness: no byte either way for `idleMs`, and no deploy of its
+   * pushes under way, closes it.
+   */
+  const authenticated = (client: Connection, state: ConnState, keyId: string) => {
+    state.authenticated = true;
+    if (state.timer) clearTimeout(state.timer);
+    state.timer = null;
+    let same = 0;
+    for (const s of sockets) {
+      const st = states.get(s);
+      if (st?.authenticated && !st.overCap && st.keyId === keyId && onPort(s) === onPort(state.sock)) same++;
+    }
+    state.keyId = keyId;
+    if (same >= maxPerKey) {
+      state.overCap = true;
+      opts.logger.warn({ keyId, limit: maxPerKey }, "ssh connection refused: too many for one key");
+      state.timer = setTimeout(() => state.sock.destroy(), 10_000);
+      return;
+    }
+    let seen = -1;
+    let quietSince = Date.now();
+    state.idle = setInterval(
+      () => {
+        const bytes = state.sock.bytesRead + state.sock.bytesWritten;
+        if (bytes !== seen || state.deploys > 0) {
+          seen = bytes;
+          quietSince = Date.now();
+        } else if (Date.now() - quietSince >= idleMs) {
+          opts.logger.info({ keyId, after: idleMs / 1000 }, "ssh connection closed: idle");
+          if (state.idle) clearInterval(state.idle);
+          client.end();
+          setTimeout(() => state.sock.destroy(), 1000).unref();
+        }
+      },
+      Math.max(50, Math.min(idleMs / 8, 15_000)),
+    );
   };
   const server = new Server({ hostKeys: [key], ident: "Pier" }, (client) => {
     let fingerprint: string | null = null;
@@ -325,11 +451,7 @@ export async function startGitSshServer(
         fingerprint = auth.fingerprint;
         keyId = auth.keyId;
         const state = stateOf(client);
-        if (state) {
-          state.authenticated = true;
-          if (state.timer) clearTimeout(state.timer);
-          state.timer = null;
-        }
+        if (state) authenticated(client, state, auth.keyId);
         ctx.accept();
       })().catch((err: Error) => {
         opts.logger.warn({ err: err.message }, "ssh authentication failed");
@@ -355,6 +477,13 @@ export async function startGitSshServer(
             channel.exit(1);
             channel.end();
           };
+          const state = stateOf(client);
+          if (state?.overCap) {
+            fail(
+              `pier: this key has ${maxPerKey} SSH connections open already, the most one key may have (PIER_SSH_MAX_CONNECTIONS_PER_KEY). Wait for one to end (a push ends with its deploy), or close idle ones.`,
+            );
+            return void setTimeout(() => client.end(), 100);
+          }
           const m = COMMAND.exec(info.command.trim());
           if (!m) return fail("pier: only `git push` and `git fetch` are served over SSH.");
           const receive = m[1]?.includes("receive") ?? false;
@@ -382,6 +511,7 @@ export async function startGitSshServer(
                 fingerprint: fingerprint ?? "unknown",
                 repoDir,
                 controller: new AbortController(),
+                conn: state ?? null,
               });
               env.PIER_HOOK_PORT = String(hookPort);
               env.PIER_PUSH_TOKEN = token;
@@ -406,8 +536,14 @@ export async function startGitSshServer(
                 child.kill("SIGKILL");
                 return;
               }
-              child.stdin.write(c);
+              // While git has not taken what it was given, the channel is paused: ssh2 then stops opening
+              // the SSH window, and the client stops sending. A big push never piles up in the server.
+              if (!child.stdin.write(c)) {
+                channel.pause();
+                child.stdin.once("drain", () => channel.resume());
+              }
             });
+            child.stdin.on("close", () => channel.resume());
             channel.on("end", () => child.stdin.end());
             child.stdin.on("error", () => undefined);
             child.stdout.pipe(channel, { end: false });
@@ -430,40 +566,10 @@ export async function startGitSshServer(
 
   // Pier's own listener hands sockets to ssh2, so that close() can end connections that never go away
   // (net.Server.close waits for every one of them: `pier server` would not stop on SIGTERM).
-  const sockets = new Set<Socket>();
-  const authTimeoutMs = opts.authTimeoutMs ?? 30_000;
-  const maxUnauthenticated = opts.maxUnauthenticated ?? 32;
-  const maxPerSource = opts.maxUnauthenticatedPerSource ?? 8;
-  /** The remote address of a TCP connection; null on the builds' unix socket (which has none). */
-  const sourceOf = (s: Socket): string | null => s.remoteAddress ?? null;
-  /**
-   * The SSH port and the builds' socket each have their own `maxUnauthenticated` slots, so neither a
-   * tenant's build nor a client from outside can keep the other out; on the port, one address takes at most
-   * `maxPerSource` of them. (A build with many git dependencies fetched at once keeps its many slots.)
-   */
-  const refusal = (sock: Socket): object | null => {
-    const source = sourceOf(sock);
-    let all = 0;
-    let same = 0;
-    for (const s of sockets) {
-      if (states.get(s)?.authenticated || (sourceOf(s) === null) !== (source === null)) continue;
-      all++;
-      if (sourceOf(s) === source) same++;
-    }
-    if (all >= maxUnauthenticated)
-      return { limit: maxUnauthenticated, on: source === null ? "socket" : "port" };
-    if (source !== null && same >= maxPerSource) return { perSource: maxPerSource, source };
-    return null;
-  };
   const accept = (sock: Socket) => {
     sock.on("error", () => undefined);
-    const refused = refusal(sock);
-    if (refused) {
-      opts.logger.warn(refused, "ssh connection refused: too many unauthenticated");
-      sock.destroy();
-      return;
-    }
-    const state: ConnState = { authenticated: false, timer: null };
+    const state = admitted(sock);
+    if (!state) return void sock.destroy();
     state.timer = setTimeout(() => {
       if (state.authenticated) return;
       opts.logger.info({ after: authTimeoutMs / 1000 }, "ssh connection closed: not authenticated in time");
@@ -472,6 +578,7 @@ export async function startGitSshServer(
     states.set(sock, state);
     sock.on("close", () => {
       if (state.timer) clearTimeout(state.timer);
+      if (state.idle) clearInterval(state.idle);
     });
     // ssh2 writes a reply in several small writes: with Nagle's algorithm each exchange waits for the
     // client's delayed ACK (40 ms), three times per connection (key exchange, auth, command).

@@ -14,6 +14,7 @@ import { NpmRegistry } from "../adapters/npm-registry.js";
 import { claimPoolRoute } from "../adapters/pool-route.js";
 import { SecretBox } from "../adapters/secret-box.js";
 import { SqliteStore } from "../adapters/store/sqlite.js";
+import { droppedLine, isDropped } from "../core/bounded-queue.js";
 import { pierGitPrefixes } from "../core/build-git.js";
 import { listenFailed, PierError } from "../core/errors.js";
 import type { EngineEvent, Store } from "../core/ports.js";
@@ -358,6 +359,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     authTimeoutMs: config.sshAuthTimeoutMs,
     maxUnauthenticated: config.sshMaxUnauthenticated,
     maxUnauthenticatedPerSource: config.sshMaxUnauthenticatedPerSource,
+    idleTimeoutMs: config.sshIdleTimeoutMs,
+    maxConnectionsPerKey: config.sshMaxConnectionsPerKey,
     logger: logger.child({ part: "ssh" }),
     authorizeKey: async (algo, blob) => {
       const k = await store.findSshKeyByBlob(algo, blob.toString("base64"));
@@ -375,15 +378,23 @@ export async function startServer(config: Config): Promise<RunningServer> {
         withoutCache: false,
         gitEnv: req.gitEnv,
       });
-      const stop = await logs.follow(
-        deployment.id,
-        (l) => req.log(l.line),
-        () => undefined,
-      );
-      const onAbort = () => void deployer.cancel(app.id, deployment.id).catch(() => undefined);
+      // The pusher reads the log at its own pace: what it does not keep up with is dropped for it, with a
+      // marker line (deploy-logs.ts); the deploy and the log's other followers never wait for it.
+      const { lines, stop } = await logs.follower(deployment.id);
+      const pumped = (async () => {
+        for await (const l of lines) await req.log(isDropped(l) ? droppedLine(l.dropped) : l.line);
+      })();
+      const onAbort = () => {
+        stop();
+        void deployer.cancel(app.id, deployment.id).catch(() => undefined);
+      };
       req.signal.addEventListener("abort", onAbort, { once: true });
       const end = await done;
       req.signal.removeEventListener("abort", onAbort);
+      // The log's last lines go before the outcome; a pusher that stopped reading gets it 30 s later.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([pumped, new Promise((r) => (timer = setTimeout(r, 30_000)))]);
+      clearTimeout(timer);
       stop();
       return end.state === "succeeded"
         ? { ok: true, message: `Deployed ${app.name}: ${(await apps.view(app)).url}` }

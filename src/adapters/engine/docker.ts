@@ -1,4 +1,3 @@
-import { once } from "node:events";
 import { createServer } from "node:net";
 import { PassThrough } from "node:stream";
 import Docker from "dockerode";
@@ -15,6 +14,7 @@ import {
   isNotFound,
   startBuildContainer,
 } from "./docker-build.js";
+import { type LogSink, logLines, pumpLogs } from "./docker-logs.js";
 
 export { cleanBuildLine } from "./docker-build.js";
 
@@ -25,7 +25,6 @@ import type {
   EngineEvent,
   ImageBuild,
   InstanceInfo,
-  InstanceLogLine,
   InstanceSpec,
   NetworkSubnets,
   RoutableInstance,
@@ -593,7 +592,7 @@ export class DockerEngine implements Engine {
   async logs(
     id: string,
     opts: { since?: Date; until?: Date; tail?: number; follow: boolean },
-    onLine: (l: InstanceLogLine) => void,
+    onLine: LogSink,
     signal: AbortSignal,
   ): Promise<void> {
     const c = this.docker.getContainer(id);
@@ -605,50 +604,13 @@ export class DockerEngine implements Engine {
       ...(opts.until ? { until: Math.ceil(opts.until.getTime() / 1000) } : {}),
       ...(opts.tail !== undefined ? { tail: opts.tail } : {}),
     };
-    const emit = (stream: "stdout" | "stderr", source: PassThrough) => {
-      let buf = "";
-      const line = (raw: string) => {
-        const sp = raw.indexOf(" ");
-        const at = sp > 0 ? raw.slice(0, sp) : new Date().toISOString();
-        onLine({ at, stream, line: sp > 0 ? raw.slice(sp + 1) : raw });
-      };
-      source.on("data", (chunk: Buffer | string) => {
-        buf += chunk.toString();
-        const lines = buf.split("\n");
-        buf = lines.pop() ?? "";
-        for (const raw of lines) line(raw);
-      });
-      source.on("end", () => {
-        if (buf) line(buf);
-      });
-    };
-    const out = new PassThrough();
-    const err = new PassThrough();
-    emit("stdout", out);
-    emit("stderr", err);
     if (!opts.follow) {
       const buf = (await c.logs({ ...base, follow: false })) as unknown as Buffer;
-      // Non-tty logs are multiplexed frames: 8-byte header [stream, 0,0,0, size(4)].
-      let i = 0;
-      while (i + 8 <= buf.length) {
-        const kind = buf[i];
-        const size = buf.readUInt32BE(i + 4);
-        (kind === 2 ? err : out).write(buf.subarray(i + 8, i + 8 + size));
-        i += 8 + size;
-      }
-      const ended = Promise.all([once(out, "end"), once(err, "end")]);
-      out.end();
-      err.end();
-      await ended;
+      for (const l of logLines(buf)) await onLine(l);
       return;
     }
     const stream = (await c.logs({ ...base, follow: true, abortSignal: signal })) as NodeJS.ReadableStream;
-    this.docker.modem.demuxStream(stream, out, err);
-    await new Promise<void>((resolve) => {
-      stream.on("end", () => resolve());
-      stream.on("error", () => resolve());
-      signal.addEventListener("abort", () => resolve(), { once: true });
-    });
+    await pumpLogs(stream, onLine, signal);
   }
 
   async ownerAppIds(): Promise<Set<string>> {
