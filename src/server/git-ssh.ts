@@ -97,6 +97,8 @@ interface ConnState extends Unauthenticated {
   overCap: boolean;
   /** Deploys of its pushes under way: the connection is not idle while one runs, however quiet. */
   deploys: number;
+  /** Channels paused while git takes what it was sent: not idle either (git may index for a while). */
+  waiting: number;
   idle: NodeJS.Timeout | null;
 }
 
@@ -370,6 +372,7 @@ export async function startGitSshServer(
       keyId: null,
       overCap: false,
       deploys: 0,
+      waiting: 0,
       idle: null,
     };
   };
@@ -399,7 +402,7 @@ export async function startGitSshServer(
     state.idle = setInterval(
       () => {
         const bytes = state.sock.bytesRead + state.sock.bytesWritten;
-        if (bytes !== seen || state.deploys > 0) {
+        if (bytes !== seen || state.deploys > 0 || state.waiting > 0) {
           seen = bytes;
           quietSince = Date.now();
         } else if (Date.now() - quietSince >= idleMs) {
@@ -525,6 +528,13 @@ export async function startGitSshServer(
             children.add(child);
             let received = 0;
             let tooLarge = false;
+            let paused = false;
+            const resume = () => {
+              if (!paused) return;
+              paused = false;
+              if (state) state.waiting--;
+              channel.resume();
+            };
             channel.on("data", (c: Buffer) => {
               if (tooLarge) return; // the client keeps sending until it reads the exit
               received += c.length;
@@ -538,12 +548,14 @@ export async function startGitSshServer(
               }
               // While git has not taken what it was given, the channel is paused: ssh2 then stops opening
               // the SSH window, and the client stops sending. A big push never piles up in the server.
-              if (!child.stdin.write(c)) {
+              if (!child.stdin.write(c) && !paused) {
+                paused = true;
+                if (state) state.waiting++; // not idle: the client waits for git
                 channel.pause();
-                child.stdin.once("drain", () => channel.resume());
+                child.stdin.once("drain", resume);
               }
             });
-            child.stdin.on("close", () => channel.resume());
+            child.stdin.on("close", resume);
             channel.on("end", () => child.stdin.end());
             child.stdin.on("error", () => undefined);
             child.stdout.pipe(channel, { end: false });

@@ -120,4 +120,41 @@ describe("DeployLogs", () => {
     await new Promise((r) => setImmediate(r));
     assert.deepEqual(store.pruned, [["app-1", 50]]);
   });
+
+  it("a follower that reads too slowly gets the lines it kept, a marker for those it lost, then the end", async () => {
+    const store = new FakeStore();
+    const logs = new DeployLogs(store as unknown as Store);
+    await logs.open("dep-1", "app-1");
+    logs.write("dep-1", "before");
+    const slow = await logs.follower("dep-1", { items: 3, bytes: 1e6 });
+    const fast = await logs.follower("dep-1", { items: 3, bytes: 1e6 });
+    const fastLines: string[] = [];
+    const fastDone = (async () => {
+      for await (const l of fast.lines) fastLines.push("line" in l ? l.line : `dropped ${l.dropped}`);
+    })();
+    for (let i = 0; i < 10; i++) {
+      logs.write("dep-1", `line ${i}`);
+      await new Promise((r) => setImmediate(r)); // the fast follower reads between lines
+    }
+    logs.write("dep-1", "Deployment succeeded.", { final: true });
+    logs.close("dep-1");
+    const slowLines: string[] = [];
+    for await (const l of slow.lines) slowLines.push("line" in l ? l.line : `dropped ${l.dropped}`);
+    await fastDone;
+    // The lines so far are never dropped (they are the log's own); 3 new ones waited, 8 were lost.
+    assert.deepEqual(slowLines, ["before", "line 0", "line 1", "line 2", "dropped 8"]);
+    assert.equal(fastLines.length, 12, "the other follower lost nothing");
+    assert.equal(fastLines.at(-1), "Deployment succeeded.");
+    assert.equal(store.logs.get("dep-1")?.length, 12, "the log itself keeps every line");
+  });
+
+  it("a follower of a finished deployment reads its stored log", async () => {
+    const store = new FakeStore();
+    store.logs.set("dep-9", [{ at: "t", line: "old" }]);
+    const logs = new DeployLogs(store as unknown as Store);
+    const f = await logs.follower("dep-9");
+    const got: unknown[] = [];
+    for await (const l of f.lines) got.push(l);
+    assert.deepEqual(got, [{ at: "t", line: "old" }]);
+  });
 });
