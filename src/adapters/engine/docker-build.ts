@@ -3,6 +3,7 @@ import { lookup } from "node:dns/promises";
 import { availableParallelism } from "node:os";
 import { PassThrough } from "node:stream";
 import type Docker from "dockerode";
+import { LineSplitter } from "../../core/bounded-queue.js";
 import { PierError } from "../../core/errors.js";
 import { cpuLimits } from "../../core/model.js";
 import { isHostOnlyAddress, loginServerProblem, registryServerHost } from "../../core/plan-docker.js";
@@ -304,12 +305,11 @@ export async function buildInContainer(
       hijack: true,
     })) as NodeJS.ReadWriteStream;
     const out = new PassThrough();
-    let buf = "";
+    // Output without line ends (a progress bar) is cut at 16 KiB, never held whole.
+    const lines = new LineSplitter();
+    const decoder = new TextDecoder();
     out.on("data", (c: Buffer) => {
-      buf += c.toString("utf8");
-      const lines = buf.split("\n");
-      buf = lines.pop() ?? "";
-      for (const l of lines) onLine(cleanBuildLine(l, false));
+      for (const l of lines.push(decoder.decode(c, { stream: true }))) onLine(cleanBuildLine(l, false));
     });
     docker.modem.demuxStream(stream, out, out);
     // A container started ahead waits on its stdin: it has written nothing yet.
@@ -327,7 +327,7 @@ export async function buildInContainer(
     const { StatusCode } = (await container.wait()) as { StatusCode: number };
     // Ended (or killed) before it read the whole tar: tar would wait on its pipe forever.
     if (tar.exitCode === null) tar.kill();
-    if (buf) onLine(cleanBuildLine(buf, false));
+    for (const l of lines.end()) onLine(cleanBuildLine(l, false));
     if (signal.aborted) throw signal.reason;
     const state = ((await container.inspect()) as unknown as { State: { OOMKilled: boolean } }).State;
     if (state.OOMKilled || StatusCode === 137) {
