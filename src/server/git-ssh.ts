@@ -334,19 +334,21 @@ export async function startGitSshServer(
   const maxPerSource = opts.maxUnauthenticatedPerSource ?? 8;
   const idleMs = opts.idleTimeoutMs ?? 600_000;
   const maxPerKey = opts.maxConnectionsPerKey ?? 16;
-  const onPort = (s: Socket) => s.remoteAddress !== undefined;
+  /** Whether two connections came on the same listener (the port has addresses, the socket none). */
+  const sameListener = (a: ConnState, b: { source: string | null }) =>
+    (a.source === null) === (b.source === null);
   /**
    * The state of a new connection if it gets an unauthenticated slot (core/ssh-admission.ts): the SSH port
    * and the builds' socket each have `maxUnauthenticated`; on the port, one address takes at most
    * `maxPerSource`, and a full port gives a newcomer the slot of the largest holder's oldest connection.
    */
   const admitted = (sock: Socket): ConnState | null => {
+    const source = sock.remoteAddress ?? null;
     const held: ConnState[] = [];
     for (const s of sockets) {
       const st = states.get(s);
-      if (st && !st.authenticated && onPort(s) === onPort(sock)) held.push(st);
+      if (st && !st.authenticated && sameListener(st, { source })) held.push(st);
     }
-    const source = sock.remoteAddress ?? null;
     const verdict = admit(held, source, { max: maxUnauthenticated, perSource: maxPerSource });
     if (!verdict.accept) {
       const refused =
@@ -388,7 +390,7 @@ export async function startGitSshServer(
     let same = 0;
     for (const s of sockets) {
       const st = states.get(s);
-      if (st?.authenticated && !st.overCap && st.keyId === keyId && onPort(s) === onPort(state.sock)) same++;
+      if (st?.authenticated && !st.overCap && st.keyId === keyId && sameListener(st, state)) same++;
     }
     state.keyId = keyId;
     if (same >= maxPerKey) {

@@ -156,7 +156,7 @@ describe("bounded queues", { timeout: 900_000 }, () => {
     assert.match(last, /flood done \d+/, "the reading follower saw the end of the flood");
   });
 
-  test("a deploy-log follower that stalls holds up neither the push nor the server; it gets its lines in order, or a `... N lines dropped` marker for those it lost", async () => {
+  test("a deploy-log follower that stalls holds up neither the push nor the server; it gets its lines in order, or a `... N lines dropped` marker for those it lost", async (t) => {
     const app = await pier.cliJson<{ id: string }>(["create", "--type", "node", "chatty"]);
     for (const [name, value] of [
       ["CC_NODE_BUILD_TOOL", "custom"],
@@ -193,6 +193,7 @@ describe("bounded queues", { timeout: 900_000 }, () => {
     const dropped = lines
       .map((l) => Number(/^\.\.\. (\d+) lines? dropped$/.exec(l)?.[1] ?? 0))
       .reduce((a, b) => a + b, 0);
+    t.diagnostic(`the stalled follower got ${numbers.length} of the build's lines, ${dropped} dropped`);
     assert.ok(numbers.length > 1000, `the follower got ${numbers.length} of the build's lines`);
     const wrong = numbers.findIndex((n, i) => i > 0 && n <= (numbers[i - 1] ?? -1));
     assert.equal(
