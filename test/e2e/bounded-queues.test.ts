@@ -120,7 +120,7 @@ describe("bounded queues", { timeout: 900_000 }, () => {
     await pier.destroy();
   });
 
-  test("a runtime-log follower that reads nothing does not grow the server; one that reads gets the lines", async () => {
+  test("a runtime-log follower that reads nothing does not grow the server; one that reads gets the lines", async (t) => {
     const before = rssBytes(pid);
     const stalled = await stalledGet(pier.apiPort, "/v1/apps/flood/logs?follow=true&tail=0", token);
     const reader = await fetch(`http://127.0.0.1:${pier.apiPort}/v1/apps/flood/logs?follow=true&tail=0`, {
@@ -147,6 +147,9 @@ describe("bounded queues", { timeout: 900_000 }, () => {
     const max = rss.stop();
     stalled.destroy();
     await reader.body?.cancel().catch(() => undefined);
+    t.diagnostic(
+      `RSS ${Math.round(before / MiB)} -> at most ${Math.round(max / MiB)} MiB; the reader got ${got} lines`,
+    );
     assert.ok(
       max < 300 * MiB,
       `pier server's RSS reached ${Math.round(max / MiB)} MiB (from ${Math.round(before / MiB)} MiB)`,
@@ -295,7 +298,7 @@ describe("bounded queues: a big push", { timeout: 600_000 }, () => {
     await pier.destroy();
   });
 
-  test("a 150 MB push does not buffer in the server", async () => {
+  test("a 150 MB push does not buffer in the server", async (t) => {
     const app = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "bigpush"]);
     const dir = await pier.repo("bigpush", { "README.md": "no Dockerfile: the deploy fails fast\n" }, app.id);
     // Random bytes: git cannot compress them, so 150 MB go over the wire.
@@ -315,6 +318,7 @@ describe("bounded queues: a big push", { timeout: 600_000 }, () => {
       },
     );
     const max = rss.stop();
+    t.diagnostic(`RSS ${Math.round(before / MiB)} -> at most ${Math.round(max / MiB)} MiB during the push`);
     assert.match(r.stderr, /Writing objects: 100%/, r.stderr.slice(-2000));
     assert.match(r.stderr, /Dockerfile|Push rejected/, "the push reached its deploy");
     assert.ok(
