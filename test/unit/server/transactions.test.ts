@@ -27,6 +27,7 @@ import { AppService } from "../../../src/server/apps.js";
 import { DeployLogs } from "../../../src/server/deploy-logs.js";
 import { Deployer } from "../../../src/server/deployer.js";
 import { Instances } from "../../../src/server/instances.js";
+import { AppLimits } from "../../../src/server/limits.js";
 import type { Runtime } from "../../../src/server/runtimes/runtime.js";
 
 type Step = "build" | "run" | "edge" | "commit" | null;
@@ -224,8 +225,13 @@ describe("a failed step leaves every app exactly as it was", () => {
     git("add", "-A");
     git("commit", "-qm", "one");
     git("push", "-q", repo, "master");
+    const limits = new AppLimits({
+      store: store as Store,
+      defaults: { maxFlavor: "XL", maxInstances: 20, maxMemoryMiB: 2 ** 20 },
+    });
     const deployer = new Deployer({
       store: store as Store,
+      limits,
       engine: engine as unknown as Engine,
       instances,
       logs: new DeployLogs(store as Store),
@@ -238,6 +244,7 @@ describe("a failed step leaves every app exactly as it was", () => {
     });
     apps = new AppService({
       store: store as Store,
+      limits,
       engine: engine as unknown as Engine,
       deployer,
       instances,
