@@ -109,6 +109,11 @@ export interface HostFacts {
 export function hostDefaults(host: HostFacts): Ceiling {
   const maxInstances = Math.min(MAX_INSTANCES, Math.max(1, Math.floor(host.pidMax / 4 / INSTANCE_PIDS)));
   const maxMemoryMiB = Math.max(FLAVOR_MEMORY_MIB.pico, Math.floor(host.memoryMiB / 2));
-  const fitting = FLAVORS.filter((f) => FLAVOR_MEMORY_MIB[f] <= maxMemoryMiB);
-  return { maxFlavor: fitting[fitting.length - 1] ?? "pico", maxInstances, maxMemoryMiB };
+  return { maxFlavor: largestFitting(maxMemoryMiB), maxInstances, maxMemoryMiB };
+}
+
+/** The largest flavor one instance of which fits in `memoryMiB` (pico at least). */
+export function largestFitting(memoryMiB: number): Flavor {
+  const fitting = FLAVORS.filter((f) => FLAVOR_MEMORY_MIB[f] <= memoryMiB);
+  return fitting[fitting.length - 1] ?? "pico";
 }

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { type Ceiling, type HostFacts, hostDefaults, MAX_INSTANCES } from "../core/limits.js";
+import { type Ceiling, type HostFacts, hostDefaults, largestFitting, MAX_INSTANCES } from "../core/limits.js";
 import { FLAVOR_MEMORY_MIB, FLAVORS } from "../core/model.js";
 import { MAX_HOSTNAME, MAX_LABEL } from "../core/names.js";
 import {
@@ -277,9 +277,11 @@ function appDefaults(
   host: HostFacts,
 ): Ceiling {
   const fromHost = hostDefaults(host);
+  const maxMemoryMiB = c.PIER_APP_MAX_MEMORY_MIB ?? fromHost.maxMemoryMiB;
   return {
-    maxFlavor: c.PIER_APP_MAX_FLAVOR ?? fromHost.maxFlavor,
+    // Unset: the largest flavor one instance of which fits in the memory ceiling.
+    maxFlavor: c.PIER_APP_MAX_FLAVOR ?? largestFitting(maxMemoryMiB),
     maxInstances: c.PIER_APP_MAX_INSTANCES ?? fromHost.maxInstances,
-    maxMemoryMiB: c.PIER_APP_MAX_MEMORY_MIB ?? fromHost.maxMemoryMiB,
+    maxMemoryMiB,
   };
 }

@@ -151,6 +151,13 @@ describe("an app's default ceiling (PIER_APP_MAX_*, ADR 0022)", () => {
     assert.ok(c.appDefaults.maxInstances >= 1 && c.appDefaults.maxInstances <= 20);
     assert.ok(c.appDefaults.maxMemoryMiB >= 256);
   });
+  test("a memory ceiling alone brings the flavor down to the largest that fits in it", () => {
+    assert.deepEqual(load({ PIER_APP_MAX_MEMORY_MIB: "1536" }).appDefaults, {
+      maxFlavor: "XS",
+      maxInstances: 2,
+      maxMemoryMiB: 1536,
+    });
+  });
   test("bad values are refused, each naming its setting, all at once", () => {
     const p = problems({
       PIER_APP_MAX_FLAVOR: "huge",
