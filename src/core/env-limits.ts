@@ -30,14 +30,21 @@ export function envBytes(vars: Readonly<Record<string, string>>): number {
 
 const kib = (n: number) => (n % 1024 === 0 ? `${n / 1024} KiB` : `${n} bytes`);
 
-/** null if an app may hold `vars` (all its own variables after a change), else the cap it passes. */
-export function envCapProblem(vars: Readonly<Record<string, string>>, appName: string): string | null {
+/**
+ * null if an app may hold `vars` (all its own variables after a change, or all it publishes: `what`),
+ * else the cap it passes.
+ */
+export function envCapProblem(
+  vars: Readonly<Record<string, string>>,
+  appName: string,
+  what: "variables" | "published variables" = "variables",
+): string | null {
   const count = Object.keys(vars).length;
   if (count > MAX_VARIABLES)
-    return `${appName} would have ${count} variables: at most ${MAX_VARIABLES} (the cap on the number of variables).`;
+    return `${appName} would have ${count} ${what}: at most ${MAX_VARIABLES} (the cap on the number of variables).`;
   const bytes = envBytes(vars);
   if (bytes > MAX_ENV_BYTES)
-    return `${appName}'s variables would take ${bytes} bytes: at most ${MAX_ENV_BYTES} (${kib(MAX_ENV_BYTES)}, the cap on the variables' total size, names and values).`;
+    return `${appName}'s ${what} would take ${bytes} bytes: at most ${MAX_ENV_BYTES} (${kib(MAX_ENV_BYTES)}, the cap on the variables' total size, names and values).`;
   return null;
 }
 

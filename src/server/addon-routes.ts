@@ -87,7 +87,8 @@ export function addonRoutes(
     const name = c.req.param("name");
     const { value } = await body(c, addonSchemas.putPublished);
     // What an app publishes goes into the environment of the apps linked to it: the same caps (ADR 0022).
-    const problem = envCapProblem({ ...(await addons.published(app)), [name]: value }, app.name);
+    const next = { ...(await addons.published(app)), [name]: value };
+    const problem = envCapProblem(next, app.name, "published variables");
     if (problem) throw new PierError("ENV_LIMIT_EXCEEDED", problem, ENV_CAP_HINT);
     await addons.publish(app, name, value);
     return c.json({ name, value });

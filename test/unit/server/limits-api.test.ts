@@ -49,12 +49,17 @@ describe("an app's ceiling and the caps on variables, through the API", () => {
     domain: "localhost",
     buildNetwork: null,
   });
+  const published: Record<string, string> = {};
   const addons = {
     environment: async (_id: string, own: Record<string, string>) => ({
       vars: own,
       linked: [],
       shadowed: [],
     }),
+    published: async () => ({ ...published }),
+    publish: async (_app: unknown, name: string, value: string) => {
+      published[name] = value;
+    },
   } as unknown as AddonService;
   const api = createApi({
     store,
@@ -232,6 +237,22 @@ describe("an app's ceiling and the caps on variables, through the API", () => {
       });
       assert.equal(swap.status, 200, JSON.stringify(swap.body));
       await call(TENANT, "PATCH", "/v1/apps/web/env", { unset: ["BIG_1", "BIG_2", "BIG_3", "BIG_4"] });
+    });
+
+    test("what an app publishes to linked apps has the same caps", async () => {
+      for (let i = 0; i < 4; i++) {
+        const r = await call(TENANT, "PUT", `/v1/apps/web/published-config/PUB_${i}`, {
+          value: "x".repeat(60 * 1024),
+        });
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+      }
+      refused(
+        await call(TENANT, "PUT", "/v1/apps/web/published-config/PUB_4", { value: "x".repeat(60 * 1024) }),
+        422,
+        "ENV_LIMIT_EXCEEDED",
+        /^web's published variables would take 307235 bytes: at most 262144 \(256 KiB/,
+      );
+      assert.deepEqual(Object.keys(published), ["PUB_0", "PUB_1", "PUB_2", "PUB_3"]);
     });
 
     test("one value over 64 KiB: 400 INVALID_VARIABLE naming the cap", async () => {
