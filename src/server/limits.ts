@@ -51,9 +51,15 @@ export class AppLimits {
     this.checkAgainst(await this.ceiling(app.id), app.name, size);
   }
 
-  /** The same, for an app not stored yet (its ceiling is the server's default). */
+  /** The same, for an app not stored yet: its ceiling is the server's default, raised once it exists. */
   checkNew(name: string, size: Size): void {
-    this.checkAgainst(this.deps.defaults, name, size);
+    const b = ceilingBreach(size, this.deps.defaults, name);
+    if (b)
+      throw new PierError(
+        "LIMIT_EXCEEDED",
+        b.message,
+        `Create it within the server's defaults (PIER_APP_MAX_*), then an admin raises its limit (pier limits set ${b.flag} --app ${name}) and scales it.`,
+      );
   }
 
   private checkAgainst(ceiling: Ceiling, name: string, size: Size): void {

@@ -185,6 +185,7 @@ describe("an app's ceiling and the caps on variables, through the API", () => {
       403,
       "LIMIT_EXCEEDED",
       /^Flavor XL is larger than big's largest allowed flavor, L/,
+      /^Create it within the server's defaults \(PIER_APP_MAX_\*\), then an admin raises its limit \(pier limits set --max-flavor XL --app big\) and scales it\.$/,
     );
     assert.equal((await call(ADMIN, "GET", "/v1/apps/big")).status, 404);
   });
