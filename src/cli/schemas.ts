@@ -144,3 +144,29 @@ export const ApiErrorBodySchema = z.object({
     hint: z.string().nullish(),
   }),
 });
+
+const CeilingSchema = z.looseObject({
+  maxFlavor: z.string(),
+  maxInstances: z.number(),
+  maxMemoryMiB: z.number(),
+});
+
+/** `GET /v1/apps/:app/limits` (ADR 0022). */
+export const LimitsSchema = z.looseObject({
+  app: z.string(),
+  limits: CeilingSchema,
+  set: z.looseObject({
+    maxFlavor: z.string().nullable(),
+    maxInstances: z.number().nullable(),
+    maxMemoryMiB: z.number().nullable(),
+  }),
+  defaults: CeilingSchema,
+  used: z.looseObject({ flavor: z.string(), instances: z.number(), memoryMiB: z.number() }),
+  variables: z.looseObject({
+    maxCount: z.number(),
+    maxValueBytes: z.number(),
+    maxTotalBytes: z.number(),
+    count: z.number(),
+    totalBytes: z.number(),
+  }),
+});

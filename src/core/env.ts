@@ -62,7 +62,7 @@ export function validateVariable(name: string, value: string): string | null {
   if (value.includes("\0")) return `The value of ${name} contains a NUL character, which is not allowed.`;
   const bytes = new TextEncoder().encode(value).length;
   if (bytes > MAX_VALUE_BYTES) {
-    return `The value of ${name} is too long (${bytes} bytes; at most ${MAX_VALUE_BYTES}).`;
+    return `The value of ${name} is too long (${bytes} bytes; at most ${MAX_VALUE_BYTES}, the cap on one value's size).`;
   }
   return null;
 }

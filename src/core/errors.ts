@@ -15,6 +15,8 @@ export type ErrorCode =
   | "INVALID_INPUT"
   | "INVALID_VARIABLE"
   | "PAYLOAD_TOO_LARGE"
+  | "LIMIT_EXCEEDED"
+  | "ENV_LIMIT_EXCEEDED"
   | "UNAUTHORIZED"
   | "FORBIDDEN"
   | "NOT_FOUND"
@@ -49,6 +51,11 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   INVALID_INPUT: 400,
   INVALID_VARIABLE: 400,
   PAYLOAD_TOO_LARGE: 413,
+  // An app's ceiling, set by an admin (ADR 0022): a policy the asker's token may not lift, as Kubernetes
+  // answers a quota.
+  LIMIT_EXCEEDED: 403,
+  // The caps on variables (ADR 0022): the same for everyone, under the engine's own limits.
+  ENV_LIMIT_EXCEEDED: 422,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,

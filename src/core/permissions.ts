@@ -44,6 +44,9 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = {
   "PATCH /v1/apps/:app/env": "app",
   "PUT /v1/apps/:app/env/:name": "app",
   "DELETE /v1/apps/:app/env/:name": "app",
+  // An app's ceiling (ADR 0022): its tokens may read it; raising (or lowering) it is the admin's.
+  "GET /v1/apps/:app/limits": "app",
+  "PATCH /v1/apps/:app/limits": "app-admin",
   "GET /v1/apps/:app/releases": "app",
   "POST /v1/apps/:app/releases/:number/rollback": "app",
   "GET /v1/apps/:app/deployments": "app",

@@ -288,6 +288,9 @@ export interface DockerBuildInput {
   settings: DockerSettings;
 }
 
+/** The largest build args, percent-encoded, in the engine's build request URL (its limit is 1 MiB). */
+export const MAX_BUILD_ARGS_URL_BYTES = 768 * 1024;
+
 function list(names: readonly string[]): string {
   return names.join(", ");
 }
@@ -350,6 +353,17 @@ export function planDockerBuild(
   }
   const buildArgs: Record<string, string> = Object.fromEntries(args);
   const passed = Object.keys(buildArgs);
+  // The engine's build API takes build args in its URL only (percent-encoded JSON), and refuses a URL past
+  // 1 MiB with "431 Request Header Fields Too Large" (ADR 0022): said here, naming the ARGs, instead.
+  const urlBytes = encodeURIComponent(JSON.stringify(buildArgs)).length;
+  if (urlBytes > MAX_BUILD_ARGS_URL_BYTES) {
+    return {
+      ok: false,
+      errors: [
+        `The build args ${list(passed)} take ${urlBytes} bytes in the engine's build request URL: at most ${MAX_BUILD_ARGS_URL_BYTES}. Read large values at run time (they are in the instances' environment) rather than as ARGs.`,
+      ],
+    };
+  }
   logLines.push(passed.length > 0 ? `Build args passed: ${list(passed)}.` : "Build args passed: none.");
   if (unset.length > 0) {
     logLines.push(`ARGs without a variable of that name (their Dockerfile default applies): ${list(unset)}.`);

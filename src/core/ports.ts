@@ -5,6 +5,7 @@
 
 import type { Addon, AddonBackup, AddonCredentials, AddonKind } from "./addons.js";
 import type { CertificatePair, Domain } from "./domains.js";
+import type { CeilingOverrides } from "./limits.js";
 import type { ApiToken, App, Deployment, DeployState, Flavor, LogLine, Release, SshKey } from "./model.js";
 
 /** One address an instance answers HTTP on (a loopback address of the host). */
@@ -85,12 +86,20 @@ export interface Store {
   getAppSecret(appId: string, name: string): Promise<string | null>;
   /** Sets (or with null removes) an app's secret. */
   setAppSecret(appId: string, name: string, value: string | null): Promise<void>;
-  /** All-or-nothing. */
+  /**
+   * All-or-nothing. `accept` sees the app's variables as the change would leave them, in the same
+   * transaction, and throws to refuse it (the caps of ADR 0022): nothing is changed then.
+   */
   changeEnv(
     appId: string,
     set: Record<string, string>,
     unset: readonly string[],
+    accept?: (next: Record<string, string>) => void,
   ): Promise<Record<string, string>>;
+  /** The ceiling an admin set for the app (ADR 0022); null fields: the server's default. */
+  appLimits(appId: string): Promise<CeilingOverrides>;
+  /** Sets some of the app's ceiling (null: back to the server's default); returns the whole record. */
+  setAppLimits(appId: string, patch: Partial<CeilingOverrides>): Promise<CeilingOverrides>;
 
   createDeployment(
     d: Pick<Deployment, "id" | "appId" | "commit" | "cause" | "withoutCache">,

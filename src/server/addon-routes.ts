@@ -1,5 +1,7 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
+import { ENV_CAP_HINT, envCapProblem } from "../core/env-limits.js";
+import { PierError } from "../core/errors.js";
 import { FLAVORS } from "../core/model.js";
 import type { ApiEnv } from "./access.js";
 import type { AddonService } from "./addons.js";
@@ -84,6 +86,10 @@ export function addonRoutes(
     const app = await appOf(c);
     const name = c.req.param("name");
     const { value } = await body(c, addonSchemas.putPublished);
+    // What an app publishes goes into the environment of the apps linked to it: the same caps (ADR 0022).
+    const next = { ...(await addons.published(app)), [name]: value };
+    const problem = envCapProblem(next, app.name, "published variables");
+    if (problem) throw new PierError("ENV_LIMIT_EXCEEDED", problem, ENV_CAP_HINT);
     await addons.publish(app, name, value);
     return c.json({ name, value });
   });

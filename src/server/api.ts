@@ -17,6 +17,7 @@ import { CONSOLE_ASSETS, CONSOLE_CSP, CONSOLE_HTML, consoleAsset } from "./conso
 import type { DeployLogs } from "./deploy-logs.js";
 import { domainRoutes } from "./domain-routes.js";
 import type { DomainService } from "./domains.js";
+import type { AppLimits } from "./limits.js";
 import { buildOpenApi } from "./openapi.js";
 import { schemas } from "./schemas.js";
 
@@ -81,6 +82,8 @@ export function createApi(deps: {
   /** Custom domains and certificates (ADR 0018). */
   domains: DomainService;
   logs: DeployLogs;
+  /** Each app's ceiling and the caps on variables (ADR 0022). */
+  limits: AppLimits;
   logger: Logger;
   nodeVersions: () => Promise<NodeVersion[]>;
   info: {
@@ -196,7 +199,7 @@ export function createApi(deps: {
     ].filter((p): p is string => p !== null);
     if (problems.length > 0)
       throw new PierError("INVALID_VARIABLE", problems.join("; "), "Nothing was changed.");
-    return c.json({ vars: await store.changeEnv(app.id, set, b.unset ?? []) });
+    return c.json({ vars: await store.changeEnv(app.id, set, b.unset ?? [], deps.limits.envCheck(app)) });
   });
   api.put("/v1/apps/:app/env/:name", async (c) => {
     const app = await appOf(c);
@@ -204,7 +207,7 @@ export function createApi(deps: {
     const { value } = await body(c, schemas.putEnv);
     const problem = validateVariable(name, value);
     if (problem) throw new PierError("INVALID_VARIABLE", problem);
-    await store.changeEnv(app.id, { [name]: value }, []);
+    await store.changeEnv(app.id, { [name]: value }, [], deps.limits.envCheck(app));
     return c.json({ name, value });
   });
   api.delete("/v1/apps/:app/env/:name", async (c) => {
@@ -215,6 +218,13 @@ export function createApi(deps: {
       throw new PierError("NOT_FOUND", `The variable ${name} is not set on ${app.name}.`);
     await store.changeEnv(app.id, {}, [name]);
     return c.body(null, 204);
+  });
+
+  // An app's ceiling (ADR 0022): its tokens read it; only an admin token sets it (ROUTE_ACCESS).
+  api.get("/v1/apps/:app/limits", async (c) => c.json(await deps.limits.view(await appOf(c))));
+  api.patch("/v1/apps/:app/limits", async (c) => {
+    const app = await appOf(c);
+    return c.json(await deps.limits.set(app, await body(c, schemas.patchLimits)));
   });
 
   api.get("/v1/apps/:app/releases", async (c) => c.json(await apps.releases(await appOf(c))));

@@ -5,12 +5,14 @@ import ssh2 from "ssh2";
 import { revParse } from "../adapters/git.js";
 import { appState } from "../core/app-state.js";
 import { PierError } from "../core/errors.js";
+import { smallerFlavor } from "../core/limits.js";
 import { type App, type Deployment, type Flavor, parseReleaseNumber, type Runtime } from "../core/model.js";
 import { appNameProblem } from "../core/names.js";
 import type { Engine, InstanceLogLine, Store } from "../core/ports.js";
 import { appListStatuses } from "./app-list.js";
 import { type Deployer, newId } from "./deployer.js";
 import type { Instances } from "./instances.js";
+import type { AppLimits } from "./limits.js";
 
 export interface RuntimeLogLine extends InstanceLogLine {
   instance: number;
@@ -113,6 +115,8 @@ export class AppService {
       gitUrl: (appId: string) => string;
       appUrl: (name: string) => string;
       stopGraceMs: number;
+      /** Each app's ceiling (ADR 0022): checked before its size changes. */
+      limits: AppLimits;
       /** PIER_DOMAIN: apps answer at <name>.<domain>. */
       domain: string;
       /** PIER_BUILD_NETWORK, or null (the app's network): where Node.js builds' sandbox sits. */
@@ -164,13 +168,17 @@ export class AppService {
         "Use XS (the default) or larger.",
       );
     }
+    // Builds default to M, or the largest flavor the server allows an app if that is smaller.
+    const buildFlavor = input.buildFlavor ?? smallerFlavor("M", this.deps.limits.defaults.maxFlavor);
+    const instances = input.instances ?? 1;
+    this.deps.limits.checkNew(input.name, { flavor, instances, buildFlavor });
     const app = await this.deps.store.createApp({
       id: newId("app"),
       name: input.name,
       type: input.type,
       flavor,
-      buildFlavor: input.buildFlavor ?? "M",
-      instances: input.instances ?? 1,
+      buildFlavor,
+      instances,
       task: input.task ?? null,
     });
     this.deps.logger.info({ appId: app.id, name: app.name, type: app.type }, "app created");
@@ -202,6 +210,13 @@ export class AppService {
   ): Promise<{ app: App; deployment: Deployment | null }> {
     if (app.type === "phpserver" && p.flavor === "pico") {
       throw new PierError("INVALID_INPUT", "flavor: a phpserver app cannot run on pico.");
+    }
+    if (p.instances !== undefined || p.flavor !== undefined || p.buildFlavor !== undefined) {
+      await this.deps.limits.check(app, {
+        instances: p.instances ?? app.instances,
+        flavor: p.flavor ?? app.flavor,
+        buildFlavor: p.buildFlavor ?? app.buildFlavor,
+      });
     }
     const resized =
       (p.instances !== undefined && p.instances !== app.instances) ||

@@ -1,7 +1,9 @@
-import { existsSync } from "node:fs";
-import { homedir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
+import { homedir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import { type Ceiling, type HostFacts, hostDefaults, largestFitting, MAX_INSTANCES } from "../core/limits.js";
+import { FLAVOR_MEMORY_MIB, FLAVORS } from "../core/model.js";
 import { MAX_HOSTNAME, MAX_LABEL } from "../core/names.js";
 import {
   type Cidr,
@@ -115,6 +117,19 @@ const schema = z.object({
     .default(7),
   PIER_LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
   PIER_ADMIN_TOKEN: z.string().min(24, "must be at least 24 characters").optional(),
+  // An app's default ceiling (ADR 0022); unset: derived from the host's memory and pid_max.
+  PIER_APP_MAX_FLAVOR: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
+  PIER_APP_MAX_INSTANCES: z.coerce
+    .number({ message: "must be a number" })
+    .int("must be an integer")
+    .min(1, `must be 1..${MAX_INSTANCES}`)
+    .max(MAX_INSTANCES, `must be 1..${MAX_INSTANCES}`)
+    .optional(),
+  PIER_APP_MAX_MEMORY_MIB: z.coerce
+    .number({ message: "must be a number of MiB" })
+    .int("must be a whole number of MiB")
+    .min(FLAVOR_MEMORY_MIB.pico, `must be at least ${FLAVOR_MEMORY_MIB.pico} (one pico instance)`)
+    .optional(),
   PIER_SUBNET_POOL: z
     .string()
     .default(DEFAULT_SUBNET_POOL)
@@ -185,6 +200,20 @@ export interface Config {
   backupDays: number;
   /** PIER_SUBNET_POOL and PIER_SUBNET_SIZE: every network Pier creates gets a /prefix of the pool. */
   subnets: { pool: Cidr; prefix: number };
+  /** Every app's ceiling unless an admin set its own (ADR 0022): the PIER_APP_MAX_* settings, else the host's. */
+  appDefaults: Ceiling;
+}
+
+/** The host's memory and /proc/sys/kernel/pid_max (32768, the kernel's default, when it cannot be read). */
+export function readHostFacts(): HostFacts {
+  let pidMax = 32768;
+  try {
+    const n = Number(readFileSync("/proc/sys/kernel/pid_max", "utf8").trim());
+    if (Number.isInteger(n) && n > 0) pidMax = n;
+  } catch {
+    // not Linux, or /proc not mounted: the kernel's default
+  }
+  return { memoryMiB: Math.floor(totalmem() / 2 ** 20), pidMax };
 }
 
 export class ConfigError extends Error {
@@ -194,7 +223,7 @@ export class ConfigError extends Error {
   }
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, host: HostFacts = readHostFacts()): Config {
   const picked: Record<string, string> = {};
   for (const key of Object.keys(schema.shape)) {
     const v = env[key];
@@ -247,5 +276,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     subnets: { pool: c.PIER_SUBNET_POOL, prefix: c.PIER_SUBNET_SIZE },
     backupDir: resolve(c.PIER_BACKUP_DIR ?? join(c.PIER_DATA_DIR, "backups")),
     backupDays: c.PIER_BACKUP_DAYS,
+    appDefaults: appDefaults(c, host),
+  };
+}
+
+function appDefaults(
+  c: {
+    PIER_APP_MAX_FLAVOR?: Ceiling["maxFlavor"];
+    PIER_APP_MAX_INSTANCES?: number;
+    PIER_APP_MAX_MEMORY_MIB?: number;
+  },
+  host: HostFacts,
+): Ceiling {
+  const fromHost = hostDefaults(host);
+  const maxMemoryMiB = c.PIER_APP_MAX_MEMORY_MIB ?? fromHost.maxMemoryMiB;
+  return {
+    // Unset: the largest flavor one instance of which fits in the memory ceiling.
+    maxFlavor: c.PIER_APP_MAX_FLAVOR ?? largestFitting(maxMemoryMiB),
+    maxInstances: c.PIER_APP_MAX_INSTANCES ?? fromHost.maxInstances,
+    maxMemoryMiB,
   };
 }

@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import { archiveCommit } from "../adapters/git.js";
 import { type LinkedEnvironment, linkedLines } from "../core/addons.js";
 import { healthCheckPaths, instanceEnvironment, platformVariables } from "../core/env.js";
+import { ENV_CAP_HINT, instanceEnvProblem } from "../core/env-limits.js";
 import { PierError } from "../core/errors.js";
 import { healthReport, notListeningLines } from "../core/health.js";
 import { type App, type Deployment, FLAVOR_MEMORY_MIB, type Release } from "../core/model.js";
@@ -14,6 +15,7 @@ import { RELEASE_VOLUME_ROLE, unnamedVolumes } from "../core/release-volumes.js"
 import type { DeployLogs } from "./deploy-logs.js";
 import { probe, waitListening } from "./health-gate.js";
 import { appNetworkName, type Instances, type ReleaseToRun } from "./instances.js";
+import type { AppLimits } from "./limits.js";
 import { maskedError } from "./logging.js";
 import type { Runtime } from "./runtimes/runtime.js";
 
@@ -76,6 +78,8 @@ export class Deployer {
       deployTimeoutMs: number;
       listenTimeoutMs: number;
       stopGraceMs: number;
+      /** Each app's ceiling (ADR 0022). */
+      limits: Pick<AppLimits, "check">;
       /**
        * Add-ons and links (ADR 0015): the app's environment with its links' variables, and the linked
        * add-ons joining the app's networks before its build and instances start. None: no links.
@@ -361,6 +365,8 @@ export class Deployer {
       );
     }
     const settings = settingsResult.settings;
+    // A task runs once to completion: created with --task "<command>", or CC_TASK=true (its start command).
+    const task = app.task !== null || vars.CC_TASK === "true";
     const health = healthCheckPaths(vars);
     if (health.errors.length > 0) throw new PierError("INVALID_VARIABLE", health.errors.join("; "));
     if (settings.mountDockerSocket && !app.allowDockerSocket) {
@@ -369,13 +375,6 @@ export class Deployer {
         "CC_MOUNT_DOCKER_SOCKET=true, but no admin allowed this app to use the engine socket.",
         'An admin can allow it (PATCH /v1/apps/<app> {"allowDockerSocket": true}); unset the variable otherwise.',
       );
-    }
-    let addonNetwork: string | null = null;
-    if (linked && this.deps.links) {
-      for (const line of linkedLines(linked)) write(line);
-      const network = { name: appNetworkName(app.id, settings.ipv6Subnet), ipv6Subnet: settings.ipv6Subnet };
-      for (const line of await this.deps.links.attach(app.id, network)) write(line);
-      if (linked.linked.some((v) => v.source.kind === "addon")) addonNetwork = network.name;
     }
     const appHome = "/app";
     const common = platformVariables({
@@ -389,6 +388,15 @@ export class Deployer {
       deploymentId: d.id,
       commitId: d.commit,
     });
+    // The app's ceiling and the caps on an instance's environment, before anything is built or started.
+    await this.checkLimits(app, job.request, instanceEnvironment(vars, common, appHome), task);
+    let addonNetwork: string | null = null;
+    if (linked && this.deps.links) {
+      for (const line of linkedLines(linked)) write(line);
+      const network = { name: appNetworkName(app.id, settings.ipv6Subnet), ipv6Subnet: settings.ipv6Subnet };
+      for (const line of await this.deps.links.attach(app.id, network)) write(line);
+      if (linked.linked.some((v) => v.source.kind === "addon")) addonNetwork = network.name;
+    }
 
     let image: string;
     const current = await store.currentRelease(app.id);
@@ -445,8 +453,6 @@ export class Deployer {
     }
     // A scale deploys the new size; the app records it only when this deploy succeeds.
     const size = { instances: app.instances, flavor: app.flavor, ...job.request.resize };
-    // A task runs once to completion: created with --task "<command>", or CC_TASK=true (its start command).
-    const task = app.task !== null || vars.CC_TASK === "true";
     const toRun: ReleaseToRun = {
       appId: app.id,
       appName: app.name,
@@ -527,6 +533,28 @@ export class Deployer {
             instances: toRun.instances,
           },
     };
+  }
+
+  /**
+   * The deploy's size within the app's ceiling (an admin may have lowered it since the last scale) and the
+   * instances' environment (the app's variables with its links' and the platform's) within its cap. Either
+   * fails the deploy before anything is built or started: the app stays as it was.
+   */
+  private async checkLimits(
+    app: App,
+    req: DeployRequest,
+    env: Record<string, string>,
+    task: boolean,
+  ): Promise<void> {
+    const size = { instances: app.instances, flavor: app.flavor, ...req.resize };
+    const building = !req.reuseCurrentImage && !req.rollbackTo;
+    await this.deps.limits.check(app, {
+      instances: task ? 1 : size.instances,
+      flavor: size.flavor,
+      ...(building ? { buildFlavor: app.buildFlavor } : {}),
+    });
+    const problem = instanceEnvProblem(env, app.name);
+    if (problem) throw new PierError("ENV_LIMIT_EXCEEDED", problem, ENV_CAP_HINT);
   }
 
   /**

@@ -30,6 +30,7 @@ import { DomainService, domainsByApp } from "./domains.js";
 import { hostKey, hostPublicKey, startGitSshServer } from "./git-ssh.js";
 import { Instances } from "./instances.js";
 import { removeLeftovers } from "./leftovers.js";
+import { AppLimits } from "./limits.js";
 import { createLogger } from "./logging.js";
 import { Networks } from "./networks.js";
 import { reconcile } from "./reconciler.js";
@@ -196,9 +197,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
     findApp: (appId) => store.findApp(appId),
     currentImage: async (appId) => (await store.currentRelease(appId))?.image ?? null,
   });
+  // Each app's ceiling over the operator's defaults, and the caps on variables (ADR 0022).
+  const limits = new AppLimits({ store, defaults: config.appDefaults });
   const deployer = new Deployer({
     store,
     engine,
+    limits,
     instances,
     logs,
     logger: logger.child({ part: "deployer" }),
@@ -230,6 +234,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const apps = new AppService({
     store,
     engine,
+    limits,
     deployer,
     instances,
     logger: logger.child({ part: "apps" }),
@@ -326,6 +331,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
 
   const api = createApi({
     store,
+    limits,
     nodeVersions: () => availableNodeVersions(registry),
     apps,
     addons,

@@ -36,6 +36,18 @@ const ROUTES: RouteDoc[] = [
   { method: "delete", path: "/v1/apps/{app}/env/{name}", summary: "Remove one variable", status: 204 },
   {
     method: "get",
+    path: "/v1/apps/{app}/limits",
+    summary:
+      "The app's ceiling (largest flavor, instances, memory) in force, what an admin set, the server's defaults, the app's use, and the caps on variables",
+  },
+  {
+    method: "patch",
+    path: "/v1/apps/{app}/limits",
+    summary: "Set the app's ceiling (admin token; null: the server's default)",
+    body: schemas.patchLimits,
+  },
+  {
+    method: "get",
     path: "/v1/apps/{app}/releases",
     summary: "Releases, newest first (the current one marked)",
   },

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { FLAVORS, RUNTIMES } from "../core/model.js";
+import { MAX_INSTANCES } from "../core/limits.js";
+import { FLAVOR_MEMORY_MIB, FLAVORS, RUNTIMES } from "../core/model.js";
 import { appNameProblem } from "../core/names.js";
 
 /** The API's request bodies: validated by the routes, described by the OpenAPI document. */
@@ -13,11 +14,16 @@ export const schemas = {
     type: z.enum(RUNTIMES, { message: `must be one of ${RUNTIMES.join(", ")}` }),
     flavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
     buildFlavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
-    instances: z.number().int().min(1).max(20).optional(),
+    instances: z.number().int().min(1).max(MAX_INSTANCES).optional(),
     task: z.string().min(1).max(4096).optional(),
   }),
   patchApp: z.object({
-    instances: z.number().int().min(1, "must be at least 1").max(20, "must be at most 20").optional(),
+    instances: z
+      .number()
+      .int()
+      .min(1, "must be at least 1")
+      .max(MAX_INSTANCES, `must be at most ${MAX_INSTANCES}`)
+      .optional(),
     flavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
     buildFlavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
     allowDockerSocket: z.boolean().optional(),
@@ -27,6 +33,26 @@ export const schemas = {
     unset: z.array(z.string()).optional(),
   }),
   putEnv: z.object({ value: z.string() }),
+  // An app's ceiling (ADR 0022); null: back to the server's default. Unknown fields are refused.
+  patchLimits: z.strictObject({
+    maxFlavor: z
+      .enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` })
+      .nullable()
+      .optional(),
+    maxInstances: z
+      .number()
+      .int()
+      .min(1, "must be at least 1")
+      .max(MAX_INSTANCES, `must be at most ${MAX_INSTANCES}`)
+      .nullable()
+      .optional(),
+    maxMemoryMiB: z
+      .number()
+      .int()
+      .min(FLAVOR_MEMORY_MIB.pico, `must be at least ${FLAVOR_MEMORY_MIB.pico} (one pico instance)`)
+      .nullable()
+      .optional(),
+  }),
   deploy: z.object({ withoutCache: z.boolean().optional() }),
   addKey: z.object({
     publicKey: z.string().min(1).max(16384),

@@ -2,6 +2,7 @@ import { createServer } from "node:net";
 import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
+import { INSTANCE_PIDS } from "../../core/limits.js";
 import { cpuLimits } from "../../core/model.js";
 import { RELEASE_VOLUME_ROLE, releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
 import {
@@ -73,6 +74,19 @@ async function unlessGone(call: Promise<unknown>): Promise<void> {
 }
 
 /** The role label of sandboxes: they are not instances. */
+/**
+ * A create request that carries `spec` in its body only. dockerode also copies a create's options into the
+ * query string: an instance's variables went into the URL (percent-encoded, up to three times their size),
+ * and the engine answered "431 Request Header Fields Too Large" once the URL passed 1 MiB (ADR 0022).
+ * docker-modem sends `_query` as the query string and `_body` as the body when they are given.
+ */
+function bodyOnly(
+  name: string,
+  spec: Docker.ContainerCreateOptions,
+): Docker.ContainerCreateOptions & { _query: { name: string }; _body: Docker.ContainerCreateOptions } {
+  return { name, _query: { name }, _body: { ...spec, name } };
+}
+
 const ROLE_SANDBOX = "sandbox";
 const isSandbox = (labels: Record<string, string> | undefined) => labels?.["pier.role"] === ROLE_SANDBOX;
 
@@ -377,30 +391,31 @@ export class DockerEngine implements Engine {
       labels["pier.tcp-port"] = String(s.tcpPort);
     }
     const mounts = await this.releaseMount(s.image, s.labels["pier.app"]);
-    const container = await this.docker.createContainer({
-      name: s.name,
-      Image: s.image,
-      // The engine's init (tini) sends SIGTERM to the whole process group: `npm start` does not pass it
-      // on to the app, so without this an app's SIGTERM handler would never run.
-      Env: Object.entries({ ...s.env, TINI_KILL_PROCESS_GROUP: "1" }).map(([k, v]) => `${k}=${v}`),
-      Labels: labels,
-      ExposedPorts: exposed,
-      ...(s.cmd ? { Cmd: s.cmd } : {}),
-      HostConfig: {
-        PortBindings: ports,
-        Memory: s.memoryBytes,
-        MemorySwap: s.memoryBytes,
-        ...(await this.cpuHostConfig(s.memoryBytes)),
-        CapDrop: [...DROPPED_CAPABILITIES],
-        PidsLimit: 4096,
-        Init: true,
-        RestartPolicy: s.restart ? { Name: "unless-stopped" } : { Name: "no" },
-        NetworkMode: s.sandbox ? `container:${s.sandbox.id}` : s.network.name,
-        SecurityOpt: ["no-new-privileges"],
-        LogConfig: { Type: "json-file", Config: { "max-size": "10m", "max-file": "3" } },
-        Binds: [...mounts, ...(s.mountDockerSocket ? ["/var/run/docker.sock:/var/run/docker.sock"] : [])],
-      },
-    });
+    const container = await this.docker.createContainer(
+      bodyOnly(s.name, {
+        Image: s.image,
+        // The engine's init (tini) sends SIGTERM to the whole process group: `npm start` does not pass it
+        // on to the app, so without this an app's SIGTERM handler would never run.
+        Env: Object.entries({ ...s.env, TINI_KILL_PROCESS_GROUP: "1" }).map(([k, v]) => `${k}=${v}`),
+        Labels: labels,
+        ExposedPorts: exposed,
+        ...(s.cmd ? { Cmd: s.cmd } : {}),
+        HostConfig: {
+          PortBindings: ports,
+          Memory: s.memoryBytes,
+          MemorySwap: s.memoryBytes,
+          ...(await this.cpuHostConfig(s.memoryBytes)),
+          CapDrop: [...DROPPED_CAPABILITIES],
+          PidsLimit: INSTANCE_PIDS,
+          Init: true,
+          RestartPolicy: s.restart ? { Name: "unless-stopped" } : { Name: "no" },
+          NetworkMode: s.sandbox ? `container:${s.sandbox.id}` : s.network.name,
+          SecurityOpt: ["no-new-privileges"],
+          LogConfig: { Type: "json-file", Config: { "max-size": "10m", "max-file": "3" } },
+          Binds: [...mounts, ...(s.mountDockerSocket ? ["/var/run/docker.sock:/var/run/docker.sock"] : [])],
+        },
+      }),
+    );
     try {
       await container.start();
     } catch (e) {

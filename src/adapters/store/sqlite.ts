@@ -1,5 +1,6 @@
 import Database from "better-sqlite3";
 import { PierError } from "../../core/errors.js";
+import type { CeilingOverrides } from "../../core/limits.js";
 import type {
   ApiToken,
   App,
@@ -52,6 +53,9 @@ export const MIGRATIONS: readonly string[] = [
   ACCESS_MIGRATION, // tenancy
   ADDONS_MIGRATION, // addons
   DOMAINS_MIGRATION, // https
+  // limits: an app's ceiling set by an admin (ADR 0022); NULL: the server's default.
+  `CREATE TABLE app_limits (app_id TEXT PRIMARY KEY REFERENCES apps(id) ON DELETE CASCADE,
+     max_flavor TEXT, max_instances INTEGER, max_memory_mib INTEGER);`,
 ];
 
 type Row = Record<string, unknown>;
@@ -260,8 +264,23 @@ export class SqliteStore implements Store {
     appId: string,
     set: Record<string, string>,
     unset: readonly string[],
+    accept?: (next: Record<string, string>) => void,
   ): Promise<Record<string, string>> {
     this.db.transaction(() => {
+      // Checked in the transaction: two changes at once cannot pass a cap together.
+      if (accept) {
+        const gone = new Set(unset);
+        const next = Object.fromEntries(
+          [
+            ...this.all("SELECT name, value FROM env WHERE app_id = ?", appId).map((r): [string, string] => [
+              str(r.name),
+              this.box.open(str(r.value)),
+            ]),
+            ...Object.entries(set),
+          ].filter(([k]) => !gone.has(k)),
+        );
+        accept(next);
+      }
       const up = this.db.prepare(
         "INSERT INTO env (app_id, name, value) VALUES (?,?,?) ON CONFLICT (app_id, name) DO UPDATE SET value = excluded.value",
       );
@@ -270,6 +289,27 @@ export class SqliteStore implements Store {
       for (const k of unset) del.run(appId, k);
     })();
     return this.getEnv(appId);
+  }
+
+  async appLimits(appId: string): Promise<CeilingOverrides> {
+    const r = this.one("SELECT * FROM app_limits WHERE app_id = ?", appId);
+    return {
+      maxFlavor: r?.max_flavor == null ? null : (str(r.max_flavor) as Flavor),
+      maxInstances: r?.max_instances == null ? null : Number(r.max_instances),
+      maxMemoryMiB: r?.max_memory_mib == null ? null : Number(r.max_memory_mib),
+    };
+  }
+
+  async setAppLimits(appId: string, patch: Partial<CeilingOverrides>): Promise<CeilingOverrides> {
+    const next = { ...(await this.appLimits(appId)), ...patch };
+    this.db
+      .prepare(
+        `INSERT INTO app_limits (app_id, max_flavor, max_instances, max_memory_mib) VALUES (?,?,?,?)
+         ON CONFLICT (app_id) DO UPDATE SET max_flavor = excluded.max_flavor,
+           max_instances = excluded.max_instances, max_memory_mib = excluded.max_memory_mib`,
+      )
+      .run(appId, next.maxFlavor, next.maxInstances, next.maxMemoryMiB);
+    return next;
   }
 
   async getAppSecret(appId: string, name: string): Promise<string | null> {

@@ -8,6 +8,7 @@ import { deployments } from "./deployments.js";
 import { domain } from "./domain.js";
 import { env } from "./env.js";
 import { help } from "./help.js";
+import { limits } from "./limits.js";
 import { link } from "./link.js";
 import { logs } from "./logs.js";
 import { publishedConfig } from "./published-config.js";
@@ -35,6 +36,7 @@ export const COMMANDS: readonly Command[] = [
   releases,
   rollback,
   scale,
+  limits,
   stop,
   cancelDeploy,
   env,

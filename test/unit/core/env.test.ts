@@ -70,7 +70,7 @@ describe("validateVariable", () => {
       "one byte over 64 KiB",
       "A",
       "x".repeat(65537),
-      /The value of A is too long \(65537 bytes; at most 65536\)/,
+      /The value of A is too long \(65537 bytes; at most 65536, the cap on one value's size\)/,
     ],
     ["64 KiB counted in UTF-8 bytes", "A", "é".repeat(32769), /65538 bytes/],
     ["a NUL", "A", "a\0b", /The value of A contains a NUL character/],

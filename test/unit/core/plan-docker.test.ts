@@ -361,6 +361,15 @@ describe("planDockerBuild: refusals", () => {
       },
       /^Web\.dockerfile has neither CMD nor ENTRYPOINT in its final stage/,
     ],
+    [
+      // Issue 15: the engine's build API carries build args in its URL, which it refuses past 1 MiB (431).
+      "build args that would pass the engine's URL limit, named",
+      {
+        dockerfileText: "FROM a\nARG BIG_A\nARG BIG_B\nCMD x",
+        vars: { BIG_A: "/".repeat(200 * 1024), BIG_B: "/".repeat(100 * 1024) },
+      },
+      /^The build args BIG_A, BIG_B take 921\d{3} bytes in the engine's build request URL: at most 786432\. Read large values at run time/,
+    ],
     ["no FROM", { dockerfileText: "CMD x" }, /^Dockerfile has no FROM instruction/],
     ["an empty file", { dockerfileText: "" }, /^Dockerfile has no FROM instruction/],
   ];

@@ -14,6 +14,7 @@ import type { Engine } from "../../../src/core/ports.js";
 import { AppService } from "../../../src/server/apps.js";
 import type { Deployer } from "../../../src/server/deployer.js";
 import type { Instances } from "../../../src/server/instances.js";
+import { AppLimits } from "../../../src/server/limits.js";
 
 describe("AppService.create and PIER_DOMAIN", () => {
   const dir = mkdtempSync(join(tmpdir(), "pier-create-"));
@@ -32,6 +33,7 @@ describe("AppService.create and PIER_DOMAIN", () => {
   const apps = new AppService({
     store,
     engine: {} as Engine,
+    limits: new AppLimits({ store, defaults: { maxFlavor: "XL", maxInstances: 20, maxMemoryMiB: 2 ** 20 } }),
     deployer: {} as Deployer,
     instances,
     logger: pino({ level: "silent" }),

@@ -130,3 +130,44 @@ describe("HTTPS and ACME settings (ADR 0018)", () => {
     ]);
   });
 });
+
+describe("an app's default ceiling (PIER_APP_MAX_*, ADR 0022)", () => {
+  const host = { memoryMiB: 24105, pidMax: 32768 };
+  const load = (env: Record<string, string>) =>
+    loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", ...env }, host);
+  test("unset: derived from the host (a quarter of pid_max in PIDs, half the memory)", () => {
+    assert.deepEqual(load({}).appDefaults, { maxFlavor: "L", maxInstances: 2, maxMemoryMiB: 12052 });
+  });
+  test("each setting overrides its part", () => {
+    const c = load({
+      PIER_APP_MAX_FLAVOR: "XL",
+      PIER_APP_MAX_INSTANCES: "20",
+      PIER_APP_MAX_MEMORY_MIB: "327680",
+    });
+    assert.deepEqual(c.appDefaults, { maxFlavor: "XL", maxInstances: 20, maxMemoryMiB: 327680 });
+  });
+  test("this machine's facts are read (pid_max, memory)", () => {
+    const c = loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null" });
+    assert.ok(c.appDefaults.maxInstances >= 1 && c.appDefaults.maxInstances <= 20);
+    assert.ok(c.appDefaults.maxMemoryMiB >= 256);
+  });
+  test("a memory ceiling alone brings the flavor down to the largest that fits in it", () => {
+    assert.deepEqual(load({ PIER_APP_MAX_MEMORY_MIB: "1536" }).appDefaults, {
+      maxFlavor: "XS",
+      maxInstances: 2,
+      maxMemoryMiB: 1536,
+    });
+  });
+  test("bad values are refused, each naming its setting, all at once", () => {
+    const p = problems({
+      PIER_APP_MAX_FLAVOR: "huge",
+      PIER_APP_MAX_INSTANCES: "21",
+      PIER_APP_MAX_MEMORY_MIB: "100",
+    });
+    assert.deepEqual(p, [
+      "PIER_APP_MAX_FLAVOR: must be one of pico, nano, XS, S, M, L, XL",
+      "PIER_APP_MAX_INSTANCES: must be 1..20",
+      "PIER_APP_MAX_MEMORY_MIB: must be at least 256 (one pico instance)",
+    ]);
+  });
+});

@@ -10,6 +10,7 @@ import { createApi } from "../../../src/server/api.js";
 import type { AppService } from "../../../src/server/apps.js";
 import type { DeployLogs } from "../../../src/server/deploy-logs.js";
 import type { DomainService } from "../../../src/server/domains.js";
+import type { AppLimits } from "../../../src/server/limits.js";
 import { documentedRoutes } from "../../../src/server/openapi.js";
 
 const PUBLIC = new Set(["GET /v1/info", "GET /v1/openapi.json"]);
@@ -22,6 +23,7 @@ describe("the API's routes", () => {
     addons: {} as AddonService,
     domains: {} as DomainService,
     logs: {} as DeployLogs,
+    limits: {} as AppLimits,
     logger: pino({ level: "silent" }),
     nodeVersions: async () => [],
     info: {

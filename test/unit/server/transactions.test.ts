@@ -27,6 +27,7 @@ import { AppService } from "../../../src/server/apps.js";
 import { DeployLogs } from "../../../src/server/deploy-logs.js";
 import { Deployer } from "../../../src/server/deployer.js";
 import { Instances } from "../../../src/server/instances.js";
+import { AppLimits } from "../../../src/server/limits.js";
 import type { Runtime } from "../../../src/server/runtimes/runtime.js";
 
 type Step = "build" | "run" | "edge" | "commit" | null;
@@ -47,7 +48,8 @@ class FakeEngine {
   sandboxes: SandboxInfo[] = [];
   failRun = false;
   servers: Server[] = [];
-  private n = 0;
+  /** Containers created so far. */
+  n = 0;
   constructor(private readonly port: number) {}
 
   async ping() {}
@@ -224,8 +226,13 @@ describe("a failed step leaves every app exactly as it was", () => {
     git("add", "-A");
     git("commit", "-qm", "one");
     git("push", "-q", repo, "master");
+    const limits = new AppLimits({
+      store: store as Store,
+      defaults: { maxFlavor: "XL", maxInstances: 20, maxMemoryMiB: 2 ** 20 },
+    });
     const deployer = new Deployer({
       store: store as Store,
+      limits,
       engine: engine as unknown as Engine,
       instances,
       logs: new DeployLogs(store as Store),
@@ -238,6 +245,7 @@ describe("a failed step leaves every app exactly as it was", () => {
     });
     apps = new AppService({
       store: store as Store,
+      limits,
       engine: engine as unknown as Engine,
       deployer,
       instances,
@@ -392,6 +400,41 @@ describe("a failed step leaves every app exactly as it was", () => {
       live.map((c) => c.http),
     );
   });
+
+  // Issue 15 (ADR 0022): a deploy that asks for more than the app may have fails before anything starts.
+  const limitCases: [string, () => Promise<unknown>, RegExp][] = [
+    [
+      "the app's ceiling, lowered by an admin since its last scale",
+      () => store.setAppLimits(app.id, { maxFlavor: "pico" }),
+      /Flavor nano is larger than web's largest allowed flavor, pico \(limit maxFlavor\)\. \(.*pier limits set --max-flavor nano --app web/,
+    ],
+    [
+      "the cap on an instance's environment (its variables with its links')",
+      // Past the store's own caps, as variables merged from links can be: 18 x 60 KiB.
+      () =>
+        store.changeEnv(
+          app.id,
+          Object.fromEntries(Array.from({ length: 18 }, (_, i) => [`BIG_${i}`, "x".repeat(60 * 1024)])),
+          [],
+        ),
+      /The environment of web's instances .* would take 11\d{5} bytes: at most 1048576 \(1024 KiB, the cap on an instance's environment\)/,
+    ],
+  ];
+  for (const [name, inject, reason] of limitCases) {
+    test(`a deploy past ${name} fails before anything is built or started`, async () => {
+      const before = await snapshot();
+      const created = engine.n;
+      await inject();
+      const d = await apps.redeploy(app, { withoutCache: false, cause: "test" });
+      const end = await waitEnd(d.id);
+      assert.equal(end.state, "failed");
+      assert.match(end.reason ?? "", reason);
+      assert.deepEqual(await snapshot(), before);
+      assert.equal(engine.n, created, "no instance was created");
+      const log = (await store.deployLog(d.id)).map((l) => l.line).join("\n");
+      assert.doesNotMatch(log, /Starting \d+ instance|Reusing|Building/);
+    });
+  }
 
   afterEach(() => {
     for (const s of engine.servers) s.close();
