@@ -4,6 +4,7 @@ import { availableParallelism } from "node:os";
 import { PassThrough } from "node:stream";
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
+import { BUILD_USER } from "../../core/instance-fs.js";
 import { cpuLimits } from "../../core/model.js";
 import { isHostOnlyAddress, loginServerProblem, registryServerHost } from "../../core/plan-docker.js";
 import type { BuildContainer, ContainerBuild, ImageBuild } from "../../core/ports.js";
@@ -222,6 +223,9 @@ async function createBuildContainer(
     StdinOnce: true,
     AttachStdin: true,
     WorkingDir: b.appDir,
+    // Root, whatever the image says (a build may start from a release image, which runs as the app user):
+    // hooks install tools globally (`npm i -g pnpm`, `corepack enable`). ADR 0023.
+    User: BUILD_USER,
     Env: Object.entries(b.env).map(([k, v]) => `${k}=${v}`),
     Labels: { ...b.labels, ...own, "pier.role": "build" },
     HostConfig: {
@@ -362,6 +366,7 @@ async function commitRelease(container: Docker.Container, own: Record<string, st
       Entrypoint: null,
       Env: Object.entries(b.image.env).map(([k, v]) => `${k}=${v}`),
       WorkingDir: b.image.workdir,
+      User: b.image.user,
       Labels: { ...b.labels, ...own },
     },
   } as unknown as Record<string, unknown>);
