@@ -206,6 +206,12 @@ async function ensureVolumes(docker: Docker, own: Record<string, string>, b: Bui
   }
 }
 
+/**
+ * The commit's files as every user may read them (folders searchable): instances run unprivileged (ADR
+ * 0023), and the checkout's root is a private temporary folder (0700) whose mode `tar -x` gives /app.
+ */
+const READABLE = ["--mode=a+rX"];
+
 /** Creates a build container whose command `cmd` reads the commit's files from its stdin. */
 async function createBuildContainer(
   docker: Docker,
@@ -319,7 +325,7 @@ export async function buildInContainer(
     // A container started ahead waits on its stdin: it has written nothing yet.
     if (!started) await container.start();
     // The end of the tar closes the container's stdin (StdinOnce): the script's `tar -x` ends there.
-    const tar = spawn("tar", ["-C", b.contextDir, "-c", "."], {
+    const tar = spawn("tar", ["-C", b.contextDir, ...READABLE, "-c", "."], {
       env: childEnv(),
       stdio: ["ignore", "pipe", "ignore"],
     });
@@ -392,7 +398,7 @@ export async function imageFromFiles(
   });
   try {
     const dir = b.appDir.replace(/^\/+/, "");
-    const tar = spawn("tar", ["-C", b.contextDir, "-c", "--transform", `s,^\\.,${dir},S`, "."], {
+    const tar = spawn("tar", ["-C", b.contextDir, ...READABLE, "-c", "--transform", `s,^\\.,${dir},S`, "."], {
       env: childEnv(),
       stdio: ["ignore", "pipe", "pipe"],
     });
