@@ -221,8 +221,8 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
       "-h",
       "-E",
       "^(pm.max_children|worker_processes)",
-      "/run/phpserver/php-fpm.conf",
-      "/run/phpserver/nginx.conf",
+      "/tmp/phpserver/php-fpm.conf",
+      "/tmp/phpserver/nginx.conf",
     ]);
     assert.deepEqual(conf.stdout.trim().split("\n"), ["pm.max_children = 21", "worker_processes 1;"]);
     const m = await run([DOCKER, "exec", id, "php", "-m"]);
