@@ -371,7 +371,11 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
       "CC_PHPSERVER_PORT",
       "9090",
     );
-    await pier.commit(repo, { "public/tmp.php": "<?php readfile('/tmp/' . basename($_GET['f']));\n" }, "hooks");
+    await pier.commit(
+      repo,
+      { "public/tmp.php": "<?php readfile('/tmp/' . basename($_GET['f']));\n" },
+      "hooks",
+    );
     const push = await pier.push(repo);
     assert.equal(push.code, 0, push.stderr);
     for (const [f, text] of [
