@@ -95,7 +95,8 @@ if [ "$(label pier/base:bookworm pier.base.generation)" != "$PIER_BASE_GENERATIO
   images/base/build.sh
 fi
 base_id=$("$DOCKER" image inspect -f '{{.Id}}' pier/base:bookworm)
-if [ "$(label pier/node:22 pier.base)" != "$base_id" ]; then
+node_dockerfile=$(sha256sum images/node/Dockerfile | cut -c1-16)
+if [ "$(label pier/node:22 pier.base)" != "$base_id" ] || [ "$(label pier/node:22 pier.node.dockerfile)" != "$node_dockerfile" ]; then
   say "building pier/node:22 (Node.js 22.16.0 and npm 10.9.2 from the npm registry)"
   images/node/build.sh 22.16.0 10.9.2 pier/node:22
 fi

@@ -36,4 +36,6 @@ rm -rf "$ctx"/pack-*
 cp "$here/Dockerfile" "$ctx/Dockerfile"
 # The base image's id is recorded: a rebuilt base (new packages, another CA bundle) rebuilds this image.
 base_id=$("$docker" image inspect -f '{{.Id}}' pier/base:bookworm)
-"$docker" build -q --label "pier.base=$base_id" -t "$tag" "$ctx" >/dev/null
+# So is its Dockerfile's hash (src/server/toolchains.ts writes the same label): a changed Dockerfile rebuilds it.
+"$docker" build -q --label "pier.base=$base_id" --label "pier.node.dockerfile=$(sha256sum "$here/Dockerfile" | cut -c1-16)" \
+  -t "$tag" "$ctx" >/dev/null

@@ -12,6 +12,7 @@ export const IMAGE_LABELS: ReadonlySet<string> = new Set([
   "pier.deployment",
   "pier.base",
   "pier.base.generation",
+  "pier.node.dockerfile",
   "pier.php.generation",
   "pier.phpserver",
   "pier.toolchain",

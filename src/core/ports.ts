@@ -212,7 +212,8 @@ export interface ContainerBuild extends BuildContainer {
   /** Where the commit's files go instead of appDir (the script moves them), e.g. `/tmp/pier-src`. */
   stageDir?: string;
   script: string;
-  image: { cmd: string[]; env: Record<string, string>; workdir: string };
+  /** The release image's settings; `user` is who its instances run as (ADR 0023). */
+  image: { cmd: string[]; env: Record<string, string>; workdir: string; user: string };
   /**
    * False: the container's result is not committed (the release image is made otherwise, e.g. by
    * imageFromFiles while the script writes only into volumes). Default true.
@@ -240,7 +241,9 @@ export interface BuildContainer {
 
 /**
  * One instance of a release: a container. An image labelled with a release volume (VOLUME_LABEL in
- * core/release-volumes.ts) has it mounted, writable, by the engine adapter.
+ * core/release-volumes.ts) has it mounted by the engine adapter; one labelled with writable paths
+ * (WRITABLE_LABEL in core/instance-fs.ts) gets a read-only root, those paths as tmpfs bounded by a share of
+ * `memoryBytes`, and its release volume read-only.
  */
 export interface InstanceSpec {
   name: string;

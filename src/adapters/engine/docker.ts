@@ -2,6 +2,7 @@ import { createServer } from "node:net";
 import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
+import { type InstanceFilesystem, instanceFilesystem } from "../../core/instance-fs.js";
 import { INSTANCE_PIDS } from "../../core/limits.js";
 import { cpuLimits } from "../../core/model.js";
 import { RELEASE_VOLUME_ROLE, releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
@@ -235,13 +236,17 @@ export class DockerEngine implements Engine {
    * release volume of this Pier and of the instance's app: a Dockerfile's LABEL must not reach another
    * app's (or an add-on's) volume.
    */
-  private async releaseMount(image: string, appId: string | undefined): Promise<string[]> {
-    const info = await this.imageInfo(image);
-    const volume = info ? releaseVolume(info.labels) : null;
+  private async releaseMount(
+    image: string,
+    labels: Record<string, string>,
+    appId: string | undefined,
+    fs: InstanceFilesystem,
+  ): Promise<string[]> {
+    const volume = releaseVolume(labels);
     if (!volume) return [];
-    let labels: Record<string, string>;
+    let own: Record<string, string>;
     try {
-      labels = (await this.docker.getVolume(volume.name).inspect()).Labels ?? {};
+      own = (await this.docker.getVolume(volume.name).inspect()).Labels ?? {};
     } catch (e) {
       if (!isNotFound(e)) throw e;
       throw new PierError(
@@ -251,15 +256,16 @@ export class DockerEngine implements Engine {
       );
     }
     const mine = { ...this.ownLabels, "pier.app": appId ?? "", "pier.role": RELEASE_VOLUME_ROLE };
-    if (!appId || Object.entries(mine).some(([k, v]) => labels[k] !== v)) {
+    if (!appId || Object.entries(mine).some(([k, v]) => own[k] !== v)) {
       throw new PierError(
         "FORBIDDEN",
         `The image ${image} names the volume ${volume.name} (label ${VOLUME_LABEL}), which is not a release volume of this app.`,
         `Remove the ${VOLUME_LABEL} label from the image.`,
       );
     }
-    // Writable: packages write caches into vendor/ (HTMLPurifier's); instances of one release share it.
-    return [`${volume.name}:${volume.target}`];
+    // Writable for releases made before ADR 0023 (they run as root; HTMLPurifier caches into vendor/),
+    // read-only for those that run unprivileged: a volume is on the engine's disk, with no size bound.
+    return [`${volume.name}:${volume.target}${fs.readOnlyVolumes ? ":ro" : ""}`];
   }
 
   imageExists(tag: string): Promise<boolean> {
@@ -390,7 +396,9 @@ export class DockerEngine implements Engine {
       ports[`${s.tcpPort}/tcp`] = [{ HostIp: "0.0.0.0", HostPort: "" }];
       labels["pier.tcp-port"] = String(s.tcpPort);
     }
-    const mounts = await this.releaseMount(s.image, s.labels["pier.app"]);
+    const imageLabels = (await this.imageInfo(s.image))?.labels ?? {};
+    const fs = instanceFilesystem(imageLabels, s.memoryBytes);
+    const mounts = await this.releaseMount(s.image, imageLabels, s.labels["pier.app"], fs);
     const container = await this.docker.createContainer(
       bodyOnly(s.name, {
         Image: s.image,
@@ -413,6 +421,8 @@ export class DockerEngine implements Engine {
           SecurityOpt: ["no-new-privileges"],
           LogConfig: { Type: "json-file", Config: { "max-size": "10m", "max-file": "3" } },
           Binds: [...mounts, ...(s.mountDockerSocket ? ["/var/run/docker.sock:/var/run/docker.sock"] : [])],
+          // The writable layer has no size bound on this storage (overlay2 on ext4): ADR 0023.
+          ...(fs.readOnlyRoot ? { ReadonlyRootfs: true, Tmpfs: fs.tmpfs } : {}),
         },
       }),
     );

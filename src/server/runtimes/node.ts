@@ -29,6 +29,14 @@ import {
 
 const PIER_GIT_SOCKET = "/run/pier-git.sock";
 /** Tools whose whole install is node_modules (Yarn Berry keeps it in .yarn and .pnp.cjs, custom anywhere). */
+/**
+ * Where Corepack keeps the package managers it fetches, in builds and instances: not in root's home,
+ * which instances (user pier, ADR 0023) cannot read. Instances run the version the build fetched and never
+ * look for a newer one (that lookup writes into COREPACK_HOME, read-only there).
+ */
+const COREPACK_HOME = "/usr/local/share/corepack";
+const COREPACK_RUN_ENV = { COREPACK_HOME, COREPACK_DEFAULT_TO_LATEST: "0" };
+
 const REUSABLE_TOOLS: ReadonlySet<string> = new Set(["npm-install", "npm-ci", "yarn", "bun"]);
 const require = createRequire(import.meta.url);
 
@@ -159,6 +167,7 @@ export class NodeRuntime implements Runtime {
         ...this.registryEnv(ctx.vars),
         ...plan.buildEnv,
         npm_config_cache: "/cache/npm",
+        COREPACK_HOME,
         YARN_CACHE_FOLDER: "/cache/yarn",
         BUN_INSTALL_CACHE_DIR: "/cache/bun",
         npm_config_update_notifier: "false",
@@ -256,7 +265,7 @@ export class NodeRuntime implements Runtime {
             script,
             binds,
             sandbox: await this.deps.buildSandbox(app.id, this.deps.buildNetwork),
-            plan,
+            plan: { ...plan, runEnv: { ...plan.runEnv, ...COREPACK_RUN_ENV } },
           }),
           (line) => {
             // Refused by a server, or by Pier's own git server for a key not granted on that app.

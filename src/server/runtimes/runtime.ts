@@ -1,6 +1,7 @@
 import { readFile, realpath } from "node:fs/promises";
 import { join, sep } from "node:path";
 import { PierError } from "../../core/errors.js";
+import { APP_USER, WRITABLE_LABEL, WRITABLE_PATHS } from "../../core/instance-fs.js";
 import { type App, type Deployment, FLAVOR_MEMORY_MIB } from "../../core/model.js";
 import type { BuildContainer, ContainerBuild, Engine } from "../../core/ports.js";
 import { type Worker, withWorkers } from "../../core/workers.js";
@@ -134,12 +135,16 @@ export function appBuild(o: {
       "pier.toolchain": o.toolchainId,
       ...(o.depsKey ? { "pier.deps-key": o.depsKey } : {}),
       "pier.reuse-depth": String(base ? base.depth + 1 : 0),
+      // Instances run unprivileged on a read-only root with a bounded tmpfs at /tmp (ADR 0023).
+      [WRITABLE_LABEL]: WRITABLE_PATHS.join(","),
       ...o.labels,
     },
     image: {
       cmd: withWorkers(o.plan.start, o.plan.workers),
-      env: { ...o.plan.runEnv, APP_HOME },
+      // HOME: the build's (/root) would otherwise stay in the committed image.
+      env: { ...o.plan.runEnv, APP_HOME, HOME: "/tmp" },
       workdir: APP_HOME,
+      user: APP_USER,
     },
   };
 }

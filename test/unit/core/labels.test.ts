@@ -11,6 +11,8 @@ describe("reservedLabels", () => {
       { "pier.managed": "true", "pier.base": "sha256:1", "pier.base.generation": "3", "pier.app": "app-1" },
       [],
     ],
+    ["a Dockerfile FROM pier/node:22 (its Dockerfile's hash)", { "pier.node.dockerfile": "0123abcd" }, []],
+    ["a release image's writable paths (ADR 0023)", { "pier.writable": "/" }, ["pier.writable"]],
     ["a routing label", { "pier.http-target": "127.0.0.1:2375" }, ["pier.http-target"]],
     ["the redirect label", { "pier.force-https": "true" }, ["pier.force-https"]],
     [
