@@ -5,8 +5,12 @@
  */
 import { FLAVOR_MEMORY_MIB, FLAVORS, type Flavor } from "./model.js";
 
-/** The engine's process limit of each instance (its cgroup's pids.max): the PIDs an instance may hold. */
-export const INSTANCE_PIDS = 4096;
+/**
+ * The engine's process limit of each instance (its cgroup's pids.max): the PIDs an instance may hold. 1024 is
+ * four times Heroku's 256 of a standard dyno, and lets an app run 8 instances on a host whose pid_max is 32768
+ * (a quarter of it); 4096 allowed only 2. Build containers keep 4096 (compilers fork many).
+ */
+export const INSTANCE_PIDS = 1024;
 
 /** The most instances an app may have at all (the API's schema). */
 export const MAX_INSTANCES = 20;

@@ -86,11 +86,11 @@ describe("effectiveCeiling: the admin's value for the app, else the server's def
 
 describe("hostDefaults: a quarter of pid_max in instances' PIDs, half the memory, the flavor that fits", () => {
   const cases: [string, { memoryMiB: number; pidMax: number }, Ceiling][] = [
-    // The hostile probe's host: 23 GiB, pid_max 32768 (4096 PIDs an instance).
+    // The hostile probe's host: 23 GiB, pid_max 32768 (1024 PIDs an instance).
     [
       "23 GiB, pid_max 32768",
       { memoryMiB: 24105, pidMax: 32768 },
-      { maxFlavor: "L", maxInstances: 2, maxMemoryMiB: 12052 },
+      { maxFlavor: "L", maxInstances: 8, maxMemoryMiB: 12052 },
     ],
     [
       "64 GiB, pid_max 4194304",
@@ -100,7 +100,7 @@ describe("hostDefaults: a quarter of pid_max in instances' PIDs, half the memory
     [
       "2 GiB, pid_max 65536",
       { memoryMiB: 2048, pidMax: 65536 },
-      { maxFlavor: "XS", maxInstances: 4, maxMemoryMiB: 1024 },
+      { maxFlavor: "XS", maxInstances: 16, maxMemoryMiB: 1024 },
     ],
     [
       "tiny: 300 MiB, pid_max 4096",

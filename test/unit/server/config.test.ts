@@ -136,7 +136,7 @@ describe("an app's default ceiling (PIER_APP_MAX_*, ADR 0022)", () => {
   const load = (env: Record<string, string>) =>
     loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", ...env }, host);
   test("unset: derived from the host (a quarter of pid_max in PIDs, half the memory)", () => {
-    assert.deepEqual(load({}).appDefaults, { maxFlavor: "L", maxInstances: 2, maxMemoryMiB: 12052 });
+    assert.deepEqual(load({}).appDefaults, { maxFlavor: "L", maxInstances: 8, maxMemoryMiB: 12052 });
   });
   test("each setting overrides its part", () => {
     const c = load({
@@ -154,7 +154,7 @@ describe("an app's default ceiling (PIER_APP_MAX_*, ADR 0022)", () => {
   test("a memory ceiling alone brings the flavor down to the largest that fits in it", () => {
     assert.deepEqual(load({ PIER_APP_MAX_MEMORY_MIB: "1536" }).appDefaults, {
       maxFlavor: "XS",
-      maxInstances: 2,
+      maxInstances: 8,
       maxMemoryMiB: 1536,
     });
   });
