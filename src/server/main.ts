@@ -17,6 +17,7 @@ import { SqliteStore } from "../adapters/store/sqlite.js";
 import { pierGitPrefixes } from "../core/build-git.js";
 import { listenFailed, PierError } from "../core/errors.js";
 import type { EngineEvent, Store } from "../core/ports.js";
+import { isBuildContainer } from "../core/labels.js";
 import { formatCidr } from "../core/subnets.js";
 import { authorizeRepo, BOOTSTRAP_NAME, hashToken } from "./access.js";
 import { AddonService } from "./addons.js";
@@ -275,7 +276,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       if (n > 0) logger.info({ appId, instances: n }, "sandbox restarted: its instances rejoined it");
       return;
     }
-    if (e.type !== "die" || e.labels["pier.role"] === "build") return;
+    if (e.type !== "die" || isBuildContainer(e.labels)) return;
     await store
       .recordExit({
         appId,

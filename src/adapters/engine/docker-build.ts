@@ -4,6 +4,7 @@ import { availableParallelism } from "node:os";
 import { PassThrough } from "node:stream";
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
+import { ROLE } from "../../core/labels.js";
 import { cpuLimits } from "../../core/model.js";
 import { isHostOnlyAddress, loginServerProblem, registryServerHost } from "../../core/plan-docker.js";
 import type { BuildContainer, ContainerBuild, ImageBuild } from "../../core/ports.js";
@@ -223,7 +224,7 @@ async function createBuildContainer(
     AttachStdin: true,
     WorkingDir: b.appDir,
     Env: Object.entries(b.env).map(([k, v]) => `${k}=${v}`),
-    Labels: { ...b.labels, ...own, "pier.role": "build" },
+    Labels: { ...b.labels, ...own, "pier.role": ROLE.build },
     HostConfig: {
       Memory: b.memoryBytes,
       MemorySwap: b.memoryBytes,
@@ -362,7 +363,8 @@ async function commitRelease(container: Docker.Container, own: Record<string, st
       Entrypoint: null,
       Env: Object.entries(b.image.env).map(([k, v]) => `${k}=${v}`),
       WorkingDir: b.image.workdir,
-      Labels: { ...b.labels, ...own },
+      // The engine keeps the container's labels it is not given: the build container's role is replaced.
+      Labels: { ...b.labels, ...own, "pier.role": ROLE.release },
     },
   } as unknown as Record<string, unknown>);
 }
@@ -382,7 +384,7 @@ export async function imageFromFiles(
     Image: b.from,
     Cmd: ["true"],
     NetworkDisabled: true,
-    Labels: { ...b.labels, ...own, "pier.role": "build" },
+    Labels: { ...b.labels, ...own, "pier.role": ROLE.build },
     HostConfig: { NetworkMode: "none" },
   });
   try {

@@ -3,6 +3,7 @@ import { createServer } from "node:net";
 import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
+import { ROLE } from "../../core/labels.js";
 import { cpuLimits } from "../../core/model.js";
 import { RELEASE_VOLUME_ROLE, releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
 import {
@@ -359,7 +360,8 @@ export class DockerEngine implements Engine {
   async runInstance(s: InstanceSpec): Promise<InstanceInfo> {
     const ports: Record<string, { HostIp: string; HostPort: string }[]> = {};
     const exposed: Record<string, object> = {};
-    const labels: Record<string, string> = { ...s.labels, ...this.ownLabels };
+    // Its own role, over the one its image may carry (a committed build's, before ADR 0021).
+    const labels: Record<string, string> = { ...s.labels, ...this.ownLabels, "pier.role": ROLE.instance };
     if (s.sandbox) {
       labels["pier.sandbox"] = s.sandbox.id;
       labels["pier.http-target"] = targetText(s.sandbox.http);
