@@ -24,6 +24,7 @@ import { AddonService } from "./addons.js";
 import { createApi } from "./api.js";
 import { AppService } from "./apps.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
+import { exitOnCrash } from "./crash.js";
 import { DeployLogs } from "./deploy-logs.js";
 import { Deployer } from "./deployer.js";
 import { DomainService, domainsByApp } from "./domains.js";
@@ -89,8 +90,10 @@ export interface RunningServer {
   logger: Logger;
 }
 
-export async function startServer(config: Config): Promise<RunningServer> {
-  const logger = createLogger(config.logLevel);
+export async function startServer(
+  config: Config,
+  logger: Logger = createLogger(config.logLevel),
+): Promise<RunningServer> {
   for (const d of ["repos", "edge", "run"]) await mkdir(join(config.dataDir, d), { recursive: true });
   // Secrets at rest are sealed with this key; it is kept apart from the database (back up both).
   const store = new SqliteStore(
@@ -447,9 +450,12 @@ export async function main(): Promise<void> {
     }
     throw e;
   }
+  // From here on, an error that escapes every handler is logged (with its stack) before the process exits.
+  const logger = createLogger(config.logLevel);
+  exitOnCrash(logger);
   let server: RunningServer;
   try {
-    server = await startServer(config);
+    server = await startServer(config, logger);
   } catch (e) {
     if (e instanceof PierError) {
       process.stderr.write(`pier server: ${e.message}\n${e.hint ? `hint: ${e.hint}\n` : ""}`);
