@@ -373,12 +373,20 @@ export async function startServer(
     onPush: async (req) => {
       const app = await store.findApp(req.appId);
       if (!app) return { ok: false, message: `App ${req.appId} not found.` };
-      const { deployment, done } = await deployer.enqueue(app, {
-        commit: req.newSha,
-        cause: `git push by key ${req.keyFingerprint}`,
-        withoutCache: false,
-        gitEnv: req.gitEnv,
-      });
+      let queued: Awaited<ReturnType<Deployer["enqueue"]>>;
+      try {
+        queued = await deployer.enqueue(app, {
+          commit: req.newSha,
+          cause: `git push by key ${req.keyFingerprint}`,
+          withoutCache: false,
+          gitEnv: req.gitEnv,
+        });
+      } catch (e) {
+        // APP_BUSY (the app is being stopped or deleted): the pusher reads why, not "internal error".
+        if (!(e instanceof PierError)) throw e;
+        return { ok: false, message: `Push rejected: ${e.message}${e.hint ? ` (${e.hint})` : ""}` };
+      }
+      const { deployment, done } = queued;
       const stop = await logs.follow(
         deployment.id,
         (l) => req.log(l.line),
