@@ -472,7 +472,8 @@ export async function main(): Promise<void> {
     throw e;
   }
   const stop = (signal: string) => {
-    server.logger.info({ signal }, "stopping; apps and the edge keep serving");
+    // At warn: a stop nobody asked for (a signal from elsewhere) must show in a log kept at warn.
+    server.logger.warn({ signal }, `stopping on ${signal}; apps and the edge keep serving`);
     void server.close().then(() => process.exit(0));
   };
   process.once("SIGTERM", () => stop("SIGTERM"));
