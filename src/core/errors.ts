@@ -21,6 +21,7 @@ export type ErrorCode =
   | "FORBIDDEN"
   | "NOT_FOUND"
   | "CONFLICT"
+  | "APP_BUSY"
   | "NOTHING_TO_DEPLOY"
   | "BUILD_FAILED"
   | "HEALTH_CHECK_FAILED"
@@ -60,6 +61,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   FORBIDDEN: 403,
   NOT_FOUND: 404,
   CONFLICT: 409,
+  APP_BUSY: 409,
   NOTHING_TO_DEPLOY: 409,
   BUILD_FAILED: 422,
   HEALTH_CHECK_FAILED: 422,

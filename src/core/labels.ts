@@ -26,3 +26,21 @@ export function reservedLabels(labels: Readonly<Record<string, string>>): string
     .filter((k) => k.toLowerCase().startsWith("pier.") && !IMAGE_LABELS.has(k))
     .sort();
 }
+
+/**
+ * The `pier.role` of Pier's containers and images: an instance, a build container, the release image a build
+ * commits (a sandbox's and a release volume's are in their own modules). Pier sets it last on every object
+ * it makes, so a role never comes from an image: `docker commit` keeps the build container's labels in the
+ * image, and an instance gets its image's labels under the ones Pier sets.
+ */
+export const ROLE = { instance: "instance", build: "build", release: "release" } as const;
+
+/**
+ * Whether a container is a build container (never adopted as an instance, its exit never recorded). Pier
+ * before ADR 0021 gave instances of Node.js and PHP releases their image's `pier.role=build`; they are told
+ * apart by `pier.instance-id`, which only an instance gets (Instances.start) and no image may carry
+ * (`reservedLabels`).
+ */
+export function isBuildContainer(labels: Readonly<Record<string, string>>): boolean {
+  return labels["pier.role"] === ROLE.build && labels["pier.instance-id"] === undefined;
+}

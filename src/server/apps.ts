@@ -223,6 +223,14 @@ export class AppService {
       (p.flavor !== undefined && p.flavor !== app.flavor);
     const current = await this.deps.store.currentRelease(app.id);
     if (!resized || !current || app.stopped) {
+      // A deploy under way runs the size it read when it began, and would record it with its release.
+      if (resized && this.deps.deployer.isBusy(app.id)) {
+        throw new PierError(
+          "APP_BUSY",
+          `${app.name} has a deployment under way: a new size would be recorded but not run.`,
+          "Scale once it has ended (`pier deployments` shows it).",
+        );
+      }
       // Nothing runs at the old size: the new one applies from the next deploy.
       return { app: await this.deps.store.updateApp(app.id, p), deployment: null };
     }
@@ -303,15 +311,16 @@ export class AppService {
    * fails, the app keeps serving as before. A deploy under way is cancelled (it would start it again).
    */
   async stop(app: App): Promise<App> {
-    await this.deps.deployer.cancelAll(app.id);
-    const running = await this.deps.instances.list(app.id);
-    let updated = app;
-    await this.deps.instances.transition(app.id, null, async () => {
-      updated = await this.deps.store.updateApp(app.id, { stopped: true });
+    return this.deps.deployer.exclusively(app, "stopped", async () => {
+      const running = await this.deps.instances.list(app.id);
+      let updated = app;
+      await this.deps.instances.transition(app.id, null, async () => {
+        updated = await this.deps.store.updateApp(app.id, { stopped: true });
+      });
+      await this.deps.instances.remove(running);
+      this.deps.logger.info({ appId: app.id }, "app stopped");
+      return updated;
     });
-    await this.deps.instances.remove(running);
-    this.deps.logger.info({ appId: app.id }, "app stopped");
-    return updated;
   }
 
   /**
@@ -320,9 +329,11 @@ export class AppService {
    * the next start of pier server removes what belongs to no app.
    */
   async remove(app: App): Promise<void> {
-    await this.deps.deployer.cancelAll(app.id);
-    const instances = await this.deps.instances.list(app.id);
-    await this.deps.instances.transition(app.id, null, () => this.deps.store.deleteApp(app.id));
+    const instances = await this.deps.deployer.exclusively(app, "deleted", async () => {
+      const listed = await this.deps.instances.list(app.id);
+      await this.deps.instances.transition(app.id, null, () => this.deps.store.deleteApp(app.id));
+      return listed;
+    });
     const { engine } = this.deps;
     const steps: [string, () => Promise<unknown>][] = [
       ["edge", () => this.deps.instances.refreshEdge(app.id)],

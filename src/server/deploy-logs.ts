@@ -106,7 +106,7 @@ export class DeployLogs {
     const l = this.live.get(deploymentId);
     const text = (l?.mask ?? maskUrlCredentials)(line);
     if (!l) {
-      void this.store.appendDeployLog(deploymentId, [{ at: new Date().toISOString(), line: text }]);
+      this.append(deploymentId, { at: new Date().toISOString(), line: text });
       return;
     }
     const size = Buffer.byteLength(text) + 1;
@@ -124,7 +124,16 @@ export class DeployLogs {
     l.bytes += size;
     l.lines.push(entry);
     for (const s of l.subscribers) s(entry);
-    void this.store.appendDeployLog(deploymentId, [entry]);
+    this.append(deploymentId, entry);
+  }
+
+  /**
+   * Stores a line, in the background. A line that cannot be stored is lost, never fatal: a killed build's
+   * last output can arrive after its deployment ended and its app was deleted (the row is gone, the
+   * store refuses the line), and an unhandled rejection there ended pier server.
+   */
+  private append(deploymentId: string, entry: LogLine): void {
+    this.store.appendDeployLog(deploymentId, [entry]).catch(() => undefined);
   }
 
   private flushCut(deploymentId: string, l: Live): void {

@@ -52,6 +52,12 @@ class Cancelled extends Error {
   }
 }
 
+/** How much of the app a request decides: it may supersede a queued request of less or equal weight. */
+function weight(r: DeployRequest): number {
+  if (r.rollbackTo || r.gitEnv) return 2; // picks the code
+  return r.reuseCurrentImage ? 0 : 1; // reuses the current image, or builds it again
+}
+
 /** How many releases keep their image, so a rollback needs no rebuild. */
 export const KEPT_RELEASES = 5;
 
@@ -65,6 +71,9 @@ const now = () => new Date().toISOString();
  */
 export class Deployer {
   private readonly queues = new Map<string, AppQueue>();
+
+  /** Apps being stopped or deleted, with what is under way: no deployment may start meanwhile. */
+  private readonly exclusive = new Map<string, string>();
 
   constructor(
     private readonly deps: {
@@ -142,10 +151,51 @@ export class Deployer {
     await instances.remove(orphans);
   }
 
+  /**
+   * Runs `work` (a stop, a delete) with the app's deployments cancelled and none accepted until it ends: a
+   * deploy started half-way would run instances the stop never sees, or record a release of a deleted app.
+   * A second such operation on the app meanwhile is refused (APP_BUSY).
+   */
+  async exclusively<T>(app: App, what: string, work: () => Promise<T>): Promise<T> {
+    const busy = this.refusal(app, null);
+    if (busy) throw busy;
+    this.exclusive.set(app.id, what);
+    try {
+      await this.cancelAll(app.id);
+      return await work();
+    } finally {
+      this.exclusive.delete(app.id);
+    }
+  }
+
+  /**
+   * Why this request (or, null, a stop or delete) cannot be taken now, or null: the app is being stopped
+   * or deleted, or the request would supersede a queued one that does more (losesQueued).
+   */
+  private refusal(app: App, req: DeployRequest | null): PierError | null {
+    const what = this.exclusive.get(app.id);
+    if (what) {
+      return new PierError(
+        "APP_BUSY",
+        `${app.name} is being ${what}: nothing else can change it until that ends.`,
+        "Try again in a few seconds; `pier status` shows its state.",
+      );
+    }
+    const lost = req ? this.losesQueued(app.id, req) : null;
+    if (!lost) return null;
+    return new PierError(
+      "APP_BUSY",
+      `${app.name}: ${lost}.`,
+      "Try again once it has started (`pier deployments` shows it), or cancel it first.",
+    );
+  }
+
   async enqueue(
     app: App,
     req: DeployRequest,
   ): Promise<{ deployment: Deployment; done: Promise<Deployment> }> {
+    const refused = this.refusal(app, req);
+    if (refused) throw refused;
     const deployment = await this.deps.store.createDeployment({
       id: newId("dep"),
       appId: app.id,
@@ -159,12 +209,28 @@ export class Deployer {
       resolve = r;
     });
     const job: Job = { deployment, request: req, controller: new AbortController(), done, resolve };
+    // Stopped, deleted or given a push meanwhile (the awaits above): this one never runs.
+    const late = this.refusal(app, req);
+    if (late) {
+      await this.finish(job, "cancelled", late.message);
+      throw late;
+    }
     const q = this.queues.get(app.id) ?? { active: null, queued: null };
     this.queues.set(app.id, q);
     if (q.queued) {
       const old = q.queued;
       q.queued = null;
-      await this.finish(old, "cancelled", `Superseded by the newer deployment ${deployment.id}.`);
+      // A queued scale is not lost: the newer deployment applies its size too (unless it has its own).
+      const resize = old.request.resize;
+      if (resize && !req.resize) {
+        job.request = { ...req, resize };
+        this.deps.logs.write(deployment.id, `Also applies the queued ${old.deployment.cause}.`);
+      }
+      await this.finish(
+        old,
+        "cancelled",
+        `Superseded by the newer deployment ${deployment.id}${resize && !req.resize ? ", which applies this scale too" : ""}.`,
+      );
     }
     if (q.active) {
       q.queued = job;
@@ -174,6 +240,18 @@ export class Deployer {
       void this.run(app.id, job);
     }
     return { deployment, done };
+  }
+
+  /**
+   * What a newer request would lose by superseding the queued deployment, or null. A newer request replaces
+   * a queued one only if it does at least as much: a push or a rollback picks the code, a restart builds
+   * again, a scale or the reconciler's redeploy reuses the current image (a queued scale's size is carried
+   * over, see enqueue).
+   */
+  private losesQueued(appId: string, req: DeployRequest): string | null {
+    const queued = this.queues.get(appId)?.queued;
+    if (!queued || weight(req) >= weight(queued.request)) return null;
+    return `deployment ${queued.deployment.id} (${queued.deployment.cause}) is queued, and this would supersede it`;
   }
 
   /** Cancels the given deployment, or with "current" the running one else the queued one. */

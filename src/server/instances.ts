@@ -52,6 +52,14 @@ export class Instances {
   private readonly preparing = new Map<string, Promise<SandboxInfo[]>>();
 
   /**
+   * Sandboxes handed to a start that has not finished yet: busy, though no instance runs in them yet. A
+   * preparation running meanwhile (the previous deploy's, after its release went live) must neither hand
+   * them out again nor remove them as surplus (the start would fail: "cannot join network of a non running
+   * container").
+   */
+  private readonly claimed = new Set<string>();
+
+  /**
    * Free sandboxes for `count` new instances of the app with these ports and network, made when missing.
    * A sandbox is free when no running instance is in it. Sandboxes for other ports or networks go.
    */
@@ -60,10 +68,15 @@ export class Instances {
     want: { httpPort: number | null; tcpPort: number | null; ipv6Subnet: string | null },
     count: number,
     pruneSurplus = false,
+    claim = false,
   ): Promise<SandboxInfo[]> {
     const run = (this.preparing.get(appId) ?? Promise.resolve([]))
       .catch(() => [])
-      .then(() => this.sandboxesNow(appId, want, count, pruneSurplus));
+      .then(() => this.sandboxesNow(appId, want, count, pruneSurplus))
+      .then((free) => {
+        if (claim) for (const s of free) this.claimed.add(s.id);
+        return free;
+      });
     this.preparing.set(appId, run);
     const forget = () => {
       if (this.preparing.get(appId) === run) this.preparing.delete(appId);
@@ -84,9 +97,10 @@ export class Instances {
       engine.listSandboxes({ "pier.app": appId, "pier.sandbox-for": "instances" }),
       this.list(appId),
     ]);
-    const busy = new Set(
-      instances.filter((i) => i.running || i.state === "restarting").map((i) => i.labels["pier.sandbox"]),
-    );
+    const busy = new Set([
+      ...instances.filter((i) => i.running || i.state === "restarting").map((i) => i.labels["pier.sandbox"]),
+      ...this.claimed,
+    ]);
     const fits = (s: SandboxInfo) =>
       s.labels["pier.network"] === network &&
       s.labels["pier.http-port"] === (want.httpPort === null ? "" : String(want.httpPort)) &&
@@ -207,11 +221,13 @@ export class Instances {
             r.appId,
             { httpPort: r.httpPort, tcpPort: r.tcpPort, ipv6Subnet: r.ipv6Subnet },
             r.instances,
+            false,
+            true,
           )
         : null;
-    if (!sandboxes) await this.deps.networks.ensure(network, r.appId, r.ipv6Subnet);
     const started: InstanceInfo[] = [];
     try {
+      if (!sandboxes) await this.deps.networks.ensure(network, r.appId, r.ipv6Subnet);
       for (let n = 0; n < r.instances; n++) {
         const instanceId = randomUUID();
         const spec: InstanceSpec = {
@@ -245,6 +261,9 @@ export class Instances {
     } catch (e) {
       await this.remove(started);
       throw e;
+    } finally {
+      // Running now (busy by their instances), or free again.
+      for (const s of sandboxes ?? []) this.claimed.delete(s.id);
     }
     return started;
   }

@@ -17,6 +17,7 @@ import { SqliteStore } from "../adapters/store/sqlite.js";
 import { droppedLine, isDropped } from "../core/bounded-queue.js";
 import { pierGitPrefixes } from "../core/build-git.js";
 import { listenFailed, PierError } from "../core/errors.js";
+import { isBuildContainer } from "../core/labels.js";
 import type { EngineEvent, Store } from "../core/ports.js";
 import { formatCidr } from "../core/subnets.js";
 import { authorizeRepo, BOOTSTRAP_NAME, hashToken } from "./access.js";
@@ -24,6 +25,7 @@ import { AddonService } from "./addons.js";
 import { createApi } from "./api.js";
 import { AppService } from "./apps.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
+import { exitOnCrash } from "./crash.js";
 import { DeployLogs } from "./deploy-logs.js";
 import { Deployer } from "./deployer.js";
 import { DomainService, domainsByApp } from "./domains.js";
@@ -90,8 +92,10 @@ export interface RunningServer {
   logger: Logger;
 }
 
-export async function startServer(config: Config): Promise<RunningServer> {
-  const logger = createLogger(config.logLevel);
+export async function startServer(
+  config: Config,
+  logger: Logger = createLogger(config.logLevel),
+): Promise<RunningServer> {
   for (const d of ["repos", "edge", "run"]) await mkdir(join(config.dataDir, d), { recursive: true });
   // Secrets at rest are sealed with this key; it is kept apart from the database (back up both).
   const store = new SqliteStore(
@@ -281,7 +285,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       if (n > 0) logger.info({ appId, instances: n }, "sandbox restarted: its instances rejoined it");
       return;
     }
-    if (e.type !== "die" || e.labels["pier.role"] === "build") return;
+    if (e.type !== "die" || isBuildContainer(e.labels)) return;
     await store
       .recordExit({
         appId,
@@ -378,12 +382,20 @@ export async function startServer(config: Config): Promise<RunningServer> {
     onPush: async (req) => {
       const app = await store.findApp(req.appId);
       if (!app) return { ok: false, message: `App ${req.appId} not found.` };
-      const { deployment, done } = await deployer.enqueue(app, {
-        commit: req.newSha,
-        cause: `git push by key ${req.keyFingerprint}`,
-        withoutCache: false,
-        gitEnv: req.gitEnv,
-      });
+      let queued: Awaited<ReturnType<Deployer["enqueue"]>>;
+      try {
+        queued = await deployer.enqueue(app, {
+          commit: req.newSha,
+          cause: `git push by key ${req.keyFingerprint}`,
+          withoutCache: false,
+          gitEnv: req.gitEnv,
+        });
+      } catch (e) {
+        // APP_BUSY (the app is being stopped or deleted): the pusher reads why, not "internal error".
+        if (!(e instanceof PierError)) throw e;
+        return { ok: false, message: `Push rejected: ${e.message}${e.hint ? ` (${e.hint})` : ""}` };
+      }
+      const { deployment, done } = queued;
       // The pusher reads the log at its own pace: what it does not keep up with is dropped for it, with a
       // marker line (deploy-logs.ts); the deploy and the log's other followers never wait for it.
       const { lines, stop } = await logs.follower(deployment.id);
@@ -463,9 +475,12 @@ export async function main(): Promise<void> {
     }
     throw e;
   }
+  // From here on, an error that escapes every handler is logged (with its stack) before the process exits.
+  const logger = createLogger(config.logLevel);
+  exitOnCrash(logger);
   let server: RunningServer;
   try {
-    server = await startServer(config);
+    server = await startServer(config, logger);
   } catch (e) {
     if (e instanceof PierError) {
       process.stderr.write(`pier server: ${e.message}\n${e.hint ? `hint: ${e.hint}\n` : ""}`);
@@ -474,7 +489,8 @@ export async function main(): Promise<void> {
     throw e;
   }
   const stop = (signal: string) => {
-    server.logger.info({ signal }, "stopping; apps and the edge keep serving");
+    // At warn: a stop nobody asked for (a signal from elsewhere) must show in a log kept at warn.
+    server.logger.warn({ signal }, `stopping on ${signal}; apps and the edge keep serving`);
     void server.close().then(() => process.exit(0));
   };
   process.once("SIGTERM", () => stop("SIGTERM"));

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { isBuildContainer } from "../core/labels.js";
 import type { App } from "../core/model.js";
 import type { Engine, RoutableInstance, SandboxInfo, Store } from "../core/ports.js";
 import type { Deployer } from "./deployer.js";
@@ -52,13 +53,14 @@ export async function reconcile(deps: {
     const release = await store.currentRelease(app.id);
     const all = containersOf.get(app.id) ?? [];
     // A build container is never an instance (one left by a crash between its commit and its removal
-    // carries the release's deployment id): it goes with the leftovers. So do the instances of a stopped
+    // carries the release's deployment id): it goes with the leftovers. An instance that inherited its
+    // image's build role (made by Pier before ADR 0021) is an instance: adopted, not redeployed. So do the instances of a stopped
     // app (`pier stop` records the stop, then removes them: a kill or an engine error in between left them).
     const serving = all.filter(
       (i) =>
         release &&
         !app.stopped &&
-        i.labels["pier.role"] !== "build" &&
+        !isBuildContainer(i.labels) &&
         i.labels["pier.deployment"] === release.deploymentId,
     );
     leftovers.push(...all.filter((i) => !serving.includes(i)));

@@ -6,6 +6,7 @@ import { request } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { afterEach } from "node:test";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -119,6 +120,18 @@ export async function until200(port: number, host: string, limitMs = 120_000): P
   throw new Error(`no 200 from ${host} within ${limitMs / 1000} s`);
 }
 
+/** The servers started by this test file and not stopped: a failing test prints their output's tail. */
+const live = new Set<Pier>();
+
+// Every test file that uses the harness: a failed test shows what its pier server said last.
+afterEach((t) => {
+  if (t.passed) return;
+  for (const pier of live) pier.printTail(`the test "${t.name}" failed`);
+});
+
+/** How many lines of a server's output a failure prints. */
+const TAIL_LINES = 200;
+
 export class Pier {
   readonly dataDir: string;
   readonly work: string;
@@ -129,6 +142,8 @@ export class Pier {
   httpsPort = 0;
   keyFile = "";
   output = "";
+  /** Server processes stopped or killed on purpose (their exit is not a death to report). */
+  private readonly stopping = new WeakSet<ChildProcess>();
 
   constructor(private readonly extraEnv: Record<string, string> = {}) {
     this.work = mkdtempSync(join(tmpdir(), "pier-e2e-"));
@@ -167,11 +182,21 @@ export class Pier {
       detached: false,
     });
     this.proc = child;
+    live.add(this);
     child.stdout?.on("data", (c: Buffer) => {
       this.output += c.toString();
     });
     child.stderr?.on("data", (c: Buffer) => {
       this.output += c.toString();
+    });
+    // A server that dies by itself (a crash) says so at once, with what it wrote last.
+    child.on("exit", (code, signal) => {
+      if (this.stopping.has(child)) return;
+      if (this.proc === child) this.proc = null;
+      live.delete(this);
+      this.printTail(
+        `pier server (pid ${child.pid}) died unexpectedly (exit code ${code}, signal ${signal})`,
+      );
     });
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
@@ -187,20 +212,45 @@ export class Pier {
     throw new Error(`pier server did not come up:\n${this.output}`);
   }
 
+  /** The last `lines` lines of the server's output (every server this Pier started, in order). */
+  tail(lines = TAIL_LINES): string {
+    return this.output
+      .split("\n")
+      .slice(-lines - 1)
+      .join("\n");
+  }
+
+  /** Prints the tail of the server's output to stderr, saying why. */
+  printTail(why: string): void {
+    process.stderr.write(
+      `\n----- ${why}: the last ${TAIL_LINES} lines of pier server's output (${this.dataDir}) -----\n${this.tail()}\n----- end of pier server's output -----\n`,
+    );
+  }
+
   /** SIGKILL: what a crash does. */
   kill(): void {
+    if (this.proc) this.stopping.add(this.proc);
     this.proc?.kill("SIGKILL");
     this.proc = null;
+    live.delete(this);
   }
 
   async stopServer(): Promise<void> {
     const p = this.proc;
+    live.delete(this);
     if (!p || p.exitCode !== null) return;
+    this.stopping.add(p);
     await new Promise<void>((res) => {
       p.once("exit", () => res());
       p.kill("SIGTERM");
     });
     this.proc = null;
+  }
+
+  /** Stops pier server (SIGTERM) and starts it again on the same data dir and ports. */
+  async restartServer(): Promise<void> {
+    await this.stopServer();
+    await this.start();
   }
 
   cli(args: string[], opts: { cwd?: string; input?: string } = {}): Promise<RunResult> {

@@ -72,3 +72,18 @@ export async function composerLock(repo: string): Promise<void> {
   ]);
   assert.equal(lock.code, 0, lock.stderr);
 }
+
+/**
+ * A small Dockerfile app (PHP's built-in server on pier/php:8.4) for tests of what every runtime shares:
+ * its base image carries only labels Pier puts on images.
+ */
+export const PHP_DOCKER_APP: Record<string, string> = {
+  Dockerfile: [
+    "FROM pier/php:8.4",
+    "WORKDIR /srv",
+    "COPY index.php .",
+    'CMD ["php", "-S", "0.0.0.0:8080", "-t", "/srv"]',
+    "",
+  ].join("\n"),
+  "index.php": "<?php echo 'ok';\n",
+};

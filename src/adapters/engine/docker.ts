@@ -3,6 +3,7 @@ import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { type InstanceFilesystem, instanceFilesystem } from "../../core/instance-fs.js";
+import { ROLE } from "../../core/labels.js";
 import { INSTANCE_PIDS } from "../../core/limits.js";
 import { cpuLimits } from "../../core/model.js";
 import { RELEASE_VOLUME_ROLE, releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
@@ -378,7 +379,8 @@ export class DockerEngine implements Engine {
   async runInstance(s: InstanceSpec): Promise<InstanceInfo> {
     const ports: Record<string, { HostIp: string; HostPort: string }[]> = {};
     const exposed: Record<string, object> = {};
-    const labels: Record<string, string> = { ...s.labels, ...this.ownLabels };
+    // Its own role, over the one its image may carry (a committed build's, before ADR 0021).
+    const labels: Record<string, string> = { ...s.labels, ...this.ownLabels, "pier.role": ROLE.instance };
     if (s.sandbox) {
       labels["pier.sandbox"] = s.sandbox.id;
       labels["pier.http-target"] = targetText(s.sandbox.http);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { reservedLabels } from "../../../src/core/labels.js";
+import { isBuildContainer, reservedLabels } from "../../../src/core/labels.js";
 
 describe("reservedLabels", () => {
   const cases: [string, Record<string, string>, string[]][] = [
@@ -24,4 +24,19 @@ describe("reservedLabels", () => {
   for (const [name, labels, want] of cases) {
     test(name, () => assert.deepEqual(reservedLabels(labels), want));
   }
+});
+
+describe("isBuildContainer", () => {
+  const cases: [string, Record<string, string>, boolean][] = [
+    ["a build container", { "pier.app": "a", "pier.deployment": "d", "pier.role": "build" }, true],
+    ["an instance", { "pier.app": "a", "pier.role": "instance", "pier.instance-id": "u" }, false],
+    [
+      "an instance that inherited its image's build role (Pier before ADR 0021)",
+      { "pier.app": "a", "pier.role": "build", "pier.instance-id": "u" },
+      false,
+    ],
+    ["a Dockerfile release's instance (no role)", { "pier.app": "a", "pier.instance-id": "u" }, false],
+    ["a sandbox", { "pier.app": "a", "pier.role": "sandbox" }, false],
+  ];
+  for (const [name, labels, want] of cases) test(name, () => assert.equal(isBuildContainer(labels), want));
 });

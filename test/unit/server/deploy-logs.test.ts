@@ -1,6 +1,11 @@
 // The deploy log: every line and reason masked in one place, capped per deployment, pruned per app.
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, it } from "node:test";
+import { SecretBox } from "../../../src/adapters/secret-box.js";
+import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import type { LogLine } from "../../../src/core/model.js";
 import type { Store } from "../../../src/core/ports.js";
 import { DeployLogs } from "../../../src/server/deploy-logs.js";
@@ -156,5 +161,46 @@ describe("DeployLogs", () => {
     const got: unknown[] = [];
     for await (const l of f.lines) got.push(l);
     assert.deepEqual(got, [{ at: "t", line: "old" }]);
+  });
+
+  it("a line that arrives after its deployment's app was deleted is dropped, and pier server lives on", async () => {
+    // A killed build container's last output can come after the deployment ended and the app went with
+    // its deployments: the store refuses the line (foreign key), and that rejection, unhandled, ended the
+    // process.
+    const dir = mkdtempSync(join(tmpdir(), "pier-logs-"));
+    const store = new SqliteStore(join(dir, "pier.db"), SecretBox.fromFile(join(dir, "secret.key")));
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown) => unhandled.push(e);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      await store.createApp({
+        id: "app-gone",
+        name: "gone",
+        type: "phpserver",
+        flavor: "XS",
+        buildFlavor: "M",
+        instances: 1,
+        task: null,
+      });
+      await store.createDeployment({
+        id: "dep-gone",
+        appId: "app-gone",
+        commit: "abc",
+        cause: "push",
+        withoutCache: false,
+      });
+      const logs = new DeployLogs(store);
+      await logs.open("dep-gone", "app-gone");
+      logs.write("dep-gone", "building");
+      logs.close("dep-gone");
+      await store.deleteApp("app-gone");
+      logs.write("dep-gone", "a late line of the killed build");
+      await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(unhandled, []);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+      store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -194,4 +194,33 @@ describe("at 100 apps", () => {
       { host: "127.0.0.1", port: 40008 },
     ]);
   });
+
+  test("instances that carry their image's build role (Pier before ADR 0021) are adopted: no redeploy, still routed", async () => {
+    const { engine, instances, store, applied } = setUp();
+    // A Node.js or PHP release image kept its build container's pier.role=build, and its instances got it.
+    for (const i of engine.routable.filter((c) => c.id === "c-4" || c.id === "c-7"))
+      i.labels = { ...i.labels, "pier.role": "build", "pier.instance-id": `uuid-${i.id}` };
+    const enqueued: string[] = [];
+    const deployer = {
+      enqueue: async (a: App) => {
+        enqueued.push(a.id);
+        return {};
+      },
+    } as unknown as Deployer;
+    await reconcile({
+      store,
+      engine: engine as unknown as Engine,
+      instances,
+      networks: { reconcile: async () => undefined },
+      deployer,
+      logger: pino({ level: "silent" }),
+    });
+    assert.deepEqual(enqueued, [], "no app is redeployed");
+    const removed = engine.calls.filter((c) => c.startsWith("removeInstance")).sort();
+    assert.deepEqual(removed, ["removeInstance build", "removeInstance old", "removeInstance stray"]);
+    assert.ok(engine.calls.includes("startInstance c-7"), "a stopped one of them is started");
+    assert.deepEqual(applied[0]?.find((r) => r.appId === "app-4")?.targets, [
+      { host: "127.0.0.1", port: 40004 },
+    ]);
+  });
 });

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, afterEach, before, beforeEach, describe, test } from "node:test";
@@ -12,144 +12,16 @@ import pino from "pino";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import type { App } from "../../../src/core/model.js";
-import type {
-  Edge,
-  Engine,
-  InstanceInfo,
-  InstanceSpec,
-  RoutableInstance,
-  Route,
-  SandboxInfo,
-  SandboxSpec,
-  Store,
-} from "../../../src/core/ports.js";
+import type { Engine, Route, Store } from "../../../src/core/ports.js";
 import { AppService } from "../../../src/server/apps.js";
 import { DeployLogs } from "../../../src/server/deploy-logs.js";
 import { Deployer } from "../../../src/server/deployer.js";
 import { Instances } from "../../../src/server/instances.js";
 import { AppLimits } from "../../../src/server/limits.js";
 import type { Runtime } from "../../../src/server/runtimes/runtime.js";
+import { FakeEdge, FakeEngine, listen } from "./fakes.js";
 
 type Step = "build" | "run" | "edge" | "commit" | null;
-
-/** An HTTP server on loopback: 500 on /bad, else 200. */
-async function listen(): Promise<{ server: Server; port: number }> {
-  const server = createServer((req, res) => {
-    res.statusCode = req.url === "/bad" ? 500 : 200;
-    res.end("ok");
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  return { server, port: (server.address() as { port: number }).port };
-}
-
-/** Containers in memory; every instance "listens" on the test's HTTP server. */
-class FakeEngine {
-  containers: InstanceInfo[] = [];
-  sandboxes: SandboxInfo[] = [];
-  failRun = false;
-  servers: Server[] = [];
-  /** Containers created so far. */
-  n = 0;
-  constructor(private readonly port: number) {}
-
-  async ping() {}
-  async ensureNetwork() {}
-  async removeNetworks() {}
-  async removeVolumes() {}
-  async listVolumes() {
-    return [];
-  }
-  async removeVolume() {
-    return true;
-  }
-  async imageExists() {
-    return true;
-  }
-  async imageTags() {
-    return [];
-  }
-  async removeImage() {}
-  async listSandboxes(labels: Record<string, string>) {
-    return this.sandboxes.filter((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v));
-  }
-  async createSandbox(spec: SandboxSpec): Promise<SandboxInfo> {
-    const s: SandboxInfo = {
-      id: `sb-${++this.n}`,
-      labels: {
-        ...spec.labels,
-        "pier.network": spec.network.name,
-        "pier.http-port": spec.httpPort === null ? "" : String(spec.httpPort),
-        "pier.tcp-port": "",
-      },
-      running: true,
-      http: { host: "127.0.0.1", port: this.port },
-      tcp: null,
-      networkAddress: "127.0.0.1",
-    };
-    this.sandboxes.push(s);
-    return s;
-  }
-  async removeSandbox(id: string) {
-    this.sandboxes = this.sandboxes.filter((s) => s.id !== id);
-  }
-  async runInstance(spec: InstanceSpec): Promise<InstanceInfo> {
-    if (this.failRun) throw new Error("engine: no space left on device");
-    const own = await listen();
-    this.servers.push(own.server);
-    const i: InstanceInfo = {
-      id: `c-${++this.n}`,
-      name: spec.name,
-      labels: { ...spec.labels, ...(spec.sandbox ? { "pier.sandbox": spec.sandbox.id } : {}) },
-      state: "running",
-      running: true,
-      startedAt: new Date().toISOString(),
-      restarts: 0,
-      exitCode: null,
-      // Each instance has its own address, so the routes tell them apart.
-      http: { host: "127.0.0.1", port: own.port },
-      tcp: null,
-      networkAddress: "127.0.0.1",
-    };
-    this.containers.push(i);
-    return i;
-  }
-  async listInstances(labels: Record<string, string>) {
-    return this.containers.filter((c) => Object.entries(labels).every(([k, v]) => c.labels[k] === v));
-  }
-  async listRoutable(): Promise<RoutableInstance[]> {
-    return this.containers.filter((c) => c.running);
-  }
-  async inspectInstance(id: string) {
-    return this.containers.find((c) => c.id === id) ?? null;
-  }
-  async removeInstance(id: string) {
-    this.containers = this.containers.filter((c) => c.id !== id);
-  }
-  async stopInstance(id: string) {
-    const c = this.containers.find((x) => x.id === id);
-    if (c) c.running = false;
-  }
-  async execInInstance() {
-    return 1;
-  }
-  async logs() {}
-}
-
-/** Records what it serves; throws on the next apply when told to. */
-class FakeEdge implements Edge {
-  served: Route[] = [];
-  failNext = false;
-  async start() {}
-  async stop() {}
-  async apply(routes: readonly Route[]) {
-    if (this.failNext) {
-      this.failNext = false;
-      throw new Error("edge: HAProxy refused a route change");
-    }
-    this.served = routes.map((r) => ({ ...r, targets: [...r.targets] }));
-    return { skipped: [] };
-  }
-}
 
 describe("a failed step leaves every app exactly as it was", () => {
   let dir: string;

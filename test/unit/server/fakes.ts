@@ -1,0 +1,137 @@
+// Fakes of the engine and the edge for the unit tests of the deploy path (transactions, concurrency): the
+// engine keeps containers in memory and every instance "listens" on an HTTP server of its own on loopback.
+import { createServer, type Server } from "node:http";
+import type {
+  Edge,
+  InstanceInfo,
+  InstanceSpec,
+  RoutableInstance,
+  Route,
+  SandboxInfo,
+  SandboxSpec,
+} from "../../../src/core/ports.js";
+
+/** An HTTP server on loopback: 500 on /bad, else 200. */
+export async function listen(): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    res.statusCode = req.url === "/bad" ? 500 : 200;
+    res.end("ok");
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  return { server, port: (server.address() as { port: number }).port };
+}
+
+/** Containers in memory; every instance "listens" on the test's HTTP server. */
+export class FakeEngine {
+  containers: InstanceInfo[] = [];
+  sandboxes: SandboxInfo[] = [];
+  failRun = false;
+  /** Awaited at the start of each runInstance (a test holds a start half-way). */
+  beforeRun: ((spec: InstanceSpec) => Promise<void>) | null = null;
+  servers: Server[] = [];
+  /** Containers created so far. */
+  n = 0;
+  constructor(private readonly port: number) {}
+
+  async ping() {}
+  async ensureNetwork() {}
+  async removeNetworks() {}
+  async removeVolumes() {}
+  async listVolumes() {
+    return [];
+  }
+  async removeVolume() {
+    return true;
+  }
+  async imageExists() {
+    return true;
+  }
+  async imageTags() {
+    return [];
+  }
+  async removeImage() {}
+  async listSandboxes(labels: Record<string, string>) {
+    return this.sandboxes.filter((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  }
+  async createSandbox(spec: SandboxSpec): Promise<SandboxInfo> {
+    const s: SandboxInfo = {
+      id: `sb-${++this.n}`,
+      labels: {
+        ...spec.labels,
+        "pier.network": spec.network.name,
+        "pier.http-port": spec.httpPort === null ? "" : String(spec.httpPort),
+        "pier.tcp-port": "",
+      },
+      running: true,
+      http: { host: "127.0.0.1", port: this.port },
+      tcp: null,
+      networkAddress: "127.0.0.1",
+    };
+    this.sandboxes.push(s);
+    return s;
+  }
+  async removeSandbox(id: string) {
+    this.sandboxes = this.sandboxes.filter((s) => s.id !== id);
+  }
+  async runInstance(spec: InstanceSpec): Promise<InstanceInfo> {
+    if (this.failRun) throw new Error("engine: no space left on device");
+    await this.beforeRun?.(spec);
+    const sandbox = spec.sandbox && this.sandboxes.find((s) => s.id === spec.sandbox?.id);
+    if (spec.sandbox && !sandbox?.running)
+      throw new Error(`cannot join network of a non running container: ${spec.sandbox.id}`);
+    const own = await listen();
+    this.servers.push(own.server);
+    const i: InstanceInfo = {
+      id: `c-${++this.n}`,
+      name: spec.name,
+      labels: { ...spec.labels, ...(spec.sandbox ? { "pier.sandbox": spec.sandbox.id } : {}) },
+      state: "running",
+      running: true,
+      startedAt: new Date().toISOString(),
+      restarts: 0,
+      exitCode: null,
+      // Each instance has its own address, so the routes tell them apart.
+      http: { host: "127.0.0.1", port: own.port },
+      tcp: null,
+      networkAddress: "127.0.0.1",
+    };
+    this.containers.push(i);
+    return i;
+  }
+  async listInstances(labels: Record<string, string>) {
+    return this.containers.filter((c) => Object.entries(labels).every(([k, v]) => c.labels[k] === v));
+  }
+  async listRoutable(): Promise<RoutableInstance[]> {
+    return this.containers.filter((c) => c.running);
+  }
+  async inspectInstance(id: string) {
+    return this.containers.find((c) => c.id === id) ?? null;
+  }
+  async removeInstance(id: string) {
+    this.containers = this.containers.filter((c) => c.id !== id);
+  }
+  async stopInstance(id: string) {
+    const c = this.containers.find((x) => x.id === id);
+    if (c) c.running = false;
+  }
+  async execInInstance() {
+    return 1;
+  }
+  async logs() {}
+}
+
+/** Records what it serves; throws on the next apply when told to. */
+export class FakeEdge implements Edge {
+  served: Route[] = [];
+  failNext = false;
+  async start() {}
+  async stop() {}
+  async apply(routes: readonly Route[]) {
+    if (this.failNext) {
+      this.failNext = false;
+      throw new Error("edge: HAProxy refused a route change");
+    }
+    this.served = routes.map((r) => ({ ...r, targets: [...r.targets] }));
+    return { skipped: [] };
+  }
+}
