@@ -38,7 +38,7 @@ describe("an app's ceiling and the caps on variables, through the API", () => {
   const apps = new AppService({
     store,
     engine: {} as Engine,
-    deployer: {} as Deployer,
+    deployer: { isBusy: () => false } as Partial<Deployer> as Deployer,
     instances,
     limits,
     logger: pino({ level: "silent" }),
