@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import { MAX_CONN_PER_SOURCE } from "../core/edge-config.js";
 import { MAX_HOSTNAME, MAX_LABEL } from "../core/names.js";
 import {
   type Cidr,
@@ -101,6 +102,12 @@ const schema = z.object({
     .int("must be an integer")
     .min(1, "must be at least 1")
     .default(8),
+  PIER_EDGE_MAX_CONN_PER_SOURCE: z.coerce
+    .number({ message: "must be a number" })
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .max(100_000, "must be at most 100000")
+    .default(MAX_CONN_PER_SOURCE),
   PIER_BACKUP_DIR: z.string().min(1).optional(),
   PIER_BACKUP_DAYS: z.coerce
     .number({ message: "must be a number of days" })
@@ -167,6 +174,8 @@ export interface Config {
   sshMaxUnauthenticated: number;
   /** PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE: of those, from one address (or from builds, on the socket). */
   sshMaxUnauthenticatedPerSource: number;
+  /** PIER_EDGE_MAX_CONN_PER_SOURCE: connections one source address may hold open on the edge at a time. */
+  edgeMaxConnPerSource: number;
   logLevel: string;
   adminToken: string | undefined;
   /** PIER_BACKUP_DIR: where add-on backups go (default <data dir>/backups), one folder per add-on. */
@@ -230,6 +239,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sshAuthTimeoutMs: c.PIER_SSH_AUTH_TIMEOUT * 1000,
     sshMaxUnauthenticated: c.PIER_SSH_MAX_UNAUTHENTICATED,
     sshMaxUnauthenticatedPerSource: c.PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE,
+    edgeMaxConnPerSource: c.PIER_EDGE_MAX_CONN_PER_SOURCE,
     logLevel: c.PIER_LOG_LEVEL,
     adminToken: c.PIER_ADMIN_TOKEN,
     subnets: { pool: c.PIER_SUBNET_POOL, prefix: c.PIER_SUBNET_SIZE },

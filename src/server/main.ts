@@ -131,6 +131,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     listenPort: config.http.port,
     listenHost: config.http.host,
     https: config.https,
+    maxConnPerSource: config.edgeMaxConnPerSource,
     logger: logger.child({ part: "edge" }),
   });
   await edge.start();

@@ -32,6 +32,8 @@ export interface HaproxyEdgeOptions {
   listenHost: string;
   /** The HTTPS frontend (ADR 0018); none without. */
   https?: { host: string; port: number };
+  /** Connections one source address may hold open at a time (ADR 0024). */
+  maxConnPerSource?: number;
   logger?: EdgeLogger;
 }
 
@@ -113,6 +115,7 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
       listenPort: this.opts.listenPort,
       dir: this.opts.dir,
       https: this.opts.https,
+      maxConnPerSource: this.opts.maxConnPerSource,
     });
   }
 
