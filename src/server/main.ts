@@ -9,6 +9,7 @@ import { kvProvider } from "../adapters/addons/kv.js";
 import { postgresqlProvider } from "../adapters/addons/postgresql.js";
 import { HaproxyEdge } from "../adapters/edge/haproxy.js";
 import { HaproxyTls } from "../adapters/edge/haproxy-tls.js";
+import { createPrivateFile, makePrivate } from "../adapters/private-files.js";
 import { DockerEngine } from "../adapters/engine/docker.js";
 import { NpmRegistry } from "../adapters/npm-registry.js";
 import { claimPoolRoute } from "../adapters/pool-route.js";
@@ -90,7 +91,16 @@ export interface RunningServer {
 
 export async function startServer(config: Config): Promise<RunningServer> {
   const logger = createLogger(config.logLevel);
-  for (const d of ["repos", "edge", "run"]) await mkdir(join(config.dataDir, d), { recursive: true });
+  // Private to Pier's user, whatever an older version or the umask left (ADR 0024).
+  const corrected = await makePrivate(config.dataDir);
+  if (corrected > 0)
+    logger.warn(
+      { dataDir: config.dataDir, entries: corrected },
+      "made the data dir private (dirs 0700, files 0600)",
+    );
+  for (const d of ["repos", "edge", "run"])
+    await mkdir(join(config.dataDir, d), { recursive: true, mode: 0o700 });
+  createPrivateFile(join(config.dataDir, "pier.db"));
   // Secrets at rest are sealed with this key; it is kept apart from the database (back up both).
   const store = new SqliteStore(
     join(config.dataDir, "pier.db"),
