@@ -65,7 +65,10 @@ describe("git adapter", () => {
     const found = (await exec(["find", bare, "-printf", "%y %m %p\n"])).stdout.trim().split("\n");
     const open = found.filter((l) => !/^(d 700|f 600|f 400|f 700) /.test(l));
     assert.deepEqual(open, [], "every directory 0700, every file 0600 (objects 0400, programs 0700)");
-    assert.ok(found.some((l) => /^f [46]00 .*\/objects\/[0-9a-f]{2}\//.test(l)), "the pushed objects");
+    assert.ok(
+      found.some((l) => /^f [46]00 .*\/objects\/[0-9a-f]{2}\//.test(l)),
+      "the pushed objects",
+    );
     assert.equal(await config("core.sharedRepository"), "0600");
   });
 
