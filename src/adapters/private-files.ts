@@ -5,8 +5,9 @@ import { join } from "node:path";
 /**
  * The data dir is Pier's alone (ADR 0024): the store, its WAL, keys, tokens, every app's repository, the
  * edge's configuration and certificates. Directories are 0700 and files 0600 (0700 when they are programs,
- * like git hooks; 0400 when read-only, like git's objects), so no other user of the machine reads a tenant's code or a secret. Pier's own HAProxy
- * runs as the user of `pier server` (its config has no `user` line), so it reads them all.
+ * like git hooks; 0400 when read-only, like git's objects), so no other user of the machine reads a
+ * tenant's code or a secret. Pier's own HAProxy runs as the user of `pier server` (its config has no `user`
+ * line), so it reads them all.
  */
 
 /** The mode an entry of the data dir must have, or null (symbolic links: their target decides). */
