@@ -12,8 +12,11 @@ import type { App, EnvAnswer } from "./types.js";
 import { Action, ErrorInline, ErrorLine, Loading, Section, useData } from "./ui.js";
 
 export function Environment({ app, writable }: { app: App; writable: boolean }) {
-  // Polled, so a change made elsewhere (pier env set) shows; rows the user is editing are kept.
-  const env = useData(() => api<EnvAnswer>("GET", appPath(app.name, "env")), [app.name], 10_000);
+  // Polled, so a change made elsewhere (pier env set) shows; rows the user is editing are kept. A token that
+  // may change the app gets the values in clear (to edit them) and the form masks secrets until Reveal; a
+  // read-only token gets them masked by the server and cannot reveal them (ADR 0024).
+  const path = `${appPath(app.name, "env")}${writable ? "?reveal=true" : ""}`;
+  const env = useData(() => api<EnvAnswer>("GET", path), [path], 10_000);
   const [rows, setRows] = useState<Row[]>([]);
   const [expert, setExpert] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -132,6 +135,11 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
         ) : (
           <div class="env-rows" data-testid="env-rows">
             {rows.length === 0 && <p class="muted">No variable set.</p>}
+            {!writable && rows.length > 0 && (
+              <p class="muted small" data-testid="secrets-masked">
+                Secret values are masked: this token is read-only, so it cannot reveal them.
+              </p>
+            )}
             {rows.map((r, i) => {
               const secret = isSecretVariable(r.name) && r.value !== "";
               const problem = diff.problems.get(r.key);
@@ -153,7 +161,7 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
                   ) : (
                     <input type="text" {...valueProps(r, i)} />
                   )}
-                  {secret && (
+                  {secret && writable && (
                     <button
                       type="button"
                       class="plain small"
@@ -228,14 +236,16 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
         <Section
           title="From links (read-only)"
           actions={
-            <button
-              type="button"
-              class="plain small"
-              aria-pressed={revealLinked}
-              onClick={() => setRevealLinked(!revealLinked)}
-            >
-              {revealLinked ? "Hide secrets" : "Reveal secrets"}
-            </button>
+            writable && (
+              <button
+                type="button"
+                class="plain small"
+                aria-pressed={revealLinked}
+                onClick={() => setRevealLinked(!revealLinked)}
+              >
+                {revealLinked ? "Hide secrets" : "Reveal secrets"}
+              </button>
+            )
           }
         >
           <div class="table-wrap">
