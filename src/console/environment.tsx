@@ -6,17 +6,30 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { isSecretVariable, parseEnvImport } from "../core/env.js";
-import { api, appPath, describe } from "./api.js";
+import { ApiError, api, appPath, describe } from "./api.js";
 import { changes, masked, newKey, type Row, rowsOf, toLines } from "./env-form.js";
 import type { App, EnvAnswer } from "./types.js";
 import { Action, ErrorInline, ErrorLine, Loading, Section, useData } from "./ui.js";
 
+/**
+ * The variables: a token that may change the app gets them in clear (to edit them; the form masks secrets
+ * until Reveal); a read-only one gets them masked by the server and cannot reveal them (ADR 0024). A page
+ * drawn for a token that may write, whose tab now holds a read-only one, gets 403 on reveal: masked then.
+ */
+async function loadEnv(app: string, writable: boolean): Promise<EnvAnswer> {
+  const path = appPath(app, "env");
+  if (!writable) return api<EnvAnswer>("GET", path);
+  try {
+    return await api<EnvAnswer>("GET", `${path}?reveal=true`);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 403) return api<EnvAnswer>("GET", path);
+    throw e;
+  }
+}
+
 export function Environment({ app, writable }: { app: App; writable: boolean }) {
-  // Polled, so a change made elsewhere (pier env set) shows; rows the user is editing are kept. A token that
-  // may change the app gets the values in clear (to edit them) and the form masks secrets until Reveal; a
-  // read-only token gets them masked by the server and cannot reveal them (ADR 0024).
-  const path = `${appPath(app.name, "env")}${writable ? "?reveal=true" : ""}`;
-  const env = useData(() => api<EnvAnswer>("GET", path), [path], 10_000);
+  // Polled, so a change made elsewhere (pier env set) shows; rows the user is editing are kept.
+  const env = useData(() => loadEnv(app.name, writable), [app.name, writable], 10_000);
   const [rows, setRows] = useState<Row[]>([]);
   const [expert, setExpert] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
