@@ -22,11 +22,13 @@ export function privateMode(kind: "dir" | "file" | "socket" | "link" | "other", 
 
 /**
  * Makes `root` (created if missing) and everything under it private to its owner; returns how many entries
- * were changed. A tree that is private already costs one lstat per entry.
+ * were changed, and those that could not be (another user's file: EPERM), which the caller reports. A tree
+ * that is private already costs one lstat per entry.
  */
-export async function makePrivate(root: string): Promise<number> {
+export async function makePrivate(root: string): Promise<{ changed: number; failed: string[] }> {
   await mkdir(root, { recursive: true, mode: 0o700 });
   let changed = 0;
+  const failed: string[] = [];
   const visit = async (path: string): Promise<void> => {
     const st = await lstat(path).catch(() => null);
     if (!st) return; // removed meanwhile
@@ -41,13 +43,17 @@ export async function makePrivate(root: string): Promise<number> {
             : "other";
     const want = privateMode(kind, st.mode);
     if (want !== null && (st.mode & 0o7777) !== want) {
-      await chmod(path, want);
-      changed++;
+      try {
+        await chmod(path, want);
+        changed++;
+      } catch {
+        failed.push(path);
+      }
     }
-    if (kind === "dir") for (const name of await readdir(path)) await visit(join(path, name));
+    if (kind === "dir") for (const name of await readdir(path).catch(() => [])) await visit(join(path, name));
   };
   await visit(root);
-  return changed;
+  return { changed, failed };
 }
 
 /** Creates an empty file 0600 if it does not exist (SQLite gives its WAL and SHM files the database's mode). */

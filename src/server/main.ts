@@ -92,11 +92,16 @@ export interface RunningServer {
 export async function startServer(config: Config): Promise<RunningServer> {
   const logger = createLogger(config.logLevel);
   // Private to Pier's user, whatever an older version or the umask left (ADR 0024).
-  const corrected = await makePrivate(config.dataDir);
-  if (corrected > 0)
+  const { changed, failed } = await makePrivate(config.dataDir);
+  if (changed > 0)
     logger.warn(
-      { dataDir: config.dataDir, entries: corrected },
+      { dataDir: config.dataDir, entries: changed },
       "made the data dir private (dirs 0700, files 0600)",
+    );
+  if (failed.length > 0)
+    logger.warn(
+      { dataDir: config.dataDir, entries: failed.length, first: failed.slice(0, 5) },
+      "could not make these entries of the data dir private (owned by another user?): chmod them by hand",
     );
   for (const d of ["repos", "edge", "run"])
     await mkdir(join(config.dataDir, d), { recursive: true, mode: 0o700 });
