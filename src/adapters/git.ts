@@ -33,16 +33,30 @@ export function ensureBareRepo(repoDir: string, hookScript: string, maxInputByte
   return run;
 }
 
+/** core.sharedRepository: the exact mode of the repository's files (directories get the x bits too). */
+const PRIVATE_REPOSITORY = "0600";
+
 async function ensureNow(repoDir: string, hookScript: string, maxInputBytes: number): Promise<void> {
   const wanted: Record<string, string> = {
     "receive.fsckobjects": "true",
     "receive.maxinputsize": String(maxInputBytes),
     "receive.denydeletes": "true",
   };
+  // Every file git writes in the repository is 0600 and every directory 0700, whatever the umask: a
+  // tenant's code is readable by Pier's user only (ADR 0024).
+  const shared = { "core.sharedrepository": PRIVATE_REPOSITORY };
   if (!existsSync(join(repoDir, "HEAD"))) {
     // A new repository: one git process (the first push waits for it), its receive section appended.
-    await mkdir(repoDir, { recursive: true });
-    await exec(["git", "init", "--quiet", "--bare", "--initial-branch=master", repoDir]);
+    await mkdir(repoDir, { recursive: true, mode: 0o700 });
+    await exec([
+      "git",
+      "init",
+      "--quiet",
+      "--bare",
+      `--shared=${PRIVATE_REPOSITORY}`,
+      "--initial-branch=master",
+      repoDir,
+    ]);
     const section = Object.entries(wanted).map(([k, v]) => `\t${k.slice("receive.".length)} = ${v}\n`);
     await appendFile(join(repoDir, "config"), `[receive]\n${section.join("")}`);
   } else {
@@ -52,7 +66,7 @@ async function ensureNow(repoDir: string, hookScript: string, maxInputBytes: num
       const eq = line.indexOf("=");
       if (eq > 0) current.set(line.slice(0, eq).toLowerCase(), line.slice(eq + 1));
     }
-    for (const [name, value] of Object.entries(wanted)) {
+    for (const [name, value] of Object.entries({ ...wanted, ...shared })) {
       if (current.get(name) !== value) await exec(["git", "-C", repoDir, "config", name, value]);
     }
   }
@@ -61,10 +75,10 @@ async function ensureNow(repoDir: string, hookScript: string, maxInputBytes: num
   const hook = join(hooks, "pre-receive");
   const existing = await readFile(hook, "utf8").catch(() => null);
   if (existing === hookScript && ((await stat(hook)).mode & 0o111) !== 0) return;
-  await mkdir(hooks, { recursive: true });
+  await mkdir(hooks, { recursive: true, mode: 0o700 });
   const tmp = join(hooks, `.pre-receive.${randomBytes(6).toString("hex")}`);
-  await writeFile(tmp, hookScript);
-  await chmod(tmp, 0o755);
+  await writeFile(tmp, hookScript, { mode: 0o700 });
+  await chmod(tmp, 0o700);
   await rename(tmp, hook);
 }
 

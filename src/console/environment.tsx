@@ -6,14 +6,30 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { isSecretVariable, parseEnvImport } from "../core/env.js";
-import { api, appPath, describe } from "./api.js";
+import { ApiError, api, appPath, describe } from "./api.js";
 import { changes, masked, newKey, type Row, rowsOf, toLines } from "./env-form.js";
 import type { App, EnvAnswer } from "./types.js";
 import { Action, ErrorInline, ErrorLine, Loading, Section, useData } from "./ui.js";
 
+/**
+ * The variables: a token that may change the app gets them in clear (to edit them; the form masks secrets
+ * until Reveal); a read-only one gets them masked by the server and cannot reveal them (ADR 0024). A page
+ * drawn for a token that may write, whose tab now holds a read-only one, gets 403 on reveal: masked then.
+ */
+async function loadEnv(app: string, writable: boolean): Promise<EnvAnswer> {
+  const path = appPath(app, "env");
+  if (!writable) return api<EnvAnswer>("GET", path);
+  try {
+    return await api<EnvAnswer>("GET", `${path}?reveal=true`);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 403) return api<EnvAnswer>("GET", path);
+    throw e;
+  }
+}
+
 export function Environment({ app, writable }: { app: App; writable: boolean }) {
   // Polled, so a change made elsewhere (pier env set) shows; rows the user is editing are kept.
-  const env = useData(() => api<EnvAnswer>("GET", appPath(app.name, "env")), [app.name], 10_000);
+  const env = useData(() => loadEnv(app.name, writable), [app.name, writable], 10_000);
   const [rows, setRows] = useState<Row[]>([]);
   const [expert, setExpert] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -132,6 +148,11 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
         ) : (
           <div class="env-rows" data-testid="env-rows">
             {rows.length === 0 && <p class="muted">No variable set.</p>}
+            {!writable && rows.length > 0 && (
+              <p class="muted small" data-testid="secrets-masked">
+                Secret values are masked: this token is read-only, so it cannot reveal them.
+              </p>
+            )}
             {rows.map((r, i) => {
               const secret = isSecretVariable(r.name) && r.value !== "";
               const problem = diff.problems.get(r.key);
@@ -153,7 +174,7 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
                   ) : (
                     <input type="text" {...valueProps(r, i)} />
                   )}
-                  {secret && (
+                  {secret && writable && (
                     <button
                       type="button"
                       class="plain small"
@@ -228,14 +249,16 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
         <Section
           title="From links (read-only)"
           actions={
-            <button
-              type="button"
-              class="plain small"
-              aria-pressed={revealLinked}
-              onClick={() => setRevealLinked(!revealLinked)}
-            >
-              {revealLinked ? "Hide secrets" : "Reveal secrets"}
-            </button>
+            writable && (
+              <button
+                type="button"
+                class="plain small"
+                aria-pressed={revealLinked}
+                onClick={() => setRevealLinked(!revealLinked)}
+              >
+                {revealLinked ? "Hide secrets" : "Reveal secrets"}
+              </button>
+            )
           }
         >
           <div class="table-wrap">

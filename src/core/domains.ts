@@ -50,8 +50,17 @@ export interface CertificateFacts {
   names: string[];
 }
 
+/** An IPv4 address in any form resolvers accept (`1.2.3.4`, `10.1`, `0x7f.1`), or an IPv6 one (`::1`, `[::1]`). */
+const IPV4_LIKE = /^(0x[0-9a-f]+|\d+)(\.(0x[0-9a-f]+|\d+)){0,3}\.?$/i;
+const IPV6_LIKE = /^\[?[0-9a-f:.]*:[0-9a-f:.]*(%[^\]]*)?\]?$/i;
+
+/** True when `name` is an IP address rather than a DNS name. */
+export const isIpAddress = (name: string) => IPV4_LIKE.test(name) || IPV6_LIKE.test(name);
+
 /** Why `name` cannot be a custom domain on this server (PIER_DOMAIN `pierDomain`), or null. */
 export function domainNameProblem(name: string, pierDomain: string): string | null {
+  if (isIpAddress(name))
+    return `domain '${name}' is an IP address, not a DNS name: certificate authorities (ACME) issue certificates for names only, and the edge routes by host name. Point a DNS name at this server's address and add that name`;
   const bad = hostnameProblem(name);
   if (bad) return bad.replace(/^hostname/, "domain");
   if (!name.includes(".")) return `domain '${name}' must have at least two labels (like www.example.com)`;

@@ -199,7 +199,12 @@ export interface HaproxyConfigInput {
   dir: string;
   /** The HTTPS frontend (ADR 0018): certificates in <dir>/tls (default.pem, then those of certs.list). */
   https?: { host: string; port: number };
+  /** Concurrent connections one source address may hold on the edge (ADR 0024); default MAX_CONN_PER_SOURCE. */
+  maxConnPerSource?: number;
 }
+
+/** The default of PIER_EDGE_MAX_CONN_PER_SOURCE: well under HAProxy's maxconn (about 10,000 here). */
+export const MAX_CONN_PER_SOURCE = 256;
 
 /** The TLS 1.2 ciphers of the HTTPS frontend: ECDHE key exchange, AES-GCM or ChaCha20-Poly1305. */
 export const TLS12_CIPHERS = [
@@ -229,12 +234,31 @@ export function renderHostsMap(layout: EdgeLayout): string {
     .join("");
 }
 
+/** The stick table that counts each source's connections, shared by both frontends (ADR 0024). */
+const PER_SOURCE = "per_source";
+
+/**
+ * The first lines of a frontend: each connection is counted against its source (an IPv4 address, or the /64
+ * of an IPv6 one: one IPv6 client holds a whole /64), and refused at once past `max` open at a time, so one
+ * client holding idle connections never takes every slot of HAProxy's maxconn.
+ */
+const perSourceLimit = (max: number) => [
+  `  tcp-request connection track-sc0 src,ipmask(32,64) table ${PER_SOURCE}`,
+  `  tcp-request connection reject if { sc0_conn_cur(${PER_SOURCE}) gt ${max} }`,
+];
+
 /**
  * The lines of a frontend that set the forwarded headers and pick the backend by host; first, requests that
  * are not idempotent (POST, PATCH, ...) are never retried on another connection (`retry-on` in defaults).
+ * The edge is the first proxy a client meets: whatever a client says in X-Forwarded-For, X-Real-IP or
+ * Forwarded is replaced with what the edge saw (the connection's source; the edge binds IPv4 only, so the
+ * address needs no quoting in Forwarded).
  */
 const hostRouting = (proto: "http" | "https", dir: string) => [
   "  http-request disable-l7-retry unless { method GET HEAD OPTIONS PUT DELETE }",
+  "  http-request set-header X-Forwarded-For %[src]",
+  "  http-request set-header X-Real-IP %[src]",
+  `  http-request set-header Forwarded for=%[src];proto=${proto}`,
   `  http-request set-header X-Forwarded-Proto ${proto}`,
   "  http-request set-header X-Forwarded-Host %[req.hdr(host)]",
   "  http-request set-header X-Forwarded-Port %[dst_port]",
@@ -272,10 +296,13 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
       "https port must be 1..65535 and not the HTTP port",
     );
   }
+  const maxConn = input.maxConnPerSource ?? MAX_CONN_PER_SOURCE;
+  check(Number.isInteger(maxConn) && maxConn >= 1, "connections per source must be a positive integer");
   // Custom domains are not structure: they change through the runtime API (`add map`/`del map`).
   const structure = JSON.stringify([
     input.layout.backends.map((b) => [b.appId, b.hostname, b.slots.length, b.forceHttps === true]),
     https ?? null,
+    maxConn,
   ]);
   const version = createHash("sha256").update(structure).digest("hex").slice(0, 16);
   const tls = tlsPaths(dir);
@@ -299,7 +326,6 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
     "  timeout http-request 30s",
     "  timeout http-keep-alive 65s",
     "  timeout queue 30s",
-    "  option forwardfor",
     "  option redispatch",
     "  retries 3",
     // A request takes any idle connection to its server, the first of a new client connection too (nginx
@@ -315,6 +341,7 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
     "",
     "frontend edge",
     `  bind ${input.listenHost}:${input.listenPort}`,
+    ...perSourceLimit(maxConn),
     `  http-request return status 200 content-type text/plain string "${version}" if { path /.pier/edge-version } { req.hdr(host) -m str pier-edge.invalid }`,
     // ACME's HTTP-01 answers, from a map the control plane changes through the runtime API (ADR 0018).
     ...(https
@@ -328,10 +355,15 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
       ? [
           "frontend edge_tls",
           `  bind ${https.host}:${https.port} ssl crt ${tls.defaultCert} crt-list ${tls.crtList} alpn h2,http/1.1 ssl-min-ver TLSv1.2`,
+          ...perSourceLimit(maxConn),
           ...hostRouting("https", dir),
           "",
         ]
       : []),
+    // One entry per source with open connections (at most maxconn of them), kept a minute after the last one.
+    `backend ${PER_SOURCE}`,
+    "  stick-table type ipv6 size 100k expire 60s store conn_cur",
+    "",
     "backend no_app",
     `  http-request return status 404 content-type text/html string "${NO_APP}"`,
   ];

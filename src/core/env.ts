@@ -400,6 +400,24 @@ export function shownValue(name: string, value: string): string {
   return isSecretVariable(name) ? MASK : maskUrlCredentials(value);
 }
 
+/** Variables as shown until revealed (`shownValue`); an empty value stays empty (nothing to hide). */
+export function shownVariables(vars: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(vars).map(([k, v]) => [k, v === "" ? v : shownValue(k, v)]));
+}
+
+/**
+ * Why `value` cannot be set as `name`: it is what a masked listing shows (MASK, or a URL whose password is
+ * MASK), so setting it would replace the secret with the mask (`pier env --format json` then `env import`);
+ * null otherwise.
+ */
+export function maskedValueProblem(name: string, value: string): string | null {
+  if (value === MASK && isSecretVariable(name))
+    return `The value of ${name} is Pier's mask (${MASK}), not a secret: it comes from a masked listing. Export the values with pier env --reveal.`;
+  if (urlPasswords(value).includes(MASK))
+    return `The value of ${name} is a URL whose password is Pier's mask (${MASK}): it comes from a masked listing. Export the values with pier env --reveal.`;
+  return null;
+}
+
 /** Replaces secrets in a text: a deploy log line, a deployment's reason, an error message. */
 export type Masker = (text: string) => string;
 

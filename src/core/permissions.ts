@@ -172,6 +172,12 @@ export function decide(scope: TokenScope, req: RequestFacts): Decision {
   return "allowed";
 }
 
+/**
+ * Whether a token may see secret values in clear (`?reveal=true`, ADR 0024): a token that may write the app
+ * (it could set them anyway). A read-only token sees them masked, always.
+ */
+export const mayReveal = (scope: TokenScope): boolean => !scope.readOnly;
+
 /** What one SSH key is allowed: admin keys every app; others the apps they are granted on. */
 export interface KeyAccess {
   /** An admin key: every app. */

@@ -3,6 +3,7 @@
  * (contract section 2.4) and the build plan of a Dockerfile. The engine adapter carries the plan out.
  */
 
+import { dockerfileImageProblems } from "./build-bases.js";
 import { analyzeDockerfile } from "./dockerfile.js";
 import { DASHED_VARIABLE, instanceEnvironment, isSecretVariable } from "./env.js";
 import { FLAVOR_MEMORY_MIB, type Flavor } from "./model.js";
@@ -352,6 +353,9 @@ export function planDockerBuild(
     else unset.push(name);
   }
   const buildArgs: Record<string, string> = Object.fromEntries(args);
+  // Another app's release image (or one of Pier's own images) is never a base: checked before any build.
+  const refused = dockerfileImageProblems(path, input.dockerfileText, buildArgs);
+  if (refused.length > 0) return { ok: false, errors: refused };
   const passed = Object.keys(buildArgs);
   // The engine's build API takes build args in its URL only (percent-encoded JSON), and refuses a URL past
   // 1 MiB with "431 Request Header Fields Too Large" (ADR 0022): said here, naming the ARGs, instead.

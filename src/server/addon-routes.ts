@@ -1,11 +1,13 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
+import { shownVariables } from "../core/env.js";
 import { ENV_CAP_HINT, envCapProblem } from "../core/env-limits.js";
 import { PierError } from "../core/errors.js";
 import { FLAVORS } from "../core/model.js";
 import type { ApiEnv } from "./access.js";
 import type { AddonService } from "./addons.js";
 import type { AppService } from "./apps.js";
+import { revealOf } from "./reveal.js";
 
 /** Request bodies of the add-on and link routes (described by the OpenAPI document too). */
 export const addonSchemas = {
@@ -49,7 +51,8 @@ export function addonRoutes(
   });
   api.get("/v1/addons/:addon/env", async (c) => {
     const a = await addonOf(c);
-    return c.json({ addon: a.name, kind: a.kind, vars: await addons.variables(a) });
+    const vars = await addons.variables(a);
+    return c.json({ addon: a.name, kind: a.kind, vars: revealOf(c) ? vars : shownVariables(vars) });
   });
   api.get("/v1/addons/:addon/backups", async (c) => c.json(await addons.backups(await addonOf(c))));
   api.post("/v1/addons/:addon/backups", async (c) => c.json(await addons.backup(await addonOf(c)), 201));
@@ -79,9 +82,10 @@ export function addonRoutes(
     return c.body(null, 204);
   });
 
-  api.get("/v1/apps/:app/published-config", async (c) =>
-    c.json({ vars: await addons.published(await appOf(c)) }),
-  );
+  api.get("/v1/apps/:app/published-config", async (c) => {
+    const vars = await addons.published(await appOf(c));
+    return c.json({ vars: revealOf(c) ? vars : shownVariables(vars) });
+  });
   api.put("/v1/apps/:app/published-config/:name", async (c) => {
     const app = await appOf(c);
     const name = c.req.param("name");

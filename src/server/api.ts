@@ -4,7 +4,13 @@ import { streamSSE } from "hono/streaming";
 import type { Logger } from "pino";
 import type { z } from "zod";
 import { type Dropped, droppedLine, isDropped } from "../core/bounded-queue.js";
-import { validateVariable, validateVariableName } from "../core/env.js";
+import {
+  maskedValueProblem,
+  shownValue,
+  shownVariables,
+  validateVariable,
+  validateVariableName,
+} from "../core/env.js";
 import { PierError } from "../core/errors.js";
 import type { App } from "../core/model.js";
 import type { NodeVersion } from "../core/node-versions.js";
@@ -19,6 +25,7 @@ import { domainRoutes } from "./domain-routes.js";
 import type { DomainService } from "./domains.js";
 import type { AppLimits } from "./limits.js";
 import { buildOpenApi } from "./openapi.js";
+import { revealOf } from "./reveal.js";
 import { schemas } from "./schemas.js";
 
 async function body<T extends z.ZodType>(c: Context, schema: T): Promise<z.infer<T>> {
@@ -183,10 +190,13 @@ export function createApi(deps: {
 
   api.get("/v1/apps/:app/env", async (c) => {
     const app = await appOf(c);
-    const vars = await store.getEnv(app.id);
+    const reveal = revealOf(c);
+    const clear = await store.getEnv(app.id);
     // `linked` (when the app has links): the variables they give it, each with its source, but the names
-    // the app sets itself.
-    const { linked } = await deps.addons.environment(app.id, vars);
+    // the app sets itself. Secret values are masked unless revealed (ADR 0024).
+    const { linked: all } = await deps.addons.environment(app.id, clear);
+    const vars = reveal ? clear : shownVariables(clear);
+    const linked = reveal ? all : all.map((l) => ({ ...l, value: l.value && shownValue(l.name, l.value) }));
     return c.json(linked.length > 0 ? { vars, linked } : { vars });
   });
   api.patch("/v1/apps/:app/env", async (c) => {
@@ -194,18 +204,19 @@ export function createApi(deps: {
     const b = await body(c, schemas.patchEnv);
     const set = b.set ?? {};
     const problems = [
-      ...Object.entries(set).map(([k, v]) => validateVariable(k, v)),
+      ...Object.entries(set).map(([k, v]) => validateVariable(k, v) ?? maskedValueProblem(k, v)),
       ...(b.unset ?? []).map((k) => validateVariableName(k)),
     ].filter((p): p is string => p !== null);
     if (problems.length > 0)
       throw new PierError("INVALID_VARIABLE", problems.join("; "), "Nothing was changed.");
-    return c.json({ vars: await store.changeEnv(app.id, set, b.unset ?? [], deps.limits.envCheck(app)) });
+    const vars = await store.changeEnv(app.id, set, b.unset ?? [], deps.limits.envCheck(app));
+    return c.json({ vars: revealOf(c) ? vars : shownVariables(vars) });
   });
   api.put("/v1/apps/:app/env/:name", async (c) => {
     const app = await appOf(c);
     const name = c.req.param("name");
     const { value } = await body(c, schemas.putEnv);
-    const problem = validateVariable(name, value);
+    const problem = validateVariable(name, value) ?? maskedValueProblem(name, value);
     if (problem) throw new PierError("INVALID_VARIABLE", problem);
     await store.changeEnv(app.id, { [name]: value }, [], deps.limits.envCheck(app));
     return c.json({ name, value });

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import { MAX_CONN_PER_SOURCE } from "../core/edge-config.js";
 import { type Ceiling, type HostFacts, hostDefaults, largestFitting, MAX_INSTANCES } from "../core/limits.js";
 import { FLAVOR_MEMORY_MIB, FLAVORS } from "../core/model.js";
 import { MAX_HOSTNAME, MAX_LABEL } from "../core/names.js";
@@ -109,6 +110,12 @@ const schema = z.object({
     .int("must be an integer")
     .min(1, "must be at least 1")
     .default(16),
+  PIER_EDGE_MAX_CONN_PER_SOURCE: z.coerce
+    .number({ message: "must be a number" })
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .max(100_000, "must be at most 100000")
+    .default(MAX_CONN_PER_SOURCE),
   PIER_BACKUP_DIR: z.string().min(1).optional(),
   PIER_BACKUP_DAYS: z.coerce
     .number({ message: "must be a number of days" })
@@ -192,6 +199,8 @@ export interface Config {
   sshIdleTimeoutMs: number;
   /** PIER_SSH_MAX_CONNECTIONS_PER_KEY: authenticated connections of one key, at most. */
   sshMaxConnectionsPerKey: number;
+  /** PIER_EDGE_MAX_CONN_PER_SOURCE: connections one source address may hold open on the edge at a time. */
+  edgeMaxConnPerSource: number;
   logLevel: string;
   adminToken: string | undefined;
   /** PIER_BACKUP_DIR: where add-on backups go (default <data dir>/backups), one folder per add-on. */
@@ -271,6 +280,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, host: HostFacts
     sshMaxUnauthenticatedPerSource: c.PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE,
     sshIdleTimeoutMs: c.PIER_SSH_IDLE_TIMEOUT * 1000,
     sshMaxConnectionsPerKey: c.PIER_SSH_MAX_CONNECTIONS_PER_KEY,
+    edgeMaxConnPerSource: c.PIER_EDGE_MAX_CONN_PER_SOURCE,
     logLevel: c.PIER_LOG_LEVEL,
     adminToken: c.PIER_ADMIN_TOKEN,
     subnets: { pool: c.PIER_SUBNET_POOL, prefix: c.PIER_SUBNET_SIZE },

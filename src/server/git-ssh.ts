@@ -210,6 +210,7 @@ export async function hostKey(path: string): Promise<Buffer> {
       await rm(`${path}.pub`, { force: true });
     }
     await exec(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "pier-host-key", "-f", path]);
+    await chmod(`${path}.pub`, 0o600).catch(() => undefined);
   }
   throw new Error(`Could not make a usable SSH host key at ${path}.`);
 }

@@ -12,6 +12,7 @@ import { HaproxyTls } from "../adapters/edge/haproxy-tls.js";
 import { DockerEngine } from "../adapters/engine/docker.js";
 import { NpmRegistry } from "../adapters/npm-registry.js";
 import { claimPoolRoute } from "../adapters/pool-route.js";
+import { createPrivateFile, makePrivate } from "../adapters/private-files.js";
 import { SecretBox } from "../adapters/secret-box.js";
 import { SqliteStore } from "../adapters/store/sqlite.js";
 import { droppedLine, isDropped } from "../core/bounded-queue.js";
@@ -96,7 +97,21 @@ export async function startServer(
   config: Config,
   logger: Logger = createLogger(config.logLevel),
 ): Promise<RunningServer> {
-  for (const d of ["repos", "edge", "run"]) await mkdir(join(config.dataDir, d), { recursive: true });
+  // Private to Pier's user, whatever an older version or the umask left (ADR 0024).
+  const { changed, failed } = await makePrivate(config.dataDir);
+  if (changed > 0)
+    logger.warn(
+      { dataDir: config.dataDir, entries: changed },
+      "made the data dir private (dirs 0700, files 0600)",
+    );
+  if (failed.length > 0)
+    logger.warn(
+      { dataDir: config.dataDir, entries: failed.length, first: failed.slice(0, 5) },
+      "could not make these entries of the data dir private (owned by another user?): chmod them by hand",
+    );
+  for (const d of ["repos", "edge", "run"])
+    await mkdir(join(config.dataDir, d), { recursive: true, mode: 0o700 });
+  createPrivateFile(join(config.dataDir, "pier.db"));
   // Secrets at rest are sealed with this key; it is kept apart from the database (back up both).
   const store = new SqliteStore(
     join(config.dataDir, "pier.db"),
@@ -137,6 +152,7 @@ export async function startServer(
     listenPort: config.http.port,
     listenHost: config.http.host,
     https: config.https,
+    maxConnPerSource: config.edgeMaxConnPerSource,
     logger: logger.child({ part: "edge" }),
   });
   await edge.start();

@@ -25,7 +25,13 @@ const ROUTES: RouteDoc[] = [
   { method: "delete", path: "/v1/apps/{app}", summary: "Delete an app and everything it runs", status: 204 },
   { method: "get", path: "/v1/apps/{app}/status", summary: "Release, instances, crashes, TCP port" },
   { method: "post", path: "/v1/apps/{app}/stop", summary: "Stop every instance" },
-  { method: "get", path: "/v1/apps/{app}/env", summary: "The app's variables" },
+  {
+    method: "get",
+    path: "/v1/apps/{app}/env",
+    summary:
+      "The app's variables and its links', secret values masked unless reveal=true (not for read-only tokens: 403)",
+    query: ["reveal"],
+  },
   {
     method: "patch",
     path: "/v1/apps/{app}/env",
@@ -166,7 +172,12 @@ const ROUTES: RouteDoc[] = [
     query: ["force"],
     status: 204,
   },
-  { method: "get", path: "/v1/addons/{addon}/env", summary: "The variables a link to the add-on injects" },
+  {
+    method: "get",
+    path: "/v1/addons/{addon}/env",
+    summary: "The variables a link to the add-on injects, secret values masked unless reveal=true",
+    query: ["reveal"],
+  },
   { method: "get", path: "/v1/addons/{addon}/backups", summary: "The add-on's backups, newest first" },
   {
     method: "post",
@@ -211,7 +222,8 @@ const ROUTES: RouteDoc[] = [
   {
     method: "get",
     path: "/v1/apps/{app}/published-config",
-    summary: "What the app publishes to apps linked to it",
+    summary: "What the app publishes to apps linked to it, secret values masked unless reveal=true",
+    query: ["reveal"],
   },
   {
     method: "put",

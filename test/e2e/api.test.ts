@@ -120,6 +120,81 @@ describe("API and CLI: bad input gets a clear error and loses nothing", { timeou
     assert.notEqual(bad.code, 0);
   });
 
+  test("secret values: masked unless revealed by a token that may write; read-only tokens get them masked and 403 on reveal", async () => {
+    assert.equal((await pier.api("POST", "/v1/apps", { name: "secretapp", type: "docker" })).status, 201);
+    const set = await pier.api("PATCH", "/v1/apps/secretapp/env", {
+      set: { DB_PASSWORD: "hunter2-pw", DATABASE_URL: "postgres://u:s3cret-pw@db/x", GREETING: "hi" },
+    });
+    assert.equal(set.status, 200);
+    assert.ok(!JSON.stringify(set.json).includes("hunter2-pw"), "the PATCH answer is masked too");
+    const masked = { DB_PASSWORD: "****", DATABASE_URL: "postgres://u:****@db/x", GREETING: "hi" };
+    // The admin token: masked by default, clear with ?reveal=true.
+    assert.deepEqual((await pier.api("GET", "/v1/apps/secretapp/env")).json, { vars: masked });
+    assert.deepEqual((await pier.api("GET", "/v1/apps/secretapp/env?reveal=true")).json, {
+      vars: { DB_PASSWORD: "hunter2-pw", DATABASE_URL: "postgres://u:s3cret-pw@db/x", GREETING: "hi" },
+    });
+    const badQuery = await pier.api("GET", "/v1/apps/secretapp/env?reveal=yes");
+    assert.equal(badQuery.status, 400);
+    assert.match((badQuery.json as ErrorBody).error.message, /reveal: must be true or false/);
+    // Read-only tokens (scoped to the app, and an auditor of every app): masked, and 403 on reveal.
+    for (const body of [
+      { name: "secretapp-ro", app: "secretapp", readOnly: true },
+      { name: "auditor-ro", readOnly: true },
+    ]) {
+      const made = await pier.api("POST", "/v1/tokens", body);
+      assert.equal(made.status, 201);
+      const token = (made.json as { token: string }).token;
+      const got = await pier.api("GET", "/v1/apps/secretapp/env", undefined, token);
+      assert.equal(got.status, 200);
+      assert.deepEqual(got.json, { vars: masked }, body.name);
+      const reveal = await pier.api("GET", "/v1/apps/secretapp/env?reveal=true", undefined, token);
+      assert.equal(reveal.status, 403, body.name);
+      const e = (reveal.json as ErrorBody).error;
+      assert.equal(e.code, "FORBIDDEN");
+      assert.match(e.message, /read-only: it cannot reveal secret values/);
+      assert.match(e.hint ?? "", /without --read-only/);
+      // The CLI with that token: masked values, and --reveal fails with the server's message.
+      const env = { PIER_URL: `http://127.0.0.1:${pier.apiPort}`, PIER_TOKEN: token };
+      const cli = await pier.cliWith(["env", "--app", "secretapp"], env);
+      assert.equal(cli.code, 0, cli.stderr);
+      assert.ok(!cli.stdout.includes("hunter2-pw") && !cli.stdout.includes("s3cret-pw"), cli.stdout);
+      assert.match(cli.stdout, /DB_PASSWORD=\*\*\*\*/);
+      const cliReveal = await pier.cliWith(["env", "--app", "secretapp", "--reveal"], env);
+      assert.equal(cliReveal.code, 1);
+      assert.match(cliReveal.stderr, /read-only: it cannot reveal secret values/);
+      assert.ok(!cliReveal.stdout.includes("hunter2-pw"));
+    }
+    // pier env (admin) masks without --reveal, shows with it; a masked listing cannot be imported back.
+    const plain = await pier.cli(["env", "--app", "secretapp"]);
+    assert.match(plain.stdout, /DB_PASSWORD=\*\*\*\*\n/);
+    assert.match(plain.stderr, /Secret values are masked; --reveal shows them/);
+    const shown = await pier.cli(["env", "--app", "secretapp", "--reveal"]);
+    assert.match(shown.stdout, /DB_PASSWORD=hunter2-pw\n/);
+    const back = await pier.cli(["env", "import", "--app", "secretapp"], { input: JSON.stringify(masked) });
+    assert.equal(back.code, 1);
+    assert.match(back.stderr, /DB_PASSWORD is Pier's mask \(\*\*\*\*\)/);
+    const still = (await pier.api("GET", "/v1/apps/secretapp/env?reveal=true")).json as {
+      vars: Record<string, string>;
+    };
+    assert.equal(still.vars.DB_PASSWORD, "hunter2-pw", "nothing was changed");
+  });
+
+  test("an IP address is refused as a custom domain, saying why (API and CLI)", async () => {
+    assert.equal((await pier.api("POST", "/v1/apps", { name: "ipdomain", type: "docker" })).status, 201);
+    for (const name of ["203.0.113.7", "2001:db8::1"]) {
+      const r = await pier.api("POST", "/v1/apps/ipdomain/domains", { name });
+      assert.equal(r.status, 400, name);
+      assert.match(
+        (r.json as ErrorBody).error.message,
+        /is an IP address, not a DNS name: certificate authorities/,
+      );
+    }
+    const cli = await pier.cli(["domain", "add", "203.0.113.7", "--app", "ipdomain"]);
+    assert.equal(cli.code, 1);
+    assert.match(cli.stderr, /203\.0\.113\.7' is an IP address, not a DNS name/);
+    assert.deepEqual((await pier.api("GET", "/v1/apps/ipdomain/domains")).json, []);
+  });
+
   test("ssh keys: a damaged key is refused, a good one listed and removed", async () => {
     const bad = await pier.api("POST", "/v1/ssh-keys", { publicKey: "ssh-ed25519 !!!notbase64" });
     assert.equal(bad.status, 400);

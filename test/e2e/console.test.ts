@@ -142,7 +142,7 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
     await page.getByText("2 changes to apply").waitFor();
     await page.getByRole("button", { name: "Update Changes" }).click();
     await page.getByText("Saved 2 changes").waitFor();
-    const env = await pier.cliJson<Record<string, string>>(["env", "--app", "web"]);
+    const env = await pier.cliJson<Record<string, string>>(["env", "--app", "web", "--reveal"]);
     assert.deepEqual(env, { API_SECRET: "s3cret-value", GREETING: "hello from the console" });
     // The secret is masked until revealed; the other value is plain.
     const secret = page.getByLabel("Variable value 1");
@@ -546,6 +546,17 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
     await page.getByLabel("Variable name 1").waitFor();
     assert.equal(await page.getByRole("button", { name: "Update Changes" }).count(), 0);
     assert.equal(await page.getByLabel("Variable value 1").getAttribute("readonly"), "");
+    // Secret values reach a read-only token masked, with no Reveal (ADR 0024).
+    await page.getByTestId("secrets-masked").waitFor();
+    assert.equal(await page.getByRole("button", { name: /^Reveal/ }).count(), 0);
+    const linkedToken = page.getByTestId("linked-vars").locator("tr", { hasText: "KV_TOKEN" });
+    assert.match((await linkedToken.textContent()) ?? "", /\*\*\*\*add-on cache$/);
+    const kv = await pier.cliJson<Record<string, string>>(["addon", "env", "cache", "--reveal"]);
+    assert.ok((kv.KV_TOKEN ?? "").length >= 8);
+    assert.ok(
+      !(await page.content()).includes(kv.KV_TOKEN ?? "?"),
+      "the add-on's token never reaches the page",
+    );
     await go("apps/web/deployments");
     await page.getByTestId("deployments").waitFor();
     assert.equal(await page.getByRole("button", { name: "Restart" }).count(), 0);

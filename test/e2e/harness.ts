@@ -261,6 +261,11 @@ export class Pier {
     });
   }
 
+  /** The CLI with other settings (e.g. PIER_URL and PIER_TOKEN of another token). */
+  cliWith(args: string[], env: Record<string, string>): Promise<RunResult> {
+    return run([process.execPath, CLI, ...args], { env: { ...this.env, ...env }, cwd: this.work });
+  }
+
   async cliJson<T>(args: string[]): Promise<T> {
     const r = await this.cli([...args, "--format", "json"]);
     if (r.code !== 0) throw new Error(`pier ${args.join(" ")} failed (${r.code}): ${r.stderr}`);

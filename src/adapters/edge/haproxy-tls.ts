@@ -73,7 +73,7 @@ export async function prepareTlsFiles(dir: string, opensslBin = "openssl"): Prom
     await rm(crt, { force: true });
   }
   if (!existsSync(tls.crtList)) await writeFile(tls.crtList, "", { mode: 0o600 });
-  if (!existsSync(`${dir}/acme.map`)) await writeFile(`${dir}/acme.map`, "");
+  if (!existsSync(`${dir}/acme.map`)) await writeFile(`${dir}/acme.map`, "", { mode: 0o600 });
 }
 
 /**
@@ -236,7 +236,9 @@ export class HaproxyTls implements TlsEdge {
       );
     return this.edge.serialize(async () => {
       const rest = this.mapLines().filter((l) => l.split(" ")[0] !== token);
-      await writeFile(this.acmeMap, [...rest, `${token} ${keyAuthorization}`].map((l) => `${l}\n`).join(""));
+      await writeFile(this.acmeMap, [...rest, `${token} ${keyAuthorization}`].map((l) => `${l}\n`).join(""), {
+        mode: 0o600,
+      });
       if (this.edge.pid() === null) return;
       await this.edge.runtime([`del map ${this.acmeMap} ${token}`]);
       await this.expect(

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { request } from "node:http";
 import { connect } from "node:net";
 import { join } from "node:path";
@@ -32,6 +32,8 @@ export interface HaproxyEdgeOptions {
   listenHost: string;
   /** The HTTPS frontend (ADR 0018); none without. */
   https?: { host: string; port: number };
+  /** Connections one source address may hold open at a time (ADR 0024). */
+  maxConnPerSource?: number;
   logger?: EdgeLogger;
 }
 
@@ -113,6 +115,7 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
       listenPort: this.opts.listenPort,
       dir: this.opts.dir,
       https: this.opts.https,
+      maxConnPerSource: this.opts.maxConnPerSource,
     });
   }
 
@@ -124,8 +127,9 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
     } catch (e) {
       throw new PierError("EDGE_ERROR", (e as Error).message);
     }
-    await writeFile(`${this.map}.new`, renderHostsMap(layout));
-    await writeFile(`${this.conf}.new`, text.replaceAll(this.map, `${this.map}.new`));
+    // Private to Pier's user (ADR 0024); HAProxy runs as that user.
+    await writeFile(`${this.map}.new`, renderHostsMap(layout), { mode: 0o600 });
+    await writeFile(`${this.conf}.new`, text.replaceAll(this.map, `${this.map}.new`), { mode: 0o600 });
     try {
       // Not -q: it hides the reason of a refusal too.
       await exec([this.bin, "-c", "-f", `${this.conf}.new`]);
@@ -141,10 +145,10 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
       const msg = alerts || (e instanceof ExecError ? e.stderrTail.trim() : (e as Error).message);
       throw new PierError("EDGE_ERROR", `HAProxy rejected the new edge configuration: ${msg}`);
     }
-    await writeFile(`${this.conf}.new`, text);
+    await writeFile(`${this.conf}.new`, text, { mode: 0o600 });
     await rename(`${this.map}.new`, this.map);
     await rename(`${this.conf}.new`, this.conf);
-    await writeFile(this.layoutFile, JSON.stringify(layout));
+    await writeFile(this.layoutFile, JSON.stringify(layout), { mode: 0o600 });
     return text;
   }
 
@@ -216,11 +220,13 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
         "Is another process using PIER_HTTP_PORT or PIER_HTTPS_PORT?",
       );
     }
+    // HAProxy writes its pid file with the umask's mode.
+    await chmod(join(this.opts.dir, "haproxy.pid"), 0o600).catch(() => undefined);
     await this.waitServing(configVersion(text));
   }
 
   async start(): Promise<void> {
-    await mkdir(this.opts.dir, { recursive: true });
+    await mkdir(this.opts.dir, { recursive: true, mode: 0o700 });
     if (this.opts.https) await prepareTlsFiles(this.opts.dir);
     if (existsSync(this.layoutFile)) {
       try {

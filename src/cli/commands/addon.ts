@@ -172,7 +172,8 @@ export const addon: Command = {
       case "env": {
         const [name] = takePositionals("addon", rest, 1, 1, "the add-on's NAME");
         const format = fmt(formatFlag(["human", "json", "shell"]));
-        const e = await api().call("GET", addonPath(name as string, "env"), EnvSchema);
+        const reveal = values.reveal ? "?reveal=true" : "";
+        const e = await api().call("GET", `${addonPath(name as string, "env")}${reveal}`, EnvSchema);
         const vars = values.reveal
           ? e.vars
           : Object.fromEntries(Object.entries(e.vars).map(([k, v]) => [k, maskValue(k, v)]));

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseEnvImport } from "../../core/env.js";
+import { MASK, parseEnvImport, urlPasswords } from "../../core/env.js";
 import {
   APP,
   checkFlags,
@@ -31,7 +31,7 @@ export const env: Command = {
   env          prints the variables: NAME=value lines, a JSON object, or
                \`export NAME='value'\` lines for eval "$(pier env --format shell)"; then
                (not in JSON) those of the app's links, under \`# from add-on NAME\` or
-               \`# from app NAME\`, their secrets masked unless --reveal
+               \`# from app NAME\`; secret values masked unless --reveal
   env set      sets one variable (a VALUE starting with '-' goes after '--': env set N -- -1)
   env rm       removes variables, all or none
   env import   sets the variables read from stdin: NAME=value lines (# comments, export
@@ -42,7 +42,7 @@ Changes apply at the next deploy or restart.
 Options:
   -a, --app <name|id>            the app (default: the one in .pier.json, searched upwards from here)
       --format human|json|shell  output format (default human; shell only for \`pier env\`)
-      --reveal                   show the links' secrets
+      --reveal                   show secret values in clear (a token that may change the app)
   -h, --help                     show this help
 `,
   async run(args, ctx) {
@@ -91,57 +91,52 @@ const LinkedSchema = z
   )
   .default([]);
 
+/** A value as the server masks it until revealed: the mask, or a URL whose password is the mask. */
+const isMasked = (v: string) => v === MASK || urlPasswords(v).includes(MASK);
+
+/** `export` lines for the variables, masked ones as comments (eval would set them to the mask). */
+function shellLines(vars: Record<string, string>): { text: string; skipped: string[] } {
+  const clear = Object.fromEntries(Object.entries(vars).filter(([, v]) => !isMasked(v)));
+  const masked = Object.keys(vars).filter((n) => !Object.hasOwn(clear, n));
+  const { text, skipped } = renderEnvShell(clear);
+  return { text: `${text}${masked.map((n) => `# ${n} (masked: --reveal exports it)\n`).join("")}`, skipped };
+}
+
 async function listVars(
   ctx: Context,
   app: string,
   format: "human" | "json" | "shell",
   reveal: boolean,
 ): Promise<number> {
-  const answer = await ctx.client().call("GET", appPath(app, "env"), EnvSchema);
+  // The server masks secret values unless asked to reveal them (ADR 0024); a read-only token gets 403.
+  const path = `${appPath(app, "env")}${reveal ? "?reveal=true" : ""}`;
+  const answer = await ctx.client().call("GET", path, EnvSchema);
   const { vars } = answer;
   const linked = LinkedSchema.parse((answer as { linked?: unknown }).linked);
-  // The links' variables, grouped by where they come from: masked unless --reveal. JSON keeps the app's own
-  // variables only (what `env import` reads back); `pier addon env` and `pier service` show the links'.
+  // The links' variables, grouped by where they come from. JSON keeps the app's own variables only (what
+  // `env import` reads back); `pier addon env` and `pier service` show the links'.
   const groups = new Map<string, Record<string, string>>();
   for (const l of linked) {
     const key = `${l.source.kind === "addon" ? "add-on" : "app"} ${l.source.name}`;
     groups.set(key, { ...(groups.get(key) ?? {}), [l.name]: reveal ? l.value : maskValue(l.name, l.value) });
   }
-  if (format !== "json" && groups.size > 0) {
-    const linkedText = [...groups]
-      .map(([src, g]) => {
-        if (format === "human") return `# from ${src}\n${renderEnvHuman(g)}`;
-        // Masked values are not exported (eval would set them to ****): with --reveal only.
-        return `# from ${src}\n${
-          reveal
-            ? renderEnvShell(g).text
-            : Object.keys(g)
-                .map((n) => `# ${n} (masked: --reveal exports it)\n`)
-                .join("")
-        }`;
-      })
-      .join("");
-    const own =
-      Object.keys(vars).length > 0
-        ? format === "shell"
-          ? renderEnvShell(vars).text
-          : renderEnvHuman(vars)
-        : "";
-    ctx.out(`${own}${linkedText}`);
-    if (!reveal) ctx.err("Secrets of links are masked; --reveal shows them.\n");
-    return 0;
-  }
-  if (format === "json") {
-    ctx.out(json(vars));
-  } else if (format === "shell") {
-    const { text, skipped } = renderEnvShell(vars);
-    ctx.out(text);
-    for (const name of skipped) ctx.err(`warning: ${name} is not a shell variable name; left out\n`);
-  } else if (Object.keys(vars).length === 0) {
+  const anyMasked = [...Object.values(vars), ...[...groups.values()].flatMap((g) => Object.values(g))].some(
+    isMasked,
+  );
+  if (format === "json") ctx.out(json(vars));
+  else if (Object.keys(vars).length === 0 && groups.size === 0)
     ctx.err("No variables set. Set one with: pier env set NAME VALUE\n");
-  } else {
-    ctx.out(renderEnvHuman(vars));
+  else {
+    const render = (g: Record<string, string>) =>
+      format === "shell" ? shellLines(g).text : renderEnvHuman(g);
+    const own = Object.keys(vars).length > 0 ? render(vars) : "";
+    const linkedText = [...groups].map(([src, g]) => `# from ${src}\n${render(g)}`).join("");
+    ctx.out(`${own}${linkedText}`);
+    if (format === "shell")
+      for (const name of shellLines(vars).skipped)
+        ctx.err(`warning: ${name} is not a shell variable name; left out\n`);
   }
+  if (!reveal && anyMasked) ctx.err("Secret values are masked; --reveal shows them.\n");
   return 0;
 }
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MASK } from "../../core/env.js";
 import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
 import { appPath } from "../client.js";
 import type { Command } from "../command.js";
@@ -39,14 +40,19 @@ Options:
     const api = ctx.client();
     if (sub === "list") {
       takePositionals("published-config", rest, 0, 0, "");
-      const { vars: all } = await api.call("GET", appPath(app.ref, "published-config"), VarsSchema);
+      const reveal = values.reveal ? "?reveal=true" : "";
+      const { vars: all } = await api.call(
+        "GET",
+        `${appPath(app.ref, "published-config")}${reveal}`,
+        VarsSchema,
+      );
       const vars = values.reveal
         ? all
         : Object.fromEntries(Object.entries(all).map(([k, v]) => [k, maskValue(k, v)]));
       if (format === "json") ctx.out(json(vars));
       else if (Object.keys(vars).length === 0) ctx.err(`${app.ref} publishes no variable.\n`);
       else ctx.out(renderEnvHuman(vars));
-      if (!values.reveal && Object.entries(all).some(([k, v]) => maskValue(k, v) !== v))
+      if (!values.reveal && Object.entries(all).some(([k, v]) => maskValue(k, v) !== v || v.includes(MASK)))
         ctx.err("Secrets are masked; --reveal shows them.\n");
       return 0;
     }

@@ -43,7 +43,7 @@ describe("git adapter", () => {
     await ensureBareRepo(bare, "#!/bin/sh\nexit 0\n", 1000);
     const hook = join(bare, "hooks", "pre-receive");
     assert.equal(readFileSync(hook, "utf8"), "#!/bin/sh\nexit 0\n");
-    assert.equal(statSync(hook).mode & 0o777, 0o755);
+    assert.equal(statSync(hook).mode & 0o777, 0o700, "the hook is Pier's user's only");
     assert.equal(
       (await exec(["git", "-C", bare, "symbolic-ref", "HEAD"])).stdout.trim(),
       "refs/heads/master",
@@ -61,6 +61,15 @@ describe("git adapter", () => {
     assert.equal(await config("receive.maxInputSize"), "2000");
     await ensureBareRepo(bare, "#!/bin/sh\nexit 0\n", 1_000_000);
     await exec(["git", "-C", work, "push", "-q", bare, "master"]);
+    // Everything git wrote, before and with the push, is private to Pier's user (ADR 0024).
+    const found = (await exec(["find", bare, "-printf", "%y %m %p\n"])).stdout.trim().split("\n");
+    const open = found.filter((l) => !/^(d 700|f 600|f 400|f 700) /.test(l));
+    assert.deepEqual(open, [], "every directory 0700, every file 0600 (objects 0400, programs 0700)");
+    assert.ok(
+      found.some((l) => /^f [46]00 .*\/objects\/[0-9a-f]{2}\//.test(l)),
+      "the pushed objects",
+    );
+    assert.equal(await config("core.sharedRepository"), "0600");
   });
 
   test("revParse finds commits, answers null for what is not there, refuses what is not a ref", async () => {

@@ -58,8 +58,16 @@ const LINKED = {
 
 describe("add-on commands", () => {
   test("env: the links' variables under their source, secrets masked; --reveal shows them; json is the app's own", async () => {
-    const answers = { "GET /v1/apps/web/env": { status: 200, body: LINKED } };
+    const answers = {
+      "GET /v1/apps/web/env": { status: 200, body: LINKED },
+      "GET /v1/apps/web/env?reveal=true": { status: 200, body: LINKED },
+    };
     const human = await pier(["env", "-a", "web"], answers);
+    assert.deepEqual(
+      human.sent.map((x) => x.path),
+      ["/v1/apps/web/env"],
+      "values are asked for masked unless --reveal",
+    );
     assert.equal(human.code, 0, human.stderr);
     assert.equal(
       human.stdout,
@@ -67,11 +75,42 @@ describe("add-on commands", () => {
     );
     assert.match(human.stderr, /--reveal/);
     const revealed = await pier(["env", "-a", "web", "--reveal"], answers);
+    assert.deepEqual(
+      revealed.sent.map((x) => x.path),
+      ["/v1/apps/web/env?reveal=true"],
+    );
     assert.match(revealed.stdout, /KV_TOKEN=tok3n-value\n/);
     const asJson = await pier(["env", "-a", "web", "--format", "json"], answers);
     assert.deepEqual(JSON.parse(asJson.stdout), { OWN: "1" });
     const shell = await pier(["env", "-a", "web", "--format", "shell"], answers);
     assert.ok(!shell.stdout.includes("tok3n-value"));
+  });
+
+  test("env: the app's own secrets come masked from the server, are not exported as such, and a read-only token's --reveal fails with the server's 403", async () => {
+    const masked = { vars: { DB_PASSWORD: "****", DB_URL: "postgres://u:****@db/x", PLAIN: "1" } };
+    const human = await pier(["env", "-a", "web"], { "GET /v1/apps/web/env": { status: 200, body: masked } });
+    assert.equal(human.stdout, "DB_PASSWORD=****\nDB_URL=postgres://u:****@db/x\nPLAIN=1\n");
+    assert.match(human.stderr, /Secret values are masked; --reveal shows them/);
+    const shell = await pier(["env", "-a", "web", "--format", "shell"], {
+      "GET /v1/apps/web/env": { status: 200, body: masked },
+    });
+    assert.equal(
+      shell.stdout,
+      "export PLAIN='1'\n# DB_PASSWORD (masked: --reveal exports it)\n# DB_URL (masked: --reveal exports it)\n",
+    );
+    const forbidden = {
+      status: 403,
+      body: {
+        error: {
+          code: "FORBIDDEN",
+          message: "This token is read-only: it cannot reveal secret values (they are shown masked).",
+        },
+      },
+    };
+    const r = await pier(["env", "-a", "web", "--reveal"], { "GET /v1/apps/web/env?reveal=true": forbidden });
+    assert.notEqual(r.code, 0);
+    assert.equal(r.stdout, "");
+    assert.match(r.stderr, /read-only: it cannot reveal secret values/);
   });
 
   test("addon create sends kind, name, flavor and the apps to link", async () => {
@@ -142,6 +181,13 @@ describe("add-on commands", () => {
       },
     });
     assert.equal(env.stdout, "KV_HOST=h\nKV_TOKEN=****\n");
+    const revealed = await pier(["addon", "env", "cache", "--reveal"], {
+      "GET /v1/addons/cache/env?reveal=true": {
+        status: 200,
+        body: { addon: "cache", kind: "kv", vars: { KV_HOST: "h", KV_TOKEN: "tok3n-value" } },
+      },
+    });
+    assert.equal(revealed.stdout, "KV_HOST=h\nKV_TOKEN=tok3n-value\n");
     const backup = {
       id: "bak-1",
       file: "f.rdb",
@@ -190,7 +236,9 @@ describe("add-on commands", () => {
     };
     const masked = await pier(["published-config", "-a", "api"], answers);
     assert.equal(masked.stdout, "API_TOKEN=****\nAPI_URL=http://api\n");
-    const shown = await pier(["published-config", "-a", "api", "--reveal"], answers);
+    const shown = await pier(["published-config", "-a", "api", "--reveal"], {
+      "GET /v1/apps/api/published-config?reveal=true": answers["GET /v1/apps/api/published-config"],
+    });
     assert.match(shown.stdout, /API_TOKEN=s3cr3t/);
   });
 });

@@ -29,6 +29,21 @@ describe("domainNameProblem", () => {
     ["app.pier.example", /under PIER_DOMAIN \(pier\.example\)/],
     ["pier.example", /under PIER_DOMAIN/],
     ["notpier.example", null],
+    ["1.2.3.4", /is an IP address, not a DNS name: certificate authorities \(ACME\)/],
+    ["203.0.113.7", /is an IP address/],
+    ["127.0.0.1", /is an IP address/],
+    ["10.1", /is an IP address/],
+    ["0x7f.0.0.1", /is an IP address/],
+    ["1.2.3.4.", /is an IP address/],
+    ["::1", /is an IP address/],
+    ["2001:db8::1", /is an IP address/],
+    ["[2001:db8::1]", /is an IP address/],
+    ["::ffff:192.0.2.1", /is an IP address/],
+    ["fe80::1%eth0", /is an IP address/],
+    ["1.2.3.example", null],
+    ["123.example.com", null],
+    ["a1b2.c3d4.example", null],
+    ["ab.cd", null],
   ];
   for (const [name, want] of cases) {
     test(`${name.slice(0, 40)} -> ${want ?? "ok"}`, () => {

@@ -170,6 +170,13 @@ describe("planRuntimeSwitch", () => {
 
 describe("renderHaproxyConfig", () => {
   const layout = layoutFor([route("app-a", "a.localhost", 1001), route("app-b", "b.localhost")]);
+  const tlsInput = () => ({
+    layout,
+    listenHost: "0.0.0.0",
+    listenPort: 8000,
+    dir: "/d",
+    https: { host: "0.0.0.0", port: 8443 },
+  });
   const cfg = renderHaproxyConfig({
     layout,
     listenHost: "0.0.0.0",
@@ -179,10 +186,72 @@ describe("renderHaproxyConfig", () => {
   test("routes by Host through the hosts map, forwards the proto, answers unknown hosts 404", () => {
     assert.match(cfg, /bind 0\.0\.0\.0:8000/);
     assert.match(cfg, /map\(\/var\/lib\/pier\/edge\/hosts\.map\)/);
-    assert.match(cfg, /option forwardfor/);
+    assert.doesNotMatch(cfg, /option forwardfor/, "it appended to a client's X-Forwarded-For");
     assert.match(cfg, /set-header X-Forwarded-Proto http/);
     assert.match(cfg, /backend no_app\n {2}http-request return status 404/);
     assert.equal(renderHostsMap(layout), "a.localhost app_app_a\nb.localhost app_app_b\n");
+  });
+  // Each frontend replaces what a client says about its address and scheme with what the edge saw (ADR 0024).
+  const forwarded: [string, "http" | "https", RegExp][] = [
+    ["X-Forwarded-For", "http", /http-request set-header X-Forwarded-For %\[src\]\n/],
+    ["X-Real-IP", "http", /http-request set-header X-Real-IP %\[src\]\n/],
+    ["Forwarded", "http", /http-request set-header Forwarded for=%\[src\];proto=http\n/],
+    ["X-Forwarded-Proto", "http", /http-request set-header X-Forwarded-Proto http\n/],
+    ["X-Forwarded-For", "https", /http-request set-header X-Forwarded-For %\[src\]\n/],
+    ["X-Real-IP", "https", /http-request set-header X-Real-IP %\[src\]\n/],
+    ["Forwarded", "https", /http-request set-header Forwarded for=%\[src\];proto=https\n/],
+    ["X-Forwarded-Proto", "https", /http-request set-header X-Forwarded-Proto https\n/],
+  ];
+  const both = renderHaproxyConfig({
+    layout,
+    listenHost: "0.0.0.0",
+    listenPort: 8000,
+    dir: "/d",
+    https: { host: "0.0.0.0", port: 8443 },
+  });
+  const frontend = (c: string, name: string) => {
+    const start = c.indexOf(`frontend ${name}\n`);
+    return c.slice(start, c.indexOf("\n\n", start));
+  };
+  for (const [header, proto, line] of forwarded) {
+    test(`the ${proto} frontend sets ${header} itself, whatever the client sent`, () => {
+      assert.match(frontend(both, proto === "http" ? "edge" : "edge_tls"), line);
+    });
+  }
+  const limits: [string, number | undefined, string][] = [
+    ["the default", undefined, "gt 256 }"],
+    ["a setting of 50", 50, "gt 50 }"],
+    ["a setting of 1", 1, "gt 1 }"],
+  ];
+  for (const [why, max, rule] of limits) {
+    test(`both frontends count connections per source and refuse past the cap: ${why}`, () => {
+      const c = renderHaproxyConfig({ ...tlsInput(), maxConnPerSource: max });
+      for (const name of ["edge", "edge_tls"]) {
+        const f = frontend(c, name);
+        assert.match(f, /tcp-request connection track-sc0 src,ipmask\(32,64\) table per_source\n/);
+        assert.ok(f.includes(`tcp-request connection reject if { sc0_conn_cur(per_source) ${rule}`), f);
+        assert.ok(f.indexOf("track-sc0") < f.indexOf("http-request"), "counted before any request is read");
+      }
+      assert.match(c, /backend per_source\n {2}stick-table type ipv6 size 100k expire 60s store conn_cur\n/);
+    });
+  }
+  const badLimits: [string, number][] = [
+    ["zero", 0],
+    ["negative", -1],
+    ["fractional", 1.5],
+  ];
+  for (const [why, max] of badLimits) {
+    test(`refuses a per-source cap that is ${why}`, () => {
+      assert.throws(
+        () => renderHaproxyConfig({ ...tlsInput(), maxConnPerSource: max }),
+        /connections per source must be a positive integer/,
+      );
+    });
+  }
+  test("changing the per-source cap changes the served version (a reload applies it)", () => {
+    const v = (max: number) => configVersion(renderHaproxyConfig({ ...tlsInput(), maxConnPerSource: max }));
+    assert.notEqual(v(50), v(51));
+    assert.equal(v(50), v(50));
   });
   test("new client connections take idle connections to the app; only idempotent requests are retried", () => {
     assert.match(cfg, /\n {2}http-reuse always\n {2}retry-on conn-failure empty-response\n/);

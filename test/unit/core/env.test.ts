@@ -4,10 +4,12 @@ import {
   healthCheckPaths,
   instanceEnvironment,
   isSecretVariable,
+  maskedValueProblem,
   maskSecrets,
   parseEnvImport,
   platformVariables,
   READONLY_VARIABLES,
+  shownVariables,
   validateVariable,
   validateVariableName,
 } from "../../../src/core/env.js";
@@ -388,4 +390,28 @@ describe("maskSecrets", () => {
     assert.equal(maskSecrets("a b", { NODE_ENV: "a b" }), "a b"));
   it("masks nothing with no variables", () =>
     assert.equal(maskSecrets("npm_abcdef123", {}), "npm_abcdef123"));
+});
+
+describe("shownVariables and maskedValueProblem (ADR 0024)", () => {
+  it("masks secret names and URL passwords, keeps the rest and empty values", () => {
+    assert.deepEqual(
+      shownVariables({ DB_PASSWORD: "hunter2", API_TOKEN: "", URL: "https://u:pw1234@h/x", PLAIN: "1" }),
+      { DB_PASSWORD: "****", API_TOKEN: "", URL: "https://u:****@h/x", PLAIN: "1" },
+    );
+  });
+  const cases: [string, string, RegExp | null][] = [
+    ["DB_PASSWORD", "****", /DB_PASSWORD is Pier's mask \(\*\*\*\*\), not a secret/],
+    ["DATABASE_URL", "postgres://u:****@db/x", /a URL whose password is Pier's mask/],
+    ["DB_PASSWORD", "*****", null],
+    ["GREETING", "****", null],
+    ["DATABASE_URL", "postgres://u:pw@db/x", null],
+    ["DB_PASSWORD", "hunter2", null],
+  ];
+  for (const [name, value, want] of cases) {
+    it(`${name}=${value} -> ${want ?? "ok"}`, () => {
+      const got = maskedValueProblem(name, value);
+      if (want === null) assert.equal(got, null);
+      else assert.match(got ?? "", want);
+    });
+  }
 });

@@ -7,6 +7,7 @@ import {
   type GitDecision,
   type KeyAccess,
   matchRoute,
+  mayReveal,
   ROUTE_ACCESS,
   type TokenScope,
 } from "../../../src/core/permissions.js";
@@ -216,4 +217,14 @@ describe("decideGit (SSH keys)", () => {
   for (const [name, key, appId, op, want] of cases) {
     it(name, () => assert.equal(decideGit(key, appId, op), want));
   }
+});
+
+describe("mayReveal (ADR 0024)", () => {
+  const cases: [string, { app: string | null; readOnly: boolean }, boolean][] = [
+    ["admin", { app: null, readOnly: false }, true],
+    ["read-only admin (auditor)", { app: null, readOnly: true }, false],
+    ["app token", { app: "app-1", readOnly: false }, true],
+    ["read-only app token", { app: "app-1", readOnly: true }, false],
+  ];
+  for (const [who, scope, want] of cases) it(`${who}: ${want}`, () => assert.equal(mayReveal(scope), want));
 });

@@ -356,7 +356,7 @@ describe("planDockerBuild: refusals", () => {
     [
       "a CMD only in a build stage, named after the file",
       {
-        dockerfileText: "FROM a AS build\nCMD x\nFROM b",
+        dockerfileText: "FROM img AS build\nCMD x\nFROM other",
         settings: { ...DEFAULTS, dockerfile: "Web.dockerfile" },
       },
       /^Web\.dockerfile has neither CMD nor ENTRYPOINT in its final stage/,
@@ -405,7 +405,7 @@ describe("planDockerBuild: the plan", () => {
   it("expands $APP_HOME in build args", () =>
     assert.deepEqual(plan({ vars: { NODE_ENV: "$APP_HOME/x" } }).buildArgs.NODE_ENV, "/app/x"));
   it("passes no build arg when none is declared", () =>
-    assert.deepEqual(plan({ dockerfileText: "FROM a\nCMD x" }).buildArgs, {}));
+    assert.deepEqual(plan({ dockerfileText: "FROM img\nCMD x" }).buildArgs, {}));
   const memory: [DockerBuildInput["buildFlavor"], number][] = [
     ["pico", 256 * 2 ** 20],
     ["XS", 2 ** 30],
@@ -446,7 +446,7 @@ describe("planDockerBuild: log lines", () => {
     ],
     [
       "ENTRYPOINT and CMD, several stages",
-      { dockerfileText: "FROM a AS b\nFROM b\nENTRYPOINT x\nCMD y" },
+      { dockerfileText: "FROM img AS b\nFROM b\nENTRYPOINT x\nCMD y" },
       [
         "Dockerfile found: Dockerfile (2 stages).",
         "ENTRYPOINT and CMD found for the final image.",
@@ -484,12 +484,12 @@ describe("planDockerBuild: log lines", () => {
     ["a cacheless build", { withoutCache: true }, /^Building without cache\.$/],
     [
       "heredocs without BuildKit",
-      { dockerfileText: "FROM a\nRUN <<EOF\necho\nEOF\nCMD x" },
+      { dockerfileText: "FROM img\nRUN <<EOF\necho\nEOF\nCMD x" },
       /^Warning: the Dockerfile uses heredocs \(<<EOF\), which need BuildKit: set CC_DOCKER_BUILDX=true\.$/,
     ],
     [
       "an EXPOSEd port that is not the HTTP port",
-      { dockerfileText: "FROM a\nEXPOSE 3000\nCMD x" },
+      { dockerfileText: "FROM img\nEXPOSE 3000\nCMD x" },
       /^Note: the Dockerfile EXPOSEs 3000 but the HTTP port is 8080; set CC_DOCKER_EXPOSED_HTTP_PORT/,
     ],
   ];
@@ -504,12 +504,12 @@ describe("planDockerBuild: log lines", () => {
   const silent: [string, Partial<DockerBuildInput>, RegExp][] = [
     [
       "heredocs with BuildKit",
-      { dockerfileText: "FROM a\nRUN <<EOF\necho\nEOF\nCMD x", settings: { ...DEFAULTS, buildkit: true } },
+      { dockerfileText: "FROM img\nRUN <<EOF\necho\nEOF\nCMD x", settings: { ...DEFAULTS, buildkit: true } },
       /heredoc/,
     ],
-    ["an EXPOSEd HTTP port", { dockerfileText: "FROM a\nEXPOSE 8080 9000\nCMD x" }, /EXPOSEs/],
-    ["no ARG without a variable", { dockerfileText: "FROM a\nARG NODE_ENV\nCMD x" }, /without a variable/],
-    ["no secret build arg", { dockerfileText: "FROM a\nARG NODE_ENV\nCMD x" }, /looks secret/],
+    ["an EXPOSEd HTTP port", { dockerfileText: "FROM img\nEXPOSE 8080 9000\nCMD x" }, /EXPOSEs/],
+    ["no ARG without a variable", { dockerfileText: "FROM img\nARG NODE_ENV\nCMD x" }, /without a variable/],
+    ["no secret build arg", { dockerfileText: "FROM img\nARG NODE_ENV\nCMD x" }, /looks secret/],
   ];
   for (const [label, over, re] of silent) {
     it(`says nothing of ${label}`, () => assert.ok(!plan(over).logLines.some((l) => re.test(l))));
