@@ -365,7 +365,7 @@ describe("planDockerBuild: refusals", () => {
       // Issue 15: the engine's build API carries build args in its URL, which it refuses past 1 MiB (431).
       "build args that would pass the engine's URL limit, named",
       {
-        dockerfileText: "FROM a\nARG BIG_A\nARG BIG_B\nCMD x",
+        dockerfileText: "FROM img\nARG BIG_A\nARG BIG_B\nCMD x",
         vars: { BIG_A: "/".repeat(200 * 1024), BIG_B: "/".repeat(100 * 1024) },
       },
       /^The build args BIG_A, BIG_B take 921\d{3} bytes in the engine's build request URL: at most 786432\. Read large values at run time/,
