@@ -3,11 +3,14 @@ import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import { MAX_HOSTNAME, MAX_LABEL } from "../core/names.js";
+import { ipv6CidrProblem } from "../core/plan-docker.js";
 import {
   type Cidr,
   DEFAULT_SUBNET_POOL,
   DEFAULT_SUBNET_PREFIX,
+  formatCidr,
   MAX_SUBNET_PREFIX,
+  overlaps,
   parseCidr,
   subnetCount,
 } from "../core/subnets.js";
@@ -120,6 +123,21 @@ const schema = z.object({
       }
       return c;
     }),
+  PIER_ISOLATION: z.enum(["on", "off"], { message: "must be on or off" }).default("on"),
+  PIER_EGRESS_ALLOW: z
+    .string()
+    .default("")
+    .transform((text, ctx) => {
+      const list = text
+        .split(",")
+        .map((x) => x.trim())
+        .filter((x) => x !== "");
+      for (const c of list) {
+        const problem = c.includes(":") ? ipv6CidrProblem(c) : parseCidr(c);
+        if (typeof problem === "string") ctx.addIssue({ code: "custom", message: `'${c}' ${problem}` });
+      }
+      return list;
+    }),
   PIER_SUBNET_SIZE: z
     .string()
     .default(String(DEFAULT_SUBNET_PREFIX))
@@ -175,6 +193,10 @@ export interface Config {
   backupDays: number;
   /** PIER_SUBNET_POOL and PIER_SUBNET_SIZE: every network Pier creates gets a /prefix of the pool. */
   subnets: { pool: Cidr; prefix: number };
+  /** PIER_ISOLATION: Pier's own firewall rules between apps (ADR 0019); off only where the host refuses them. */
+  isolation: boolean;
+  /** PIER_EGRESS_ALLOW: private ranges (CIDRs) instances may reach, e.g. a database on the LAN. */
+  egressAllow: string[];
 }
 
 export class ConfigError extends Error {
@@ -202,6 +224,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `PIER_SUBNET_POOL: a /${c.PIER_SUBNET_POOL.prefix} holds fewer than two networks of PIER_SUBNET_SIZE /${c.PIER_SUBNET_SIZE}: give a larger pool (like ${DEFAULT_SUBNET_POOL}) or a longer PIER_SUBNET_SIZE`,
     ]);
   }
+  const inPool = c.PIER_EGRESS_ALLOW.filter((a) => {
+    const v4 = a.includes(":") ? null : parseCidr(a);
+    return v4 !== null && typeof v4 !== "string" && overlaps(v4, c.PIER_SUBNET_POOL);
+  });
+  if (inPool.length > 0)
+    throw new ConfigError([
+      `PIER_EGRESS_ALLOW: ${inPool.join(", ")} overlaps PIER_SUBNET_POOL ${formatCidr(c.PIER_SUBNET_POOL)}: apps never reach each other's networks`,
+    ]);
   return {
     dataDir: resolve(c.PIER_DATA_DIR),
     api: { host: c.PIER_API_HOST, port: c.PIER_API_PORT },
@@ -233,6 +263,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: c.PIER_LOG_LEVEL,
     adminToken: c.PIER_ADMIN_TOKEN,
     subnets: { pool: c.PIER_SUBNET_POOL, prefix: c.PIER_SUBNET_SIZE },
+    isolation: c.PIER_ISOLATION === "on",
+    egressAllow: c.PIER_EGRESS_ALLOW,
     backupDir: resolve(c.PIER_BACKUP_DIR ?? join(c.PIER_DATA_DIR, "backups")),
     backupDays: c.PIER_BACKUP_DAYS,
   };

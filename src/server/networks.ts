@@ -1,6 +1,8 @@
 import { PierError } from "../core/errors.js";
+import type { IsolatedNetwork } from "../core/isolation.js";
 import type { Engine, Store } from "../core/ports.js";
 import { type Cidr, formatCidr, overlaps, parseCidr, pickSubnet } from "../core/subnets.js";
+import type { Isolation } from "./isolation.js";
 
 const asCidr = (text: string): Cidr | null => {
   const c = parseCidr(text);
@@ -11,7 +13,8 @@ const asCidr = (text: string): Cidr | null => {
  * The networks Pier creates (one per app, and one per IPv6 subnet an app asks for), each with an explicit
  * IPv4 subnet from Pier's pool (PIER_SUBNET_POOL, PIER_SUBNET_SIZE; ADR 0007), recorded in the store so
  * two creates never get the same one, and freed when the network goes. Networks that exist on the engine
- * without a record in this store (another Pier's, a user's) are skipped.
+ * without a record in this store (another Pier's, a user's) are skipped. Each network's isolation rule
+ * (ADR 0019) is in place before the engine creates it and goes after the engine removed it.
  */
 export class Networks {
   constructor(
@@ -20,8 +23,29 @@ export class Networks {
       store: Store;
       pool: Cidr;
       prefix: number;
+      isolation: Pick<Isolation, "add" | "remove">;
     },
   ) {}
+
+  /**
+   * At start: every network this store recorded, with its subnets (the IPv6 one, which only the engine
+   * knows, for those that exist), for the isolation rules to be in place before anything starts.
+   */
+  async recorded(): Promise<IsolatedNetwork[]> {
+    const claims = await this.deps.store.listSubnets();
+    const onEngine = new Map((await this.deps.engine.listNetworkSubnets()).map((n) => [n.name, n.subnets]));
+    return claims.map((c) => ({
+      name: c.network,
+      subnets: [...new Set([c.subnet, ...(onEngine.get(c.network) ?? [])])],
+    }));
+  }
+
+  /** Networks gone from the engine (or never made): their subnets are freed and their rules dropped. */
+  async released(names: readonly string[]): Promise<void> {
+    if (names.length === 0) return;
+    await this.deps.store.releaseSubnets(names);
+    await this.deps.isolation.remove(names);
+  }
 
   /** Creations under way, per network: a second caller waits for the first. */
   private readonly creating = new Map<string, Promise<void>>();
@@ -82,6 +106,8 @@ export class Networks {
     // engine refuses it, and the next free one is tried.
     for (let attempt = 0; attempt < 8; attempt++) {
       const subnet = await this.claim(name, appId, skip);
+      // The rule first: the network's instances never run unisolated, whatever the engine's own rules do.
+      await this.deps.isolation.add(name, ipv6 ? [subnet, ipv6] : [subnet]);
       try {
         await engine.ensureNetwork(name, labels, { ipv4: subnet, ipv6 });
         return;
@@ -97,6 +123,7 @@ export class Networks {
             }),
         );
         if (!taken && ipv6) {
+          await this.released([name]);
           throw new PierError(
             "INVALID_VARIABLE",
             `The IPv6 subnet ${ipv6} (CC_DOCKER_FIXED-CIDR-V6) overlaps a network that exists already.`,
@@ -143,8 +170,7 @@ export class Networks {
 
   /** Removes the app's networks (but `keep`, and those still in use) and frees their subnets. */
   async remove(appId: string, keep?: string): Promise<void> {
-    const gone = await this.deps.engine.removeNetworks({ "pier.app": appId }, keep);
-    await this.deps.store.releaseSubnets(gone);
+    await this.released(await this.deps.engine.removeNetworks({ "pier.app": appId }, keep));
   }
 
   /**
@@ -161,6 +187,6 @@ export class Networks {
     const lost = (await store.listSubnets())
       .filter((c) => !exist.has(c.network) && !this.creating.has(c.network))
       .map((c) => c.network);
-    if (lost.length > 0) await store.releaseSubnets(lost);
+    await this.released(lost);
   }
 }
