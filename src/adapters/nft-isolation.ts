@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import type { IsolationPlan } from "../core/isolation.js";
 import type { Firewall } from "../core/ports.js";
 import { type ExecResult, exec } from "./exec.js";
@@ -107,7 +108,7 @@ export class NftFirewall implements Firewall {
   constructor(
     private readonly run: (argv: readonly string[], input: string) => Promise<ExecResult> = (argv, input) =>
       exec(argv, { input }),
-    private readonly nft = "nft",
+    private readonly nft = existsSync("/usr/sbin/nft") ? "/usr/sbin/nft" : "nft",
   ) {}
 
   async apply(plan: IsolationPlan): Promise<void> {
