@@ -147,12 +147,12 @@ describe("tenant isolation while networks come and go", { timeout: 900_000 }, ()
     );
     const pollMs = 60_000;
     const deadline = Date.now() + pollMs - 5_000;
-    const polled = inside(alpha.id, poll(beta.address, 8080, pollMs, 8), pollMs + 60_000);
+    const polled = inside(alpha.id, poll(beta.address, 8080, pollMs, 16), pollMs + 60_000);
     const churn = { engine: 0, apps: 0, ipv6: 0 };
     await Promise.all([
-      // The engine's own networks (it re-inserts its FORWARD rules at each).
-      (async () => {
-        for (let i = 0; i < 200 && Date.now() < deadline; i++) {
+      // The engine's own networks (it re-inserts its FORWARD rules at each), two at a time.
+      ...[0, 1].map(async (lane) => {
+        for (let i = lane; i < 400 && Date.now() < deadline; i += 2) {
           const name = `pier-e2e-window-${tag}-${i}`;
           const subnet = `10.213.${parseInt(tag.slice(0, 2), 16)}.${(i % 16) * 16}/28`;
           await sh([
@@ -168,7 +168,7 @@ describe("tenant isolation while networks come and go", { timeout: 900_000 }, ()
           await sh([DOCKER, "network", "rm", name]);
           churn.engine++;
         }
-      })(),
+      }),
       // Apps created (their network and sandboxes are made) and deleted.
       (async () => {
         for (let i = 0; i < 50 && Date.now() < deadline; i++) {
