@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import type { IsolationPlan } from "../core/isolation.js";
+import type { IsolationPlan, NetworkRule } from "../core/isolation.js";
 import type { Firewall } from "../core/ports.js";
 import { type ExecResult, exec } from "./exec.js";
 
@@ -7,23 +7,97 @@ import { type ExecResult, exec } from "./exec.js";
 const PRIORITY = "filter - 10";
 
 const elements = (xs: readonly string[]) => (xs.length > 0 ? ` elements = { ${xs.join(", ")} };` : "");
+/** Sets whose elements change one network at a time never overlap, so each can be deleted alone. */
+const DIFFED = new Set(["tenants4", "tenants6", "sources4", "sources6"]);
 const set = (name: string, type: "ipv4_addr" | "ipv6_addr", xs: readonly string[]) =>
-  `  set ${name} { type ${type}; flags interval; auto-merge;${elements(xs)} }`;
+  `  set ${name} { type ${type}; flags interval;${DIFFED.has(name) ? "" : " auto-merge;"}${elements(xs)} }`;
 const vmap = (name: string, type: "ipv4_addr" | "ipv6_addr", pairs: string[]) =>
   `  map ${name} { type ${type} : verdict; flags interval;${elements(pairs)} }`;
 
-/** One chain per network: its own subnets, then the common rule (`egress` or `ingress`). */
+/** A network's two chains' rules: its own subnets, then the common rule (`egress` or `ingress`). */
+function chainRules(n: NetworkRule): { out: string[]; in: string[] } {
+  const own = (dir: "daddr" | "saddr") => [
+    ...(n.v4.length > 0 ? [`ip ${dir} { ${n.v4.join(", ")} } return`] : []),
+    ...(n.v6.length > 0 ? [`ip6 ${dir} { ${n.v6.join(", ")} } return`] : []),
+  ];
+  return { out: [...own("daddr"), "jump egress"], in: [...own("saddr"), "jump ingress"] };
+}
+
 function networkChains(plan: IsolationPlan): string[] {
-  const out: string[] = [];
-  for (const n of plan.networks) {
-    const own = (dir: "daddr" | "saddr") => [
-      ...(n.v4.length > 0 ? [`    ip ${dir} { ${n.v4.join(", ")} } return`] : []),
-      ...(n.v6.length > 0 ? [`    ip6 ${dir} { ${n.v6.join(", ")} } return`] : []),
+  return plan.networks.flatMap((n) => {
+    const r = chainRules(n);
+    const body = (xs: string[]) => xs.map((x) => `    ${x}`);
+    return [
+      `  chain ${n.chain}-out {`,
+      ...body(r.out),
+      "  }",
+      `  chain ${n.chain}-in {`,
+      ...body(r.in),
+      "  }",
     ];
-    out.push(`  chain ${n.chain}-out {`, ...own("daddr"), "    jump egress", "  }");
-    out.push(`  chain ${n.chain}-in {`, ...own("saddr"), "    jump ingress", "  }");
+  });
+}
+
+/** The elements of each map and diffed set, per network, as `add element` / `delete element` take them. */
+function elementsOf(n: NetworkRule): [string, string][] {
+  return [
+    ...n.v4.flatMap((s): [string, string][] => [
+      ["out4", `${s} : jump ${n.chain}-out`],
+      ["in4", `${s} : jump ${n.chain}-in`],
+      ["sources4", s],
+    ]),
+    ...n.v6.flatMap((s): [string, string][] => [
+      ["out6", `${s} : jump ${n.chain}-out`],
+      ["in6", `${s} : jump ${n.chain}-in`],
+      ["sources6", s],
+    ]),
+  ];
+}
+
+const same = (a: readonly unknown[], b: readonly unknown[]) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * The change from `prev` (applied) to `next` as one transaction that touches only the networks that came,
+ * went or changed (a few lines instead of the whole table: a network change costs the same with a thousand
+ * networks as with one), or null when the whole table must be made again (the first plan, another table,
+ * other allowed ranges or ports, or no table since the last had no network).
+ */
+export function renderNftChange(prev: IsolationPlan, next: IsolationPlan): string | null {
+  const fixed = (p: IsolationPlan) => [p.table, p.internal4, p.internal6, p.allow4, p.allow6, p.hostPorts];
+  if (prev.networks.length === 0 || next.networks.length === 0 || !same(fixed(prev), fixed(next)))
+    return null;
+  const t = `inet ${next.table}`;
+  const before = new Map(prev.networks.map((n) => [n.network, n]));
+  const after = new Map(next.networks.map((n) => [n.network, n]));
+  const changed = (n: NetworkRule) => {
+    const o = before.get(n.network);
+    return o !== undefined && (o.chain !== n.chain || !same(o.v4, n.v4) || !same(o.v6, n.v6));
+  };
+  const gone = prev.networks.filter((n) => !after.has(n.network));
+  const edited = next.networks.filter(changed);
+  const added = next.networks.filter((n) => !before.has(n.network));
+  const out: string[] = [];
+  const element = (verb: "add" | "delete", n: NetworkRule) =>
+    elementsOf(n).map(([m, e]) => `${verb} element ${t} ${m} { ${verb === "add" ? e : e.split(" : ")[0]} }`);
+  const tenants = (verb: "add" | "delete", from: IsolationPlan, other: IsolationPlan) =>
+    (["tenants4", "tenants6"] as const).flatMap((k) =>
+      from[k].filter((x) => !other[k].includes(x)).map((x) => `${verb} element ${t} ${k} { ${x} }`),
+    );
+  for (const n of [...gone, ...edited.map((e) => before.get(e.network) as NetworkRule)])
+    out.push(...element("delete", n));
+  out.push(...tenants("delete", prev, next));
+  for (const n of gone) out.push(`delete chain ${t} ${n.chain}-out`, `delete chain ${t} ${n.chain}-in`);
+  for (const n of [...edited, ...added]) {
+    const r = chainRules(n);
+    for (const dir of ["out", "in"] as const) {
+      const chain = `${t} ${n.chain}-${dir}`;
+      out.push(before.has(n.network) ? `flush chain ${chain}` : `add chain ${chain}`);
+      out.push(...r[dir].map((rule) => `add rule ${chain} ${rule}`));
+    }
+    out.push(...element("add", n));
   }
-  return out;
+  out.push(...tenants("add", next, prev));
+  return out.length === 0 ? "" : `${out.join("\n")}\n`;
 }
 
 /**
@@ -111,8 +185,27 @@ export class NftFirewall implements Firewall {
     private readonly nft = existsSync("/usr/sbin/nft") ? "/usr/sbin/nft" : "nft",
   ) {}
 
+  /** The plan applied last: a change to the next is applied alone when it can be. */
+  private last: IsolationPlan | null = null;
+
   async apply(plan: IsolationPlan): Promise<void> {
+    const change = this.last ? renderNftChange(this.last, plan) : null;
+    this.last = null;
+    if (change !== null) {
+      // Someone removed or changed the table (nft flush ruleset): then the whole table is made again.
+      const ok =
+        change === "" ||
+        (await this.run([this.nft, "-f", "-"], change).then(
+          () => true,
+          () => false,
+        ));
+      if (ok) {
+        this.last = plan;
+        return;
+      }
+    }
     await this.run([this.nft, "-f", "-"], renderNft(plan));
+    this.last = plan;
   }
 }
 

@@ -91,26 +91,29 @@ function overlapping(a: string, b: string): boolean {
   return overlaps(parseCidr(a) as Cidr, parseCidr(b) as Cidr);
 }
 
+/** A chain name per network, kept from one plan to the next (nftables names: letters, digits, `-`, `_`). */
+const chainOf = (network: string) => {
+  const clean = network.replace(/[^A-Za-z0-9_-]/g, "_");
+  return /^[A-Za-z]/.test(clean) ? clean : `n-${clean}`;
+};
+
 /** The table's name for a Pier scope (nftables names: letters, digits, `-`, `_`). */
 export const isolationTable = (scope: string) => `pier-${scope.replace(/[^A-Za-z0-9_-]/g, "")}`;
 
 /**
  * The rule set for these networks, in their order. A subnet that overlaps one an earlier network has (two
- * apps asking for one IPv6 subnet: the engine refuses the second, which came later) is left out of the
- * source map, whose keys may not overlap; it stays a destination no other network reaches. Malformed
- * subnets are skipped.
+ * apps asking for one IPv6 subnet: the engine refuses the second, which came later) is left out: keys of
+ * the source maps may not overlap, and the earlier subnet is no other network's destination already.
+ * Malformed subnets are skipped.
  */
 export function planIsolation(input: IsolationInput): IsolationPlan {
   const taken: string[] = [];
   const networks: NetworkRule[] = [];
-  const all = { 4: [] as string[], 6: [] as string[] };
   for (const n of input.networks) {
-    const rule: NetworkRule = { chain: `net${networks.length}`, network: n.name, v4: [], v6: [] };
+    const rule: NetworkRule = { chain: chainOf(n.name), network: n.name, v4: [], v6: [] };
     for (const s of [...new Set(n.subnets)]) {
       const fam = familyOf(s);
-      if (fam === null) continue;
-      all[fam].push(s);
-      if (taken.some((t) => overlapping(t, s))) continue;
+      if (fam === null || taken.some((t) => overlapping(t, s))) continue;
       taken.push(s);
       (fam === 4 ? rule.v4 : rule.v6).push(s);
     }
@@ -120,11 +123,13 @@ export function planIsolation(input: IsolationInput): IsolationPlan {
   const poolCidr = parseCidr(input.pool);
   const pool = typeof poolCidr === "string" ? [] : [formatCidr(poolCidr)];
   const uniq = (xs: string[]) => [...new Set(xs)].sort();
+  // Elements that never overlap (so that each can be removed alone): the pool, and subnets outside it.
+  const outside = networks.flatMap((n) => n.v4).filter((s) => !pool.some((p) => overlapping(p, s)));
   return {
     table: isolationTable(input.scope),
     networks,
-    tenants4: uniq([...pool, ...all[4]]),
-    tenants6: uniq(all[6]),
+    tenants4: uniq([...pool, ...outside]),
+    tenants6: uniq(networks.flatMap((n) => n.v6)),
     internal4: [...INTERNAL_V4],
     internal6: [...INTERNAL_V6],
     allow4: uniq(allow.filter((a) => familyOf(a) === 4)),
