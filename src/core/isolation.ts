@@ -81,6 +81,12 @@ const familyOf = (cidr: string): Family | null => {
   return typeof parseCidr(cidr) === "string" ? null : 4;
 };
 
+/** Whether two CIDRs of one family share an address (false across families or when one is malformed). */
+export function cidrsOverlap(a: string, b: string): boolean {
+  if (familyOf(a) === null || familyOf(b) === null) return false;
+  return overlapping(a, b);
+}
+
 function overlapping(a: string, b: string): boolean {
   if (a.includes(":") !== b.includes(":")) return false;
   if (a.includes(":")) {

@@ -1,5 +1,5 @@
 import { PierError } from "../core/errors.js";
-import type { IsolatedNetwork } from "../core/isolation.js";
+import { cidrsOverlap, type IsolatedNetwork } from "../core/isolation.js";
 import type { Engine, Store } from "../core/ports.js";
 import { type Cidr, formatCidr, overlaps, parseCidr, pickSubnet } from "../core/subnets.js";
 import type { Isolation } from "./isolation.js";
@@ -114,15 +114,8 @@ export class Networks {
       } catch (e) {
         if (!(e instanceof PierError) || e.code !== "SUBNET_OVERLAPS") throw e;
         const mine = asCidr(subnet) as Cidr;
-        const taken = (await engine.listNetworkSubnets()).some(
-          (n) =>
-            n.name !== name &&
-            n.subnets.some((s) => {
-              const c = asCidr(s);
-              return c !== null && overlaps(c, mine);
-            }),
-        );
-        if (!taken && ipv6) {
+        const others = (await engine.listNetworkSubnets()).filter((n) => n.name !== name);
+        if (ipv6 && others.some((n) => n.subnets.some((s) => cidrsOverlap(s, ipv6)))) {
           await this.released([name]);
           throw new PierError(
             "INVALID_VARIABLE",
@@ -130,8 +123,9 @@ export class Networks {
             "Choose another subnet: each app needs its own.",
           );
         }
-        // Not listed, yet refused: a network on its way out still holds it in the engine (seen with many
-        // Piers on one engine). Either way the next free subnet is tried.
+        // The IPv4 subnet is another's, or, not listed yet refused, a network on its way out still holds it
+        // in the engine (seen with many Piers on one engine, and with apps deleted while another app's IPv6
+        // network is made). Either way the next free subnet is tried.
         await store.releaseSubnets([name]);
         skip.push(mine);
       }

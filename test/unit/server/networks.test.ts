@@ -25,6 +25,8 @@ class FakeEngine {
   beforeCreate: (() => void) | null = null;
   /** Whether the firewall isolated each network's subnets when the engine created it. */
   isolatedAtCreate = new Map<string, boolean>();
+  /** Subnets the engine still holds for networks on their way out: refused, yet not listed. */
+  ghosts: string[] = [];
   firewall: MemoryFirewall | null = null;
 
   async networkExists(name: string) {
@@ -48,7 +50,10 @@ class FakeEngine {
       s.ipv4 !== null && rule.includes(s.ipv4) && (!s.ipv6 || rule.includes(s.ipv6)),
     );
     const mine = s.ipv4 ? cidr(s.ipv4) : null;
-    if (mine && this.nets.some((n) => n.subnets.some((x) => overlaps(cidr(x), mine))))
+    const held = [...this.nets.flatMap((n) => n.subnets), ...this.ghosts];
+    if (mine && held.some((x) => !x.includes(":") && overlaps(cidr(x), mine)))
+      throw new PierError("SUBNET_OVERLAPS", "Pool overlaps with other one on this address space");
+    if (s.ipv6 && held.includes(s.ipv6))
       throw new PierError("SUBNET_OVERLAPS", "Pool overlaps with other one on this address space");
     const subnets = [s.ipv4, s.ipv6].filter((x): x is string => typeof x === "string");
     this.nets.push({ name, labels: { ...labels, "pier.managed": "true" }, subnets });
@@ -234,6 +239,35 @@ describe("the subnet pool", () => {
       return true;
     });
     clash.store.close();
+  });
+});
+
+describe("IPv6 networks", () => {
+  test("an IPv4 subnet still held by a network on its way out: the next one, not a variable error", async () => {
+    const engine = new FakeEngine();
+    engine.ghosts = ["10.210.0.0/26"];
+    const { store, networks, firewall } = setUp(engine);
+    await networks.ensure("pier-a-v6-1", "a", "fd00:5::/64");
+    assert.deepEqual(engine.nets[0]?.subnets, ["10.210.0.64/26", "fd00:5::/64"]);
+    assert.deepEqual(firewall.isolated().get("pier-a-v6-1"), ["10.210.0.64/26", "fd00:5::/64"]);
+    store.close();
+  });
+
+  test("an IPv6 subnet another network has: INVALID_VARIABLE, and no record or rule is left", async () => {
+    const engine = new FakeEngine();
+    const { store, networks, firewall } = setUp(engine);
+    await networks.ensure("pier-a-v6-1", "a", "fd00:6::/64");
+    await assert.rejects(networks.ensure("pier-b-v6-1", "b", "fd00:6::/64"), (e: PierError) => {
+      assert.equal(e.code, "INVALID_VARIABLE");
+      assert.match(e.message, /The IPv6 subnet fd00:6::\/64 \(CC_DOCKER_FIXED-CIDR-V6\) overlaps a network/);
+      return true;
+    });
+    assert.deepEqual(
+      (await store.listSubnets()).map((c) => c.network),
+      ["pier-a-v6-1"],
+    );
+    assert.deepEqual([...firewall.isolated().keys()], ["pier-a-v6-1"]);
+    store.close();
   });
 });
 
