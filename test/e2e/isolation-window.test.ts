@@ -204,17 +204,21 @@ describe("tenant isolation while networks come and go", { timeout: 900_000 }, ()
 
   test("alpha reaches neither a link-local address nor the host's own; the host does", async () => {
     const alpha = await instanceOf("alpha");
-    const gateway = await run([
+    // The bridge's own address on alpha's network: the engine gives a subnet's first address to the bridge.
+    const subnet = await run([
       DOCKER,
       "network",
       "inspect",
       "-f",
-      "{{(index .IPAM.Config 0).Gateway}}",
+      "{{(index .IPAM.Config 0).Subnet}}",
       `pier-${ids.alpha}`,
     ]);
+    const [a, b, c, d] = (subnet.stdout.trim().split("/")[0] ?? "").split(".").map(Number);
+    const gateway = `${a}.${b}.${c}.${(d ?? 0) + 1}`;
+    assert.match(gateway, /^10\.210\.\d+\.\d+$/);
     const targets: [string, number][] = [
       [METADATA, 80],
-      ...[...hostAddresses(), gateway.stdout.trim()].map((a): [string, number] => [a, hostPort]),
+      ...[...hostAddresses(), gateway].map((x): [string, number] => [x, hostPort]),
     ];
     assert.ok(targets.length > 2, JSON.stringify(targets));
     const seen = await Promise.all(
