@@ -25,6 +25,8 @@ command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
 [ -r /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
 # The edge's default TLS certificate is made with openssl at first start (docs/adr/0018).
 command -v openssl >/dev/null || missing+=(openssl)
+# Pier's own firewall rules between apps (docs/adr/0019) are an nftables table, applied with `nft`.
+{ command -v nft || [ -x /usr/sbin/nft ]; } >/dev/null || missing+=(nftables)
 # `npm test` only (`--for-tests`): the console's browser tests drive Debian's Chromium (Playwright's own
 # browser download cannot work here), and the HTTPS tests run Debian's pebble, an ACME test server.
 if [ "${1:-}" = "--for-tests" ]; then

@@ -5,6 +5,7 @@
 
 import type { Addon, AddonBackup, AddonCredentials, AddonKind } from "./addons.js";
 import type { CertificatePair, Domain } from "./domains.js";
+import type { IsolationPlan } from "./isolation.js";
 import type { CeilingOverrides } from "./limits.js";
 import type { ApiToken, App, Deployment, DeployState, Flavor, LogLine, Release, SshKey } from "./model.js";
 
@@ -178,6 +179,14 @@ export interface Store {
 }
 
 /** A subnet of Pier's pool, given to one network Pier created (of one app). */
+/**
+ * The host's packet filter for tenant isolation (ADR 0019): applies a whole plan at once (the previous one
+ * is replaced atomically; a plan with no network removes Pier's rules). Rejects when the host refuses it.
+ */
+export interface Firewall {
+  apply(plan: IsolationPlan): Promise<void>;
+}
+
 export interface SubnetClaim {
   subnet: string;
   network: string;

@@ -23,7 +23,7 @@ export interface AddonDeps {
   store: Store;
   addons: AddonStore;
   engine: Engine;
-  networks: Pick<Networks, "ensure">;
+  networks: Pick<Networks, "ensure" | "released">;
   providers: Record<AddonKind, AddonProvider>;
   logger: Logger;
 }

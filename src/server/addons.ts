@@ -193,7 +193,7 @@ export class AddonService {
   private async destroy(a: Addon): Promise<void> {
     await this.provider(a).remove(a.id);
     const gone = await this.deps.engine.removeNetworks({ "pier.addon": a.id });
-    await this.deps.store.releaseSubnets(gone.length > 0 ? gone : [AddonService.networkOf(a.id)]);
+    await this.deps.networks.released(gone.length > 0 ? gone : [AddonService.networkOf(a.id)]);
     // Its backups stay on disk (nothing is lost by a delete): <backup dir>/<add-on id>/.
     await this.deps.addons.deleteAddon(a.id);
   }

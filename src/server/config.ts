@@ -6,11 +6,14 @@ import { MAX_CONN_PER_SOURCE } from "../core/edge-config.js";
 import { type Ceiling, type HostFacts, hostDefaults, largestFitting, MAX_INSTANCES } from "../core/limits.js";
 import { FLAVOR_MEMORY_MIB, FLAVORS } from "../core/model.js";
 import { MAX_HOSTNAME, MAX_LABEL } from "../core/names.js";
+import { ipv6CidrProblem } from "../core/plan-docker.js";
 import {
   type Cidr,
   DEFAULT_SUBNET_POOL,
   DEFAULT_SUBNET_PREFIX,
+  formatCidr,
   MAX_SUBNET_PREFIX,
+  overlaps,
   parseCidr,
   subnetCount,
 } from "../core/subnets.js";
@@ -148,6 +151,21 @@ const schema = z.object({
       }
       return c;
     }),
+  PIER_ISOLATION: z.enum(["on", "off"], { message: "must be on or off" }).default("on"),
+  PIER_EGRESS_ALLOW: z
+    .string()
+    .default("")
+    .transform((text, ctx) => {
+      const list = text
+        .split(",")
+        .map((x) => x.trim())
+        .filter((x) => x !== "");
+      for (const c of list) {
+        const problem = c.includes(":") ? ipv6CidrProblem(c) : parseCidr(c);
+        if (typeof problem === "string") ctx.addIssue({ code: "custom", message: `'${c}' ${problem}` });
+      }
+      return list;
+    }),
   PIER_SUBNET_SIZE: z
     .string()
     .default(String(DEFAULT_SUBNET_PREFIX))
@@ -211,6 +229,10 @@ export interface Config {
   subnets: { pool: Cidr; prefix: number };
   /** Every app's ceiling unless an admin set its own (ADR 0022): the PIER_APP_MAX_* settings, else the host's. */
   appDefaults: Ceiling;
+  /** PIER_ISOLATION: Pier's own firewall rules between apps (ADR 0019); off only where the host refuses them. */
+  isolation: boolean;
+  /** PIER_EGRESS_ALLOW: private ranges (CIDRs) instances may reach, e.g. a database on the LAN. */
+  egressAllow: string[];
 }
 
 /** The host's memory and /proc/sys/kernel/pid_max (32768, the kernel's default, when it cannot be read). */
@@ -250,6 +272,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, host: HostFacts
       `PIER_SUBNET_POOL: a /${c.PIER_SUBNET_POOL.prefix} holds fewer than two networks of PIER_SUBNET_SIZE /${c.PIER_SUBNET_SIZE}: give a larger pool (like ${DEFAULT_SUBNET_POOL}) or a longer PIER_SUBNET_SIZE`,
     ]);
   }
+  const inPool = c.PIER_EGRESS_ALLOW.filter((a) => {
+    const v4 = a.includes(":") ? null : parseCidr(a);
+    return v4 !== null && typeof v4 !== "string" && overlaps(v4, c.PIER_SUBNET_POOL);
+  });
+  if (inPool.length > 0)
+    throw new ConfigError([
+      `PIER_EGRESS_ALLOW: ${inPool.join(", ")} overlaps PIER_SUBNET_POOL ${formatCidr(c.PIER_SUBNET_POOL)}: apps never reach each other's networks`,
+    ]);
   return {
     dataDir: resolve(c.PIER_DATA_DIR),
     api: { host: c.PIER_API_HOST, port: c.PIER_API_PORT },
@@ -284,6 +314,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, host: HostFacts
     logLevel: c.PIER_LOG_LEVEL,
     adminToken: c.PIER_ADMIN_TOKEN,
     subnets: { pool: c.PIER_SUBNET_POOL, prefix: c.PIER_SUBNET_SIZE },
+    isolation: c.PIER_ISOLATION === "on",
+    egressAllow: c.PIER_EGRESS_ALLOW,
     backupDir: resolve(c.PIER_BACKUP_DIR ?? join(c.PIER_DATA_DIR, "backups")),
     backupDays: c.PIER_BACKUP_DAYS,
     appDefaults: appDefaults(c, host),

@@ -10,6 +10,7 @@ import { postgresqlProvider } from "../adapters/addons/postgresql.js";
 import { HaproxyEdge } from "../adapters/edge/haproxy.js";
 import { HaproxyTls } from "../adapters/edge/haproxy-tls.js";
 import { DockerEngine } from "../adapters/engine/docker.js";
+import { NftFirewall, noFirewall } from "../adapters/nft-isolation.js";
 import { NpmRegistry } from "../adapters/npm-registry.js";
 import { claimPoolRoute } from "../adapters/pool-route.js";
 import { createPrivateFile, makePrivate } from "../adapters/private-files.js";
@@ -32,6 +33,7 @@ import { Deployer } from "./deployer.js";
 import { DomainService, domainsByApp } from "./domains.js";
 import { hostKey, hostPublicKey, startGitSshServer } from "./git-ssh.js";
 import { Instances } from "./instances.js";
+import { startIsolation } from "./isolation.js";
 import { removeLeftovers } from "./leftovers.js";
 import { AppLimits } from "./limits.js";
 import { createLogger } from "./logging.js";
@@ -132,13 +134,25 @@ export async function startServer(
       `PIER_BUILD_NETWORK: there is no Docker network named '${config.buildNetwork}'.`,
       `Create it (docker network create ${config.buildNetwork}) or unset PIER_BUILD_NETWORK.`,
     );
+  // Tenant isolation (ADR 0019): Pier's own firewall rules, in place for every network before anything starts.
+  const isolation = await startIsolation({
+    firewall: config.isolation ? new NftFirewall() : noFirewall,
+    disable: config.isolation ? null : new NftFirewall(),
+    scope,
+    pool: formatCidr(config.subnets.pool),
+    allow: config.egressAllow,
+    hostPorts: [config.http.port, config.https.port],
+    logger: logger.child({ part: "isolation" }),
+  });
   const networks = new Networks({
     engine,
     store,
     pool: config.subnets.pool,
     prefix: config.subnets.prefix,
+    isolation,
   });
   await networks.checkPool();
+  await isolation.restore(await networks.recorded());
   // Addresses of the pool that no network uses must not leave this machine (ADR 0016).
   const poolRoute = await claimPoolRoute(formatCidr(config.subnets.pool));
   if (poolRoute.state === "failed")

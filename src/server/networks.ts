@@ -1,6 +1,8 @@
 import { PierError } from "../core/errors.js";
+import { cidrsOverlap, type IsolatedNetwork } from "../core/isolation.js";
 import type { Engine, Store } from "../core/ports.js";
 import { type Cidr, formatCidr, overlaps, parseCidr, pickSubnet } from "../core/subnets.js";
+import type { Isolation } from "./isolation.js";
 
 const asCidr = (text: string): Cidr | null => {
   const c = parseCidr(text);
@@ -11,7 +13,8 @@ const asCidr = (text: string): Cidr | null => {
  * The networks Pier creates (one per app, and one per IPv6 subnet an app asks for), each with an explicit
  * IPv4 subnet from Pier's pool (PIER_SUBNET_POOL, PIER_SUBNET_SIZE; ADR 0007), recorded in the store so
  * two creates never get the same one, and freed when the network goes. Networks that exist on the engine
- * without a record in this store (another Pier's, a user's) are skipped.
+ * without a record in this store (another Pier's, a user's) are skipped. Each network's isolation rule
+ * (ADR 0019) is in place before the engine creates it and goes after the engine removed it.
  */
 export class Networks {
   constructor(
@@ -20,8 +23,29 @@ export class Networks {
       store: Store;
       pool: Cidr;
       prefix: number;
+      isolation: Pick<Isolation, "add" | "remove">;
     },
   ) {}
+
+  /**
+   * At start: every network this store recorded, with its subnets (the IPv6 one, which only the engine
+   * knows, for those that exist), for the isolation rules to be in place before anything starts.
+   */
+  async recorded(): Promise<IsolatedNetwork[]> {
+    const claims = await this.deps.store.listSubnets();
+    const onEngine = new Map((await this.deps.engine.listNetworkSubnets()).map((n) => [n.name, n.subnets]));
+    return claims.map((c) => ({
+      name: c.network,
+      subnets: [...new Set([c.subnet, ...(onEngine.get(c.network) ?? [])])],
+    }));
+  }
+
+  /** Networks gone from the engine (or never made): their subnets are freed and their rules dropped. */
+  async released(names: readonly string[]): Promise<void> {
+    if (names.length === 0) return;
+    await this.deps.store.releaseSubnets(names);
+    await this.deps.isolation.remove(names);
+  }
 
   /** Creations under way, per network: a second caller waits for the first. */
   private readonly creating = new Map<string, Promise<void>>();
@@ -82,29 +106,26 @@ export class Networks {
     // engine refuses it, and the next free one is tried.
     for (let attempt = 0; attempt < 8; attempt++) {
       const subnet = await this.claim(name, appId, skip);
+      // The rule first: the network's instances never run unisolated, whatever the engine's own rules do.
+      await this.deps.isolation.add(name, ipv6 ? [subnet, ipv6] : [subnet]);
       try {
         await engine.ensureNetwork(name, labels, { ipv4: subnet, ipv6 });
         return;
       } catch (e) {
         if (!(e instanceof PierError) || e.code !== "SUBNET_OVERLAPS") throw e;
         const mine = asCidr(subnet) as Cidr;
-        const taken = (await engine.listNetworkSubnets()).some(
-          (n) =>
-            n.name !== name &&
-            n.subnets.some((s) => {
-              const c = asCidr(s);
-              return c !== null && overlaps(c, mine);
-            }),
-        );
-        if (!taken && ipv6) {
+        const others = (await engine.listNetworkSubnets()).filter((n) => n.name !== name);
+        if (ipv6 && others.some((n) => n.subnets.some((s) => cidrsOverlap(s, ipv6)))) {
+          await this.released([name]);
           throw new PierError(
             "INVALID_VARIABLE",
             `The IPv6 subnet ${ipv6} (CC_DOCKER_FIXED-CIDR-V6) overlaps a network that exists already.`,
             "Choose another subnet: each app needs its own.",
           );
         }
-        // Not listed, yet refused: a network on its way out still holds it in the engine (seen with many
-        // Piers on one engine). Either way the next free subnet is tried.
+        // The IPv4 subnet is another's, or, not listed yet refused, a network on its way out still holds it
+        // in the engine (seen with many Piers on one engine, and with apps deleted while another app's IPv6
+        // network is made). Either way the next free subnet is tried.
         await store.releaseSubnets([name]);
         skip.push(mine);
       }
@@ -143,8 +164,7 @@ export class Networks {
 
   /** Removes the app's networks (but `keep`, and those still in use) and frees their subnets. */
   async remove(appId: string, keep?: string): Promise<void> {
-    const gone = await this.deps.engine.removeNetworks({ "pier.app": appId }, keep);
-    await this.deps.store.releaseSubnets(gone);
+    await this.released(await this.deps.engine.removeNetworks({ "pier.app": appId }, keep));
   }
 
   /**
@@ -161,6 +181,6 @@ export class Networks {
     const lost = (await store.listSubnets())
       .filter((c) => !exist.has(c.network) && !this.creating.has(c.network))
       .map((c) => c.network);
-    if (lost.length > 0) await store.releaseSubnets(lost);
+    await this.released(lost);
   }
 }

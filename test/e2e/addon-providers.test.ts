@@ -116,7 +116,15 @@ async function client(kind: string, network: string, argv: string[]) {
 const work = mkdtempSync(join(tmpdir(), "pier-addons-"));
 const store = new SqliteStore(join(work, "pier.db"), SecretBox.fromFile(join(work, "secret.key")));
 const engine = new DockerEngine({ socketPath: SOCKET, scope, sandboxImage: "pier/base:bookworm" });
-const networks = new Networks({ engine, store, pool: parseCidr(DEFAULT_SUBNET_POOL) as Cidr, prefix: 26 });
+// The add-on containers on the engine's own networks: Pier's isolation rules (ADR 0019) are not what this
+// file tests (test/e2e/isolation-window.test.ts does), so none are added.
+const networks = new Networks({
+  engine,
+  store,
+  pool: parseCidr(DEFAULT_SUBNET_POOL) as Cidr,
+  prefix: 26,
+  isolation: { add: async () => undefined, remove: async () => undefined },
+});
 const made: string[] = [];
 async function network(tag: string): Promise<string> {
   const name = `pier-test-${scope}-${tag}`;

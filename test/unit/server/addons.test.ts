@@ -77,6 +77,7 @@ function setup(name: string) {
       ensure: async (n: string) => {
         if (!nets.includes(n)) nets.push(n);
       },
+      released: (names: readonly string[]) => store.releaseSubnets(names),
     },
     providers: { kv, postgresql: new FakeProvider("postgresql") },
     logger: pino({ level: "silent" }),

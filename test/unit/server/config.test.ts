@@ -171,3 +171,36 @@ describe("an app's default ceiling (PIER_APP_MAX_*, ADR 0022)", () => {
     ]);
   });
 });
+
+describe("isolation settings (ADR 0019)", () => {
+  test("defaults: isolation on, no private range allowed", () => {
+    const c = loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null" });
+    assert.equal(c.isolation, true);
+    assert.deepEqual(c.egressAllow, []);
+  });
+  test("off, and allowed ranges of both families", () => {
+    const c = loadConfig({
+      PIER_EXTRA_CA_CERTS: "/dev/null",
+      PIER_ISOLATION: "off",
+      PIER_EGRESS_ALLOW: "192.168.7.0/24, fd12::/48",
+    });
+    assert.equal(c.isolation, false);
+    assert.deepEqual(c.egressAllow, ["192.168.7.0/24", "fd12::/48"]);
+  });
+  const bad: [Record<string, string>, RegExp][] = [
+    [{ PIER_ISOLATION: "maybe" }, /^PIER_ISOLATION: must be on or off/],
+    [{ PIER_EGRESS_ALLOW: "192.168.7.1/24" }, /^PIER_EGRESS_ALLOW: '192\.168\.7\.1\/24' has host bits set/],
+    [{ PIER_EGRESS_ALLOW: "fd12::1/48" }, /^PIER_EGRESS_ALLOW: 'fd12::1\/48' is not a network address/],
+    [
+      { PIER_EGRESS_ALLOW: "10.0.0.0/8" },
+      /^PIER_EGRESS_ALLOW: 10\.0\.0\.0\/8 overlaps PIER_SUBNET_POOL 10\.210\.0\.0\/16/,
+    ],
+  ];
+  for (const [env, want] of bad) {
+    test(JSON.stringify(env), () => {
+      const p = problems(env);
+      assert.equal(p.length, 1, p.join("\n"));
+      assert.match(p[0] ?? "", want);
+    });
+  }
+});

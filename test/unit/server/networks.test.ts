@@ -6,12 +6,15 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
+import pino from "pino";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import { PierError } from "../../../src/core/errors.js";
 import type { Engine, NetworkSubnets } from "../../../src/core/ports.js";
 import { type Cidr, overlaps, parseCidr } from "../../../src/core/subnets.js";
+import { Isolation } from "../../../src/server/isolation.js";
 import { Networks } from "../../../src/server/networks.js";
+import { MemoryFirewall } from "./memory-firewall.js";
 
 const cidr = (s: string) => parseCidr(s) as Cidr;
 
@@ -20,6 +23,11 @@ class FakeEngine {
   listCalls = 0;
   /** Runs before each create: another Pier acting between our look and our create. */
   beforeCreate: (() => void) | null = null;
+  /** Whether the firewall isolated each network's subnets when the engine created it. */
+  isolatedAtCreate = new Map<string, boolean>();
+  /** Subnets the engine still holds for networks on their way out: refused, yet not listed. */
+  ghosts: string[] = [];
+  firewall: MemoryFirewall | null = null;
 
   async networkExists(name: string) {
     return this.nets.some((n) => n.name === name);
@@ -28,14 +36,27 @@ class FakeEngine {
     this.listCalls++;
     return this.nets.map((n) => ({ ...n }));
   }
-  async ensureNetwork(name: string, labels: Record<string, string>, s: { ipv4: string | null }) {
+  async ensureNetwork(
+    name: string,
+    labels: Record<string, string>,
+    s: { ipv4: string | null; ipv6?: string | null },
+  ) {
     await new Promise((r) => setImmediate(r));
     this.beforeCreate?.();
     if (this.nets.some((n) => n.name === name)) return;
+    const rule = this.firewall?.isolated().get(name) ?? [];
+    this.isolatedAtCreate.set(
+      name,
+      s.ipv4 !== null && rule.includes(s.ipv4) && (!s.ipv6 || rule.includes(s.ipv6)),
+    );
     const mine = s.ipv4 ? cidr(s.ipv4) : null;
-    if (mine && this.nets.some((n) => n.subnets.some((x) => overlaps(cidr(x), mine))))
+    const held = [...this.nets.flatMap((n) => n.subnets), ...this.ghosts];
+    if (mine && held.some((x) => !x.includes(":") && overlaps(cidr(x), mine)))
       throw new PierError("SUBNET_OVERLAPS", "Pool overlaps with other one on this address space");
-    this.nets.push({ name, labels: { ...labels, "pier.managed": "true" }, subnets: s.ipv4 ? [s.ipv4] : [] });
+    if (s.ipv6 && held.includes(s.ipv6))
+      throw new PierError("SUBNET_OVERLAPS", "Pool overlaps with other one on this address space");
+    const subnets = [s.ipv4, s.ipv6].filter((x): x is string => typeof x === "string");
+    this.nets.push({ name, labels: { ...labels, "pier.managed": "true" }, subnets });
   }
   async removeNetworks(labels: Record<string, string>, keep?: string) {
     const gone = this.nets.filter(
@@ -56,8 +77,24 @@ function setUp(
   pool = "10.210.0.0/24",
 ) {
   const store = new SqliteStore(file, box);
-  const networks = new Networks({ engine: engine as unknown as Engine, store, pool: cidr(pool), prefix: 26 });
-  return { store, networks, file };
+  const firewall = new MemoryFirewall();
+  engine.firewall = firewall;
+  const isolation = new Isolation({
+    firewall,
+    scope: "test",
+    pool,
+    allow: [],
+    hostPorts: [8000],
+    logger: pino({ level: "silent" }),
+  });
+  const networks = new Networks({
+    engine: engine as unknown as Engine,
+    store,
+    pool: cidr(pool),
+    prefix: 26,
+    isolation,
+  });
+  return { store, networks, file, firewall, isolation };
 }
 
 const subnetOf = (e: FakeEngine, name: string) => e.nets.find((n) => n.name === name)?.subnets[0];
@@ -202,5 +239,124 @@ describe("the subnet pool", () => {
       return true;
     });
     clash.store.close();
+  });
+});
+
+describe("IPv6 networks", () => {
+  test("an IPv4 subnet still held by a network on its way out: the next one, not a variable error", async () => {
+    const engine = new FakeEngine();
+    engine.ghosts = ["10.210.0.0/26"];
+    const { store, networks, firewall } = setUp(engine);
+    await networks.ensure("pier-a-v6-1", "a", "fd00:5::/64");
+    assert.deepEqual(engine.nets[0]?.subnets, ["10.210.0.64/26", "fd00:5::/64"]);
+    assert.deepEqual(firewall.isolated().get("pier-a-v6-1"), ["10.210.0.64/26", "fd00:5::/64"]);
+    store.close();
+  });
+
+  test("an IPv6 subnet another network has: INVALID_VARIABLE, and no record or rule is left", async () => {
+    const engine = new FakeEngine();
+    const { store, networks, firewall } = setUp(engine);
+    await networks.ensure("pier-a-v6-1", "a", "fd00:6::/64");
+    await assert.rejects(networks.ensure("pier-b-v6-1", "b", "fd00:6::/64"), (e: PierError) => {
+      assert.equal(e.code, "INVALID_VARIABLE");
+      assert.match(e.message, /The IPv6 subnet fd00:6::\/64 \(CC_DOCKER_FIXED-CIDR-V6\) overlaps a network/);
+      return true;
+    });
+    assert.deepEqual(
+      (await store.listSubnets()).map((c) => c.network),
+      ["pier-a-v6-1"],
+    );
+    assert.deepEqual([...firewall.isolated().keys()], ["pier-a-v6-1"]);
+    store.close();
+  });
+});
+
+describe("isolation rules follow the networks (ADR 0019)", () => {
+  test("a network's rule is in place before the engine creates it, with its IPv6 subnet too", async () => {
+    const engine = new FakeEngine();
+    const { store, networks, firewall } = setUp(engine, undefined, "10.210.0.0/20");
+    await Promise.all(
+      Array.from({ length: 12 }, (_, i) => networks.ensure(`pier-app-${i}`, `app-${i}`, null)),
+    );
+    await networks.ensure("pier-v6", "v6", "fd00:1::/64");
+    assert.equal(engine.isolatedAtCreate.size, 13);
+    assert.ok([...engine.isolatedAtCreate.values()].every((x) => x));
+    assert.deepEqual(firewall.isolated().get("pier-v6"), [subnetOf(engine, "pier-v6"), "fd00:1::/64"]);
+    store.close();
+  });
+
+  test("the rule goes only after the engine removed the network; a kept network keeps its rule", async () => {
+    const engine = new FakeEngine();
+    const { store, networks, firewall } = setUp(engine);
+    await networks.ensure("pier-a", "a", null);
+    await networks.ensure("pier-a-v6-1", "a", "fd00:2::/64");
+    await networks.ensure("pier-b", "b", null);
+    const removeNetworks = engine.removeNetworks.bind(engine);
+    let ruleWhileRemoving: string[] = [];
+    engine.removeNetworks = async (labels, keep) => {
+      ruleWhileRemoving = [...firewall.isolated().keys()].sort();
+      return removeNetworks(labels, keep);
+    };
+    await networks.remove("a", "pier-a-v6-1");
+    assert.deepEqual(ruleWhileRemoving, ["pier-a", "pier-a-v6-1", "pier-b"]);
+    assert.deepEqual([...firewall.isolated().keys()].sort(), ["pier-a-v6-1", "pier-b"]);
+    await networks.remove("a");
+    assert.deepEqual([...firewall.isolated().keys()], ["pier-b"]);
+    store.close();
+  });
+
+  test("a subnet another Pier took meanwhile: the rule follows the subnet used in the end", async () => {
+    const engine = new FakeEngine();
+    const { store, networks, firewall } = setUp(engine);
+    engine.beforeCreate = () => {
+      engine.beforeCreate = null;
+      engine.nets.push({
+        name: "other-pier",
+        labels: { "pier.managed": "true" },
+        subnets: ["10.210.0.0/26"],
+      });
+    };
+    await networks.ensure("pier-a", "a", null);
+    assert.deepEqual(firewall.isolated().get("pier-a"), ["10.210.0.64/26"]);
+    assert.equal(engine.isolatedAtCreate.get("pier-a"), true);
+    store.close();
+  });
+
+  test("a firewall that refuses: the network is not made, and the error says why", async () => {
+    const engine = new FakeEngine();
+    const { store, networks, firewall } = setUp(engine);
+    firewall.refuse = "Operation not permitted";
+    await assert.rejects(networks.ensure("pier-a", "a", null), (e: PierError) => {
+      assert.equal(e.code, "ISOLATION_FAILED");
+      assert.equal(e.status, 503);
+      assert.match(
+        e.message,
+        /refused Pier's isolation rules \(nftables table inet pier-test\): Operation not permitted/,
+      );
+      assert.match(e.hint ?? "", /nftables/);
+      return true;
+    });
+    assert.equal(engine.nets.length, 0);
+    store.close();
+  });
+
+  test("at a restart, every recorded network's rule is rebuilt from the store (IPv6 from the engine)", async () => {
+    const engine = new FakeEngine();
+    const first = setUp(engine);
+    await first.networks.ensure("pier-a", "a", "fd00:3::/64");
+    await first.networks.ensure("pier-addon-k-net", "k", null, { "pier.addon": "k" });
+    first.store.close();
+    const again = setUp(engine, first.file);
+    assert.equal(again.firewall.applied, 0);
+    await again.isolation.restore(await again.networks.recorded());
+    assert.deepEqual([...again.firewall.isolated()].sort(), [
+      ["pier-a", ["10.210.0.0/26", "fd00:3::/64"]],
+      ["pier-addon-k-net", ["10.210.0.64/26"]],
+    ]);
+    // The app is deleted: its rule goes; with no network left the plan has none (the table is removed).
+    await again.networks.remove("a");
+    await again.networks.released(["pier-addon-k-net"]);
+    assert.deepEqual(again.firewall.plan?.networks, []);
+    again.store.close();
   });
 });

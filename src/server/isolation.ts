@@ -1,0 +1,110 @@
+import type { Logger } from "pino";
+import { PierError } from "../core/errors.js";
+import { type IsolatedNetwork, planIsolation } from "../core/isolation.js";
+import type { Firewall } from "../core/ports.js";
+
+/**
+ * Tenant isolation kept by Pier itself (ADR 0019): the networks Pier made or is making, and the firewall
+ * that holds their rules. A network's rule is in place before the network is created (its subnets are
+ * picked first) and goes after the network is gone, so no instance ever runs without it, whatever the
+ * engine does to its own rules meanwhile. Each change applies the whole plan, one change at a time.
+ */
+export class Isolation {
+  constructor(
+    private readonly deps: {
+      firewall: Firewall;
+      scope: string;
+      pool: string;
+      allow: readonly string[];
+      hostPorts: readonly number[];
+      logger: Logger;
+    },
+  ) {}
+
+  private readonly nets = new Map<string, readonly string[]>();
+  private queue: Promise<void> = Promise.resolve();
+
+  /** The networks whose rules are in place (or being put in place), by name. */
+  networks(): IsolatedNetwork[] {
+    return [...this.nets].map(([name, subnets]) => ({ name, subnets }));
+  }
+
+  /** At start, before anything runs: the rules of every network Pier recorded. Throws when refused. */
+  async restore(networks: readonly IsolatedNetwork[]): Promise<void> {
+    this.nets.clear();
+    for (const n of networks) this.nets.set(n.name, n.subnets);
+    await this.apply();
+  }
+
+  /** Before a network is created: its rule. Throws (and the network must not be made) when refused. */
+  async add(name: string, subnets: readonly string[]): Promise<void> {
+    this.nets.set(name, subnets);
+    await this.apply();
+  }
+
+  /** After networks are gone: their rules. A refusal is logged (a rule for a gone subnet harms nothing). */
+  async remove(names: readonly string[]): Promise<void> {
+    if (!names.some((n) => this.nets.has(n))) return;
+    for (const n of names) this.nets.delete(n);
+    await this.apply().catch((err) =>
+      this.deps.logger.warn(
+        { err: (err as Error).message, networks: names },
+        "could not remove isolation rules",
+      ),
+    );
+  }
+
+  private apply(): Promise<void> {
+    const run = this.queue.then(async () => {
+      const plan = planIsolation({
+        scope: this.deps.scope,
+        pool: this.deps.pool,
+        networks: this.networks(),
+        allow: this.deps.allow,
+        hostPorts: this.deps.hostPorts,
+      });
+      try {
+        await this.deps.firewall.apply(plan);
+      } catch (e) {
+        throw new PierError(
+          "ISOLATION_FAILED",
+          `The host refused Pier's isolation rules (nftables table inet ${plan.table}): ${(e as Error).message}`,
+          "pier server needs root and the nft command (Debian's nftables package; scripts/setup.sh installs it). PIER_ISOLATION=off runs without isolation between apps.",
+        );
+      }
+    });
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+}
+
+/**
+ * The isolation service pier server starts with. With PIER_ISOLATION=off, `firewall` applies nothing, and
+ * the rules an earlier start left are removed (best effort, through `disable`): the engine's own rules are
+ * then the only isolation between apps, and the log says so at every start.
+ */
+export async function startIsolation(opts: {
+  firewall: Firewall;
+  disable: Firewall | null;
+  scope: string;
+  pool: string;
+  allow: readonly string[];
+  hostPorts: readonly number[];
+  logger: Logger;
+}): Promise<Isolation> {
+  const { disable, ...deps } = opts;
+  if (disable) {
+    const empty = planIsolation({
+      scope: opts.scope,
+      pool: opts.pool,
+      networks: [],
+      allow: [],
+      hostPorts: [],
+    });
+    await disable.apply(empty).catch(() => undefined);
+    opts.logger.warn(
+      "PIER_ISOLATION=off: Pier adds no firewall rules between apps; only the engine's own rules separate them, and those open for a moment each time the engine creates a network",
+    );
+  }
+  return new Isolation(deps);
+}
