@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { markedApp, waitFor } from "../e2e/faults-harness.js";
 import { Pier, run } from "../e2e/harness.js";
+import { firstInstance, probeFrom } from "../e2e/probes.js";
 
 const PID_FILE = "/var/run/docker.pid";
 
@@ -23,13 +24,6 @@ const alive = (pid: number) => {
     return false;
   }
 };
-/** A node one-liner that prints "open" or "closed: <why>" for host:8080, within 2 s. */
-const probe = (host: string) =>
-  `const s=require("net").connect(8080,${JSON.stringify(host)});` +
-  `const t=setTimeout(()=>{console.log("closed: timeout");process.exit(0)},2000);` +
-  `s.on("connect",()=>{console.log("open");process.exit(0)});` +
-  `s.on("error",(e)=>{clearTimeout(t);console.log("closed: "+e.code);process.exit(0)});`;
-
 const engineUp = async () => (await run(["docker", "info", "--format", "{{.ServerVersion}}"])).code === 0;
 
 /** Other test runs on this machine (other checkouts): their containers would go down with dockerd. */
@@ -173,45 +167,16 @@ describe("dockerd restarted under running apps", { timeout: 1_800_000 }, () => {
 
   test("the apps are still kept apart by Pier's rules after the engine's return (ADR 0019)", async () => {
     const apps = await pier.cliJson<{ id: string; name: string }[]>(["apps"]);
-    const instanceOf = async (name: string) => {
-      const id = apps.find((a) => a.name === name)?.id ?? "";
-      const ps = await run([
-        "docker",
-        "ps",
-        "-q",
-        "--filter",
-        `label=pier.app=${id}`,
-        "--filter",
-        "label=pier.instance=0",
-      ]);
-      const container = ps.stdout.trim().split("\n")[0] ?? "";
-      const inspect = await run([
-        "docker",
-        "inspect",
-        "-f",
-        '{{index .Config.Labels "pier.address"}} {{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}',
-        container,
-      ]);
-      const address =
-        inspect.stdout
-          .trim()
-          .split(/\s+/)
-          .find((a) => /^\d+\.\d+\.\d+\.\d+$/.test(a)) ?? "";
-      return { container, address };
-    };
-    const from = async (container: string, host: string) =>
-      (
-        await run(["docker", "exec", container, "node", "-e", probe(host)], { timeoutMs: 30_000 })
-      ).stdout.trim();
+    const instanceOf = (name: string) => firstInstance(apps.find((a) => a.name === name)?.id ?? "");
     const dd = await instanceOf("dd");
     const dn = await instanceOf("dn");
-    assert.ok(dd.container && dn.container, "both apps have an instance");
+    assert.ok(dd.id && dn.id, "both apps have an instance");
     assert.match(dd.address, /^\d+\.\d+\.\d+\.\d+$/);
     assert.equal(
-      await from(dd.container, dd.address),
+      await probeFrom(dd.id, dd.address),
       "open",
       "dd listens at its address (the address is real)",
     );
-    assert.match(await from(dn.container, dd.address), /^closed/, "dn cannot reach dd");
+    assert.match(await probeFrom(dn.id, dd.address), /^closed/, "dn cannot reach dd");
   });
 });

@@ -13,8 +13,8 @@ import { createServer, type Server } from "node:http";
 import { networkInterfaces } from "node:os";
 import { after, before, describe, test } from "node:test";
 import { freePort, NODE_DOCKER_APP, Pier, run } from "./harness.js";
+import { DOCKER, firstInstance } from "./probes.js";
 
-const DOCKER = "/usr/bin/docker";
 const tag = randomBytes(3).toString("hex");
 /** The "metadata service": a network namespace of this test, behind a veth pair, at a link-local address. */
 const NS = `pe2e-${tag}`;
@@ -63,20 +63,7 @@ describe("tenant isolation while networks come and go", { timeout: 900_000 }, ()
   let hostServer: Server | null = null;
   let hostPort = 0;
 
-  async function instanceOf(app: string): Promise<{ id: string; address: string }> {
-    const ps = await run([
-      DOCKER,
-      "ps",
-      "-q",
-      "--filter",
-      `label=pier.app=${ids[app]}`,
-      "--filter",
-      "label=pier.instance=0",
-    ]);
-    const id = ps.stdout.trim().split("\n")[0] ?? "";
-    const addr = await run([DOCKER, "inspect", "-f", '{{index .Config.Labels "pier.address"}}', id]);
-    return { id, address: addr.stdout.trim() };
-  }
+  const instanceOf = (app: string) => firstInstance(ids[app] ?? "");
   const inside = async (container: string, script: string, timeoutMs = 30_000) =>
     (await run([DOCKER, "exec", container, "node", "-e", script], { timeoutMs })).stdout.trim();
   const env = async (app: string, k: string, v: string) => {

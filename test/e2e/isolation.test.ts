@@ -2,39 +2,15 @@
 // while each instance reaches its own address (so the addresses tried are real).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { NODE_DOCKER_APP, Pier, run } from "./harness.js";
-
-const DOCKER = "/usr/bin/docker";
-
-/** A node one-liner that prints "open" or "closed: <why>" for host:port, within 2 s. */
-const probe = (host: string, port: number) =>
-  `const s=require("net").connect(${port},${JSON.stringify(host)});` +
-  `const t=setTimeout(()=>{console.log("closed: timeout");process.exit(0)},2000);` +
-  `s.on("connect",()=>{console.log("open");process.exit(0)});` +
-  `s.on("error",(e)=>{clearTimeout(t);console.log("closed: "+e.code);process.exit(0)});`;
+import { NODE_DOCKER_APP, Pier } from "./harness.js";
+import { firstInstance, probeFrom, tcpProbe } from "./probes.js";
 
 describe("tenant isolation", { timeout: 600_000 }, () => {
   const pier = new Pier();
   const ids: Record<string, string> = {};
 
-  async function instanceOf(app: string): Promise<{ id: string; address: string }> {
-    const ps = await run([
-      DOCKER,
-      "ps",
-      "-q",
-      "--filter",
-      `label=pier.app=${ids[app]}`,
-      "--filter",
-      "label=pier.instance=0",
-    ]);
-    const id = ps.stdout.trim().split("\n")[0] ?? "";
-    const addr = await run([DOCKER, "inspect", "-f", '{{index .Config.Labels "pier.address"}}', id]);
-    return { id, address: addr.stdout.trim() };
-  }
-  const from = async (container: string, host: string) =>
-    (
-      await run([DOCKER, "exec", container, "node", "-e", probe(host, 8080)], { timeoutMs: 30_000 })
-    ).stdout.trim();
+  const instanceOf = (app: string) => firstInstance(ids[app] ?? "");
+  const from = (container: string, host: string) => probeFrom(container, host);
 
   before(async () => {
     await pier.start();
@@ -65,7 +41,7 @@ describe("tenant isolation", { timeout: 600_000 }, () => {
       ["CC_NODE_VERSION", "22.16.0"],
       [
         "CC_PRE_BUILD_HOOK",
-        `node -e '${probe(beta.address, 8080).replaceAll("'", "'\\''")}' | sed 's/^/probe: /'`,
+        `node -e '${tcpProbe(beta.address, 8080).replaceAll("'", "'\\''")}' | sed 's/^/probe: /'`,
       ],
     ]) {
       const r = await pier.cli(["env", "set", k as string, v as string, "--app", "gamma"]);
