@@ -153,7 +153,10 @@ describe("Node.js private dependencies over SSH", { timeout: 600_000 }, () => {
     const secret = "s3cr3t-value-that-must-not-be-in-the-db-file";
     const r = await pier.cli(["env", "set", "API_SECRET", secret, "--app", "web"]);
     assert.equal(r.code, 0, r.stderr);
-    const shown = await pier.cliJson<Record<string, string>>(["env", "--app", "web"]);
+    // A secret name: masked when listed (ADR 0024), given back to a token that may reveal it.
+    const listed = await pier.cliJson<Record<string, string>>(["env", "--app", "web"]);
+    assert.equal(JSON.stringify(listed).includes(secret), false, "listed masked");
+    const shown = await pier.cliJson<Record<string, string>>(["env", "--reveal", "--app", "web"]);
     assert.equal(JSON.stringify(shown).includes(secret), true, "the API still gives the value back");
     assert.deepEqual(storeFilesHolding(secret), [], "the database does not hold the value in clear");
   });
