@@ -2,8 +2,7 @@
 // refused with APP_BUSY (409): never half-applied (issue 15). The engine and the edge are fakes; the store is
 // the real one.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,13 +13,11 @@ import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import { PierError } from "../../../src/core/errors.js";
 import type { App, Deployment } from "../../../src/core/model.js";
 import type { Engine } from "../../../src/core/ports.js";
-import { AppService } from "../../../src/server/apps.js";
-import { DeployLogs } from "../../../src/server/deploy-logs.js";
-import { Deployer } from "../../../src/server/deployer.js";
+import type { AppService } from "../../../src/server/apps.js";
+import type { Deployer } from "../../../src/server/deployer.js";
 import { Instances } from "../../../src/server/instances.js";
-import { AppLimits } from "../../../src/server/limits.js";
 import type { Runtime } from "../../../src/server/runtimes/runtime.js";
-import { FakeEdge, FakeEngine, listen } from "./fakes.js";
+import { deployServices, FakeEdge, FakeEngine, listen, oneCommitRepo } from "./fakes.js";
 
 /** A promise the test resolves when it chooses. */
 function gate(): { wait: Promise<void>; open: () => void } {
@@ -73,47 +70,14 @@ describe("concurrent operations on one app", () => {
         return `pier-app/${ctx.app.id}:${ctx.deployment.id}`;
       },
     };
-    const repo = join(dir, "repo.git");
-    execFileSync("git", ["init", "-q", "--bare", repo]);
-    const work = join(dir, "work");
-    execFileSync("git", ["init", "-q", "-b", "master", work]);
-    writeFileSync(join(work, "Dockerfile"), "FROM scratch\n");
-    const git = (...a: string[]) =>
-      execFileSync("git", ["-C", work, "-c", "user.name=t", "-c", "user.email=t@t", ...a]);
-    git("add", "-A");
-    git("commit", "-qm", "one");
-    git("push", "-q", repo, "master");
-    const limits = new AppLimits({
+    ({ deployer, apps } = deployServices({
       store,
-      defaults: { maxFlavor: "XL", maxInstances: 20, maxMemoryMiB: 2 ** 20 },
-    });
-    deployer = new Deployer({
-      store,
-      limits,
-      engine: engine as unknown as Engine,
+      engine,
       instances,
-      logs: new DeployLogs(store),
+      runtime,
+      repo: oneCommitRepo(dir),
       logger,
-      repoDir: () => repo,
-      runtimes: { docker: runtime },
-      deployTimeoutMs: 30_000,
-      listenTimeoutMs: 5_000,
-      stopGraceMs: 10,
-    });
-    apps = new AppService({
-      store,
-      limits,
-      engine: engine as unknown as Engine,
-      deployer,
-      instances,
-      logger,
-      repoDir: () => repo,
-      gitUrl: (id) => `git+ssh://git@localhost/${id}.git`,
-      appUrl: (name) => `http://${name}.localhost`,
-      stopGraceMs: 10,
-      domain: "localhost",
-      buildNetwork: null,
-    });
+    }));
     app = await apps.create({ name: "web", type: "docker" });
     assert.equal(
       (await waitEnd(await apps.redeploy(app, { withoutCache: false, cause: "first" }))).state,

@@ -1,15 +1,88 @@
 // Fakes of the engine and the edge for the unit tests of the deploy path (transactions, concurrency): the
 // engine keeps containers in memory and every instance "listens" on an HTTP server of its own on loopback.
+import { execFileSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
+import { join } from "node:path";
+import type { Logger } from "pino";
 import type {
   Edge,
+  Engine,
   InstanceInfo,
   InstanceSpec,
   RoutableInstance,
   Route,
   SandboxInfo,
   SandboxSpec,
+  Store,
 } from "../../../src/core/ports.js";
+import { AppService } from "../../../src/server/apps.js";
+import { DeployLogs } from "../../../src/server/deploy-logs.js";
+import { Deployer } from "../../../src/server/deployer.js";
+import type { Instances } from "../../../src/server/instances.js";
+import { AppLimits } from "../../../src/server/limits.js";
+import type { Runtime } from "../../../src/server/runtimes/runtime.js";
+
+/** A bare repository under `dir` holding one commit (a Dockerfile): what the deploy path reads. */
+export function oneCommitRepo(dir: string): string {
+  const repo = join(dir, "repo.git");
+  execFileSync("git", ["init", "-q", "--bare", repo]);
+  const work = join(dir, "work");
+  execFileSync("git", ["init", "-q", "-b", "master", work]);
+  writeFileSync(join(work, "Dockerfile"), "FROM scratch\n");
+  const git = (...a: string[]) =>
+    execFileSync("git", ["-C", work, "-c", "user.name=t", "-c", "user.email=t@t", ...a]);
+  git("add", "-A");
+  git("commit", "-qm", "one");
+  git("push", "-q", repo, "master");
+  return repo;
+}
+
+/** The deploy path's services over the fakes: one Dockerfile runtime, no limit in the way, short timeouts. */
+export function deployServices(d: {
+  store: Store;
+  engine: FakeEngine;
+  instances: Instances;
+  runtime: Runtime;
+  repo: string;
+  logger: Logger;
+}): { deployer: Deployer; apps: AppService } {
+  const { store, instances, logger, repo } = d;
+  // The fake implements the engine calls the deploy path makes, not the whole port (issue 16 reshapes it).
+  const engine = d.engine as unknown as Engine;
+  const limits = new AppLimits({
+    store,
+    defaults: { maxFlavor: "XL", maxInstances: 20, maxMemoryMiB: 2 ** 20 },
+  });
+  const deployer = new Deployer({
+    store,
+    limits,
+    engine,
+    instances,
+    logs: new DeployLogs(store),
+    logger,
+    repoDir: () => repo,
+    runtimes: { docker: d.runtime },
+    deployTimeoutMs: 30_000,
+    listenTimeoutMs: 5_000,
+    stopGraceMs: 10,
+  });
+  const apps = new AppService({
+    store,
+    limits,
+    engine,
+    deployer,
+    instances,
+    logger,
+    repoDir: () => repo,
+    gitUrl: (id) => `git+ssh://git@localhost/${id}.git`,
+    appUrl: (name) => `http://${name}.localhost`,
+    stopGraceMs: 10,
+    domain: "localhost",
+    buildNetwork: null,
+  });
+  return { deployer, apps };
+}
 
 /** An HTTP server on loopback: 500 on /bad, else 200. */
 export async function listen(): Promise<{ server: Server; port: number }> {

@@ -2,8 +2,7 @@
 // that fail at any step leave the store, the routes and the running instances exactly as they were.
 // The engine and the edge are fakes (they throw where the real ones could); the store is the real one.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,13 +12,10 @@ import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import type { App } from "../../../src/core/model.js";
 import type { Engine, Route, Store } from "../../../src/core/ports.js";
-import { AppService } from "../../../src/server/apps.js";
-import { DeployLogs } from "../../../src/server/deploy-logs.js";
-import { Deployer } from "../../../src/server/deployer.js";
+import type { AppService } from "../../../src/server/apps.js";
 import { Instances } from "../../../src/server/instances.js";
-import { AppLimits } from "../../../src/server/limits.js";
 import type { Runtime } from "../../../src/server/runtimes/runtime.js";
-import { FakeEdge, FakeEngine, listen } from "./fakes.js";
+import { deployServices, FakeEdge, FakeEngine, listen, oneCommitRepo } from "./fakes.js";
 
 type Step = "build" | "run" | "edge" | "commit" | null;
 
@@ -86,49 +82,14 @@ describe("a failed step leaves every app exactly as it was", () => {
         return `pier-app/${ctx.app.id}:${ctx.deployment.id}`;
       },
     };
-    const repo = join(dir, "repo.git");
-    execFileSync("git", ["init", "-q", "--bare", repo]);
-    const work = join(dir, "work");
-    execFileSync("git", ["init", "-q", "-b", "master", work]);
-    writeFileSync(join(work, "Dockerfile"), "FROM scratch\n");
-    const git = (...a: string[]) =>
-      execFileSync("git", ["-C", work, "-c", "user.name=t", "-c", "user.email=t@t", ...a])
-        .toString()
-        .trim();
-    git("add", "-A");
-    git("commit", "-qm", "one");
-    git("push", "-q", repo, "master");
-    const limits = new AppLimits({
+    ({ apps } = deployServices({
       store: store as Store,
-      defaults: { maxFlavor: "XL", maxInstances: 20, maxMemoryMiB: 2 ** 20 },
-    });
-    const deployer = new Deployer({
-      store: store as Store,
-      limits,
-      engine: engine as unknown as Engine,
+      engine,
       instances,
-      logs: new DeployLogs(store as Store),
+      runtime,
+      repo: oneCommitRepo(dir),
       logger,
-      repoDir: () => repo,
-      runtimes: { docker: runtime },
-      deployTimeoutMs: 30_000,
-      listenTimeoutMs: 5_000,
-      stopGraceMs: 10,
-    });
-    apps = new AppService({
-      store: store as Store,
-      limits,
-      engine: engine as unknown as Engine,
-      deployer,
-      instances,
-      logger,
-      repoDir: () => repo,
-      gitUrl: (id) => `git+ssh://git@localhost/${id}.git`,
-      appUrl: (name) => `http://${name}.localhost`,
-      stopGraceMs: 10,
-      domain: "localhost",
-      buildNetwork: null,
-    });
+    }));
     app = await apps.create({ name: "web", type: "docker" });
     const first = await apps.redeploy(app, { withoutCache: false, cause: "test" });
     await waitEnd(first.id);
