@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { LineReader } from "../core/lines.js";
 
 /** A failed subprocess: keeps argv, exit code and the tail of stderr. */
 export class ExecError extends Error {
@@ -78,13 +79,9 @@ export function exec(argv: readonly string[], opts: ExecOptions = {}): Promise<E
     });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
-    const lineBuf = { out: "", err: "" };
+    const lines = { out: new LineReader(), err: new LineReader() };
     const feed = (which: "out" | "err", chunk: Buffer) => {
-      if (!opts.onLine) return;
-      lineBuf[which] += chunk.toString("utf8");
-      const lines = lineBuf[which].split("\n");
-      lineBuf[which] = lines.pop() ?? "";
-      for (const l of lines) opts.onLine(l);
+      if (opts.onLine) for (const l of lines[which].push(chunk)) opts.onLine(l);
     };
     child.stdout.on("data", (c: Buffer) => {
       out.push(c);
@@ -97,8 +94,7 @@ export function exec(argv: readonly string[], opts: ExecOptions = {}): Promise<E
     child.on("error", (e) => reject(e));
     child.on("close", (code) => {
       if (opts.onLine) {
-        if (lineBuf.out) opts.onLine(lineBuf.out);
-        if (lineBuf.err) opts.onLine(lineBuf.err);
+        for (const l of [...lines.out.end(), ...lines.err.end()]) opts.onLine(l);
       }
       const stdout = Buffer.concat(out).toString("utf8");
       const stderr = Buffer.concat(err).toString("utf8");

@@ -41,3 +41,14 @@ describe("childEnv", () => {
     }
   });
 });
+
+describe("exec's onLine", () => {
+  it("gives whole lines, a character split across the child's writes included, and a last line without its end", async () => {
+    const lines: string[] = [];
+    // printf writes the first byte of é, then (after a pause) the rest: two chunks for the reader.
+    await exec(["sh", "-c", "printf 'h\\303'; sleep 0.1; printf '\\251llo\\nlast'"], {
+      onLine: (l) => lines.push(l),
+    });
+    assert.deepEqual(lines, ["héllo", "last"]);
+  });
+});
