@@ -1,6 +1,6 @@
 // The environment of child processes: the server's secrets never pass.
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -65,6 +65,7 @@ describe("spawnChecked", () => {
     for await (const c of tar.stdout) chunks.push(c as Buffer);
     await tar.done;
     const list = await exec(["tar", "-t"], { input: Buffer.concat(chunks) });
+    rmSync(dir, { recursive: true, force: true });
     assert.match(list.stdout, /a\.txt/);
   });
   it("rejects with the command, its exit code and the tail of its stderr when tar fails", async () => {

@@ -2,7 +2,7 @@
 // retries, HTTPS_PROXY / NO_PROXY, and integrity that is checked and required.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
 import { type AddressInfo, connect } from "node:net";
@@ -18,8 +18,15 @@ const FAST_RETRY = { retries: 2, factor: 1, minTimeout: 10, maxTimeout: 20 };
 
 type Handler = (req: IncomingMessage, res: ServerResponse, n: number) => void;
 const servers: Server[] = [];
+const dirs: string[] = [];
+const tempDir = (prefix: string) => {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(d);
+  return d;
+};
 after(() => {
   for (const s of servers) s.close();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
 /** A registry on loopback: `handler` answers the n-th request (from 1). Returns its base URL and the paths asked. */
@@ -49,7 +56,7 @@ const serving =
   };
 
 function client(url: string, more: Partial<NpmRegistryOptions> = {}): { reg: NpmRegistry; cacheDir: string } {
-  const cacheDir = mkdtempSync(join(tmpdir(), "pier-npm-"));
+  const cacheDir = tempDir("pier-npm-");
   return {
     reg: new NpmRegistry({ url, caFile: "/nonexistent", cacheDir, retry: FAST_RETRY, ...more }),
     cacheDir,
@@ -221,7 +228,7 @@ describe("npm registry client: HTTPS_PROXY and NO_PROXY", () => {
     servers.push(tls);
     await new Promise<void>((r) => tls.listen(0, "127.0.0.1", r));
     const p = await proxy(() => (tls.address() as AddressInfo).port);
-    const caFile = join(mkdtempSync(join(tmpdir(), "pier-ca-")), "ca.pem");
+    const caFile = join(tempDir("pier-ca-"), "ca.pem");
     writeFileSync(caFile, CA);
     const { reg } = client("https://shop.example.test", { caFile, proxy: { url: p.url, noProxy: null } });
     assert.deepEqual(readFileSync(await reg.tarball("pkg", "1.0.0")), GOOD);
