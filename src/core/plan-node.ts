@@ -514,66 +514,106 @@ function startCommand(
   return runner === "bun" ? ["bun", main] : tool === "yarn2" ? ["yarn", "node", main] : ["node", main];
 }
 
-/**
- * Plans the build of a Node.js application. Every problem is listed at once, each naming the file or
- * the variable and what to change.
- */
-export function planNodeBuild(input: NodeBuildInput): Result {
-  const { vars, files } = input;
-  const appHome = input.appHome ?? DEFAULT_APP_HOME;
-  const errors: string[] = [];
-  const warnings: string[] = [];
-  const logLines: string[] = [];
+/** Where the steps of a plan write what the deploy log shows, in the order they run. */
+interface Notes {
+  warnings: string[];
+  logLines: string[];
+}
 
-  const parsed = parsePackageJson(files.packageJson);
-  if (!parsed.ok) errors.push(...parsed.errors);
-  const pkg = parsed.ok ? parsed.pkg : null;
+/** What planNodeBuild read and checked before it plans: every later step works from these. */
+interface NodeChecks {
+  pkg: PackageJson;
+  pm: PackageManagerField | null;
+  choice: Extract<ReturnType<typeof chooseNodeVersion>, { ok: true }>;
+  tool: ToolChoice;
+  dev: { install: boolean; why: string };
+  workers: NodeWorker[];
+  task: boolean;
+  npmrc: string | null;
+  registry: string;
+  token: string | null;
+}
 
-  let pm: PackageManagerField | null = null;
-  if (pkg?.packageManager !== undefined) {
-    pm = parsePackageManager(pkg.packageManager);
-    if (!pm) {
-      warnings.push(
-        `package.json: "packageManager" ${quoted(pkg.packageManager)} is not <name>@<version> (e.g. "pnpm@9.1.0"): Corepack is not enabled.`,
-      );
-    }
+/** The Node.js and npm versions a plan uses. */
+interface NodeVersions {
+  nodeVersion: string;
+  npmVersion: string | null;
+  npmMajor: number;
+}
+
+/** The `packageManager` field, or null (with a warning when it is not `<name>@<version>`). */
+function readPackageManager(pkg: PackageJson | null, warnings: string[]): PackageManagerField | null {
+  if (pkg?.packageManager === undefined) return null;
+  const pm = parsePackageManager(pkg.packageManager);
+  if (!pm) {
+    warnings.push(
+      `package.json: "packageManager" ${quoted(pkg.packageManager)} is not <name>@<version> (e.g. "pnpm@9.1.0"): Corepack is not enabled.`,
+    );
   }
+  return pm;
+}
 
-  // Node.js and npm.
-  const ccNodeVersion = read(vars, "CC_NODE_VERSION");
+/** The Node.js version engines.node and CC_NODE_VERSION choose (a CC_NODE_VERSION that engines.node overrides is warned of). */
+function nodeVersionChoice(
+  input: NodeBuildInput,
+  parsed: ReturnType<typeof parsePackageJson>,
+  notes: Notes,
+  errors: string[],
+): ReturnType<typeof chooseNodeVersion> {
+  const ccNodeVersion = read(input.vars, "CC_NODE_VERSION");
   const enginesNode = parsed.ok ? parsed.pkg.engines?.node : parsed.enginesNode;
   const choice = chooseNodeVersion({ ccNodeVersion, enginesNode, available: input.versions });
   if (!choice.ok) errors.push(choice.error);
   if (choice.ok && ccNodeVersion !== undefined && enginesNode?.trim()) {
     const alone = chooseNodeVersion({ ccNodeVersion, enginesNode: undefined, available: input.versions });
-    if (!alone.ok) warnings.push(`${alone.error} It is ignored: engines.node in package.json decides.`);
+    if (!alone.ok) notes.warnings.push(`${alone.error} It is ignored: engines.node in package.json decides.`);
   }
+  return choice;
+}
 
-  const tool = chooseTool(vars, files, pm, errors, warnings);
+/** CC_TASK: exactly `true` or `false` (the deployer reads CC_TASK=true as written, so no other spelling may pass). */
+function readTask(vars: Record<string, string>, errors: string[]): boolean {
+  const taskRaw = read(vars, "CC_TASK");
+  if (taskRaw !== undefined && taskRaw !== "true" && taskRaw !== "false") {
+    errors.push(`CC_TASK=${quoted(taskRaw)} is not a boolean: use true or false (lower case).`);
+  }
+  return taskRaw === "true";
+}
+
+/** Step 1: every input read and checked; all problems listed at once. */
+function checkNodeInputs(
+  input: NodeBuildInput,
+  notes: Notes,
+): { ok: true; checks: NodeChecks } | { ok: false; errors: string[] } {
+  const { vars, files } = input;
+  const errors: string[] = [];
+  const parsed = parsePackageJson(files.packageJson);
+  if (!parsed.ok) errors.push(...parsed.errors);
+  const pkg = parsed.ok ? parsed.pkg : null;
+  const pm = readPackageManager(pkg, notes.warnings);
+  const choice = nodeVersionChoice(input, parsed, notes, errors);
+  const tool = chooseTool(vars, files, pm, errors, notes.warnings);
   if (tool && pm) errors.push(...packageManagerConflicts(tool, pm));
   const dev = chooseDevDependencies(vars, errors);
   const { workers, errors: workerErrors } = nodeWorkers(vars);
   errors.push(...workerErrors);
-
-  // Exactly `true` or `false`: the deployer reads CC_TASK=true as written, so no other spelling may pass.
-  const taskRaw = read(vars, "CC_TASK");
-  const task = taskRaw === "true";
-  if (taskRaw !== undefined && taskRaw !== "true" && taskRaw !== "false") {
-    errors.push(`CC_TASK=${quoted(taskRaw)} is not a boolean: use true or false (lower case).`);
-  }
-
-  const { npmrc, registry, token } = privateRegistry(vars, errors, warnings);
-
+  const task = readTask(vars, errors);
+  const { npmrc, registry, token } = privateRegistry(vars, errors, notes.warnings);
   if (!pkg || !choice.ok || !tool || !dev || errors.length > 0) return { ok: false, errors };
+  return { ok: true, checks: { pkg, pm, choice, tool, dev, workers, task, npmrc, registry, token } };
+}
 
-  const nodeVersion = choice.version.version;
+/** Step 2: the npm version for the chosen Node.js, and the log lines that say why each was chosen. */
+function chooseVersions(
+  c: NodeChecks,
+  input: NodeBuildInput,
+  notes: Notes,
+): { ok: true; versions: NodeVersions } | { ok: false; errors: string[] } {
+  const nodeVersion = c.choice.version.version;
   const node = semver.parse(nodeVersion) as semver.SemVer;
   const npmVersion = chooseNpmVersion(nodeVersion, input.npmVersions, input.npmEngines);
   const npmMajor = npmVersion ? semver.major(npmVersion) : bundledNpmMajor(node.major);
-  const hasCorepack = semver.satisfies(node, COREPACK_NODE_RANGE);
-
-  const t = tool.tool;
-  if (t === "yarn2" && !hasCorepack) {
+  if (c.tool.tool === "yarn2" && !semver.satisfies(node, COREPACK_NODE_RANGE)) {
     return {
       ok: false,
       errors: [
@@ -581,37 +621,54 @@ export function planNodeBuild(input: NodeBuildInput): Result {
       ],
     };
   }
-
-  logLines.push(`Node.js version: ${choice.reason}.`);
-  if (choice.version.eol) {
-    warnings.push(
+  notes.logLines.push(`Node.js version: ${c.choice.reason}.`);
+  if (c.choice.version.eol) {
+    notes.warnings.push(
       `Node.js ${nodeVersion} is end-of-life (no more security fixes): choose a supported version with engines.node or CC_NODE_VERSION.`,
     );
   }
-  logLines.push(
+  notes.logLines.push(
     npmVersion
       ? `npm ${npmVersion}: the newest npm ${npmMajor}.x (the line of Node.js ${node.major}) that accepts Node.js ${nodeVersion}.`
       : `No npm ${npmMajor}.x release accepts Node.js ${nodeVersion}.`,
   );
-  logLines.push(`Build tool: ${TOOL_NAMES[t]} (${tool.why}).`);
+  return { ok: true, versions: { nodeVersion, npmVersion, npmMajor } };
+}
+
+/** Step 3: the log lines of the build tool and of development dependencies, and their warnings. */
+function toolNotes(c: NodeChecks, vars: Record<string, string>, files: NodeProjectFiles, notes: Notes): void {
+  const t = c.tool.tool;
+  notes.logLines.push(`Build tool: ${TOOL_NAMES[t]} (${c.tool.why}).`);
   if (t !== "custom")
-    logLines.push(`Development dependencies: ${dev.install ? "installed" : "not installed"} (${dev.why}).`);
+    notes.logLines.push(
+      `Development dependencies: ${c.dev.install ? "installed" : "not installed"} (${c.dev.why}).`,
+    );
   else {
-    logLines.push(
+    notes.logLines.push(
       "Development dependencies: left to CC_CUSTOM_BUILD_TOOL (NODE_ENV is passed as the application sets it).",
     );
     if (read(vars, "CC_NODE_DEV_DEPENDENCIES") !== undefined) {
-      warnings.push(
+      notes.warnings.push(
         "CC_NODE_DEV_DEPENDENCIES is not applied with CC_NODE_BUILD_TOOL=custom: the CC_CUSTOM_BUILD_TOOL command decides (e.g. pnpm install --prod).",
       );
     }
   }
-  warnings.push(...unusedManagerWarnings(t, files.lockFiles, pm));
+  notes.warnings.push(...unusedManagerWarnings(t, files.lockFiles, c.pm));
+}
 
-  // Steps: the package manager, CC_PRE_BUILD_HOOK, the install (npm's own preinstall, install and
-  // postinstall scripts run inside it), CC_POST_BUILD_HOOK.
+/**
+ * Step 4, the build steps: the package manager, CC_PRE_BUILD_HOOK, the install (npm's own preinstall,
+ * install and postinstall scripts run inside it), CC_POST_BUILD_HOOK.
+ */
+function nodeBuildSteps(
+  c: NodeChecks,
+  v: NodeVersions,
+  vars: Record<string, string>,
+  notes: Notes,
+): NodeBuildPlan["buildSteps"] {
+  const t = c.tool.tool;
   const steps: NodeBuildPlan["buildSteps"] = [];
-  steps.push(...toolSteps(t, pm, dev.install, nodeVersion, warnings));
+  steps.push(...toolSteps(t, c.pm, c.dev.install, v.nodeVersion, notes.warnings));
   const preBuild = read(vars, "CC_PRE_BUILD_HOOK");
   if (preBuild !== undefined) steps.push({ label: "Running CC_PRE_BUILD_HOOK", command: preBuild });
   if (t === "custom") {
@@ -620,39 +677,57 @@ export function planNodeBuild(input: NodeBuildInput): Result {
       command: read(vars, "CC_CUSTOM_BUILD_TOOL") as string,
     });
   } else {
-    const command = installCommand(t, dev.install, npmMajor);
+    const command = installCommand(t, c.dev.install, v.npmMajor);
     steps.push({ label: `Installing dependencies: ${command}`, command, install: true });
   }
   const postBuild = read(vars, "CC_POST_BUILD_HOOK");
   if (postBuild !== undefined) steps.push({ label: "Running CC_POST_BUILD_HOOK", command: postBuild });
   steps.forEach((s, i) => {
-    logLines.push(`Step ${i + 1}/${steps.length}: ${s.label}`);
+    notes.logLines.push(`Step ${i + 1}/${steps.length}: ${s.label}`);
   });
+  return steps;
+}
 
-  // Build environment.
+/** Step 5, the build's environment: the instance environment, npm's settings, the registry token for Yarn 2+. */
+function nodeBuildEnv(
+  c: NodeChecks,
+  v: NodeVersions,
+  vars: Record<string, string>,
+  appHome: string,
+  notes: Notes,
+): Record<string, string> {
+  const t = c.tool.tool;
   const buildEnv: Record<string, string> = {
     ...instanceEnvironment(vars, { INSTANCE_TYPE: "build" }, appHome),
-    ...(t === "custom" ? {} : npmConfigEnv(t, dev.install, npmMajor)),
+    ...(t === "custom" ? {} : npmConfigEnv(t, c.dev.install, v.npmMajor)),
   };
-  if (npmrc !== null && token !== null) {
-    logLines.push(`Writing .npmrc with the NPM_TOKEN of ${registry}.`);
+  if (c.npmrc !== null && c.token !== null) {
+    notes.logLines.push(`Writing .npmrc with the NPM_TOKEN of ${c.registry}.`);
     if (t === "yarn2") {
       // Yarn 2+ does not read .npmrc.
-      buildEnv.YARN_NPM_AUTH_TOKEN = token;
-      logLines.push("Yarn 2+ does not read .npmrc: NPM_TOKEN is passed as YARN_NPM_AUTH_TOKEN.");
+      buildEnv.YARN_NPM_AUTH_TOKEN = c.token;
+      notes.logLines.push("Yarn 2+ does not read .npmrc: NPM_TOKEN is passed as YARN_NPM_AUTH_TOKEN.");
     }
   }
   if (buildEnv.YARN_GLOBAL_FOLDER !== undefined) {
-    logLines.push(`Yarn global folder: ${buildEnv.YARN_GLOBAL_FOLDER} (kept with the application).`);
+    notes.logLines.push(`Yarn global folder: ${buildEnv.YARN_GLOBAL_FOLDER} (kept with the application).`);
   } else if (t === "yarn2") {
-    logLines.push(
+    notes.logLines.push(
       "Tip: with Yarn 3 or 4, set YARN_GLOBAL_FOLDER=$APP_HOME/.yarncache/ so that restarts use the build cache.",
     );
   }
+  return buildEnv;
+}
 
-  // Run phase.
+/** Step 6, the run phase: the start command (with CC_PRE_RUN_HOOK), npm's variables when node runs directly. */
+function nodeRunPhase(
+  c: NodeChecks,
+  vars: Record<string, string>,
+  notes: Notes,
+): { start: string[]; runEnv: Record<string, string> } {
+  const { pkg } = c;
   const runCommand = read(vars, "CC_RUN_COMMAND");
-  let start = startCommand(t, pkg, runCommand, warnings);
+  let start = startCommand(c.tool.tool, pkg, runCommand, notes.warnings);
   const direct = runCommand === undefined && start[0] === "node" && pkg.scripts?.start !== undefined;
   const runEnv: Record<string, string> = direct
     ? {
@@ -663,7 +738,7 @@ export function planNodeBuild(input: NodeBuildInput): Result {
         npm_package_json: "/app/package.json",
       }
     : {};
-  logLines.push(
+  notes.logLines.push(
     runCommand !== undefined
       ? "Start command: CC_RUN_COMMAND (through /bin/sh -c)."
       : direct
@@ -673,49 +748,71 @@ export function planNodeBuild(input: NodeBuildInput): Result {
   const preRun = read(vars, "CC_PRE_RUN_HOOK");
   if (preRun !== undefined) {
     start = withPreRunHook(start, preRun);
-    logLines.push("CC_PRE_RUN_HOOK runs before the start command.");
+    notes.logLines.push("CC_PRE_RUN_HOOK runs before the start command.");
   }
-  if (workers.length > 0) {
-    const w = workers[0] as NodeWorker;
-    logLines.push(
-      `${workers.length} background worker${workers.length > 1 ? "s" : ""} (restart ${w.restart}, after ${w.delaySeconds}s).`,
+  if (c.workers.length > 0) {
+    const w = c.workers[0] as NodeWorker;
+    notes.logLines.push(
+      `${c.workers.length} background worker${c.workers.length > 1 ? "s" : ""} (restart ${w.restart}, after ${w.delaySeconds}s).`,
     );
   }
-  if (task)
-    logLines.push("CC_TASK=true: the application runs once to completion (no HTTP, no health check).");
+  if (c.task)
+    notes.logLines.push("CC_TASK=true: the application runs once to completion (no HTTP, no health check).");
+  return { start, runEnv };
+}
 
-  // Mandatory conditions that do not stop the build (contract section 8).
-  if (!ignoresNodeModules(files.gitignore)) {
-    warnings.push(
-      files.gitignore === null
+/** Step 7: the contract's mandatory conditions that do not stop the build (section 8). */
+function mandatoryNotes(c: NodeChecks, input: NodeBuildInput, notes: Notes): void {
+  const { gitignore } = input.files;
+  if (!ignoresNodeModules(gitignore)) {
+    notes.warnings.push(
+      gitignore === null
         ? "There is no .gitignore: add one with the line /node_modules (dependencies are installed by the build, not committed)."
         : "/node_modules is not in .gitignore: add the line /node_modules (dependencies are installed by the build, not committed).",
     );
   }
-  const nodeEnv = read(vars, "NODE_ENV");
+  const nodeEnv = read(input.vars, "NODE_ENV");
   if (nodeEnv !== "production") {
-    warnings.push(
+    notes.warnings.push(
       `NODE_ENV is ${nodeEnv === undefined ? "not set" : quoted(nodeEnv)}: set NODE_ENV=production (required by the mandatory configuration).`,
     );
   }
-  if (!task) logLines.push("The application must listen on 0.0.0.0:8080 (PORT=8080).");
+  if (!c.task) notes.logLines.push("The application must listen on 0.0.0.0:8080 (PORT=8080).");
+}
 
+/**
+ * Plans the build of a Node.js application. Every problem is listed at once, each naming the file or
+ * the variable and what to change. The steps run in order; each appends to the deploy log's lines.
+ */
+export function planNodeBuild(input: NodeBuildInput): Result {
+  const notes: Notes = { warnings: [], logLines: [] };
+  const checked = checkNodeInputs(input, notes);
+  if (!checked.ok) return checked;
+  const c = checked.checks;
+  const chosen = chooseVersions(c, input, notes);
+  if (!chosen.ok) return chosen;
+  const v = chosen.versions;
+  toolNotes(c, input.vars, input.files, notes);
+  const buildSteps = nodeBuildSteps(c, v, input.vars, notes);
+  const buildEnv = nodeBuildEnv(c, v, input.vars, input.appHome ?? DEFAULT_APP_HOME, notes);
+  const { start, runEnv } = nodeRunPhase(c, input.vars, notes);
+  mandatoryNotes(c, input, notes);
   return {
     ok: true,
     plan: {
-      nodeVersion,
-      npmVersion,
-      tool: t,
-      devDependencies: dev.install,
-      buildSteps: steps,
+      nodeVersion: v.nodeVersion,
+      npmVersion: v.npmVersion,
+      tool: c.tool.tool,
+      devDependencies: c.dev.install,
+      buildSteps,
       buildEnv,
       start,
       runEnv,
-      workers,
-      task,
-      npmrc,
-      warnings,
-      logLines,
+      workers: c.workers,
+      task: c.task,
+      npmrc: c.npmrc,
+      warnings: notes.warnings,
+      logLines: notes.logLines,
     },
   };
 }

@@ -263,68 +263,56 @@ function listsClasses(composerJson: unknown, flags: readonly string[]): boolean 
 const INI_CHECK =
   'php -n -r \'$r = @parse_ini_file("php.ini", true); if ($r === false) { $e = error_get_last(); fwrite(STDERR, "php.ini is malformed: " . preg_replace("/^syntax error, /", "", $e["message"] ?? "it cannot be read") . "\\n"); exit(1); }\'';
 
-/**
- * Plans the build of a PHP application. Every problem is listed at once, each naming the file or the
- * variable and what to change.
- */
-export function planPhpBuild(input: PhpBuildInput): Result {
-  const { vars, paths } = input;
-  const appHome = input.appHome ?? "/app";
-  const errors: string[] = [];
-  const warnings: string[] = [];
-  const logLines: string[] = [];
-  const fact = (p: string): PathFact => paths[p] ?? "missing";
+/** Where the steps of a plan write, in the order they run: problems, warnings and the deploy log's lines. */
+interface Notes {
+  errors: string[];
+  warnings: string[];
+  logLines: string[];
+}
 
-  const { port, errors: portErrors } = phpSettings(vars);
-  errors.push(...portErrors);
-  const located = phpProjectPaths(vars);
-  errors.push(...located.errors);
-  const { workers, errors: workerErrors } = nodeWorkers(vars);
-  errors.push(...workerErrors);
+/** What the steps of a PHP plan read: the input, the port, and what a path of the commit is. */
+interface PhpContext {
+  input: PhpBuildInput;
+  vars: Record<string, string>;
+  port: number;
+  fact: (p: string) => PathFact;
+  notes: Notes;
+}
 
-  // The webroot and its index file (contract section 2.5).
-  const webroot = located.webroot;
-  const shown = (p: string) => (p === "." ? "the project root" : `${p}/`);
-  if (webroot !== null) {
-    const w = fact(webroot);
-    const by =
-      read(vars, "CC_WEBROOT") !== undefined
-        ? `CC_WEBROOT=${quoted(vars.CC_WEBROOT as string)}`
-        : "the webroot";
-    if (w === "outside")
-      errors.push(`${by} leaves the project through a symlink: the webroot must be a folder of the project.`);
-    else if (w !== "dir") errors.push(`${by}: ${shown(webroot)} is not a folder of the project.`);
-    else {
-      const php = fact(child(webroot, "index.php"));
-      const html = fact(child(webroot, "index.html"));
-      if (php === "outside" || html === "outside")
-        errors.push(`The index file of ${shown(webroot)} points outside of the project.`);
-      else if (php !== "file" && html !== "file" && !input.task)
-        errors.push(
-          `No index.php or index.html in ${shown(webroot)}: one is required${read(vars, "CC_WEBROOT") === undefined ? " (set CC_WEBROOT if your webroot is another folder, e.g. /public)" : ""}.`,
-        );
-      else if (!input.task)
-        logLines.push(`Webroot: ${shown(webroot)} (${php === "file" ? "index.php" : "index.html"}).`);
-    }
+const shownFolder = (p: string) => (p === "." ? "the project root" : `${p}/`);
+
+/** Step 1: the webroot is a folder of the project with an index file (contract section 2.5). */
+function checkWebroot(ctx: PhpContext, webroot: string | null): void {
+  const { vars, fact, notes } = ctx;
+  if (webroot === null) return;
+  const w = fact(webroot);
+  const by =
+    read(vars, "CC_WEBROOT") !== undefined
+      ? `CC_WEBROOT=${quoted(vars.CC_WEBROOT as string)}`
+      : "the webroot";
+  if (w === "outside")
+    notes.errors.push(
+      `${by} leaves the project through a symlink: the webroot must be a folder of the project.`,
+    );
+  else if (w !== "dir") notes.errors.push(`${by}: ${shownFolder(webroot)} is not a folder of the project.`);
+  else {
+    const php = fact(child(webroot, "index.php"));
+    const html = fact(child(webroot, "index.html"));
+    if (php === "outside" || html === "outside")
+      notes.errors.push(`The index file of ${shownFolder(webroot)} points outside of the project.`);
+    else if (php !== "file" && html !== "file" && !ctx.input.task)
+      notes.errors.push(
+        `No index.php or index.html in ${shownFolder(webroot)}: one is required${read(vars, "CC_WEBROOT") === undefined ? " (set CC_WEBROOT if your webroot is another folder, e.g. /public)" : ""}.`,
+      );
+    else if (!ctx.input.task)
+      notes.logLines.push(
+        `Webroot: ${shownFolder(webroot)} (${php === "file" ? "index.php" : "index.html"}).`,
+      );
   }
+}
 
-  // Worker mode (docs/adr/0013): CC_PHPSERVER_WORKER, or --worker in CC_RUN_COMMAND.
-  const runVar = read(vars, "CC_RUN_COMMAND");
-  const parsedRun = runVar === undefined ? null : parseRunCommand(runVar, port);
-  const runWorker = parsedRun?.ok && parsedRun.cmd.kind === "php-server" ? parsedRun.cmd.worker : null;
-  const workerVar = read(vars, "CC_PHPSERVER_WORKER");
-  let workerPath: string | null = null;
-  if (workerVar !== undefined && located.errors.every((e) => !e.startsWith("CC_PHPSERVER_WORKER"))) {
-    const p = projectPath(workerVar);
-    if ("path" in p) workerPath = p.path;
-  }
-  const checkWorker = (path: string, by: string) => {
-    const f = fact(path);
-    if (f === "outside") errors.push(`${by} leaves the project through a symlink.`);
-    else if (f !== "file") errors.push(`${by}: there is no such file in the project.`);
-  };
-  if (workerPath !== null) checkWorker(workerPath, `CC_PHPSERVER_WORKER=${quoted(workerVar as string)}`);
-  if (runWorker !== null) checkWorker(runWorker, `CC_RUN_COMMAND's --worker ${runWorker}`);
+/** CC_PHPSERVER_WORKER_NUM (1..999) and CC_PHPSERVER_WORKER_MAX_REQUESTS (0: no limit). */
+function checkWorkerNumbers(vars: Record<string, string>, errors: string[]): void {
   for (const name of ["CC_PHPSERVER_WORKER_NUM", "CC_PHPSERVER_WORKER_MAX_REQUESTS"]) {
     const v = read(vars, name)?.trim();
     const min = name.endsWith("NUM") ? 1 : 0;
@@ -333,93 +321,167 @@ export function planPhpBuild(input: PhpBuildInput): Result {
         `${name}=${quoted(v)} is not ${min === 1 ? "a number of workers from 1 to 999" : "a number of requests (0: no limit)"}.`,
       );
   }
+}
+
+/**
+ * Step 2, worker mode (docs/adr/0013): CC_PHPSERVER_WORKER, or --worker in CC_RUN_COMMAND, names a file of
+ * the project. Returns CC_PHPSERVER_WORKER's path (null: none).
+ */
+function checkWorkerMode(ctx: PhpContext, locatedErrors: readonly string[]): string | null {
+  const { vars, fact, notes } = ctx;
+  const runVar = read(vars, "CC_RUN_COMMAND");
+  const parsedRun = runVar === undefined ? null : parseRunCommand(runVar, ctx.port);
+  const runWorker = parsedRun?.ok && parsedRun.cmd.kind === "php-server" ? parsedRun.cmd.worker : null;
+  const workerVar = read(vars, "CC_PHPSERVER_WORKER");
+  let workerPath: string | null = null;
+  if (workerVar !== undefined && locatedErrors.every((e) => !e.startsWith("CC_PHPSERVER_WORKER"))) {
+    const p = projectPath(workerVar);
+    if ("path" in p) workerPath = p.path;
+  }
+  const checkWorker = (path: string, by: string) => {
+    const f = fact(path);
+    if (f === "outside") notes.errors.push(`${by} leaves the project through a symlink.`);
+    else if (f !== "file") notes.errors.push(`${by}: there is no such file in the project.`);
+  };
+  if (workerPath !== null) checkWorker(workerPath, `CC_PHPSERVER_WORKER=${quoted(workerVar as string)}`);
+  if (runWorker !== null) checkWorker(runWorker, `CC_RUN_COMMAND's --worker ${runWorker}`);
+  checkWorkerNumbers(vars, notes.errors);
   if (workerPath !== null || runWorker !== null)
-    logLines.push(
+    notes.logLines.push(
       `Worker mode: ${runWorker ?? workerPath} is loaded once per worker and serves requests through frankenphp_handle_request().`,
     );
+  return workerPath;
+}
 
-  // Build steps: CC_PRE_BUILD_HOOK, php.ini, composer, CC_POST_BUILD_HOOK, the config file's check.
-  const steps: PhpBuildStep[] = [];
-  const preBuild = read(vars, "CC_PRE_BUILD_HOOK");
-  if (preBuild !== undefined) steps.push({ label: "Running CC_PRE_BUILD_HOOK", command: preBuild });
-  const ini = fact("php.ini");
-  if (ini === "outside") errors.push("php.ini points outside of the project.");
-  if (ini === "file") {
-    steps.push({
-      label: "Applying php.ini (web requests, workers and tasks)",
-      command: [
-        INI_CHECK,
-        `for d in /etc/php/8.4/cli/conf.d /etc/php/8.4/fpm/conf.d; do ln -sf ${appHome}/php.ini "$d/99-app-php.ini"; done`,
-      ].join(" && "),
-    });
-  }
-  let composer: PhpBuildPlan["composer"] = null;
-  const composerFact = fact("composer.json");
-  if (composerFact === "outside") errors.push("composer.json points outside of the project.");
-  if (input.composerJson !== null) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(input.composerJson);
-    } catch (e) {
-      errors.push(`composer.json is not valid JSON: ${(e as Error).message}.`);
-    }
-    if (parsed !== undefined && (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)))
-      errors.push("composer.json must hold a JSON object.");
-    const { flags, dev } = composerFlags(vars, errors, logLines);
-    const bin = fact("composer.phar") === "file" ? "php composer.phar" : "composer";
-    if (bin !== "composer") logLines.push("Composer: composer.phar of the project.");
-    const install = `${bin} install ${flags.map(word).join(" ")}`.trim();
-    const dumpAutoload = listsClasses(parsed, flags)
-      ? `${bin} dump-autoload --no-interaction${dev ? "" : " --no-dev"}`
-      : null;
-    composer = { install, dumpAutoload, devDependencies: dev };
-    steps.push({ label: `Installing dependencies: ${install}`, command: install, install: true });
-  } else {
+/** The php.ini step: checked, then linked into the CLI's and FPM's configuration (null: no php.ini). */
+function iniStep(ctx: PhpContext, appHome: string): PhpBuildStep | null {
+  const ini = ctx.fact("php.ini");
+  if (ini === "outside") ctx.notes.errors.push("php.ini points outside of the project.");
+  if (ini !== "file") return null;
+  return {
+    label: "Applying php.ini (web requests, workers and tasks)",
+    command: [
+      INI_CHECK,
+      `for d in /etc/php/8.4/cli/conf.d /etc/php/8.4/fpm/conf.d; do ln -sf ${appHome}/php.ini "$d/99-app-php.ini"; done`,
+    ].join(" && "),
+  };
+}
+
+/** The composer install of composer.json (null without one), and what runs instead when vendor/ is reused. */
+function composerPlan(ctx: PhpContext): PhpBuildPlan["composer"] {
+  const { vars, fact, notes } = ctx;
+  if (fact("composer.json") === "outside") notes.errors.push("composer.json points outside of the project.");
+  if (ctx.input.composerJson === null) {
     if (read(vars, "CC_PHP_COMPOSER_FLAGS") !== undefined)
-      warnings.push(
+      notes.warnings.push(
         "CC_PHP_COMPOSER_FLAGS is not used: there is no composer.json at the root of the project.",
       );
-    logLines.push("No composer.json at the root: no dependencies to install.");
+    notes.logLines.push("No composer.json at the root: no dependencies to install.");
+    return null;
   }
-  const postBuild = read(vars, "CC_POST_BUILD_HOOK");
-  if (postBuild !== undefined) steps.push({ label: "Running CC_POST_BUILD_HOOK", command: postBuild });
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(ctx.input.composerJson);
+  } catch (e) {
+    notes.errors.push(`composer.json is not valid JSON: ${(e as Error).message}.`);
+  }
+  if (parsed !== undefined && (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)))
+    notes.errors.push("composer.json must hold a JSON object.");
+  const { flags, dev } = composerFlags(vars, notes.errors, notes.logLines);
+  const bin = fact("composer.phar") === "file" ? "php composer.phar" : "composer";
+  if (bin !== "composer") notes.logLines.push("Composer: composer.phar of the project.");
+  const install = `${bin} install ${flags.map(word).join(" ")}`.trim();
+  const dumpAutoload = listsClasses(parsed, flags)
+    ? `${bin} dump-autoload --no-interaction${dev ? "" : " --no-dev"}`
+    : null;
+  return { install, dumpAutoload, devDependencies: dev };
+}
 
-  // The start command (contract section 4.4).
-  let start = ["phpserver", "php-server", "--listen", `0.0.0.0:${port}`];
+/** Step 3, the build steps: CC_PRE_BUILD_HOOK, php.ini, composer, CC_POST_BUILD_HOOK. */
+function phpBuildSteps(
+  ctx: PhpContext,
+  appHome: string,
+): { steps: PhpBuildStep[]; composer: PhpBuildPlan["composer"] } {
+  const steps: PhpBuildStep[] = [];
+  const preBuild = read(ctx.vars, "CC_PRE_BUILD_HOOK");
+  if (preBuild !== undefined) steps.push({ label: "Running CC_PRE_BUILD_HOOK", command: preBuild });
+  const ini = iniStep(ctx, appHome);
+  if (ini) steps.push(ini);
+  const composer = composerPlan(ctx);
+  if (composer) {
+    steps.push({
+      label: `Installing dependencies: ${composer.install}`,
+      command: composer.install,
+      install: true,
+    });
+  }
+  const postBuild = read(ctx.vars, "CC_POST_BUILD_HOOK");
+  if (postBuild !== undefined) steps.push({ label: "Running CC_POST_BUILD_HOOK", command: postBuild });
+  return { steps, composer };
+}
+
+/**
+ * Step 4, the start command (contract section 4.4): php-server on the port, or CC_RUN_COMMAND (a `run
+ * --config` file gets its check as the last build step), then CC_PRE_RUN_HOOK.
+ */
+function phpStart(ctx: PhpContext, steps: PhpBuildStep[], workers: readonly Worker[]): string[] {
+  const { vars, fact, notes } = ctx;
+  let start = ["phpserver", "php-server", "--listen", `0.0.0.0:${ctx.port}`];
   const run = read(vars, "CC_RUN_COMMAND");
-  if (run !== undefined) {
-    const r = parseRunCommand(run, port);
-    if (r.ok) {
-      start = r.cmd.argv;
-      if (r.cmd.kind === "run") {
-        const c = fact(r.cmd.config);
-        if (c === "outside")
-          errors.push(`CC_RUN_COMMAND: the config file ${r.cmd.config} points outside of the project.`);
-        else if (c !== "file")
-          errors.push(`CC_RUN_COMMAND: there is no config file ${r.cmd.config} in the project.`);
-        else
-          steps.push({
-            label: `Checking ${r.cmd.config}`,
-            command: `phpserver run --config ${word(r.cmd.config)} --check`,
-          });
-      }
+  const r = run === undefined ? null : parseRunCommand(run, ctx.port);
+  if (r?.ok) {
+    start = r.cmd.argv;
+    if (r.cmd.kind === "run") {
+      const c = fact(r.cmd.config);
+      if (c === "outside")
+        notes.errors.push(`CC_RUN_COMMAND: the config file ${r.cmd.config} points outside of the project.`);
+      else if (c !== "file")
+        notes.errors.push(`CC_RUN_COMMAND: there is no config file ${r.cmd.config} in the project.`);
+      else
+        steps.push({
+          label: `Checking ${r.cmd.config}`,
+          command: `phpserver run --config ${word(r.cmd.config)} --check`,
+        });
     }
   }
   steps.forEach((s, i) => {
-    logLines.push(`Step ${i + 1}/${steps.length}: ${s.label}`);
+    notes.logLines.push(`Step ${i + 1}/${steps.length}: ${s.label}`);
   });
-  logLines.push(`Start command: ${start.join(" ")}${run !== undefined ? " (CC_RUN_COMMAND)" : ""}`);
+  notes.logLines.push(`Start command: ${start.join(" ")}${run !== undefined ? " (CC_RUN_COMMAND)" : ""}`);
   start = withPreRunHook(start, read(vars, "CC_PRE_RUN_HOOK"));
   if (read(vars, "CC_PRE_RUN_HOOK") !== undefined)
-    logLines.push("CC_PRE_RUN_HOOK runs before the start command.");
+    notes.logLines.push("CC_PRE_RUN_HOOK runs before the start command.");
   if (workers.length > 0) {
     const w = workers[0] as Worker;
-    logLines.push(
+    notes.logLines.push(
       `${workers.length} background worker${workers.length > 1 ? "s" : ""} (restart ${w.restart}, after ${w.delaySeconds}s).`,
     );
   }
+  return start;
+}
 
-  if (errors.length > 0 || webroot === null) return { ok: false, errors };
+/**
+ * Plans the build of a PHP application. Every problem is listed at once, each naming the file or the
+ * variable and what to change. The steps run in order; each appends to the problems and the log's lines.
+ */
+export function planPhpBuild(input: PhpBuildInput): Result {
+  const { vars, paths } = input;
+  const appHome = input.appHome ?? "/app";
+  const notes: Notes = { errors: [], warnings: [], logLines: [] };
+  const { port, errors: portErrors } = phpSettings(vars);
+  notes.errors.push(...portErrors);
+  const located = phpProjectPaths(vars);
+  notes.errors.push(...located.errors);
+  const { workers, errors: workerErrors } = nodeWorkers(vars);
+  notes.errors.push(...workerErrors);
+  const ctx: PhpContext = { input, vars, port, fact: (p) => paths[p] ?? "missing", notes };
+
+  const webroot = located.webroot;
+  checkWebroot(ctx, webroot);
+  const workerPath = checkWorkerMode(ctx, located.errors);
+  const { steps, composer } = phpBuildSteps(ctx, appHome);
+  const start = phpStart(ctx, steps, workers);
+  if (notes.errors.length > 0 || webroot === null) return { ok: false, errors: notes.errors };
   const buildEnv: Record<string, string> = {
     ...instanceEnvironment(vars, { INSTANCE_TYPE: "build" }, appHome),
     COMPOSER_CACHE_DIR,
@@ -442,8 +504,8 @@ export function planPhpBuild(input: PhpBuildInput): Result {
         ...(workerPath !== null ? { PHPSERVER_WORKER: `${appHome}/${workerPath}` } : {}),
       },
       workers,
-      warnings,
-      logLines,
+      warnings: notes.warnings,
+      logLines: notes.logLines,
     },
   };
 }

@@ -18,6 +18,14 @@ import {
   subnetCount,
 } from "../core/subnets.js";
 
+/** A proxy URL; `host:port` without a scheme means http://host:port, as curl and npm read it. */
+const proxyUrl = () =>
+  z
+    .string()
+    .transform((v) => (v.includes("://") ? v : `http://${v}`))
+    .pipe(z.url({ protocol: /^https?$/, message: "must be a URL like http://proxy.example:3128" }))
+    .optional();
+
 /**
  * The only module of the server that reads process.env. Every setting is validated at start and every
  * problem is listed at once.
@@ -76,6 +84,11 @@ const schema = z.object({
   PIER_NPM_REGISTRY: z
     .url({ message: "must be a URL like https://registry.npmjs.org" })
     .default("https://registry.npmjs.org"),
+  // The proxy of the server's own requests (the npm registry), under the names every tool reads.
+  HTTPS_PROXY: proxyUrl(),
+  https_proxy: proxyUrl(),
+  NO_PROXY: z.string().optional(),
+  no_proxy: z.string().optional(),
   PIER_BUILD_NETWORK: z
     .string()
     .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/, "must be the name of a Docker network")
@@ -196,6 +209,8 @@ export interface Config {
   extraCaCerts: string;
   cacheDir: string;
   npmRegistry: string;
+  /** HTTPS_PROXY (or https_proxy) for the server's requests to the npm registry, except NO_PROXY's hosts. */
+  proxy: { url: string | null; noProxy: string | null };
   /** A Docker network builds join (a registry mirror, an internal git server), or null: the default bridge. */
   buildNetwork: string | null;
   dockerSocket: string;
@@ -296,6 +311,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, host: HostFacts
     extraCaCerts: c.PIER_EXTRA_CA_CERTS,
     cacheDir: resolve(c.PIER_CACHE_DIR),
     npmRegistry: c.PIER_NPM_REGISTRY.replace(/\/+$/, ""),
+    proxy: { url: c.HTTPS_PROXY ?? c.https_proxy ?? null, noProxy: c.NO_PROXY ?? c.no_proxy ?? null },
     buildNetwork: c.PIER_BUILD_NETWORK ?? null,
     dockerSocket: c.PIER_DOCKER_SOCKET,
     dockerCli: c.PIER_DOCKER_CLI,

@@ -175,6 +175,7 @@ export async function startServer(
     url: config.npmRegistry,
     caFile: config.extraCaCerts,
     cacheDir: config.cacheDir,
+    proxy: config.proxy,
   });
   const toolchains = new Toolchains({ engine, registry });
   const hostKeyPath = join(config.dataDir, "ssh_host_ed25519_key");

@@ -92,6 +92,107 @@ async function confirm(ctx: Context, what: string, name: string, yes: boolean | 
   if (answer?.trim() !== name) throw new CliError(`confirmation did not match ${name}; nothing was changed`);
 }
 
+/** The flags of `pier addon`, as parsed. */
+interface AddonFlags {
+  format?: string;
+  flavor?: string;
+  link?: string[];
+  reveal?: boolean;
+  yes?: boolean;
+  force?: boolean;
+}
+
+/** What each subcommand gets: its positionals, the flags, and the checked --format (default: human|json). */
+interface Sub {
+  ctx: Context;
+  rest: string[];
+  values: AddonFlags;
+  fmt: (formats?: z.ZodType) => string;
+}
+
+async function create({ ctx, rest, values, fmt }: Sub): Promise<number> {
+  const [kind, name] = takePositionals("addon", rest, 2, 2, "KIND and NAME: pier addon create kv cache");
+  const format = fmt();
+  ctx.err(`Creating ${kind} add-on ${name}...\n`);
+  const a = await ctx.client().call("POST", apiPath("addons"), AddonSchema, {
+    body: { kind, name, flavor: values.flavor, link: values.link },
+  });
+  if (format === "json") ctx.out(json(a));
+  else {
+    ctx.out(`Created ${a.kind} add-on ${a.name} (${a.id}), flavor ${a.flavor}.\n`);
+    if (a.apps.length > 0)
+      ctx.err(`Linked to ${a.apps.join(", ")}: their next deploy or \`pier restart\` gets its variables.\n`);
+  }
+  return 0;
+}
+
+async function list({ ctx, rest, fmt }: Sub): Promise<number> {
+  takePositionals("addon", rest, 0, 0, "");
+  const list = await ctx.client().call("GET", apiPath("addons"), z.array(AddonSchema));
+  if (fmt() === "json") ctx.out(json(list));
+  else if (list.length === 0) ctx.err("No add-ons. Create one with: pier addon create kv NAME\n");
+  else
+    ctx.out(
+      table(
+        ["NAME", "KIND", "FLAVOR", "LINKED APPS", "ID"],
+        list.map((a) => [a.name, a.kind, a.flavor, a.apps.join(","), a.id]),
+      ),
+    );
+  return 0;
+}
+
+async function status({ ctx, rest, fmt }: Sub): Promise<number> {
+  const [name] = takePositionals("addon", rest, 1, 1, "the add-on's NAME");
+  const s = await ctx.client().call("GET", addonPath(name as string), StatusSchema);
+  if (fmt() === "json") ctx.out(json(s));
+  else
+    ctx.out(
+      [
+        `${s.name} (${s.kind}, ${s.id}): ${s.state}`,
+        `  flavor:    ${s.flavor}`,
+        `  address:   ${s.host}:${s.port} (from the linked apps' instances and builds)`,
+        `  linked to: ${s.joins.length > 0 ? s.joins.map((j) => `${j.app} (${JOIN_TEXT[j.state] ?? j.state})`).join(", ") : "no app"}`,
+        `  backups:   ${s.backups}`,
+        "",
+      ].join("\n"),
+    );
+  return 0;
+}
+
+async function env({ ctx, rest, values, fmt }: Sub): Promise<number> {
+  const [name] = takePositionals("addon", rest, 1, 1, "the add-on's NAME");
+  const format = fmt(formatFlag(["human", "json", "shell"]));
+  const reveal = values.reveal ? "?reveal=true" : "";
+  const e = await ctx.client().call("GET", `${addonPath(name as string, "env")}${reveal}`, EnvSchema);
+  const vars = values.reveal
+    ? e.vars
+    : Object.fromEntries(Object.entries(e.vars).map(([k, v]) => [k, maskValue(k, v)]));
+  if (format === "json") ctx.out(json(vars));
+  else if (format === "shell") ctx.out(renderEnvShell(vars).text);
+  else ctx.out(renderEnvHuman(vars));
+  if (!values.reveal && format !== "json") ctx.err("Secrets are masked; --reveal shows them.\n");
+  return 0;
+}
+
+async function remove({ ctx, rest, values }: Sub): Promise<number> {
+  const [name] = takePositionals("addon", rest, 1, 1, "the add-on's NAME");
+  await confirm(ctx, `delete the add-on ${name} and its data`, name as string, values.yes, "addon");
+  await ctx.client().callNoContent("DELETE", addonPath(name as string), {
+    query: values.force ? { force: true } : undefined,
+  });
+  ctx.out(`Deleted add-on ${name}.\n`);
+  return 0;
+}
+
+const SUBCOMMANDS: Record<string, (sub: Sub) => Promise<number>> = {
+  create,
+  list,
+  status,
+  env,
+  delete: remove,
+  backup: ({ ctx, rest, values, fmt }) => backup(ctx, rest, values, fmt),
+};
+
 export const addon: Command = {
   name: "addon",
   summary: "Add-ons: kv (Redis protocol) and postgresql; create, list, status, env, delete, backups",
@@ -107,96 +208,15 @@ export const addon: Command = {
       force: { type: "boolean" },
     });
     const [sub = "list", ...rest] = positionals;
-    const api = () => ctx.client();
     const fmt = (formats: z.ZodType = humanJson) =>
       (
         checkFlags(`addon ${sub}`, z.object({ format: formats }), { format: values.format }) as {
           format: string;
         }
       ).format;
-    switch (sub) {
-      case "create": {
-        const [kind, name] = takePositionals(
-          "addon",
-          rest,
-          2,
-          2,
-          "KIND and NAME: pier addon create kv cache",
-        );
-        const format = fmt();
-        ctx.err(`Creating ${kind} add-on ${name}...\n`);
-        const a = await api().call("POST", apiPath("addons"), AddonSchema, {
-          body: { kind, name, flavor: values.flavor, link: values.link },
-        });
-        if (format === "json") ctx.out(json(a));
-        else {
-          ctx.out(`Created ${a.kind} add-on ${a.name} (${a.id}), flavor ${a.flavor}.\n`);
-          if (a.apps.length > 0)
-            ctx.err(
-              `Linked to ${a.apps.join(", ")}: their next deploy or \`pier restart\` gets its variables.\n`,
-            );
-        }
-        return 0;
-      }
-      case "list": {
-        takePositionals("addon", rest, 0, 0, "");
-        const list = await api().call("GET", apiPath("addons"), z.array(AddonSchema));
-        if (fmt() === "json") ctx.out(json(list));
-        else if (list.length === 0) ctx.err("No add-ons. Create one with: pier addon create kv NAME\n");
-        else
-          ctx.out(
-            table(
-              ["NAME", "KIND", "FLAVOR", "LINKED APPS", "ID"],
-              list.map((a) => [a.name, a.kind, a.flavor, a.apps.join(","), a.id]),
-            ),
-          );
-        return 0;
-      }
-      case "status": {
-        const [name] = takePositionals("addon", rest, 1, 1, "the add-on's NAME");
-        const s = await api().call("GET", addonPath(name as string), StatusSchema);
-        if (fmt() === "json") ctx.out(json(s));
-        else
-          ctx.out(
-            [
-              `${s.name} (${s.kind}, ${s.id}): ${s.state}`,
-              `  flavor:    ${s.flavor}`,
-              `  address:   ${s.host}:${s.port} (from the linked apps' instances and builds)`,
-              `  linked to: ${s.joins.length > 0 ? s.joins.map((j) => `${j.app} (${JOIN_TEXT[j.state] ?? j.state})`).join(", ") : "no app"}`,
-              `  backups:   ${s.backups}`,
-              "",
-            ].join("\n"),
-          );
-        return 0;
-      }
-      case "env": {
-        const [name] = takePositionals("addon", rest, 1, 1, "the add-on's NAME");
-        const format = fmt(formatFlag(["human", "json", "shell"]));
-        const reveal = values.reveal ? "?reveal=true" : "";
-        const e = await api().call("GET", `${addonPath(name as string, "env")}${reveal}`, EnvSchema);
-        const vars = values.reveal
-          ? e.vars
-          : Object.fromEntries(Object.entries(e.vars).map(([k, v]) => [k, maskValue(k, v)]));
-        if (format === "json") ctx.out(json(vars));
-        else if (format === "shell") ctx.out(renderEnvShell(vars).text);
-        else ctx.out(renderEnvHuman(vars));
-        if (!values.reveal && format !== "json") ctx.err("Secrets are masked; --reveal shows them.\n");
-        return 0;
-      }
-      case "delete": {
-        const [name] = takePositionals("addon", rest, 1, 1, "the add-on's NAME");
-        await confirm(ctx, `delete the add-on ${name} and its data`, name as string, values.yes, "addon");
-        await api().callNoContent("DELETE", addonPath(name as string), {
-          query: values.force ? { force: true } : undefined,
-        });
-        ctx.out(`Deleted add-on ${name}.\n`);
-        return 0;
-      }
-      case "backup":
-        return backup(ctx, rest, values, fmt);
-      default:
-        throw new UsageError(`unknown addon command '${sub}'`, { command: "addon" });
-    }
+    const handler = Object.hasOwn(SUBCOMMANDS, sub) ? SUBCOMMANDS[sub] : undefined;
+    if (!handler) throw new UsageError(`unknown addon command '${sub}'`, { command: "addon" });
+    return handler({ ctx, rest, values, fmt });
   },
 };
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { splitLines } from "../../core/lines.js";
 import {
   APP,
   checkFlags,
@@ -91,7 +92,7 @@ async function deploymentLog(ctx: Context, app: string, ref: string, f: Flags): 
   if (!f.follow) {
     const text = await client.text(appPath(app, "deployments", id, "log"));
     if (f.format === "json") {
-      const lines = text === "" ? [] : text.replace(/\n$/, "").split("\n");
+      const lines = splitLines(text);
       ctx.out(json(lines.map((line) => ({ line }))));
     } else {
       ctx.out(text === "" || text.endsWith("\n") ? text : `${text}\n`);

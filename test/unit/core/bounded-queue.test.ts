@@ -127,3 +127,11 @@ describe("LineSplitter", () => {
     assert.equal(out + rest.length, 3000, "nothing lost");
   });
 });
+
+describe("LineSplitter on bytes", () => {
+  it("keeps a UTF-8 character split across two chunks whole", () => {
+    const all = new TextEncoder().encode("é\n");
+    const s = new LineSplitter(100);
+    assert.deepEqual([...s.push(all.subarray(0, 1)), ...s.push(all.subarray(1)), ...s.end()], ["é"]);
+  });
+});

@@ -204,3 +204,21 @@ describe("isolation settings (ADR 0019)", () => {
     });
   }
 });
+
+describe("HTTPS_PROXY and NO_PROXY", () => {
+  const proxyOf = (env: Record<string, string>) =>
+    loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", ...env }).proxy;
+  test("none by default", () => assert.deepEqual(proxyOf({}), { url: null, noProxy: null }));
+  test("the upper-case names win over the lower-case ones", () =>
+    assert.deepEqual(
+      proxyOf({ HTTPS_PROXY: "http://a:3128", https_proxy: "http://b:3128", no_proxy: ".internal" }),
+      { url: "http://a:3128", noProxy: ".internal" },
+    ));
+  test("host:port without a scheme means http://", () =>
+    assert.equal(proxyOf({ https_proxy: "proxy.example:3128" }).url, "http://proxy.example:3128"));
+  test("a proxy that is not an http(s) URL stops the start, naming the variable", () =>
+    assert.match(
+      problems({ HTTPS_PROXY: "ftp://proxy:21" }).join("\n"),
+      /^HTTPS_PROXY: must be a URL like http:\/\/proxy/,
+    ));
+});
