@@ -3,8 +3,9 @@
 // folder or global: ports are 0, folders mkdtemp); then the end-to-end tests one file at a time (they share
 // dockerd and build images); then the disruptive ones (they restart dockerd under every app on the machine),
 // last and one at a time. `--unit` runs the unit files alone (`npm run test:unit`). ADR 0027.
-import { availableParallelism } from "node:os";
+
 import { readdirSync, statSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { run } from "node:test";
 import { spec } from "node:test/reporters";
