@@ -14,40 +14,13 @@ import { type CertificatePair, edgePem } from "../../../src/core/domains.js";
 import { PierError } from "../../../src/core/errors.js";
 import type { TlsEdge } from "../../../src/core/ports.js";
 import { DomainService } from "../../../src/server/domains.js";
+import { FakeTls } from "../../support/fake-edge.js";
 import { ManualClock } from "../../support/manual-clock.js";
 import { LEAF, LEAF_KEY, OTHER_KEY } from "../core/tls-fixtures.js";
 import { storeApp } from "./store-apps.js";
 
 const dir = mkdtempSync(join(tmpdir(), "pier-domains-unit-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-class FakeTls implements TlsEdge {
-  readonly certs = new Map<string, string>();
-  readonly challenges = new Map<string, string>();
-  installs = 0;
-  /** Refuse every certificate, as HAProxy refuses one it cannot load. */
-  refuse = false;
-  async installCertificate(name: string, pem: string) {
-    if (this.refuse) throw new PierError("EDGE_ERROR", "HAProxy refused to serve the certificate");
-    this.installs++;
-    this.certs.set(name, pem);
-  }
-  async removeCertificate(name: string) {
-    this.certs.delete(name);
-  }
-  async certificates() {
-    return [...this.certs.keys()];
-  }
-  async served() {
-    return [...this.certs.keys()];
-  }
-  async setChallenge(token: string, value: string) {
-    this.challenges.set(token, value);
-  }
-  async removeChallenge(token: string) {
-    this.challenges.delete(token);
-  }
-}
 
 class FakeIssuer implements CertificateIssuer {
   readonly directory = "https://acme.test/dir";
