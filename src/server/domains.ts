@@ -278,31 +278,37 @@ export class DomainService {
       );
       return saved;
     } catch (e) {
-      const message =
-        e instanceof PierError
-          ? e.message
-          : `could not install or record the certificate: ${(e as Error).message}`;
-      const failures = d.failures + 1;
-      const next = new Date(this.clock.now() + retryDelay(failures, this.deps.retryBaseMs));
-      try {
-        if (await store.findDomain(name))
-          await store.updateDomain(name, {
-            state: d.state === "issued" ? "issued" : "failed",
-            lastError: message,
-            failures,
-            nextAttemptAt: next.toISOString(),
-          });
-      } catch (err) {
-        logger.warn({ domain: name, err: (err as Error).message }, "could not record the failure");
-      }
-      logger.warn(
-        { domain: name, failures, nextAttemptAt: next.toISOString(), err: message },
-        renewal
-          ? "certificate renewal failed: the current certificate keeps serving"
-          : "no certificate obtained",
-      );
-      throw e instanceof PierError ? e : new PierError("ACME_ERROR", message);
+      throw await this.failed(d, e);
     }
+  }
+
+  /** Records a failed attempt on the domain (its error, the next attempt, backoff); the error to throw. */
+  private async failed(d: Domain, e: unknown): Promise<PierError> {
+    const { store, logger } = this.deps;
+    const message =
+      e instanceof PierError
+        ? e.message
+        : `could not install or record the certificate: ${(e as Error).message}`;
+    const failures = d.failures + 1;
+    const next = new Date(this.clock.now() + retryDelay(failures, this.deps.retryBaseMs));
+    try {
+      if (await store.findDomain(d.name))
+        await store.updateDomain(d.name, {
+          state: d.state === "issued" ? "issued" : "failed",
+          lastError: message,
+          failures,
+          nextAttemptAt: next.toISOString(),
+        });
+    } catch (err) {
+      logger.warn({ domain: d.name, err: (err as Error).message }, "could not record the failure");
+    }
+    logger.warn(
+      { domain: d.name, failures, nextAttemptAt: next.toISOString(), err: message },
+      d.state === "issued"
+        ? "certificate renewal failed: the current certificate keeps serving"
+        : "no certificate obtained",
+    );
+    return e instanceof PierError ? e : new PierError("ACME_ERROR", message);
   }
 
   /**
