@@ -177,6 +177,12 @@ export class MemoryDomains implements DomainStore {
     return copy(out);
   }
 
+  private mustDomain(name: string): Domain {
+    const d = this.domain(name);
+    if (!d) throw new PierError("DOMAIN_NOT_FOUND", `No domain ${name}.`);
+    return d;
+  }
+
   async addDomain(d: Pick<Domain, "name" | "appId" | "nextAttemptAt">): Promise<Domain> {
     const other = this.domains.get(d.name);
     if (other) {
@@ -203,7 +209,7 @@ export class MemoryDomains implements DomainStore {
       createdAt: now(),
       cert: null,
     });
-    return this.domain(d.name) as Domain;
+    return this.mustDomain(d.name);
   }
 
   async findDomain(name: string): Promise<Domain | null> {
@@ -222,7 +228,7 @@ export class MemoryDomains implements DomainStore {
     if (!d) throw new PierError("DOMAIN_NOT_FOUND", `No domain ${name}.`);
     for (const k of PATCHABLE) if (patch[k] !== undefined) Object.assign(d, { [k]: patch[k] });
     if (certificate) d.cert = copy(certificate);
-    return this.domain(name) as Domain;
+    return this.mustDomain(name);
   }
 
   async domainCertificate(name: string): Promise<CertificatePair | null> {
