@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { type Addon, type AddonBackup, type AddonKind, backupDue, expiredBackups } from "../core/addons.js";
 import { type Clock, type ClockTimer, systemClock } from "../core/clock.js";
 import { PierError } from "../core/errors.js";
-import type { AddonProvider, AddonStore } from "../core/ports.js";
+import type { AddonProvider, AddonRecordStore, BackupStore } from "../core/ports.js";
 import { newId } from "./deployer.js";
 
 /**
@@ -18,7 +18,7 @@ export class AddonBackups {
 
   constructor(
     private readonly deps: {
-      addons: AddonStore;
+      addons: AddonRecordStore & BackupStore;
       providers: Record<AddonKind, AddonProvider>;
       logger: Logger;
       backupDir: string;
