@@ -1,8 +1,11 @@
-// Runs every compiled test file with node's built-in runner: unit tests first (fast),
-// then the end-to-end tests one file at a time (they share dockerd and build images), then the disruptive
-// ones (they restart dockerd under every app on the machine), last and one at a time. One run of node's test runner,
-// so one summary with the totals.
+// Runs every compiled test file with node's built-in runner, in one run, so one summary with the totals
+// (CI reads it). Unit tests first, their files in parallel (each in its own process; they share no port,
+// folder or global: ports are 0, folders mkdtemp); then the end-to-end tests one file at a time (they share
+// dockerd and build images); then the disruptive ones (they restart dockerd under every app on the machine),
+// last and one at a time. `--unit` runs the unit files alone (`npm run test:unit`). ADR 0027.
+
 import { readdirSync, statSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { run } from "node:test";
 import { spec } from "node:test/reporters";
@@ -23,24 +26,41 @@ function find(dir) {
   return out;
 }
 
-const only = process.argv.slice(2);
+const args = process.argv.slice(2);
+const unitOnly = args.includes("--unit");
+const only = args.filter((a) => a !== "--unit");
 const pick = (files) => (only.length ? files.filter((f) => only.some((o) => f.includes(o))) : files);
 const unit = pick(find("dist/test/unit"));
-const e2e = pick(find("dist/test/e2e"));
-const disruptive = pick(find("dist/test/e2e-disruptive"));
-const files = [...unit, ...e2e, ...disruptive];
-if (files.length === 0) {
+const e2e = unitOnly ? [] : pick(find("dist/test/e2e"));
+const disruptive = unitOnly ? [] : pick(find("dist/test/e2e-disruptive"));
+if (unit.length + e2e.length + disruptive.length === 0) {
   console.error("run-tests: no test file found under dist/test (did the build run?)");
   process.exit(1);
 }
-// `node --test FILES` would sort the files by path (the disruptive ones would go first); run() keeps this
-// order. The spec reporter prints one summary with the totals.
+
+// One reporter over the phases: node's run() takes one concurrency per call, so the unit phase (parallel)
+// and the end-to-end phase (serial) are two calls whose events feed one spec reporter. Each call ends with
+// its totals (top-level diagnostics `tests N`, `pass N`, ...): they are added up and printed once, at the
+// end, so the run still prints ONE summary.
+const reporter = new spec();
+reporter.pipe(process.stdout);
+const TOTAL = /^(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) ([0-9.]+)$/;
+const totals = new Map();
 let failed = false;
-const stream = run({ files, concurrency: 1 });
-stream.on("test:fail", (t) => {
-  if (!t.todo) failed = true;
-});
-stream.compose(new spec()).pipe(process.stdout);
-stream.once("close", () => {
-  process.exitCode = failed ? 1 : 0;
-});
+
+async function phase(files, concurrency) {
+  if (files.length === 0) return;
+  for await (const event of run({ files, concurrency })) {
+    if (event.type === "test:fail" && !event.data.todo) failed = true;
+    const total = event.type === "test:diagnostic" && !event.data.file && TOTAL.exec(event.data.message);
+    if (total) totals.set(total[1], (totals.get(total[1]) ?? 0) + Number(total[2]));
+    else if (!(event.type === "test:plan" && !event.data.file)) reporter.write(event);
+  }
+}
+
+await phase(unit, Math.max(2, availableParallelism()));
+await phase([...e2e, ...disruptive], 1);
+for (const [name, n] of totals)
+  reporter.write({ type: "test:diagnostic", data: { nesting: 0, message: `${name} ${n}` } });
+reporter.end();
+process.exitCode = failed ? 1 : 0;

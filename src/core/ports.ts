@@ -71,17 +71,23 @@ export interface DeploymentPatch {
   finishedAt?: string;
 }
 
-/** Pier's state. SQLite today; the async shape lets a PostgreSQL store follow. */
-export interface Store {
+/**
+ * Pier's state, in small ports named for what Pier keeps (ADR 0027): a service depends on the slices it uses;
+ * `Store` is all of them. SQLite today; the async shape lets a PostgreSQL store follow. Every implementation
+ * passes test/conformance/store.ts.
+ */
+/** Apps: created, found by id or name, listed by name, changed, deleted (with everything of theirs). */
+export interface AppStore {
   createApp(app: NewApp): Promise<App>;
   /** By id or by name. */
   findApp(ref: string): Promise<App | null>;
   listApps(): Promise<App[]>;
   updateApp(id: string, patch: AppPatch): Promise<App>;
   deleteApp(id: string): Promise<void>;
-  currentRelease(appId: string): Promise<Release | null>;
-  setCurrentRelease(appId: string, releaseId: string | null): Promise<void>;
+}
 
+/** An app's variables and its secrets other than variables, sealed at rest. */
+export interface EnvStore {
   getEnv(appId: string): Promise<Record<string, string>>;
   /** An app's secret other than its variables (e.g. `ssh_private_key`), or null. Stored encrypted. */
   getAppSecret(appId: string, name: string): Promise<string | null>;
@@ -97,11 +103,18 @@ export interface Store {
     unset: readonly string[],
     accept?: (next: Record<string, string>) => void,
   ): Promise<Record<string, string>>;
+}
+
+/** The ceiling an admin set on an app (ADR 0022). */
+export interface LimitStore {
   /** The ceiling an admin set for the app (ADR 0022); null fields: the server's default. */
   appLimits(appId: string): Promise<CeilingOverrides>;
   /** Sets some of the app's ceiling (null: back to the server's default); returns the whole record. */
   setAppLimits(appId: string, patch: Partial<CeilingOverrides>): Promise<CeilingOverrides>;
+}
 
+/** Deployments and their logs. */
+export interface DeploymentStore {
   createDeployment(
     d: Pick<Deployment, "id" | "appId" | "commit" | "cause" | "withoutCache">,
   ): Promise<Deployment>;
@@ -114,6 +127,12 @@ export interface Store {
   deployLog(deploymentId: string): Promise<LogLine[]>;
   /** Deletes the logs of the app's deployments but the newest `keep` ones; returns how many lost theirs. */
   pruneDeployLogs(appId: string, keep: number): Promise<number>;
+}
+
+/** Releases, and which one an app serves. */
+export interface ReleaseStore {
+  currentRelease(appId: string): Promise<Release | null>;
+  setCurrentRelease(appId: string, releaseId: string | null): Promise<void>;
 
   createRelease(r: Omit<Release, "number" | "createdAt">): Promise<Release>;
   /**
@@ -127,7 +146,10 @@ export interface Store {
   ): Promise<Release>;
   getRelease(id: string): Promise<Release | null>;
   listReleases(appId: string): Promise<Release[]>;
+}
 
+/** SSH keys and their grants on apps (ADR 0008). */
+export interface SshKeyStore {
   /** An admin key (every app). SSH_KEY_EXISTS if the key is registered already. */
   addSshKey(k: Omit<SshKey, "createdAt" | "global" | "apps">): Promise<SshKey>;
   /**
@@ -147,7 +169,10 @@ export interface Store {
   findSshKey(ref: string): Promise<SshKey | null>;
   findSshKeyByBlob(algo: string, blob: string): Promise<SshKey | null>;
   deleteSshKey(id: string): Promise<void>;
+}
 
+/** API tokens (only their hashes are kept). */
+export interface TokenStore {
   /** CONFLICT if another token that is not the bootstrap one has this name. */
   addApiToken(t: NewApiToken): Promise<ApiToken>;
   findApiTokenByHash(hash: string): Promise<ApiToken | null>;
@@ -156,7 +181,10 @@ export interface Store {
   deleteApiToken(name: string): Promise<boolean>;
   /** Removes every bootstrap token but the one with this hash: one bootstrap admin token is valid. */
   pruneBootstrapTokens(keepHash: string): Promise<number>;
+}
 
+/** How the instances of an app last exited (crash reports, ADR 0021). */
+export interface ExitStore {
   recordExit(e: {
     appId: string;
     containerId: string;
@@ -165,7 +193,10 @@ export interface Store {
     at: string;
   }): Promise<void>;
   lastExits(appId: string): Promise<Map<string, { code: number; at: string; count: number }>>;
+}
 
+/** Subnets of Pier's pool claimed by networks (ADR 0007). */
+export interface SubnetStore {
   /**
    * Records `subnet` (from PIER_SUBNET_POOL) as the network's, unless the network has one already: returns
    * the network's subnet, or null when `subnet` is another network's.
@@ -174,11 +205,21 @@ export interface Store {
   listSubnets(): Promise<SubnetClaim[]>;
   /** Frees the subnets of these networks (they are gone from the engine). */
   releaseSubnets(networks: readonly string[]): Promise<void>;
+}
 
+export interface Store
+  extends AppStore,
+    EnvStore,
+    LimitStore,
+    DeploymentStore,
+    ReleaseStore,
+    SshKeyStore,
+    TokenStore,
+    ExitStore,
+    SubnetStore {
   close(): void;
 }
 
-/** A subnet of Pier's pool, given to one network Pier created (of one app). */
 /**
  * The host's packet filter for tenant isolation (ADR 0019): applies a whole plan at once (the previous one
  * is replaced atomically; a plan with no network removes Pier's rules). Rejects when the host refuses it.
@@ -187,6 +228,7 @@ export interface Firewall {
   apply(plan: IsolationPlan): Promise<void>;
 }
 
+/** A subnet of Pier's pool, given to one network Pier created (of one app). */
 export interface SubnetClaim {
   subnet: string;
   network: string;
@@ -488,15 +530,18 @@ export interface AddonProvider {
   restore(id: string, file: string): Promise<void>;
 }
 
-/** The store's add-ons, links, published variables and backups (src/adapters/store/sqlite-addons.ts). */
-export interface AddonStore {
+/** Add-ons and their credentials (ADR 0015). */
+export interface AddonRecordStore {
   createAddon(a: Omit<Addon, "createdAt">, credentials: AddonCredentials): Promise<Addon>;
   /** By id or by name. */
   findAddon(ref: string): Promise<Addon | null>;
   listAddons(): Promise<Addon[]>;
   addonCredentials(id: string): Promise<AddonCredentials>;
   deleteAddon(id: string): Promise<void>;
+}
 
+/** Links: an app to an add-on, an app to another app (ADR 0016). */
+export interface LinkStore {
   /** CONFLICT when linked already. */
   linkAddon(appId: string, addonId: string): Promise<void>;
   /** False when there was no such link. */
@@ -511,18 +556,27 @@ export interface AddonStore {
   unlinkApp(appId: string, targetAppId: string): Promise<boolean>;
   /** The apps an app is linked to (whose published variables it gets), by name. */
   linkedApps(appId: string): Promise<App[]>;
+}
 
+/** The variables an app publishes to the apps linked to it. */
+export interface PublishedStore {
   /** What an app publishes to the apps linked to it. */
   getPublished(appId: string): Promise<Record<string, string>>;
   setPublished(appId: string, name: string, value: string | null): Promise<void>;
+}
 
+/** Add-on backups. */
+export interface BackupStore {
   addBackup(b: Omit<AddonBackup, "createdAt"> & { createdAt?: string }): Promise<AddonBackup>;
   listBackups(addonId: string): Promise<AddonBackup[]>;
   deleteBackup(id: string): Promise<void>;
 }
 
-/** The store's custom domains, their certificates and ACME accounts (src/adapters/store/sqlite-domains.ts). */
-export interface DomainStore {
+/** The store's add-ons, links, published variables and backups (src/adapters/store/sqlite-addons.ts). */
+export interface AddonStore extends AddonRecordStore, LinkStore, PublishedStore, BackupStore {}
+
+/** Custom domains and their certificates (ADR 0018). */
+export interface DomainRecordStore {
   /** CONFLICT (naming the app) when the domain belongs to an app already. */
   addDomain(d: Pick<Domain, "name" | "appId" | "nextAttemptAt">): Promise<Domain>;
   findDomain(name: string): Promise<Domain | null>;
@@ -536,10 +590,17 @@ export interface DomainStore {
   /** The certificate serving the domain, with its key (stored sealed), or null. */
   domainCertificate(name: string): Promise<CertificatePair | null>;
   deleteDomain(name: string): Promise<void>;
+}
+
+/** ACME account keys, one per directory URL. */
+export interface AcmeAccountStore {
   /** The ACME account key (PEM, stored sealed) Pier uses at this directory URL, or null. */
   acmeAccountKey(directory: string): Promise<string | null>;
   saveAcmeAccountKey(directory: string, keyPem: string): Promise<void>;
 }
+
+/** The store's custom domains, their certificates and ACME accounts (src/adapters/store/sqlite-domains.ts). */
+export interface DomainStore extends DomainRecordStore, AcmeAccountStore {}
 
 /** The edge's TLS side (src/adapters/edge/haproxy.ts): certificates and HTTP-01 answers, changed live. */
 export interface TlsEdge {

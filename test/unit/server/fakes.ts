@@ -6,12 +6,10 @@ import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import type {
-  Edge,
   Engine,
   InstanceInfo,
   InstanceSpec,
   RoutableInstance,
-  Route,
   SandboxInfo,
   SandboxSpec,
   Store,
@@ -193,18 +191,5 @@ export class FakeEngine {
   async logs() {}
 }
 
-/** Records what it serves; throws on the next apply when told to. */
-export class FakeEdge implements Edge {
-  served: Route[] = [];
-  failNext = false;
-  async start() {}
-  async stop() {}
-  async apply(routes: readonly Route[]) {
-    if (this.failNext) {
-      this.failNext = false;
-      throw new Error("edge: HAProxy refused a route change");
-    }
-    this.served = routes.map((r) => ({ ...r, targets: [...r.targets] }));
-    return { skipped: [] };
-  }
-}
+/** The one fake edge lives in test/support (it passes the Edge conformance suite). */
+export { FakeEdge } from "../../support/fake-edge.js";

@@ -3,17 +3,54 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import pino from "pino";
-import type { App, Release } from "../../../src/core/model.js";
-import type { Edge, Engine, RoutableInstance, Route, SandboxInfo, Store } from "../../../src/core/ports.js";
+import type { App } from "../../../src/core/model.js";
+import type { Edge, Engine, RoutableInstance, Route, SandboxInfo } from "../../../src/core/ports.js";
 import type { Deployer } from "../../../src/server/deployer.js";
 import { Instances } from "../../../src/server/instances.js";
 import { reconcile } from "../../../src/server/reconciler.js";
+import { MemoryStore } from "../../support/memory-store.js";
 
 const APPS = 100;
-const app = (i: number): App =>
-  ({ id: `app-${i}`, name: `a${i}`, task: null, stopped: false }) as unknown as App;
-const release = (i: number): Release =>
-  ({ deploymentId: `dep-${i}`, env: {}, image: "img" }) as unknown as Release;
+
+/** The in-memory store, counting the reads of current releases. */
+class CountingStore extends MemoryStore {
+  reads = 0;
+  override async currentRelease(appId: string) {
+    this.reads++;
+    return super.currentRelease(appId);
+  }
+}
+
+/** 100 apps `a<i>` (id `app-<i>`), each with its current release of deployment `dep-<i>`. */
+async function storeOfApps(): Promise<CountingStore> {
+  const store = new CountingStore();
+  for (let i = 0; i < APPS; i++) {
+    const appId = `app-${i}`;
+    await store.createApp({
+      id: appId,
+      name: `a${i}`,
+      type: "node",
+      flavor: "nano",
+      buildFlavor: "M",
+      instances: 1,
+      task: null,
+    });
+    await store.createDeployment({ id: `dep-${i}`, appId, commit: "c", cause: "push", withoutCache: false });
+    const r = {
+      id: `rel-${i}`,
+      appId,
+      deploymentId: `dep-${i}`,
+      image: "img",
+      commit: "c",
+      env: {},
+      httpPort: 8080,
+      tcpPort: null,
+    };
+    await store.commitRelease(r, {}, new Date().toISOString());
+  }
+  store.reads = 0;
+  return store;
+}
 
 class FakeEngine {
   calls: string[] = [];
@@ -45,7 +82,7 @@ class FakeEngine {
   }
 }
 
-function setUp() {
+async function setUp() {
   const engine = new FakeEngine();
   for (let i = 0; i < APPS; i++) {
     engine.routable.push({
@@ -83,16 +120,7 @@ function setUp() {
     running: true,
     http: null,
   });
-  const apps = Array.from({ length: APPS }, (_, i) => app(i));
-  let storeReads = 0;
-  const store = {
-    listApps: async () => apps,
-    findApp: async (id: string) => apps.find((a) => a.id === id) ?? null,
-    currentRelease: async (id: string) => {
-      storeReads++;
-      return release(Number(id.slice(4)));
-    },
-  } as unknown as Store;
+  const store = await storeOfApps();
   const applied: Route[][] = [];
   const edge: Edge = {
     start: async () => undefined,
@@ -110,12 +138,12 @@ function setUp() {
     domain: "localhost",
     stopGraceMs: 1000,
   });
-  return { engine, instances, store, apps, applied, storeReads: () => storeReads };
+  return { engine, instances, store, applied, storeReads: () => store.reads };
 }
 
 describe("at 100 apps", () => {
   test("reconcile lists the engine three times, starts what is stopped, routes every app, removes leftovers", async () => {
-    const { engine, instances, store, applied } = setUp();
+    const { engine, instances, store, applied } = await setUp();
     const known: string[][] = [];
     await reconcile({
       store,
@@ -147,7 +175,7 @@ describe("at 100 apps", () => {
   });
 
   test("a deploy refreshes its own app's route: one engine call and one store read, whatever the number of apps", async () => {
-    const { engine, instances, applied, storeReads } = setUp();
+    const { engine, instances, applied, storeReads } = await setUp();
     await instances.refreshEdge();
     const reads = storeReads();
     engine.calls = [];
@@ -173,10 +201,10 @@ describe("at 100 apps", () => {
   });
 
   test("a stopped app's instances still running (pier server killed between the record and their removal) go", async () => {
-    const { engine, instances, store, apps, applied } = setUp();
+    const { engine, instances, store, applied } = await setUp();
     // pier stop records the app stopped once the edge no longer routes it, then removes its instances: a
     // kill (or an engine error) in between leaves them running, unrouted, holding memory until now.
-    for (const i of [9, 7]) (apps[i] as { stopped: boolean }).stopped = true;
+    for (const i of [9, 7]) await store.updateApp(`app-${i}`, { stopped: true });
     await reconcile({
       store,
       engine: engine as unknown as Engine,
@@ -196,7 +224,7 @@ describe("at 100 apps", () => {
   });
 
   test("instances that carry their image's build role (Pier before ADR 0021) are adopted: no redeploy, still routed", async () => {
-    const { engine, instances, store, applied } = setUp();
+    const { engine, instances, store, applied } = await setUp();
     // A Node.js or PHP release image kept its build container's pier.role=build, and its instances got it.
     for (const i of engine.routable.filter((c) => c.id === "c-4" || c.id === "c-7"))
       i.labels = { ...i.labels, "pier.role": "build", "pier.instance-id": `uuid-${i.id}` };

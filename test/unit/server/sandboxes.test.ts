@@ -1,8 +1,9 @@
 // Which sandboxes a deploy's instances start in (src/server/instances.ts), against a fake engine.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { Edge, Engine, InstanceInfo, SandboxInfo, SandboxSpec, Store } from "../../../src/core/ports.js";
+import type { Edge, Engine, InstanceInfo, SandboxInfo, SandboxSpec } from "../../../src/core/ports.js";
 import { Instances } from "../../../src/server/instances.js";
+import { MemoryStore } from "../../support/memory-store.js";
 
 class FakeEngine {
   sandboxes: SandboxInfo[] = [];
@@ -81,7 +82,7 @@ function setUp(engine: FakeEngine): Instances {
   return new Instances({
     engine: engine as unknown as Engine,
     edge: {} as Edge,
-    store: {} as Store,
+    store: new MemoryStore(),
     networks: {
       ensure: (name) => engine.ensureNetwork(name),
       remove: async () => undefined,

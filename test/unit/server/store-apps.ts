@@ -1,7 +1,7 @@
-import type { SqliteStore } from "../../../src/adapters/store/sqlite.js";
+import type { AppStore } from "../../../src/core/ports.js";
 
-/** A Node.js app named `name` (id `app-<name>`), created in the store as the API would. */
-export const storeApp = (store: SqliteStore, name: string) =>
+/** A Node.js app named `name` (id `app-<name>`), created in any store (SQLite or in memory) as the API would. */
+export const storeApp = (store: AppStore, name: string) =>
   store.createApp({
     id: `app-${name}`,
     name,
