@@ -6,7 +6,7 @@ import type { App, Deployment } from "../core/model.js";
 import type { Store } from "../core/ports.js";
 import type { DeployLogs } from "./deploy-logs.js";
 import type { Deployer } from "./deployer.js";
-import type { PushHandler, PushRequest } from "./git-ssh.js";
+import type { PushHandler, PushRequest } from "./ssh/hook.js";
 
 export interface PushHandlerDeps {
   store: Pick<Store, "findApp">;
