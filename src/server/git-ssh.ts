@@ -1,7 +1,6 @@
 // Git over SSH, assembled from its three parts: authentication (ssh/auth.ts), the hook protocol
 // (ssh/hook.ts) and receive-pack (ssh/receive-pack.ts). This file holds the host key and the listeners.
 import type { ChildProcess } from "node:child_process";
-import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, rm } from "node:fs/promises";
 import { createServer, type Server as NetServer, type Socket } from "node:net";
@@ -15,6 +14,7 @@ import { serveSessions } from "./ssh/receive-pack.js";
 
 export { MAX_AUTH_TRIES } from "./ssh/auth.js";
 export { hookScript, type PushHandler, type PushRequest } from "./ssh/hook.js";
+export { fingerprintOf } from "./ssh-keys.js";
 
 const { Server, utils } = ssh2;
 
@@ -63,11 +63,6 @@ export interface GitSshServerOptions {
   /** Authenticated connections of one key, at most, on the port and on the socket each (PIER_SSH_MAX_CONNECTIONS_PER_KEY; 16). */
   maxConnectionsPerKey?: number;
   logger: MiniLogger;
-}
-
-/** "SHA256:<base64 without padding>", as `ssh-keygen -l` prints it. */
-export function fingerprintOf(blob: Buffer): string {
-  return `SHA256:${createHash("sha256").update(blob).digest("base64").replace(/=+$/, "")}`;
 }
 
 /** The public half of a host key, as a known_hosts entry takes it: `ssh-ed25519 AAAA...`. */

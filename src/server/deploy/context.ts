@@ -85,7 +85,6 @@ export interface NextShape {
   instances: number;
 }
 
-export const APP_HOME = "/app";
 export const newId = (prefix: string) => `${prefix}-${randomBytes(6).toString("hex")}`;
 export const now = () => new Date().toISOString();
 

@@ -2,7 +2,8 @@
 import { instanceEnvironment } from "../../core/env.js";
 import { FLAVOR_MEMORY_MIB } from "../../core/model.js";
 import type { ReleaseToRun } from "../instances.js";
-import { APP_HOME, now, type Plan, type Started, type StepContext } from "./context.js";
+import { APP_HOME } from "../runtimes/runtime.js";
+import { now, type Plan, type Started, type StepContext } from "./context.js";
 
 /** What the instances of this release run: the image, its environment, the app's size (a scale's new one). */
 export function releaseToRun(

@@ -6,8 +6,8 @@ import { ENV_CAP_HINT, instanceEnvProblem } from "../../core/env-limits.js";
 import { PierError } from "../../core/errors.js";
 import type { App } from "../../core/model.js";
 import { appNetworkName } from "../instances.js";
-import type { RunSettings, Runtime } from "../runtimes/runtime.js";
-import { APP_HOME, type DeployRequest, now, type Plan, type StepContext, type StepDeps } from "./context.js";
+import { APP_HOME, type RunSettings, type Runtime } from "../runtimes/runtime.js";
+import { type DeployRequest, now, type Plan, type StepContext, type StepDeps } from "./context.js";
 
 /**
  * Reads the app and its variables with its links' (its own win: builds and instances get them all), and
