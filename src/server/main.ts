@@ -3,46 +3,38 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { type ServerType, serve } from "@hono/node-server";
 import type { Logger } from "pino";
-import { AcmeIssuer } from "../adapters/acme.js";
-import { kvProvider } from "../adapters/addons/kv.js";
-import { postgresqlProvider } from "../adapters/addons/postgresql.js";
 import { HaproxyEdge } from "../adapters/edge/haproxy.js";
-import { HaproxyTls } from "../adapters/edge/haproxy-tls.js";
 import { DockerEngine } from "../adapters/engine/docker.js";
 import { NftFirewall, noFirewall } from "../adapters/nft-isolation.js";
-import { NpmRegistry } from "../adapters/npm-registry.js";
 import { claimPoolRoute } from "../adapters/pool-route.js";
 import { createPrivateFile, makePrivate } from "../adapters/private-files.js";
 import { SecretBox } from "../adapters/secret-box.js";
 import { SqliteStore } from "../adapters/store/sqlite.js";
-import { pierGitPrefixes } from "../core/build-git.js";
 import { listenFailed, PierError } from "../core/errors.js";
 import { formatCidr } from "../core/subnets.js";
 import { authorizeRepo } from "./access.js";
-import { AddonService } from "./addons.js";
 import { adminToken } from "./admin-token.js";
 import { createApi } from "./api.js";
-import { AppService } from "./apps.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { exitOnCrash } from "./crash.js";
-import { DeployLogs } from "./deploy-logs.js";
-import { Deployer } from "./deployer.js";
-import { DomainService, domainsByApp } from "./domains.js";
 import { startEngineLoop } from "./engine-loop.js";
-import { hostKey, hostPublicKey, startGitSshServer } from "./git-ssh.js";
-import { Instances } from "./instances.js";
+import { startGitSshServer } from "./git-ssh.js";
 import { startIsolation } from "./isolation.js";
 import { removeLeftovers } from "./leftovers.js";
-import { AppLimits } from "./limits.js";
 import { createLogger } from "./logging.js";
 import { Networks } from "./networks.js";
 import { pushHandler } from "./push-handler.js";
 import { reconcile } from "./reconciler.js";
-import { DockerRuntime } from "./runtimes/docker.js";
-import { availableNodeVersions, NodeRuntime } from "./runtimes/node.js";
-import { PhpRuntime } from "./runtimes/php.js";
-import { WarmBuilds } from "./runtimes/php-warm.js";
-import { Toolchains } from "./toolchains.js";
+import { availableNodeVersions } from "./runtimes/node.js";
+import {
+  type AppServices,
+  type Base,
+  createAppServices,
+  createRuntimes,
+  createServices,
+  type Runtimes,
+  type Services,
+} from "./services.js";
 
 export const VERSION = "0.1.0";
 
@@ -135,143 +127,6 @@ async function startEdge(config: Config, logger: Logger): Promise<HaproxyEdge> {
   await edge.start();
   return edge;
 }
-
-/** What the services are built on: the store, the engine, the app networks and the edge. */
-interface Base {
-  config: Config;
-  logger: Logger;
-  store: SqliteStore;
-  engine: DockerEngine;
-  networks: Networks;
-  edge: HaproxyEdge;
-  scope: string;
-}
-
-/** Instances, custom domains, add-ons and the deploy logs that carry their secrets masked. */
-function createServices(b: Base) {
-  const { config, logger, store, engine, networks, edge } = b;
-  const domainStore = store.domains();
-  const instances = new Instances({
-    engine,
-    edge,
-    store,
-    networks,
-    domain: config.domain,
-    stopGraceMs: config.stopGraceMs,
-    aliases: () => domainsByApp(domainStore),
-  });
-  const domains = new DomainService({
-    store: domainStore,
-    tls: new HaproxyTls(edge),
-    issuer: config.acme.directory
-      ? new AcmeIssuer({
-          directory: config.acme.directory,
-          email: config.acme.email,
-          caFile: config.acme.caFile,
-          store: domainStore,
-        })
-      : null,
-    refreshEdge: (appId) => instances.refreshEdge(appId),
-    logger: logger.child({ part: "domains" }),
-    pierDomain: config.domain,
-    httpsPort: config.https.port,
-  });
-  const addonOpts = { socketPath: config.dockerSocket, scope: b.scope };
-  const addons = new AddonService({
-    store,
-    addons: store.addons(),
-    engine,
-    networks,
-    providers: { kv: kvProvider(addonOpts), postgresql: postgresqlProvider(addonOpts) },
-    logger: logger.child({ part: "addons" }),
-    backupDir: config.backupDir,
-    backupDays: config.backupDays,
-  });
-  const logs = new DeployLogs(store, undefined, (appId) => addons.linkedVariables(appId));
-  return { instances, domains, addons, logs };
-}
-type Services = ReturnType<typeof createServices>;
-
-/** The runtimes' builds: PHP builds' containers start while the push is received (docs/adr/0012). */
-async function createRuntimes(b: Base, instances: Instances) {
-  const { config, engine, store } = b;
-  const registry = new NpmRegistry({
-    url: config.npmRegistry,
-    caFile: config.extraCaCerts,
-    cacheDir: config.cacheDir,
-  });
-  const buildSandbox = (appId: string, buildNetwork: string | null) =>
-    instances.buildSandbox(appId, buildNetwork);
-  const warmBuilds = new WarmBuilds({
-    engine,
-    buildNetwork: config.buildNetwork,
-    buildSandbox,
-    findApp: (appId) => store.findApp(appId),
-    currentImage: async (appId) => (await store.currentRelease(appId))?.image ?? null,
-  });
-  const pierGit = {
-    socketPath: join(config.dataDir, "run", "git-ssh.sock"),
-    hostKey: hostPublicKey(await hostKey(join(config.dataDir, "ssh_host_ed25519_key"))),
-    prefixes: pierGitPrefixes(config.gitHost, config.ssh.port),
-  };
-  const runtimes = {
-    docker: new DockerRuntime(engine, config.buildNetwork),
-    node: new NodeRuntime({
-      engine,
-      registry,
-      toolchains: new Toolchains({ engine, registry }),
-      registryUrl: config.npmRegistry,
-      pierGit,
-      buildNetwork: config.buildNetwork,
-      buildSandbox,
-    }),
-    phpserver: new PhpRuntime({ engine, buildNetwork: config.buildNetwork, buildSandbox, warm: warmBuilds }),
-  };
-  return { registry, warmBuilds, runtimes };
-}
-type Runtimes = Awaited<ReturnType<typeof createRuntimes>>;
-
-const portSuffix = (p: number, dflt: number) => (p === dflt ? "" : `:${p}`);
-const repoDirOf = (config: Config) => (appId: string) => join(config.dataDir, "repos", `${appId}.git`);
-
-/** The deploy queue and the apps over it; each app's ceiling over the operator's defaults (ADR 0022). */
-function createAppServices(b: Base, s: Services, r: Runtimes) {
-  const { config, logger, store, engine } = b;
-  const limits = new AppLimits({ store, defaults: config.appDefaults });
-  const deployer = new Deployer({
-    store,
-    engine,
-    limits,
-    instances: s.instances,
-    logs: s.logs,
-    logger: logger.child({ part: "deployer" }),
-    repoDir: repoDirOf(config),
-    runtimes: r.runtimes,
-    deployTimeoutMs: config.deployTimeoutMs,
-    listenTimeoutMs: config.listenTimeoutMs,
-    stopGraceMs: config.stopGraceMs,
-    links: s.addons,
-  });
-  const apps = new AppService({
-    store,
-    engine,
-    limits,
-    deployer,
-    instances: s.instances,
-    logger: logger.child({ part: "apps" }),
-    repoDir: repoDirOf(config),
-    gitUrl: (id) => `git+ssh://git@${config.gitHost}${portSuffix(config.ssh.port, 22)}/${id}.git`,
-    appUrl: (name) => `http://${name}.${config.domain}${portSuffix(config.http.port, 80)}`,
-    stopGraceMs: config.stopGraceMs,
-    domain: config.domain,
-    buildNetwork: config.buildNetwork,
-    detachAddons: (appId) => s.addons.detach(appId),
-    // The app's domains went with it (cascade): their certificates leave the edge at once.
-    dropCertificates: () => s.domains.removeOrphans(),
-  });
-  return { limits, deployer, apps };
-}
-type AppServices = ReturnType<typeof createAppServices>;
 
 /**
  * What was under way when Pier stopped ends as what serves says (ADR 0010), then what runs is brought in
