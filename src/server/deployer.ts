@@ -1,37 +1,24 @@
-import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { Logger } from "pino";
-import { archiveCommit } from "../adapters/git.js";
-import { type LinkedEnvironment, linkedLines } from "../core/addons.js";
-import { healthCheckPaths, instanceEnvironment, platformVariables } from "../core/env.js";
-import { ENV_CAP_HINT, instanceEnvProblem } from "../core/env-limits.js";
 import { PierError } from "../core/errors.js";
-import { healthReport, notListeningLines } from "../core/health.js";
-import { type App, type Deployment, FLAVOR_MEMORY_MIB, type Release } from "../core/model.js";
-import type { Engine, InstanceInfo, Store } from "../core/ports.js";
-import { RELEASE_VOLUME_ROLE, unnamedVolumes } from "../core/release-volumes.js";
-import type { DeployLogs } from "./deploy-logs.js";
-import { probe, waitListening } from "./health-gate.js";
-import { appNetworkName, type Instances, type ReleaseToRun } from "./instances.js";
-import type { AppLimits } from "./limits.js";
+import type { App, Deployment } from "../core/model.js";
+import type { InstanceInfo } from "../core/ports.js";
+import { buildImage, KEPT_RELEASES } from "./deploy/build.js";
+import { previousInstances, retirePrevious, undoStart } from "./deploy/cleanup.js";
+import {
+  type DeployRequest,
+  type NextShape,
+  newId,
+  now,
+  type StepContext,
+  type StepDeps,
+} from "./deploy/context.js";
+import { gateRelease } from "./deploy/gate.js";
+import { startInstances } from "./deploy/start.js";
+import { recordRelease, switchEdge } from "./deploy/switch.js";
+import { planRelease, readVariables } from "./deploy/variables.js";
 import { maskedError } from "./logging.js";
-import type { Runtime } from "./runtimes/runtime.js";
 
-export interface DeployRequest {
-  commit: string;
-  cause: string;
-  withoutCache: boolean;
-  /** The pushed objects live in git's quarantine until the push is accepted. */
-  gitEnv?: Record<string, string>;
-  /** Redeploy the current release's image with the app's new size (scale): no build. */
-  reuseCurrentImage?: boolean;
-  /** The app's new size (scale): recorded with the release, only if the deploy succeeds. */
-  resize?: { instances?: number; flavor?: App["flavor"] };
-  /** Redeploy this release's image (rollback): no build. */
-  rollbackTo?: Release;
-}
+export { type DeployRequest, KEPT_RELEASES, newId };
 
 interface Job {
   deployment: Deployment;
@@ -58,12 +45,6 @@ function weight(r: DeployRequest): number {
   return r.reuseCurrentImage ? 0 : 1; // reuses the current image, or builds it again
 }
 
-/** How many releases keep their image, so a rollback needs no rebuild. */
-export const KEPT_RELEASES = 5;
-
-export const newId = (prefix: string) => `${prefix}-${randomBytes(6).toString("hex")}`;
-const now = () => new Date().toISOString();
-
 /**
  * The deploy queue and the deploy itself: one deployment at a time per app, a newer request supersedes a
  * queued one, each can be cancelled and has a time limit, and on any failure the previous release keeps
@@ -75,30 +56,7 @@ export class Deployer {
   /** Apps being stopped or deleted, with what is under way: no deployment may start meanwhile. */
   private readonly exclusive = new Map<string, string>();
 
-  constructor(
-    private readonly deps: {
-      store: Store;
-      engine: Engine;
-      instances: Instances;
-      logs: DeployLogs;
-      logger: Logger;
-      repoDir: (appId: string) => string;
-      runtimes: Partial<Record<App["type"], Runtime>>;
-      deployTimeoutMs: number;
-      listenTimeoutMs: number;
-      stopGraceMs: number;
-      /** Each app's ceiling (ADR 0022). */
-      limits: Pick<AppLimits, "check">;
-      /**
-       * Add-ons and links (ADR 0015): the app's environment with its links' variables, and the linked
-       * add-ons joining the app's networks before its build and instances start. None: no links.
-       */
-      links?: {
-        environment(appId: string, own: Record<string, string>): Promise<LinkedEnvironment>;
-        attach(appId: string, network: { name: string; ipv6Subnet: string | null }): Promise<string[]>;
-      };
-    },
-  ) {}
+  constructor(private readonly deps: StepDeps & { logger: Logger; deployTimeoutMs: number }) {}
 
   /**
    * After a restart of the control plane: nothing stays "queued", "building" or "deploying" forever, and
@@ -293,34 +251,6 @@ export class Deployer {
     return !!this.queues.get(appId)?.active;
   }
 
-  /**
-   * Keeps the images of the last KEPT_RELEASES releases (for rollbacks); removes the rest, then the release
-   * volumes (a PHP release's vendor/) that no remaining image names.
-   */
-  private async pruneImages(appId: string): Promise<void> {
-    const { engine } = this.deps;
-    const keep = new Set(
-      (await this.deps.store.listReleases(appId)).slice(0, KEPT_RELEASES).map((r) => r.image),
-    );
-    const busy = this.queues.get(appId)?.active;
-    for (const tag of await engine.imageTags(`pier-app/${appId}`)) {
-      if (keep.has(tag) || (busy && tag.endsWith(`:${busy.deployment.id}`))) continue;
-      await engine.removeImage(tag).catch(() => undefined);
-    }
-    // Volumes first, then images: a volume whose image a deploy commits meanwhile is that deploy's (busy).
-    const volumes = await engine.listVolumes({ "pier.app": appId, "pier.role": RELEASE_VOLUME_ROLE });
-    if (volumes.length === 0) return;
-    const images: Record<string, string>[] = [];
-    for (const tag of await engine.imageTags(`pier-app/${appId}`)) {
-      const info = await engine.imageInfo(tag);
-      if (info) images.push(info.labels);
-    }
-    const running = this.queues.get(appId)?.active?.deployment.id ?? null;
-    // One still mounted (a retired instance kept for its logs) stays, and goes with a later prune.
-    for (const name of unnamedVolumes(volumes, images, running))
-      await engine.removeVolume(name).catch(() => undefined);
-  }
-
   private async finish(
     job: Job,
     state: "succeeded" | "failed" | "cancelled",
@@ -358,16 +288,9 @@ export class Deployer {
       const { retiring, next } = await this.execute(appId, job);
       await this.finish(job, "succeeded", null);
       // The new release serves already: the old instances drain (SIGTERM, grace) while the pusher moves on.
-      // Instances retired by an earlier deploy (stopped, kept for their logs) go now; the running ones stop.
-      const stopped = retiring.filter((i) => !i.running && i.state !== "restarting");
-      void this.deps.instances
-        .remove(stopped)
-        .then(() => this.deps.instances.retire(retiring.filter((i) => !stopped.includes(i))))
-        .then(() => this.deps.instances.pruneNetworks(appId))
-        // The next deploy's sandboxes: the retired instances' are free again (made if scaled up).
-        .then(() => (next ? this.deps.instances.prepare(appId, next, next.instances) : undefined))
-        .then(() => this.pruneImages(appId))
-        .catch((err) => log.warn({ err }, "could not retire an instance of the previous release"));
+      void retirePrevious(this.deps, appId, retiring, next, () => this.activeDeployment(appId)).catch((err) =>
+        log.warn({ err }, "could not retire an instance of the previous release"),
+      );
     } catch (e) {
       const reason = job.controller.signal.aborted
         ? ((job.controller.signal.reason as Error).message ?? "Cancelled.")
@@ -395,300 +318,37 @@ export class Deployer {
     }
   }
 
+  /** The deployment under way for the app, if any: its image and volumes are not pruned. */
+  private activeDeployment(appId: string): string | null {
+    return this.queues.get(appId)?.active?.deployment.id ?? null;
+  }
+
+  /**
+   * The deploy, step by step: variables, build, start, gate, switch (the edge) then record (the store).
+   * A failure after the start removes this deployment's instances: the previous release keeps serving.
+   */
   private async execute(
     appId: string,
     job: Job,
-  ): Promise<{
-    retiring: InstanceInfo[];
-    next: {
-      httpPort: number | null;
-      tcpPort: number | null;
-      ipv6Subnet: string | null;
-      instances: number;
-    } | null;
-  }> {
-    const { store, engine, instances, logs } = this.deps;
-    const signal = job.controller.signal;
+  ): Promise<{ retiring: InstanceInfo[]; next: NextShape | null }> {
     const d = job.deployment;
-    const app = await store.findApp(appId);
-    if (!app) throw new PierError("APP_NOT_FOUND", `App ${appId} no longer exists.`);
-    const own = await store.getEnv(app.id);
-    const linked = this.deps.links ? await this.deps.links.environment(app.id, own) : null;
-    // The app's own variables and its links' (its own win): builds and instances get them all.
-    const vars = linked?.vars ?? own;
-    // The log masks every line with the app's secrets and its links': the variables this deploy uses.
-    await logs.refreshMasker(d.id, vars);
-    const write = (line: string) => logs.write(d.id, line);
-    const check = () => {
-      if (signal.aborted) throw signal.reason;
+    const ctx: StepContext = {
+      deps: this.deps,
+      deployment: d,
+      request: job.request,
+      signal: job.controller.signal,
+      write: (line) => this.deps.logs.write(d.id, line),
     };
-
-    write(`Deploying ${app.name} (${app.type}), commit ${d.commit.slice(0, 12)}: ${d.cause}.`);
-    await store.updateDeployment(d.id, { state: "building", buildingAt: now() });
-
-    const runtime = this.deps.runtimes[app.type];
-    if (!runtime) {
-      throw new PierError(
-        "INVALID_INPUT",
-        `The ${app.type} runtime is not available yet on this Pier.`,
-        "Use docker or node.",
-      );
-    }
-    const settingsResult = runtime.settings(vars);
-    if (settingsResult.errors.length > 0) {
-      throw new PierError(
-        "INVALID_VARIABLE",
-        `Invalid settings: ${settingsResult.errors.join("; ")}`,
-        "Fix them with `pier env set`.",
-      );
-    }
-    const settings = settingsResult.settings;
-    // A task runs once to completion: created with --task "<command>", or CC_TASK=true (its start command).
-    const task = app.task !== null || vars.CC_TASK === "true";
-    const health = healthCheckPaths(vars);
-    if (health.errors.length > 0) throw new PierError("INVALID_VARIABLE", health.errors.join("; "));
-    if (settings.mountDockerSocket && !app.allowDockerSocket) {
-      throw new PierError(
-        "FORBIDDEN",
-        "CC_MOUNT_DOCKER_SOCKET=true, but no admin allowed this app to use the engine socket.",
-        'An admin can allow it (PATCH /v1/apps/<app> {"allowDockerSocket": true}); unset the variable otherwise.',
-      );
-    }
-    const appHome = "/app";
-    const common = platformVariables({
-      appId: app.id,
-      appName: app.name,
-      appHome,
-      instanceNumber: 0,
-      instanceId: "",
-      instanceType: "build",
-      port: settings.httpPort,
-      deploymentId: d.id,
-      commitId: d.commit,
-    });
-    // The app's ceiling and the caps on an instance's environment, before anything is built or started.
-    await this.checkLimits(app, job.request, instanceEnvironment(vars, common, appHome), task);
-    let addonNetwork: string | null = null;
-    if (linked && this.deps.links) {
-      for (const line of linkedLines(linked)) write(line);
-      const network = { name: appNetworkName(app.id, settings.ipv6Subnet), ipv6Subnet: settings.ipv6Subnet };
-      for (const line of await this.deps.links.attach(app.id, network)) write(line);
-      if (linked.linked.some((v) => v.source.kind === "addon")) addonNetwork = network.name;
-    }
-
-    let image: string;
-    const current = await store.currentRelease(app.id);
-    const target = job.request.rollbackTo;
-    if (target) {
-      if (!(await engine.imageExists(target.image))) {
-        throw new PierError(
-          "RELEASE_NOT_FOUND",
-          `The image of release v${target.number} is no longer kept (the last ${KEPT_RELEASES} releases keep theirs).`,
-          `Redeploy its commit ${target.commit.slice(0, 12)} with git push instead.`,
-        );
-      }
-      image = target.image;
-      write(
-        `Rolling back to release v${target.number} (commit ${target.commit.slice(0, 12)}): its image, today's variables.`,
-      );
-    } else if (job.request.reuseCurrentImage) {
-      if (!current) throw new PierError("NOTHING_TO_DEPLOY", "This app has no release yet: push first.");
-      image = current.image;
-      write(`Reusing the image of release v${current.number}.`);
-    } else {
-      const sourceDir = await mkdtemp(join(tmpdir(), "pier-build-"));
-      try {
-        await archiveCommit(this.deps.repoDir(app.id), d.commit, sourceDir, job.request.gitEnv);
-        image = await runtime.build(
-          {
-            app,
-            deployment: d,
-            vars,
-            platformVars: common,
-            sourceDir,
-            sshPrivateKey: await this.deps.store.getAppSecret(app.id, "ssh_private_key"),
-            previousImage: current?.image ?? null,
-            write,
-            signal,
-            addonNetwork,
-          },
-          settings,
-        );
-      } finally {
-        await rm(sourceDir, { recursive: true, force: true });
-      }
-    }
-    check();
-
-    await store.updateDeployment(d.id, { state: "deploying", deployingAt: now() });
-    const env = instanceEnvironment(vars, { ...common, INSTANCE_TYPE: "production" }, appHome);
-    delete env.INSTANCE_NUMBER;
-    delete env.INSTANCE_ID;
-    if (settings.mountDockerSocket) {
-      write(
-        "WARNING: CC_MOUNT_DOCKER_SOCKET=true: the engine socket is mounted in the instances; isolation is broken, never run untrusted code in this app.",
-      );
-    }
-    // A scale deploys the new size; the app records it only when this deploy succeeds.
-    const size = { instances: app.instances, flavor: app.flavor, ...job.request.resize };
-    const toRun: ReleaseToRun = {
-      appId: app.id,
-      appName: app.name,
-      deploymentId: d.id,
-      image,
-      env,
-      httpPort: task ? null : settings.httpPort,
-      tcpPort: settings.tcpPort,
-      cmd: app.task ? ["/bin/sh", "-c", app.task] : settings.cmd,
-      flavor: size.flavor,
-      instances: task ? 1 : size.instances,
-      ipv6Subnet: settings.ipv6Subnet,
-      mountDockerSocket: settings.mountDockerSocket,
-      restart: !task,
-    };
-    write(
-      `Starting ${toRun.instances} instance(s) of flavor ${size.flavor} (${FLAVOR_MEMORY_MIB[size.flavor]} MiB).`,
-    );
-    const started = await instances.start(toRun, write);
+    const plan = await planRelease(ctx, await readVariables(ctx, appId));
+    const image = await buildImage(ctx, plan);
+    const started = await startInstances(ctx, plan, image);
     try {
-      check();
-      if (task) {
-        write("Task started: it runs once to completion (no HTTP, no health check).");
-        const code = await engine.waitInstance(started[0]!.id, signal);
-        await engine.logs(started[0]!.id, { follow: false }, (l) => write(l.line), signal);
-        if (code !== 0) throw new PierError("BUILD_FAILED", `The task exited with code ${code}.`);
-        write("Task finished with exit code 0.");
-      } else {
-        try {
-          await Promise.all(
-            started.map((inst) => this.gate(app, inst, settings.httpPort, health.paths, write, signal)),
-          );
-        } catch (e) {
-          await this.runHook("CC_RUN_FAILED_HOOK", vars, started, write);
-          throw e;
-        }
-        await this.runHook("CC_RUN_SUCCEEDED_HOOK", vars, started, write);
-      }
-      check();
-      // The switch: the edge serves the new instances first, then the store records the release, the
-      // app's size and the deployment's success in one transaction. If either step fails, the edge goes
-      // back to what the store says and nothing of this deploy is recorded.
-      let release: Release | null = null;
-      await instances.transition(app.id, d.id, async () => {
-        release = await store.commitRelease(
-          {
-            id: newId("rel"),
-            appId: app.id,
-            deploymentId: d.id,
-            image,
-            commit: d.commit,
-            env,
-            httpPort: settings.httpPort,
-            tcpPort: settings.tcpPort,
-          },
-          { stopped: false, ...job.request.resize },
-          now(),
-        );
-      });
-      write(`Release v${(release as Release | null)?.number} is live at the edge.`);
+      await gateRelease(ctx, plan, started.instances);
+      await switchEdge(ctx, plan.app.id, () => recordRelease(ctx, plan, started, image));
     } catch (e) {
-      write("Removing the instances of this deployment; the previous release keeps serving.");
-      await instances.remove(started).catch(() => undefined);
+      await undoStart(ctx, started);
       throw e;
     }
-    const serving = await instances.others(app.id, d.id);
-    if (serving.length > 0) {
-      write(`Retiring the previous release's instances (SIGTERM, ${this.deps.stopGraceMs / 1000} s grace).`);
-    }
-    return {
-      retiring: serving,
-      next: task
-        ? null
-        : {
-            httpPort: toRun.httpPort,
-            tcpPort: toRun.tcpPort,
-            ipv6Subnet: toRun.ipv6Subnet,
-            instances: toRun.instances,
-          },
-    };
-  }
-
-  /**
-   * The deploy's size within the app's ceiling (an admin may have lowered it since the last scale) and the
-   * instances' environment (the app's variables with its links' and the platform's) within its cap. Either
-   * fails the deploy before anything is built or started: the app stays as it was.
-   */
-  private async checkLimits(
-    app: App,
-    req: DeployRequest,
-    env: Record<string, string>,
-    task: boolean,
-  ): Promise<void> {
-    const size = { instances: app.instances, flavor: app.flavor, ...req.resize };
-    const building = !req.reuseCurrentImage && !req.rollbackTo;
-    await this.deps.limits.check(app, {
-      instances: task ? 1 : size.instances,
-      flavor: size.flavor,
-      ...(building ? { buildFlavor: app.buildFlavor } : {}),
-    });
-    const problem = instanceEnvProblem(env, app.name);
-    if (problem) throw new PierError("ENV_LIMIT_EXCEEDED", problem, ENV_CAP_HINT);
-  }
-
-  /**
-   * CC_RUN_SUCCEEDED_HOOK / CC_RUN_FAILED_HOOK: the user's command, by a shell inside instance 0, after
-   * the health gate. Its output and exit code are logged; it never changes the deployment's outcome.
-   */
-  private async runHook(
-    name: "CC_RUN_SUCCEEDED_HOOK" | "CC_RUN_FAILED_HOOK",
-    vars: Record<string, string>,
-    started: InstanceInfo[],
-    write: (l: string) => void,
-  ): Promise<void> {
-    const hook = vars[name]?.trim();
-    const target = started[0];
-    if (!hook || !target) return;
-    write(`-----> Running ${name} in instance 0`);
-    try {
-      const code = await this.deps.engine.execInInstance(target.id, ["/bin/sh", "-c", hook], (l) => write(l));
-      write(`${name} exited with code ${code}${code === 0 ? "" : " (logged only)"}.`);
-    } catch (e) {
-      write(`${name} could not run: ${(e as Error).message} (logged only).`);
-    }
-  }
-
-  private async gate(
-    app: App,
-    inst: InstanceInfo,
-    port: number,
-    paths: string[],
-    write: (l: string) => void,
-    signal: AbortSignal,
-  ): Promise<void> {
-    const n = inst.labels["pier.instance"] ?? "?";
-    const listening = await waitListening(this.deps.engine, inst, port, this.deps.listenTimeoutMs, signal);
-    if (!listening.ok) {
-      const tail: string[] = [];
-      await this.deps.engine
-        .logs(inst.id, { follow: false, tail: 20 }, (l) => void tail.push(l.line), signal)
-        .catch(() => undefined);
-      if (tail.length > 0) {
-        write(`Last output of instance ${n}:`);
-        for (const l of tail) write(`  ${l}`);
-      }
-      const why = listening.loopbackOnly
-        ? `Instance ${n} listens on ${listening.loopbackOnly.map((a) => `${a}:${port}`).join(", ")} only: nothing outside the instance can reach it. Listen on 0.0.0.0:${port} (all interfaces), e.g. server.listen(process.env.PORT, "0.0.0.0").`
-        : listening.exited !== null
-          ? `Instance ${n} exited with code ${listening.exited} before it listened on port ${port}.`
-          : notListeningLines(port, this.deps.listenTimeoutMs / 1000, app.type).join(" ");
-      throw new PierError("HEALTH_CHECK_FAILED", why);
-    }
-    if (!inst.http) throw new PierError("ENGINE_ERROR", `Instance ${n} has no published HTTP port.`);
-    const results: { path: string; status: number | string }[] = [];
-    for (const path of paths) results.push({ path, status: await probe(inst.http, path) });
-    const report = healthReport(results);
-    write(`Health check of instance ${n}:`);
-    for (const l of report.lines) write(l);
-    if (!report.ok) throw new PierError("HEALTH_CHECK_FAILED", `The health check of instance ${n} failed.`);
+    return previousInstances(ctx, plan, started);
   }
 }

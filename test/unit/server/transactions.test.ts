@@ -137,18 +137,47 @@ describe("a failed step leaves every app exactly as it was", () => {
     assert.equal(s.served?.length, 1);
   });
 
-  const steps: [string, () => void, RegExp][] = [
-    ["the build", () => (fail = "build"), /npm ERR! network/],
-    ["starting the instances", () => (engine.failRun = true), /no space left/],
-    ["the health gate", () => undefined, /health check/i],
-    ["the edge switch", () => (fail = "edge"), /HAProxy refused/],
-    ["the store's record", () => (failCommit = true), /disk is full/],
+  // The deploy's named steps (src/server/deploy/*), each failed in turn.
+  const steps: [string, () => unknown, RegExp][] = [
+    [
+      "variables",
+      () => store.changeEnv(app.id, { CC_HEALTH_CHECK_PATH_01: "/" }, []),
+      /without leading zeros/,
+    ],
+    [
+      "build",
+      () => {
+        fail = "build";
+      },
+      /npm ERR! network/,
+    ],
+    [
+      "start",
+      () => {
+        engine.failRun = true;
+      },
+      /no space left/,
+    ],
+    ["gate", () => store.changeEnv(app.id, { CC_HEALTH_CHECK_PATH: "/bad" }, []), /health check/i],
+    [
+      "switch",
+      () => {
+        fail = "edge";
+      },
+      /HAProxy refused/,
+    ],
+    [
+      "record",
+      () => {
+        failCommit = true;
+      },
+      /disk is full/,
+    ],
   ];
   for (const [name, inject, reason] of steps) {
-    test(`a deploy that fails at ${name} leaves the app as it was`, async () => {
+    test(`a deploy that fails at the step ${name} leaves the app as it was`, async () => {
       const before = await snapshot();
-      if (name === "the health gate") await store.changeEnv(app.id, { CC_HEALTH_CHECK_PATH: "/bad" }, []);
-      inject();
+      await inject();
       const d = await apps.redeploy(app, { withoutCache: false, cause: "test" });
       const end = await waitEnd(d.id);
       assert.equal(end.state, "failed");

@@ -1,0 +1,93 @@
+// The clean-up steps: the undo of a failed start (the previous release keeps serving), the previous
+// release's instances once the new one serves, and the images and volumes no kept release needs.
+import type { Engine, InstanceInfo, Store } from "../../core/ports.js";
+import { RELEASE_VOLUME_ROLE, unnamedVolumes } from "../../core/release-volumes.js";
+import type { Instances } from "../instances.js";
+import { KEPT_RELEASES } from "./build.js";
+import type { NextShape, Plan, Started, StepContext } from "./context.js";
+
+/** After a failure past the start: this deployment's instances go; nothing else was changed. */
+export async function undoStart(ctx: StepContext, started: Started): Promise<void> {
+  ctx.write("Removing the instances of this deployment; the previous release keeps serving.");
+  await ctx.deps.instances.remove(started.instances).catch(() => undefined);
+}
+
+/** The instances of earlier releases, to retire once the deployment is recorded, and the next deploy's shape. */
+export async function previousInstances(
+  ctx: StepContext,
+  plan: Plan,
+  started: Started,
+): Promise<{ retiring: InstanceInfo[]; next: NextShape | null }> {
+  const serving = await ctx.deps.instances.others(plan.app.id, ctx.deployment.id);
+  if (serving.length > 0) {
+    ctx.write(`Retiring the previous release's instances (SIGTERM, ${ctx.deps.stopGraceMs / 1000} s grace).`);
+  }
+  const { toRun } = started;
+  return {
+    retiring: serving,
+    next: plan.task
+      ? null
+      : {
+          httpPort: toRun.httpPort,
+          tcpPort: toRun.tcpPort,
+          ipv6Subnet: toRun.ipv6Subnet,
+          instances: toRun.instances,
+        },
+  };
+}
+
+export interface CleanUpDeps {
+  store: Store;
+  engine: Engine;
+  instances: Instances;
+}
+
+/**
+ * After a success, off the pusher's path: instances retired by an earlier deploy (stopped, kept for their
+ * logs) go, the running ones stop (SIGTERM, grace); unused networks go; the next deploy's sandboxes are
+ * made ready (the retired instances' are free again); then the images no kept release needs.
+ * `active` names the app's deployment under way when the images are pruned (its image is kept).
+ */
+export async function retirePrevious(
+  deps: CleanUpDeps,
+  appId: string,
+  retiring: InstanceInfo[],
+  next: NextShape | null,
+  active: () => string | null,
+): Promise<void> {
+  const stopped = retiring.filter((i) => !i.running && i.state !== "restarting");
+  await deps.instances.remove(stopped);
+  await deps.instances.retire(retiring.filter((i) => !stopped.includes(i)));
+  await deps.instances.pruneNetworks(appId);
+  if (next) await deps.instances.prepare(appId, next, next.instances);
+  await pruneImages(deps, appId, active);
+}
+
+/**
+ * Keeps the images of the last KEPT_RELEASES releases (for rollbacks); removes the rest, then the release
+ * volumes (a PHP release's vendor/) that no remaining image names.
+ */
+export async function pruneImages(
+  deps: Pick<CleanUpDeps, "store" | "engine">,
+  appId: string,
+  active: () => string | null,
+): Promise<void> {
+  const { engine } = deps;
+  const keep = new Set((await deps.store.listReleases(appId)).slice(0, KEPT_RELEASES).map((r) => r.image));
+  const busy = active();
+  for (const tag of await engine.imageTags(`pier-app/${appId}`)) {
+    if (keep.has(tag) || (busy && tag.endsWith(`:${busy}`))) continue;
+    await engine.removeImage(tag).catch(() => undefined);
+  }
+  // Volumes first, then images: a volume whose image a deploy commits meanwhile is that deploy's (busy).
+  const volumes = await engine.listVolumes({ "pier.app": appId, "pier.role": RELEASE_VOLUME_ROLE });
+  if (volumes.length === 0) return;
+  const images: Record<string, string>[] = [];
+  for (const tag of await engine.imageTags(`pier-app/${appId}`)) {
+    const info = await engine.imageInfo(tag);
+    if (info) images.push(info.labels);
+  }
+  // One still mounted (a retired instance kept for its logs) stays, and goes with a later prune.
+  for (const name of unnamedVolumes(volumes, images, active()))
+    await engine.removeVolume(name).catch(() => undefined);
+}

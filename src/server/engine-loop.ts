@@ -1,0 +1,95 @@
+// The engine's events for as long as Pier runs, and what brings the apps back when the engine returns:
+// instances' exits are recorded, a restarted sandbox gets its instances back, and when the stream ends
+// (dockerd restarted) Pier waits for the engine, reconciles, then rejoins instances to their sandboxes.
+import type { Logger } from "pino";
+import { isBuildContainer } from "../core/labels.js";
+import type { Engine, EngineEvent, Store } from "../core/ports.js";
+import type { Instances } from "./instances.js";
+
+export interface EngineLoopDeps {
+  engine: Pick<Engine, "events" | "ping" | "listSandboxes">;
+  store: Pick<Store, "recordExit">;
+  instances: Pick<Instances, "rejoin">;
+  /** The reconciler over every app (src/server/reconciler.ts). */
+  reconcileAll: () => Promise<void>;
+  logger: Logger;
+  /** How often the engine is asked whether it is back (1 s). */
+  pollMs?: number;
+}
+
+/** One event: a sandbox's start rejoins its instances; an instance's death is recorded (builds' are not). */
+export async function onEngineEvent(deps: EngineLoopDeps, e: EngineEvent): Promise<void> {
+  const { store, instances, logger } = deps;
+  const appId = e.labels["pier.app"];
+  if (!appId) return;
+  if (e.labels["pier.role"] === "sandbox") {
+    if (e.type !== "start") return;
+    const n = await instances.rejoin(appId, e.containerId).catch((err) => {
+      logger.warn({ err, appId }, "could not restart the instances of a restarted sandbox");
+      return 0;
+    });
+    if (n > 0) logger.info({ appId, instances: n }, "sandbox restarted: its instances rejoined it");
+    return;
+  }
+  if (e.type !== "die" || isBuildContainer(e.labels)) return;
+  await store
+    .recordExit({
+      appId,
+      containerId: e.containerId,
+      instance: Number(e.labels["pier.instance"] ?? 0),
+      exitCode: e.exitCode ?? -1,
+      at: e.at,
+    })
+    .catch(() => undefined);
+}
+
+/** Resolves once the engine answers again, or the loop is stopped. */
+async function waitForEngine(deps: EngineLoopDeps, signal: AbortSignal): Promise<void> {
+  while (!signal.aborted) {
+    await new Promise((r) => setTimeout(r, deps.pollMs ?? 1000));
+    const up = await deps.engine.ping().then(
+      () => true,
+      () => false,
+    );
+    if (up) return;
+  }
+}
+
+/**
+ * After the engine's return: the reconciler first, then the sandboxes' instances. The sandboxes' "start"
+ * events of the engine's restart came before the new stream: an instance the engine started before its
+ * sandbox sits in a stale network namespace. Those restart into the new one (one engine list for all apps).
+ */
+export async function afterEngineReturn(deps: EngineLoopDeps): Promise<void> {
+  const { engine, instances, logger } = deps;
+  await deps
+    .reconcileAll()
+    .catch((err) => logger.warn({ err }, "reconcile after the engine came back failed"));
+  const sandboxes = await engine.listSandboxes({ "pier.sandbox-for": "instances" }).catch(() => []);
+  for (const s of sandboxes.filter((x) => x.running)) {
+    const appId = s.labels["pier.app"];
+    if (!appId) continue;
+    const n = await instances.rejoin(appId, s.id).catch(() => 0);
+    if (n > 0) logger.info({ appId, instances: n }, "instances rejoined their restarted sandbox");
+  }
+  logger.info("engine back: reconciled");
+}
+
+/** Follows the engine's events until stopped; each time the stream ends, waits for the engine and recovers. */
+export function startEngineLoop(deps: EngineLoopDeps): { stop(): void } {
+  const events = new AbortController();
+  const { signal } = events;
+  void (async () => {
+    while (!signal.aborted) {
+      await deps.engine
+        .events((e) => void onEngineEvent(deps, e), signal)
+        .catch((err) => deps.logger.warn({ err }, "engine events stream failed"));
+      if (signal.aborted) return;
+      deps.logger.warn("engine events stream ended: waiting for the engine, then reconciling");
+      await waitForEngine(deps, signal);
+      if (signal.aborted) return;
+      await afterEngineReturn(deps);
+    }
+  })();
+  return { stop: () => events.abort() };
+}

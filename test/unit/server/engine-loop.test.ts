@@ -1,0 +1,127 @@
+// The engine-event and recovery loop alone (src/server/engine-loop.ts), over a scripted engine: what it
+// records, rejoins and reconciles, as `pier status` and the logs show it.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import pino from "pino";
+import type { EngineEvent, SandboxInfo } from "../../../src/core/ports.js";
+import { type EngineLoopDeps, onEngineEvent, startEngineLoop } from "../../../src/server/engine-loop.js";
+
+function deps(script: { streams: EngineEvent[][]; pingFails?: number; sandboxes?: SandboxInfo[] }) {
+  const seen = { exits: [] as unknown[], rejoined: [] as string[], reconciles: 0, pings: 0, streams: 0 };
+  let pingFails = script.pingFails ?? 0;
+  const d: EngineLoopDeps = {
+    engine: {
+      // Each call is one stream: it delivers its events, then ends as when dockerd restarts (the last one
+      // stays open until the loop stops).
+      events: async (on, signal) => {
+        const events = script.streams[seen.streams++];
+        if (!events) return new Promise((r) => signal.addEventListener("abort", () => r(), { once: true }));
+        for (const e of events) on(e);
+      },
+      ping: async () => {
+        seen.pings++;
+        if (pingFails-- > 0) throw new Error("connect ENOENT /var/run/docker.sock");
+      },
+      listSandboxes: async () => script.sandboxes ?? [],
+    },
+    store: { recordExit: async (e) => void seen.exits.push(e) },
+    instances: {
+      rejoin: async (appId, sandboxId) => {
+        seen.rejoined.push(`${appId}/${sandboxId}`);
+        return 1;
+      },
+    },
+    reconcileAll: async () => {
+      seen.reconciles++;
+    },
+    logger: pino({ level: "silent" }),
+    pollMs: 1,
+  };
+  return { d, seen };
+}
+
+const event = (
+  type: EngineEvent["type"],
+  labels: Record<string, string>,
+  exitCode: number | null = null,
+) => ({
+  type,
+  containerId: "c-1",
+  labels,
+  exitCode,
+  at: "2026-01-01T00:00:00.000Z",
+});
+
+describe("the engine's events", () => {
+  const cases: [string, EngineEvent, { exits: number; rejoined: number }][] = [
+    [
+      "an instance's death is recorded",
+      event("die", { "pier.app": "a", "pier.instance": "2" }, 137),
+      { exits: 1, rejoined: 0 },
+    ],
+    [
+      "a build container's is not",
+      event("die", { "pier.app": "a", "pier.role": "build" }, 1),
+      { exits: 0, rejoined: 0 },
+    ],
+    ["a container of no app is ignored", event("die", {}, 1), { exits: 0, rejoined: 0 }],
+    [
+      "a sandbox that starts again gets its instances back",
+      event("start", { "pier.app": "a", "pier.role": "sandbox" }),
+      { exits: 0, rejoined: 1 },
+    ],
+    [
+      "a sandbox's death is not an instance's",
+      event("die", { "pier.app": "a", "pier.role": "sandbox" }, 0),
+      { exits: 0, rejoined: 0 },
+    ],
+  ];
+  for (const [name, e, want] of cases) {
+    test(name, async () => {
+      const { d, seen } = deps({ streams: [] });
+      await onEngineEvent(d, e);
+      assert.deepEqual({ exits: seen.exits.length, rejoined: seen.rejoined.length }, want);
+    });
+  }
+
+  test("a death is recorded with the instance's number and exit code", async () => {
+    const { d, seen } = deps({ streams: [] });
+    await onEngineEvent(d, event("die", { "pier.app": "a", "pier.instance": "2" }, 137));
+    assert.deepEqual(seen.exits, [
+      { appId: "a", containerId: "c-1", instance: 2, exitCode: 137, at: "2026-01-01T00:00:00.000Z" },
+    ]);
+  });
+});
+
+describe("when the engine's stream ends (dockerd restarted)", () => {
+  test("Pier waits for the engine, reconciles, rejoins running sandboxes' instances, and follows again", async () => {
+    const sandbox = (id: string, running: boolean): SandboxInfo => ({
+      id,
+      labels: { "pier.app": "a" },
+      running,
+      http: null,
+      tcp: null,
+      networkAddress: null,
+    });
+    const { d, seen } = deps({
+      streams: [[]],
+      pingFails: 2,
+      sandboxes: [sandbox("s-1", true), sandbox("s-2", false)],
+    });
+    const loop = startEngineLoop(d);
+    for (let i = 0; i < 200 && seen.streams < 2; i++) await new Promise((r) => setTimeout(r, 5));
+    loop.stop();
+    assert.equal(seen.pings, 3, "asked until it answered");
+    assert.equal(seen.reconciles, 1);
+    assert.deepEqual(seen.rejoined, ["a/s-1"]);
+    assert.equal(seen.streams, 2, "follows the new stream");
+  });
+
+  test("a stopped loop neither reconciles nor follows again", async () => {
+    const { d, seen } = deps({ streams: [] });
+    const loop = startEngineLoop(d);
+    loop.stop();
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual([seen.reconciles, seen.streams], [0, 1]);
+  });
+});
