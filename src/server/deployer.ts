@@ -9,6 +9,7 @@ import { healthCheckPaths, instanceEnvironment, platformVariables } from "../cor
 import { ENV_CAP_HINT, instanceEnvProblem } from "../core/env-limits.js";
 import { PierError } from "../core/errors.js";
 import { healthReport, notListeningLines } from "../core/health.js";
+import { LABEL } from "../core/labels.js";
 import { type App, type Deployment, FLAVOR_MEMORY_MIB, type Release } from "../core/model.js";
 import type { Engine, InstanceInfo, Store } from "../core/ports.js";
 import { RELEASE_VOLUME_ROLE, unnamedVolumes } from "../core/release-volumes.js";
@@ -140,7 +141,7 @@ export class Deployer {
       write("Deployment failed.");
       await store.updateDeployment(d.id, { state: "failed", reason, finishedAt: now() });
       logger.info({ appId: d.appId, deploymentId: d.id, state: d.state }, "interrupted deployment failed");
-      orphans.push(...(await instances.list(d.appId)).filter((i) => i.labels["pier.deployment"] === d.id));
+      orphans.push(...(await instances.list(d.appId)).filter((i) => i.labels[LABEL.deployment] === d.id));
     }
     if (unfinished.length === 0) return;
     // The edge follows the store first: then neither these instances nor those the reconciler removes next
@@ -308,7 +309,7 @@ export class Deployer {
       await engine.removeImage(tag).catch(() => undefined);
     }
     // Volumes first, then images: a volume whose image a deploy commits meanwhile is that deploy's (busy).
-    const volumes = await engine.listVolumes({ "pier.app": appId, "pier.role": RELEASE_VOLUME_ROLE });
+    const volumes = await engine.listVolumes({ [LABEL.app]: appId, [LABEL.role]: RELEASE_VOLUME_ROLE });
     if (volumes.length === 0) return;
     const images: Record<string, string>[] = [];
     for (const tag of await engine.imageTags(`pier-app/${appId}`)) {
@@ -665,7 +666,7 @@ export class Deployer {
     write: (l: string) => void,
     signal: AbortSignal,
   ): Promise<void> {
-    const n = inst.labels["pier.instance"] ?? "?";
+    const n = inst.labels[LABEL.instance] ?? "?";
     const listening = await waitListening(this.deps.engine, inst, port, this.deps.listenTimeoutMs, signal);
     if (!listening.ok) {
       const tail: string[] = [];

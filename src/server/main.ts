@@ -19,7 +19,7 @@ import { SqliteStore } from "../adapters/store/sqlite.js";
 import { droppedLine, isDropped } from "../core/bounded-queue.js";
 import { pierGitPrefixes } from "../core/build-git.js";
 import { listenFailed, PierError } from "../core/errors.js";
-import { isBuildContainer } from "../core/labels.js";
+import { instanceNumber, isBuildContainer, LABEL } from "../core/labels.js";
 import type { EngineEvent, Store } from "../core/ports.js";
 import { formatCidr } from "../core/subnets.js";
 import { authorizeRepo, BOOTSTRAP_NAME, hashToken } from "./access.js";
@@ -304,9 +304,9 @@ export async function startServer(
 
   const events = new AbortController();
   const onEngineEvent = async (e: EngineEvent) => {
-    const appId = e.labels["pier.app"];
+    const appId = e.labels[LABEL.app];
     if (!appId) return;
-    if (e.labels["pier.role"] === "sandbox") {
+    if (e.labels[LABEL.role] === "sandbox") {
       if (e.type !== "start") return;
       const n = await instances.rejoin(appId, e.containerId).catch((err) => {
         logger.warn({ err, appId }, "could not restart the instances of a restarted sandbox");
@@ -320,7 +320,7 @@ export async function startServer(
       .recordExit({
         appId,
         containerId: e.containerId,
-        instance: Number(e.labels["pier.instance"] ?? 0),
+        instance: instanceNumber(e.labels),
         exitCode: e.exitCode ?? -1,
         at: e.at,
       })
@@ -352,9 +352,9 @@ export async function startServer(
       // The sandboxes' "start" events of the engine's restart came before this stream: an instance the
       // engine started before its sandbox sits in a stale network namespace. Restart those into the new one.
       // One engine list for every app's sandboxes.
-      const sandboxes = await engine.listSandboxes({ "pier.sandbox-for": "instances" }).catch(() => []);
+      const sandboxes = await engine.listSandboxes({ [LABEL.sandboxFor]: "instances" }).catch(() => []);
       for (const s of sandboxes.filter((x) => x.running)) {
-        const appId = s.labels["pier.app"];
+        const appId = s.labels[LABEL.app];
         if (!appId) continue;
         const n = await instances.rejoin(appId, s.id).catch(() => 0);
         if (n > 0) logger.info({ appId, instances: n }, "instances rejoined their restarted sandbox");

@@ -6,6 +6,7 @@ import { PassThrough, Readable } from "node:stream";
 import Docker from "dockerode";
 import type { AddonCredentials, AddonKind } from "../../core/addons.js";
 import { PierError } from "../../core/errors.js";
+import { LABEL } from "../../core/labels.js";
 import { cpuLimits } from "../../core/model.js";
 import type { AddonProvider, AddonSpec, AddonState } from "../../core/ports.js";
 import { DROPPED_CAPABILITIES, engineCpus, isNotFound } from "../engine/docker-build.js";
@@ -94,10 +95,10 @@ export class ContainerAddons implements AddonProvider {
 
   private labels(id: string): Record<string, string> {
     return {
-      "pier.managed": "true",
-      "pier.addon": id,
-      "pier.addon-kind": this.kind,
-      "pier.addon-scope": this.opts.scope,
+      [LABEL.managed]: "true",
+      [LABEL.addon]: id,
+      [LABEL.addonKind]: this.kind,
+      [LABEL.addonScope]: this.opts.scope,
     };
   }
 

@@ -6,7 +6,7 @@ import type Docker from "dockerode";
 import { LineSplitter } from "../../core/bounded-queue.js";
 import { PierError } from "../../core/errors.js";
 import { BUILD_USER } from "../../core/instance-fs.js";
-import { ROLE } from "../../core/labels.js";
+import { LABEL, ROLE } from "../../core/labels.js";
 import { cpuLimits } from "../../core/model.js";
 import { isHostOnlyAddress, loginServerProblem, registryServerHost } from "../../core/plan-docker.js";
 import type { BuildContainer, ContainerBuild, ImageBuild } from "../../core/ports.js";
@@ -235,7 +235,7 @@ async function createBuildContainer(
     // hooks install tools globally (`npm i -g pnpm`, `corepack enable`). ADR 0023.
     User: BUILD_USER,
     Env: Object.entries(b.env).map(([k, v]) => `${k}=${v}`),
-    Labels: { ...b.labels, ...own, "pier.role": ROLE.build },
+    Labels: { ...b.labels, ...own, [LABEL.role]: ROLE.build },
     HostConfig: {
       Memory: b.memoryBytes,
       MemorySwap: b.memoryBytes,
@@ -375,7 +375,7 @@ async function commitRelease(container: Docker.Container, own: Record<string, st
       WorkingDir: b.image.workdir,
       User: b.image.user,
       // The engine keeps the container's labels it is not given: the build container's role is replaced.
-      Labels: { ...b.labels, ...own, "pier.role": ROLE.release },
+      Labels: { ...b.labels, ...own, [LABEL.role]: ROLE.release },
     },
   } as unknown as Record<string, unknown>);
 }
@@ -395,7 +395,7 @@ export async function imageFromFiles(
     Image: b.from,
     Cmd: ["true"],
     NetworkDisabled: true,
-    Labels: { ...b.labels, ...own, "pier.role": ROLE.build },
+    Labels: { ...b.labels, ...own, [LABEL.role]: ROLE.build },
     HostConfig: { NetworkMode: "none" },
   });
   try {

@@ -8,6 +8,7 @@ import semver from "semver";
 import type { NpmRegistry } from "../../adapters/npm-registry.js";
 import { buildGitSetup } from "../../core/build-git.js";
 import { PierError } from "../../core/errors.js";
+import { LABEL } from "../../core/labels.js";
 import { FLAVOR_MEMORY_MIB } from "../../core/model.js";
 import { markVersions, type NodeVersion } from "../../core/node-versions.js";
 import { packageManagerPackage, parsePackageManager } from "../../core/package-json.js";
@@ -244,7 +245,7 @@ export class NodeRuntime implements Runtime {
         .join("\n");
       if (d.withoutCache) {
         write("Building without cache: the dependency cache of this app is emptied.");
-        await this.deps.engine.removeVolumes({ "pier.app": app.id, "pier.cache": "deps" });
+        await this.deps.engine.removeVolumes({ [LABEL.app]: app.id, [LABEL.cache]: "deps" });
       }
       const tag = imageTag(app.id, d.id);
       write(

@@ -3,6 +3,7 @@ import { mkdtemp, realpath, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, sep } from "node:path";
 import { PierError } from "../../core/errors.js";
+import { LABEL } from "../../core/labels.js";
 import { FLAVOR_MEMORY_MIB } from "../../core/model.js";
 import {
   type PathFact,
@@ -216,7 +217,7 @@ export class PhpRuntime implements Runtime {
       ].join("\n");
       if (d.withoutCache) {
         write("Building without cache: the composer cache of this app is emptied.");
-        await this.deps.engine.removeVolumes({ "pier.app": app.id, "pier.cache": "deps" });
+        await this.deps.engine.removeVolumes({ [LABEL.app]: app.id, [LABEL.cache]: "deps" });
       }
       const tag = imageTag(app.id, d.id);
       if (!nothingToRun)
@@ -337,7 +338,7 @@ export class PhpRuntime implements Runtime {
       plan.composer !== null && vendor === "missing" && depsKey !== null && !ctx.deployment.withoutCache;
     const info = reuse && ctx.previousImage ? await engine.imageInfo(ctx.previousImage) : null;
     const volumes = info
-      ? await engine.listVolumes({ "pier.app": ctx.app.id, "pier.role": RELEASE_VOLUME_ROLE })
+      ? await engine.listVolumes({ [LABEL.app]: ctx.app.id, [LABEL.role]: RELEASE_VOLUME_ROLE })
       : [];
     return planVendor({
       composer: plan.composer,
@@ -345,9 +346,9 @@ export class PhpRuntime implements Runtime {
       depsKey,
       withoutCache: ctx.deployment.withoutCache,
       previous:
-        info && info.labels["pier.toolchain"] === toolchainId
+        info && info.labels[LABEL.toolchain] === toolchainId
           ? {
-              depsKey: info.labels["pier.deps-key"] ?? null,
+              depsKey: info.labels[LABEL.depsKey] ?? null,
               volume: releaseVolume(info.labels)?.name ?? null,
             }
           : null,
