@@ -4,11 +4,12 @@ import { LABEL } from "../core/labels.js";
 import { type App, FLAVOR_MEMORY_MIB } from "../core/model.js";
 import type {
   Edge,
-  Engine,
   InstanceInfo,
   InstanceSpec,
+  ReleaseInstances,
   RoutableInstance,
   Route,
+  Sandboxes,
   SandboxInfo,
   Store,
 } from "../core/ports.js";
@@ -37,7 +38,7 @@ export interface ReleaseToRun {
 export class Instances {
   constructor(
     private readonly deps: {
-      engine: Engine;
+      engine: ReleaseInstances & Sandboxes;
       edge: Edge;
       store: Store;
       /** Makes and removes the app networks, each with a subnet of Pier's pool. */

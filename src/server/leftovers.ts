@@ -2,7 +2,7 @@ import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { LABEL } from "../core/labels.js";
-import type { Engine, Store } from "../core/ports.js";
+import type { AppVolumes, EngineEvents, ReleaseImages, Store } from "../core/ports.js";
 
 /**
  * What deleted apps left behind (a delete that could not finish its clean-up, a crash in the middle of
@@ -11,7 +11,7 @@ import type { Engine, Store } from "../core/ports.js";
  */
 export async function removeLeftovers(deps: {
   store: Store;
-  engine: Engine;
+  engine: ReleaseImages & AppVolumes & EngineEvents;
   reposDir: string;
   /** Removes an app's networks and frees their subnets. */
   removeNetworks: (appId: string) => Promise<void>;

@@ -1,7 +1,7 @@
 import { PierError } from "../core/errors.js";
 import { cidrsOverlap, type IsolatedNetwork } from "../core/isolation.js";
 import { LABEL } from "../core/labels.js";
-import type { Engine, Store } from "../core/ports.js";
+import type { AppNetworks, Store } from "../core/ports.js";
 import { type Cidr, formatCidr, overlaps, parseCidr, pickSubnet } from "../core/subnets.js";
 import type { Isolation } from "./isolation.js";
 
@@ -20,7 +20,7 @@ const asCidr = (text: string): Cidr | null => {
 export class Networks {
   constructor(
     private readonly deps: {
-      engine: Engine;
+      engine: AppNetworks;
       store: Store;
       pool: Cidr;
       prefix: number;

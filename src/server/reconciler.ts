@@ -1,7 +1,14 @@
 import type { Logger } from "pino";
 import { isBuildContainer, LABEL } from "../core/labels.js";
 import type { App } from "../core/model.js";
-import type { Engine, RoutableInstance, SandboxInfo, Store } from "../core/ports.js";
+import type {
+  ReleaseImages,
+  ReleaseInstances,
+  RoutableInstance,
+  Sandboxes,
+  SandboxInfo,
+  Store,
+} from "../core/ports.js";
 import type { Deployer } from "./deployer.js";
 import type { Instances } from "./instances.js";
 import type { Networks } from "./networks.js";
@@ -35,7 +42,7 @@ const byApp = <T extends { labels: Record<string, string> }>(list: readonly T[])
  */
 export async function reconcile(deps: {
   store: Store;
-  engine: Engine;
+  engine: ReleaseInstances & Sandboxes & Pick<ReleaseImages, "imageExists">;
   instances: Instances;
   networks: Pick<Networks, "reconcile">;
   deployer: Deployer;

@@ -7,7 +7,7 @@ import { exec } from "../adapters/exec.js";
 import type { NpmRegistry } from "../adapters/npm-registry.js";
 import { PierError } from "../core/errors.js";
 import { LABEL } from "../core/labels.js";
-import type { Engine } from "../core/ports.js";
+import type { ReleaseImages } from "../core/ports.js";
 
 const BASE_IMAGE = "pier/base:bookworm";
 const NODE_DOCKERFILE = fileURLToPath(new URL("../../../images/node/Dockerfile", import.meta.url));
@@ -25,7 +25,7 @@ export const dockerfileHash = (text: string) => createHash("sha256").update(text
 export class Toolchains {
   private readonly building = new Map<string, Promise<string>>();
 
-  constructor(private readonly deps: { engine: Engine; registry: NpmRegistry }) {}
+  constructor(private readonly deps: { engine: ReleaseImages; registry: NpmRegistry }) {}
 
   node(
     nodeVersion: string,

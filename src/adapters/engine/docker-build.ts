@@ -251,7 +251,8 @@ async function createBuildContainer(
       // Its output reaches Pier through the attach stream (the deploy log, capped); the engine's own copy
       // on disk is bounded too, or a chatty build would fill the disk while the deploy log drops its lines.
       LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
-      ...(b.network ? { NetworkMode: b.network } : {}),
+      // Its network is the build sandbox's (a container's network namespace).
+      ...(b.sandbox ? { NetworkMode: `container:${b.sandbox}` } : {}),
     },
   });
 }

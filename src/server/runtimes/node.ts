@@ -13,7 +13,7 @@ import { FLAVOR_MEMORY_MIB } from "../../core/model.js";
 import { markVersions, type NodeVersion } from "../../core/node-versions.js";
 import { packageManagerPackage, parsePackageManager } from "../../core/package-json.js";
 import { planNodeBuild } from "../../core/plan-node.js";
-import type { Engine } from "../../core/ports.js";
+import type { AppVolumes, ReleaseImages } from "../../core/ports.js";
 import { renderEnvFile, shellQuote } from "../../core/shell.js";
 import type { Toolchains } from "../toolchains.js";
 import {
@@ -64,7 +64,7 @@ export async function availableNodeVersions(registry: NpmRegistry): Promise<Node
 export class NodeRuntime implements Runtime {
   constructor(
     private readonly deps: {
-      engine: Engine;
+      engine: ReleaseImages & AppVolumes;
       registry: NpmRegistry;
       toolchains: Toolchains;
       registryUrl: string;

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { LABEL } from "../../core/labels.js";
 import type { App } from "../../core/model.js";
 import { PHP_IMAGE } from "../../core/plan-php.js";
-import type { Engine } from "../../core/ports.js";
+import type { AppVolumes, ReleaseImages, ReleaseInstances } from "../../core/ports.js";
 import { RELEASE_VOLUME_ROLE, releaseVolume, releaseVolumeName } from "../../core/release-volumes.js";
 import { APP_HOME, buildContainer } from "./runtime.js";
 
@@ -60,7 +60,7 @@ export class WarmBuilds {
 
   constructor(
     private readonly deps: {
-      engine: Engine;
+      engine: ReleaseImages & AppVolumes & Pick<ReleaseInstances, "inspectInstance">;
       buildNetwork: string | null;
       buildSandbox: (appId: string, buildNetwork: string | null) => Promise<string>;
       findApp: (appId: string) => Promise<App | null>;

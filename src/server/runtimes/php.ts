@@ -14,7 +14,7 @@ import {
   planPhpBuild,
 } from "../../core/plan-php.js";
 import { planVendor, type VendorPlan } from "../../core/plan-php-vendor.js";
-import type { Engine } from "../../core/ports.js";
+import type { AppVolumes, ReleaseImages } from "../../core/ports.js";
 import {
   RELEASE_VOLUME_ROLE,
   releaseVolume,
@@ -68,7 +68,7 @@ export async function inspectPath(root: string, relative: string): Promise<PathF
 export class PhpRuntime implements Runtime {
   constructor(
     private readonly deps: {
-      engine: Engine;
+      engine: ReleaseImages & AppVolumes;
       /** PIER_BUILD_NETWORK: the network build containers join, or null. */
       buildNetwork: string | null;
       /** The app's build sandbox (its container id): builds join its network namespace. */

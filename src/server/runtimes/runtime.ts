@@ -4,7 +4,7 @@ import { PierError } from "../../core/errors.js";
 import { APP_USER, WRITABLE_LABEL, WRITABLE_PATHS } from "../../core/instance-fs.js";
 import { LABEL, labelNumber } from "../../core/labels.js";
 import { type App, type Deployment, FLAVOR_MEMORY_MIB } from "../../core/model.js";
-import type { BuildContainer, ContainerBuild, Engine } from "../../core/ports.js";
+import type { BuildContainer, ContainerBuild, ReleaseImages } from "../../core/ports.js";
 import { type Worker, withWorkers } from "../../core/workers.js";
 
 /** How a release of a runtime is served; read from the app's variables before the build. */
@@ -72,7 +72,7 @@ export const MAX_REUSE_DEPTH = 20;
  * install with this toolchain: the build starts from it instead of installing again. Null otherwise.
  */
 export async function reusableBase(
-  engine: Engine,
+  engine: Pick<ReleaseImages, "imageInfo">,
   previous: string | null,
   depsKey: string,
   toolchainId: string,
@@ -177,7 +177,7 @@ export function buildContainer(o: {
     ],
     binds: o.binds,
     // The app's build sandbox holds the network namespace (no network set-up per build).
-    network: `container:${o.sandbox}`,
+    sandbox: o.sandbox,
     flavor: app.buildFlavor,
     memoryBytes: FLAVOR_MEMORY_MIB[app.buildFlavor] * 2 ** 20,
     labels: o.labels ?? { [LABEL.app]: app.id },

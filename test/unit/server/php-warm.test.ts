@@ -76,7 +76,7 @@ describe("WarmBuilds: PHP build containers started while a push is received", ()
     const spec = engine.started[0]!;
     assert.equal(spec.scriptPath, WARM_SCRIPT);
     assert.equal(spec.from, "pier/php:8.4");
-    assert.equal(spec.network, "container:sandbox-1");
+    assert.equal(spec.sandbox, "sandbox-1");
     assert.equal(spec.memoryBytes, 4096 * 2 ** 20, "the M build flavor");
     assert.deepEqual(
       spec.volumes.map((v) => v.target),
