@@ -54,17 +54,11 @@ function freeLoopbackPort(): Promise<number> {
   });
 }
 
-interface InspectLike {
-  Id: string;
-  Name: string;
-  Config: { Labels: Record<string, string> | null };
-  State: { Status: string; Running: boolean; StartedAt: string; ExitCode: number };
-  RestartCount: number;
-  NetworkSettings: {
-    Ports: Record<string, { HostIp: string; HostPort: string }[] | null> | null;
-    Networks: Record<string, { IPAddress: string }> | null;
-  };
-}
+/** What Pier reads of an inspected container. */
+type InspectLike = Pick<
+  Docker.ContainerInspectInfo,
+  "Id" | "Name" | "Config" | "State" | "RestartCount" | "NetworkSettings"
+>;
 
 /** Waits for an engine call on an object that may be gone already (then there is nothing to do). */
 async function unlessGone(call: Promise<unknown>): Promise<void> {
@@ -122,13 +116,8 @@ function infoOf(c: InspectLike): InstanceInfo {
   };
 }
 
-interface ListedContainer {
-  Id: string;
-  Labels?: Record<string, string>;
-  State: string;
-  Ports: { IP?: string; PrivatePort: number; PublicPort?: number; Type: string }[];
-  NetworkSettings?: { Networks?: Record<string, { IPAddress?: string }> };
-}
+/** What Pier reads of a listed container. */
+type ListedContainer = Pick<Docker.ContainerInfo, "Id" | "Labels" | "State" | "Ports" | "NetworkSettings">;
 
 /** A published port as `docker ps` lists it. */
 function listedTarget(c: ListedContainer, port: string | undefined): RouteTarget | null {
@@ -479,7 +468,7 @@ export class DockerEngine implements Engine {
       await container.remove({ force: true }).catch(() => undefined);
       throw new PierError("ENGINE_ERROR", `The sandbox ${s.name} did not start: ${(e as Error).message}`);
     }
-    const c = (await container.inspect()) as unknown as InspectLike;
+    const c = await container.inspect();
     const info = infoOf(c);
     return {
       id: c.Id,
@@ -492,10 +481,10 @@ export class DockerEngine implements Engine {
   }
 
   async listSandboxes(labels: Record<string, string>): Promise<SandboxInfo[]> {
-    const list = (await this.docker.listContainers({
+    const list = await this.docker.listContainers({
       all: true,
       filters: { label: this.labelFilters({ ...labels, [LABEL.role]: ROLE_SANDBOX }) },
-    })) as unknown as ListedContainer[];
+    });
     return list.map((c) => ({
       id: c.Id,
       labels: c.Labels ?? {},
@@ -517,7 +506,7 @@ export class DockerEngine implements Engine {
 
   async inspectInstance(id: string): Promise<InstanceInfo | null> {
     try {
-      return infoOf((await this.docker.getContainer(id).inspect()) as unknown as InspectLike);
+      return infoOf(await this.docker.getContainer(id).inspect());
     } catch (e) {
       if (isNotFound(e)) return null;
       throw e;
@@ -568,10 +557,10 @@ export class DockerEngine implements Engine {
   }
 
   async listRoutable(labels: Record<string, string>): Promise<RoutableInstance[]> {
-    const list = (await this.docker.listContainers({
+    const list = await this.docker.listContainers({
       all: true,
       filters: { label: this.labelFilters(labels) },
-    })) as unknown as ListedContainer[];
+    });
     return list
       .filter((c) => !isSandbox(c.Labels))
       .map((c) => {
@@ -627,7 +616,7 @@ export class DockerEngine implements Engine {
       ...(opts.tail !== undefined ? { tail: opts.tail } : {}),
     };
     if (!opts.follow) {
-      const buf = (await c.logs({ ...base, follow: false })) as unknown as Buffer;
+      const buf = await c.logs({ ...base, follow: false });
       for (const l of logLines(buf)) await onLine(l);
       return;
     }
