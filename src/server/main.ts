@@ -211,7 +211,7 @@ export async function startServer(
     pierDomain: config.domain,
     httpsPort: config.https.port,
   });
-  const addonOpts = { socketPath: config.dockerSocket, scope };
+  const addonOpts = { docker: engine.client, scope };
   const addons = new AddonService({
     store,
     addons: store.addons(),

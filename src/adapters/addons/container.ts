@@ -60,6 +60,9 @@ function tarOf(name: string, file: string, size: number): Readable {
   );
 }
 
+/** Where add-on containers run: the engine adapter's client (DockerEngine.client), or a socket. */
+export type AddonEngine = { scope: string } & ({ docker: Docker } | { socketPath: string });
+
 /**
  * An add-on as a container of its kind's image, its data on a named volume, on its own network (and the
  * networks of the apps linked to it), with the flavor's memory and CPU limits and the instances' hardening
@@ -74,9 +77,10 @@ export class ContainerAddons implements AddonProvider {
 
   constructor(
     private readonly def: AddonKindDefinition,
-    private readonly opts: { socketPath: string; scope: string },
+    private readonly opts: AddonEngine,
   ) {
-    this.docker = new Docker({ socketPath: opts.socketPath });
+    // The engine adapter's client when Pier runs (one client, one socket); a socket of its own in tests.
+    this.docker = "docker" in opts ? opts.docker : new Docker({ socketPath: opts.socketPath });
     this.kind = def.kind;
     this.port = def.port;
   }

@@ -130,6 +130,10 @@ function listedTarget(c: ListedContainer, port: string | undefined): RouteTarget
 
 export class DockerEngine implements Engine {
   private readonly docker: Docker;
+  /** The engine's client, shared with the add-on containers (src/adapters/addons/container.ts). */
+  get client(): Docker {
+    return this.docker;
+  }
 
   constructor(
     private readonly opts: {
