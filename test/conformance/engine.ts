@@ -101,6 +101,25 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
       await engine.removeInstance(run.id, 1000);
     });
 
+    test("a followed log brings the lines printed after it started, until its signal aborts", async () => {
+      const run = await engine.runInstance(spec("exec sleep 600"));
+      const got: string[] = [];
+      const stop = new AbortController();
+      const following = engine.logs(
+        run.id,
+        { follow: true, tail: 0 },
+        (l) => void got.push(l.line),
+        stop.signal,
+      );
+      // A line printed once the follower is attached (exec's output is not the log: the instance's is).
+      await new Promise((r) => setTimeout(r, 500));
+      await engine.execInInstance(run.id, ["sh", "-c", "echo late > /proc/1/fd/1"], () => undefined);
+      await eventually(() => (got.includes("late") ? got : undefined), "the followed line");
+      stop.abort();
+      await following.catch(() => undefined);
+      await engine.removeInstance(run.id, 0);
+    });
+
     test("stop, start, restart and remove: the instance's state follows, and it is gone at the end", async () => {
       const run = await engine.runInstance(spec("exec sleep 600"));
       await engine.stopInstance(run.id, 1000);

@@ -47,6 +47,8 @@ export interface FakeEngineOptions {
 /** What a container's command does here: the lines it prints, and its exit code (null: it keeps running). */
 interface Run {
   lines: string[];
+  /** What it wrote to the container's main process (`> /proc/1/fd/1`): the container's log. */
+  logged: string[];
   exitCode: number | null;
 }
 
@@ -62,21 +64,24 @@ export function interpret(argv: readonly string[]): Run {
 
 function script(text: string): Run {
   const lines: string[] = [];
+  const logged: string[] = [];
   for (const part of text.split(/;|&&/)) {
-    const words = part
+    // `> /proc/1/fd/1`: written to the container's main process, so to its log.
+    const toLog = />\s*\/proc\/1\/fd\/[12]\s*$/.test(part);
+    const [cmd, ...args] = part
+      .replace(/>.*$/, "")
       .trim()
       .replace(/^exec\s+/, "")
       .split(/\s+/);
-    const [cmd, ...args] = words;
     if (!cmd) continue;
-    if (cmd === "echo") lines.push(args.join(" "));
+    if (cmd === "echo") (toLog ? logged : lines).push(args.join(" "));
     else if (cmd === "true") continue;
-    else if (cmd === "false") return { lines, exitCode: 1 };
-    else if (cmd === "exit") return { lines, exitCode: Number(args[0] ?? 0) };
-    else if (cmd === "sleep") return { lines, exitCode: null };
-    else return { lines, exitCode: 127 };
+    else if (cmd === "false") return { lines, logged, exitCode: 1 };
+    else if (cmd === "exit") return { lines, logged, exitCode: Number(args[0] ?? 0) };
+    else if (cmd === "sleep") return { lines, logged, exitCode: null };
+    else return { lines, logged, exitCode: 127 };
   }
-  return { lines, exitCode: 0 };
+  return { lines, logged, exitCode: 0 };
 }
 
 const matches = (labels: Labels, filter: Labels) => Object.entries(filter).every(([k, v]) => labels[k] === v);
@@ -539,6 +544,7 @@ export class FakeEngine implements Engine {
     if (!c.running) throw new PierError("CONFLICT", `Container ${id} is not running`);
     const run = interpret(argv);
     for (const l of run.lines) onLine(l);
+    for (const l of run.logged) this.print(id, l);
     return run.exitCode ?? 0;
   }
 
