@@ -33,6 +33,29 @@ const byApp = <T extends { labels: Record<string, string> }>(list: readonly T[])
   return m;
 };
 
+/** Starts the stopped ones of an app's serving instances, each in its sandbox started first. */
+async function startStopped(
+  engine: ReleaseInstances & Sandboxes,
+  logger: Logger,
+  appId: string,
+  serving: readonly RoutableInstance[],
+  own: readonly SandboxInfo[],
+): Promise<void> {
+  // An instance in a sandbox needs it running first (both restart with the engine, in no set order).
+  for (const s of own) {
+    if (!s.running && serving.some((i) => i.labels[LABEL.sandbox] === s.id))
+      await engine.startSandbox(s.id).catch((err) => logger.warn({ err }, "could not start a sandbox"));
+  }
+  for (const i of serving) {
+    if (!i.running) {
+      logger.info({ appId, instance: i.id }, "starting a stopped instance");
+      await engine
+        .startInstance(i.id)
+        .catch((err) => logger.warn({ err, instance: i.id }, "could not start"));
+    }
+  }
+}
+
 /**
  * On start, makes what runs match what the store says: the current release's instances run (stopped ones
  * are started, a release with none left is redeployed from its image), the edge routes exactly the serving
@@ -72,20 +95,7 @@ export async function reconcile(deps: {
     );
     leftovers.push(...all.filter((i) => !serving.includes(i)));
     if (!release || app.stopped || app.task || release.env.CC_TASK === "true") return;
-    // An instance in a sandbox needs it running first (both restart with the engine, in no set order).
-    const own: SandboxInfo[] = sandboxesOf.get(app.id) ?? [];
-    for (const s of own) {
-      if (!s.running && serving.some((i) => i.labels[LABEL.sandbox] === s.id))
-        await engine.startSandbox(s.id).catch((err) => logger.warn({ err }, "could not start a sandbox"));
-    }
-    for (const i of serving) {
-      if (!i.running) {
-        logger.info({ appId: app.id, instance: i.id }, "starting a stopped instance");
-        await engine
-          .startInstance(i.id)
-          .catch((err) => logger.warn({ err, instance: i.id }, "could not start"));
-      }
-    }
+    await startStopped(engine, logger, app.id, serving, sandboxesOf.get(app.id) ?? []);
     if (serving.length === 0 && (await engine.imageExists(release.image))) {
       logger.warn(
         { appId: app.id, release: release.number },
