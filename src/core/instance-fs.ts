@@ -1,3 +1,4 @@
+import { LABEL } from "./labels.js";
 // What an instance of a Pier-built image (the Node.js and PHP runtimes) may write, and as whom it runs
 // (docs/adr/0023). Pure: the engine adapter applies the plan.
 
@@ -14,7 +15,7 @@ export const BUILD_USER = "0:0";
  * The label of a release image whose instances get a read-only root filesystem and a size-bounded tmpfs at
  * each of these paths (comma-separated). Only Pier sets it: a Dockerfile's `pier.*` labels are refused.
  */
-export const WRITABLE_LABEL = "pier.writable";
+export const WRITABLE_LABEL = LABEL.writable;
 
 /** Where instances of Pier-built images may write: the home of `pier` too. */
 export const WRITABLE_PATHS = ["/tmp"] as const;

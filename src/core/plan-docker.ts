@@ -6,6 +6,7 @@
 import { dockerfileImageProblems } from "./build-bases.js";
 import { analyzeDockerfile } from "./dockerfile.js";
 import { DASHED_VARIABLE, instanceEnvironment, isSecretVariable } from "./env.js";
+import { LABEL } from "./labels.js";
 import { FLAVOR_MEMORY_MIB, type Flavor } from "./model.js";
 
 export interface DockerLogin {
@@ -456,7 +457,7 @@ export function planDockerBuild(input: DockerBuildInput): DockerPlanResult {
       memoryBytes: FLAVOR_MEMORY_MIB[input.buildFlavor] * 1024 * 1024,
       buildkit: settings.buildkit,
       noCache: input.withoutCache,
-      labels: { "pier.managed": "true", "pier.app": input.appId, "pier.deployment": input.deploymentId },
+      labels: { [LABEL.managed]: "true", [LABEL.app]: input.appId, [LABEL.deployment]: input.deploymentId },
       login: settings.login,
       logLines,
     },

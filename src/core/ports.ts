@@ -286,8 +286,8 @@ export interface BuildContainer {
   flavor: string;
   memoryBytes: number;
   labels: Record<string, string>;
-  /** The Docker network the build container joins; null: the engine's default bridge. */
-  network: string | null;
+  /** The app's build sandbox (its id) whose network the build joins; null: the engine's default bridge. */
+  sandbox: string | null;
 }
 
 /**
@@ -386,13 +386,15 @@ export interface EngineEvent {
   at: string;
 }
 
-/** The container engine. Docker today; a Swarm or Kubernetes driver can follow behind the same port. */
-export interface Engine {
-  ping(): Promise<void>;
+/**
+ * Release images: built (from a Dockerfile, or by a build container whose result is committed), looked up,
+ * listed per app, removed. Build containers are how Node.js and PHP releases are built (ADR 0005, 0012).
+ */
+export interface ReleaseImages {
   buildImage(build: ImageBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void>;
   /**
    * Runs a build in a container and commits it: a new container, or `started`, one that
-   * startBuildContainer made with the same volumes, binds, limits and network (it runs its script file).
+   * startBuildContainer made with the same volumes, binds, limits and sandbox (it runs its script file).
    */
   buildInContainer(
     build: ContainerBuild,
@@ -411,26 +413,36 @@ export interface Engine {
    * the labels. For a release with nothing to build (its dependencies reused as they are).
    */
   imageFromFiles(build: ContainerBuild): Promise<void>;
-  /** Removes a build container (started ahead and not used). */
+  /** Removes a build container (started ahead and not used). Gone already: nothing to do. */
   removeBuildContainer(id: string): Promise<void>;
+  imageExists(tag: string): Promise<boolean>;
+  /** The image's id and labels, or null when there is no such image. */
+  imageInfo(tag: string): Promise<{ id: string; labels: Record<string, string> } | null>;
+  /** Removes an image; gone already: nothing to do. */
+  removeImage(tag: string): Promise<void>;
+  /** Tags (`repo:tag`) of the images of one repository, e.g. `pier-app/<app id>`: an app's releases. */
+  imageTags(repo: string): Promise<string[]>;
+}
+
+/** An app's volumes: its dependency cache (kept between builds) and its release volumes (ADR 0012). */
+export interface AppVolumes {
+  /** Removes Pier's volumes with these labels (one still in use stays). */
   removeVolumes(labels: Record<string, string>): Promise<void>;
   /** Pier's volumes with these labels (from one engine call). */
   listVolumes(labels: Record<string, string>): Promise<{ name: string; labels: Record<string, string> }[]>;
   /** Removes one volume; false when a container still uses it (then it stays). Gone already: true. */
   removeVolume(name: string): Promise<boolean>;
-  imageExists(tag: string): Promise<boolean>;
-  /** The image's id and labels, or null when there is no such image. */
-  imageInfo(tag: string): Promise<{ id: string; labels: Record<string, string> } | null>;
-  removeImage(tag: string): Promise<void>;
-  /** Tags (`repo:tag`) of the images of one repository, e.g. `pier-app/<app id>`. */
-  imageTags(repo: string): Promise<string[]>;
+}
+
+/** The private network of an app or an add-on (ADR 0007: each has a subnet of Pier's pool). */
+export interface AppNetworks {
   /** Whether a network of this name exists (any network, Pier's or not). */
   networkExists(name: string): Promise<boolean>;
   /** Every network on the engine (Pier's or not) with its subnets: one call, for the subnet pool. */
   listNetworkSubnets(): Promise<NetworkSubnets[]>;
   /**
    * Creates the bridge network unless it exists, with these subnets (null: the engine picks). Throws
-   * SUBNET_OVERLAPS when a subnet overlaps a network that exists.
+   * SUBNET_OVERLAPS when a subnet overlaps a network that exists. Idempotent.
    */
   ensureNetwork(
     name: string,
@@ -442,13 +454,28 @@ export interface Engine {
    * of the networks that are gone.
    */
   removeNetworks(labels: Record<string, string>, keep?: string): Promise<string[]>;
-  runInstance(spec: InstanceSpec): Promise<InstanceInfo>;
+}
+
+/**
+ * An instance slot's network holder (SandboxSpec): made ahead so that an instance or a build starts
+ * without the engine's network set-up. Listed, started again after an engine restart, removed.
+ */
+export interface Sandboxes {
   createSandbox(spec: SandboxSpec): Promise<SandboxInfo>;
   /** The sandboxes with these labels (from one engine call). */
   listSandboxes(labels: Record<string, string>): Promise<SandboxInfo[]>;
-  /** Removes a sandbox (an instance still in it loses its network). */
+  /** Removes a sandbox (an instance still in it loses its network). Gone already: nothing to do. */
   removeSandbox(id: string): Promise<void>;
   startSandbox(id: string): Promise<void>;
+}
+
+/**
+ * The instances of releases: run one, list them (with their labels and where they answer), inspect, stop,
+ * start, restart, remove, wait for a task's end, run a command inside, read the logs. An unknown id is
+ * null for `inspectInstance` and nothing to do for stop and remove (it is gone already).
+ */
+export interface ReleaseInstances {
+  runInstance(spec: InstanceSpec): Promise<InstanceInfo>;
   inspectInstance(id: string): Promise<InstanceInfo | null>;
   /** SIGTERM, wait up to graceMs, then SIGKILL; then remove. */
   removeInstance(id: string, graceMs: number): Promise<void>;
@@ -456,12 +483,13 @@ export interface Engine {
   startInstance(id: string): Promise<void>;
   /** Stops (SIGTERM, then SIGKILL after graceMs) and starts the instance again. */
   restartInstance(id: string, graceMs: number): Promise<void>;
+  /** The instances with these labels (sandboxes are not instances). */
   listInstances(labels: Record<string, string>): Promise<InstanceInfo[]>;
   /** What routing needs of every instance with these labels, from one engine call (no inspect each). */
   listRoutable(labels: Record<string, string>): Promise<RoutableInstance[]>;
   /** Waits until a task instance ends; resolves its exit code. */
   waitInstance(id: string, signal: AbortSignal): Promise<number>;
-  /** Runs a command inside a running instance. */
+  /** Runs a command inside a running instance; resolves its exit code. */
   execInInstance(id: string, argv: string[], onLine: (line: string) => void): Promise<number>;
   logs(
     id: string,
@@ -470,10 +498,30 @@ export interface Engine {
     onLine: (l: InstanceLogLine) => void | Promise<void>,
     signal: AbortSignal,
   ): Promise<void>;
+}
+
+/** What the engine says of itself: it answers, an instance started or ended, which apps own objects. */
+export interface EngineEvents {
+  /** Throws ENGINE_ERROR when the engine does not answer. */
+  ping(): Promise<void>;
+  /** Calls `onEvent` for each start and end of one of this Pier's containers until `signal` aborts. */
   events(onEvent: (e: EngineEvent) => void, signal: AbortSignal): Promise<void>;
   /** The app ids that own a network or a volume of this Pier (its scope) on the engine. */
   ownerAppIds(): Promise<Set<string>>;
 }
+
+/**
+ * The container engine: every port above, which a module takes only the parts of it needs. Docker today
+ * (src/adapters/engine); one conformance suite (test/conformance/engine.ts) holds the real adapter and the
+ * unit tests' fake to the same contract, so a Swarm or Kubernetes driver can follow behind it (ADR 0025).
+ */
+export interface Engine
+  extends ReleaseImages,
+    AppVolumes,
+    AppNetworks,
+    Sandboxes,
+    ReleaseInstances,
+    EngineEvents {}
 
 /** What a provider needs to run one add-on (addons: ADR 0015). */
 export interface AddonSpec {

@@ -1,3 +1,4 @@
+import { LABEL } from "./labels.js";
 /**
  * Release volumes (docs/adr/0012): a release image may keep one folder (a PHP release's vendor/) in a named
  * volume instead of its layers, so that the build's commit does not copy it. The image names the volume in
@@ -6,7 +7,7 @@
  */
 
 /** The image label `<volume name>:<absolute path>`: containers of this image mount the volume there. */
-export const VOLUME_LABEL = "pier.volume";
+export const VOLUME_LABEL = LABEL.volume;
 
 /** The `pier.role` label of release volumes (not caches: `CC_...` without-cache builds leave them alone). */
 export const RELEASE_VOLUME_ROLE = "release-volume";
@@ -42,6 +43,6 @@ export function unnamedVolumes(
   const named = new Set(images.flatMap((l) => releaseVolume(l)?.name ?? []));
   return volumes
     .filter((v) => !named.has(v.name))
-    .filter((v) => busyDeploymentId === null || v.labels["pier.deployment"] !== busyDeploymentId)
+    .filter((v) => busyDeploymentId === null || v.labels[LABEL.deployment] !== busyDeploymentId)
     .map((v) => v.name);
 }

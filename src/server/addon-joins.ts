@@ -1,7 +1,8 @@
 import type { Logger } from "pino";
 import type { Addon, AddonKind } from "../core/addons.js";
+import { LABEL } from "../core/labels.js";
 import { FLAVOR_MEMORY_MIB } from "../core/model.js";
-import type { AddonProvider, AddonStore, Engine, Store } from "../core/ports.js";
+import type { AddonProvider, AddonStore, AppNetworks, Store } from "../core/ports.js";
 import type { Networks } from "./networks.js";
 
 /** An add-on's own network (a subnet of Pier's pool). */
@@ -22,7 +23,7 @@ export interface AddonJoin {
 export interface AddonDeps {
   store: Store;
   addons: AddonStore;
-  engine: Engine;
+  engine: AppNetworks;
   networks: Pick<Networks, "ensure" | "released">;
   providers: Record<AddonKind, AddonProvider>;
   logger: Logger;
@@ -70,7 +71,7 @@ export class AddonJoins {
       const app = await this.deps.store.findApp(appId);
       if (!app) continue;
       const networks = nets
-        .filter((n) => n.labels["pier.app"] === appId)
+        .filter((n) => n.labels[LABEL.app] === appId)
         .map((n) => n.name)
         .sort();
       const state = under?.has(appId)
@@ -96,7 +97,7 @@ export class AddonJoins {
     if (linked.length === 0 && !(await this.deps.engine.networkExists(appNetwork.name))) return lines;
     await this.deps.networks.ensure(appNetwork.name, appId, appNetwork.ipv6Subnet);
     const nets = (await this.deps.engine.listNetworkSubnets())
-      .filter((n) => n.labels["pier.app"] === appId)
+      .filter((n) => n.labels[LABEL.app] === appId)
       .map((n) => n.name);
     if (!nets.includes(appNetwork.name)) nets.push(appNetwork.name);
     for (const a of all) {
@@ -139,10 +140,10 @@ export class AddonJoins {
         const s = await p.status(a.id);
         if (s.state === "running" || s.state === "starting") continue;
         const network = addonNetwork(a.id);
-        await this.deps.networks.ensure(network, a.id, null, { "pier.addon": a.id });
+        await this.deps.networks.ensure(network, a.id, null, { [LABEL.addon]: a.id });
         const appIds = await this.deps.addons.addonApps(a.id);
         // The linked apps' networks are joined before the server starts: once it is `running`, they reach it.
-        const joins = nets.filter((x) => appIds.includes(x.labels["pier.app"] ?? "")).map((x) => x.name);
+        const joins = nets.filter((x) => appIds.includes(x.labels[LABEL.app] ?? "")).map((x) => x.name);
         const credentials = await this.deps.addons.addonCredentials(a.id);
         await this.withJoining(a.id, appIds, () =>
           p.provision({
@@ -170,7 +171,7 @@ export class AddonJoins {
   /** After an app is deleted: the add-ons leave its networks (so that they can go). */
   async detach(appId: string): Promise<void> {
     const nets = (await this.deps.engine.listNetworkSubnets())
-      .filter((n) => n.labels["pier.app"] === appId)
+      .filter((n) => n.labels[LABEL.app] === appId)
       .map((n) => n.name);
     for (const a of await this.deps.addons.listAddons())
       for (const net of nets) await this.provider(a).disconnect(a.id, net);

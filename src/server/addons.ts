@@ -11,6 +11,7 @@ import {
   type VariableSource,
 } from "../core/addons.js";
 import { PierError } from "../core/errors.js";
+import { LABEL } from "../core/labels.js";
 import { type App, FLAVOR_MEMORY_MIB, type Flavor } from "../core/model.js";
 import type { AddonProvider, AddonState } from "../core/ports.js";
 import { AddonBackups } from "./addon-backups.js";
@@ -135,7 +136,7 @@ export class AddonService {
     );
     const network = AddonService.networkOf(id);
     try {
-      await this.deps.networks.ensure(network, id, null, { "pier.addon": id });
+      await this.deps.networks.ensure(network, id, null, { [LABEL.addon]: id });
       await provider.provision({
         id,
         name: input.name,
@@ -192,7 +193,7 @@ export class AddonService {
 
   private async destroy(a: Addon): Promise<void> {
     await this.provider(a).remove(a.id);
-    const gone = await this.deps.engine.removeNetworks({ "pier.addon": a.id });
+    const gone = await this.deps.engine.removeNetworks({ [LABEL.addon]: a.id });
     await this.deps.networks.released(gone.length > 0 ? gone : [AddonService.networkOf(a.id)]);
     // Its backups stay on disk (nothing is lost by a delete): <backup dir>/<add-on id>/.
     await this.deps.addons.deleteAddon(a.id);

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { type AppState, appState } from "../core/app-state.js";
+import { LABEL } from "../core/labels.js";
 import type { App } from "../core/model.js";
 import type { Engine, RoutableInstance, Store } from "../core/ports.js";
 
@@ -33,7 +34,7 @@ export async function appListStatuses(
   }
   const byDeployment = new Map<string, RoutableInstance[]>();
   for (const c of containers ?? []) {
-    const d = c.labels["pier.deployment"];
+    const d = c.labels[LABEL.deployment];
     if (d) byDeployment.set(d, [...(byDeployment.get(d) ?? []), c]);
   }
   for (const app of apps) {
@@ -44,7 +45,7 @@ export async function appListStatuses(
     const release = await deps.store.currentRelease(app.id);
     const latest = release ? null : ((await deps.store.listDeployments(app.id, 1))[0] ?? null);
     const mine = release
-      ? (byDeployment.get(release.deploymentId) ?? []).filter((c) => c.labels["pier.app"] === app.id)
+      ? (byDeployment.get(release.deploymentId) ?? []).filter((c) => c.labels[LABEL.app] === app.id)
       : [];
     const running = mine.filter((c) => c.running).length;
     out.set(app.id, {

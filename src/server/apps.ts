@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { revParse } from "../adapters/git.js";
 import { appState } from "../core/app-state.js";
 import { PierError } from "../core/errors.js";
+import { instanceNumber, LABEL } from "../core/labels.js";
 import { smallerFlavor } from "../core/limits.js";
 import { type App, type Deployment, type Flavor, parseReleaseNumber, type Runtime } from "../core/model.js";
 import { appNameProblem } from "../core/names.js";
@@ -265,7 +266,7 @@ export class AppService {
           for (const tag of await engine.imageTags(`pier-app/${app.id}`)) await engine.removeImage(tag);
         },
       ],
-      ["volumes", () => engine.removeVolumes({ "pier.app": app.id })],
+      ["volumes", () => engine.removeVolumes({ [LABEL.app]: app.id })],
       ["add-on connections", () => this.deps.detachAddons?.(app.id) ?? Promise.resolve()],
       ["networks", () => this.deps.instances.removeNetworks(app.id)],
       ["repository", () => rm(this.deps.repoDir(app.id), { recursive: true, force: true })],
@@ -286,10 +287,10 @@ export class AppService {
     const deployment = (await this.deps.store.listDeployments(app.id, 1))[0] ?? null;
     const exits = await this.deps.store.lastExits(app.id);
     const all = await this.deps.instances.list(app.id);
-    const serving = all.filter((i) => i.labels["pier.deployment"] === release?.deploymentId);
+    const serving = all.filter((i) => i.labels[LABEL.deployment] === release?.deploymentId);
     const instances = serving
       .map((i) => ({
-        number: Number(i.labels["pier.instance"] ?? 0),
+        number: instanceNumber(i.labels),
         id: i.id.slice(0, 12),
         state: i.state,
         startedAt: i.startedAt,
@@ -328,7 +329,7 @@ export class AppService {
     const out: RuntimeLogLine[] = [];
     const ac = new AbortController();
     for (const i of await this.deps.instances.list(app.id)) {
-      const instance = Number(i.labels["pier.instance"] ?? 0);
+      const instance = instanceNumber(i.labels);
       await this.deps.engine.logs(
         i.id,
         { ...o, follow: false },
@@ -352,14 +353,14 @@ export class AppService {
   ): Promise<void> {
     const release = await this.deps.store.currentRelease(app.id);
     const serving = (await this.deps.instances.list(app.id)).filter(
-      (i) => !release || i.labels["pier.deployment"] === release.deploymentId,
+      (i) => !release || i.labels[LABEL.deployment] === release.deploymentId,
     );
     await Promise.all(
       serving.map((i) =>
         this.deps.engine.logs(
           i.id,
           { ...o, follow: true },
-          (l) => onLine({ ...l, instance: Number(i.labels["pier.instance"] ?? 0) }),
+          (l) => onLine({ ...l, instance: instanceNumber(i.labels) }),
           signal,
         ),
       ),

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { PierError } from "../core/errors.js";
+import { LABEL } from "../core/labels.js";
 import type { App, Deployment } from "../core/model.js";
 import type { InstanceInfo } from "../core/ports.js";
 import { buildImage, KEPT_RELEASES } from "./deploy/build.js";
@@ -98,7 +99,7 @@ export class Deployer {
       write("Deployment failed.");
       await store.updateDeployment(d.id, { state: "failed", reason, finishedAt: now() });
       logger.info({ appId: d.appId, deploymentId: d.id, state: d.state }, "interrupted deployment failed");
-      orphans.push(...(await instances.list(d.appId)).filter((i) => i.labels["pier.deployment"] === d.id));
+      orphans.push(...(await instances.list(d.appId)).filter((i) => i.labels[LABEL.deployment] === d.id));
     }
     if (unfinished.length === 0) return;
     // The edge follows the store first: then neither these instances nor those the reconciler removes next

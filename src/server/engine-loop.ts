@@ -2,7 +2,7 @@
 // instances' exits are recorded, a restarted sandbox gets its instances back, and when the stream ends
 // (dockerd restarted) Pier waits for the engine, reconciles, then rejoins instances to their sandboxes.
 import type { Logger } from "pino";
-import { isBuildContainer } from "../core/labels.js";
+import { instanceNumber, isBuildContainer, LABEL } from "../core/labels.js";
 import type { Engine, EngineEvent, Store } from "../core/ports.js";
 import type { Instances } from "./instances.js";
 
@@ -20,9 +20,9 @@ export interface EngineLoopDeps {
 /** One event: a sandbox's start rejoins its instances; an instance's death is recorded (builds' are not). */
 export async function onEngineEvent(deps: EngineLoopDeps, e: EngineEvent): Promise<void> {
   const { store, instances, logger } = deps;
-  const appId = e.labels["pier.app"];
+  const appId = e.labels[LABEL.app];
   if (!appId) return;
-  if (e.labels["pier.role"] === "sandbox") {
+  if (e.labels[LABEL.role] === "sandbox") {
     if (e.type !== "start") return;
     const n = await instances.rejoin(appId, e.containerId).catch((err) => {
       logger.warn({ err, appId }, "could not restart the instances of a restarted sandbox");
@@ -36,7 +36,7 @@ export async function onEngineEvent(deps: EngineLoopDeps, e: EngineEvent): Promi
     .recordExit({
       appId,
       containerId: e.containerId,
-      instance: Number(e.labels["pier.instance"] ?? 0),
+      instance: instanceNumber(e.labels),
       exitCode: e.exitCode ?? -1,
       at: e.at,
     })
@@ -65,9 +65,9 @@ export async function afterEngineReturn(deps: EngineLoopDeps): Promise<void> {
   await deps
     .reconcileAll()
     .catch((err) => logger.warn({ err }, "reconcile after the engine came back failed"));
-  const sandboxes = await engine.listSandboxes({ "pier.sandbox-for": "instances" }).catch(() => []);
+  const sandboxes = await engine.listSandboxes({ [LABEL.sandboxFor]: "instances" }).catch(() => []);
   for (const s of sandboxes.filter((x) => x.running)) {
-    const appId = s.labels["pier.app"];
+    const appId = s.labels[LABEL.app];
     if (!appId) continue;
     const n = await instances.rejoin(appId, s.id).catch(() => 0);
     if (n > 0) logger.info({ appId, instances: n }, "instances rejoined their restarted sandbox");

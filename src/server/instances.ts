@@ -1,13 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { PierError } from "../core/errors.js";
+import { LABEL } from "../core/labels.js";
 import { type App, FLAVOR_MEMORY_MIB } from "../core/model.js";
 import type {
   Edge,
-  Engine,
   InstanceInfo,
   InstanceSpec,
+  ReleaseInstances,
   RoutableInstance,
   Route,
+  Sandboxes,
   SandboxInfo,
   Store,
 } from "../core/ports.js";
@@ -36,7 +38,7 @@ export interface ReleaseToRun {
 export class Instances {
   constructor(
     private readonly deps: {
-      engine: Engine;
+      engine: ReleaseInstances & Sandboxes;
       edge: Edge;
       store: Store;
       /** Makes and removes the app networks, each with a subnet of Pier's pool. */
@@ -94,17 +96,17 @@ export class Instances {
     const { engine } = this.deps;
     const network = appNetworkName(appId, want.ipv6Subnet);
     const [all, instances] = await Promise.all([
-      engine.listSandboxes({ "pier.app": appId, "pier.sandbox-for": "instances" }),
+      engine.listSandboxes({ [LABEL.app]: appId, [LABEL.sandboxFor]: "instances" }),
       this.list(appId),
     ]);
     const busy = new Set([
-      ...instances.filter((i) => i.running || i.state === "restarting").map((i) => i.labels["pier.sandbox"]),
+      ...instances.filter((i) => i.running || i.state === "restarting").map((i) => i.labels[LABEL.sandbox]),
       ...this.claimed,
     ]);
     const fits = (s: SandboxInfo) =>
-      s.labels["pier.network"] === network &&
-      s.labels["pier.http-port"] === (want.httpPort === null ? "" : String(want.httpPort)) &&
-      s.labels["pier.tcp-port"] === (want.tcpPort === null ? "" : String(want.tcpPort));
+      s.labels[LABEL.network] === network &&
+      s.labels[LABEL.httpPort] === (want.httpPort === null ? "" : String(want.httpPort)) &&
+      s.labels[LABEL.tcpPort] === (want.tcpPort === null ? "" : String(want.tcpPort));
     // Sandboxes of other settings, with no instance running in them, are not needed any more.
     await Promise.all(all.filter((s) => !fits(s) && !busy.has(s.id)).map((s) => engine.removeSandbox(s.id)));
     const ready = all.filter((s) => fits(s) && s.running && !busy.has(s.id));
@@ -117,7 +119,7 @@ export class Instances {
         Array.from({ length: count - free.length }, () =>
           engine.createSandbox({
             name: `pier-sandbox-${appId}-${randomUUID().slice(0, 8)}`,
-            labels: { "pier.app": appId, "pier.sandbox-for": "instances" },
+            labels: { [LABEL.app]: appId, [LABEL.sandboxFor]: "instances" },
             network: { name: network, ipv6Subnet: want.ipv6Subnet },
             httpPort: want.httpPort,
             tcpPort: want.tcpPort,
@@ -155,14 +157,14 @@ export class Instances {
       .catch(() => "")
       .then(async () => {
         const { engine } = this.deps;
-        const all = await engine.listSandboxes({ "pier.app": appId, "pier.sandbox-for": "build" });
-        const ready = all.find((s) => s.running && s.labels["pier.network"] === network);
+        const all = await engine.listSandboxes({ [LABEL.app]: appId, [LABEL.sandboxFor]: "build" });
+        const ready = all.find((s) => s.running && s.labels[LABEL.network] === network);
         await Promise.all(all.filter((s) => s !== ready).map((s) => engine.removeSandbox(s.id)));
         if (ready) return ready.id;
         if (!buildNetwork) await this.deps.networks.ensure(network, appId, null);
         const made = await engine.createSandbox({
           name: `pier-build-sandbox-${appId}-${randomUUID().slice(0, 8)}`,
-          labels: { "pier.app": appId, "pier.sandbox-for": "build" },
+          labels: { [LABEL.app]: appId, [LABEL.sandboxFor]: "build" },
           network: { name: network, ipv6Subnet: null },
           httpPort: null,
           tcpPort: null,
@@ -189,7 +191,7 @@ export class Instances {
     const app = await this.deps.store.findApp(appId);
     if (!release || !app || app.stopped) return 0;
     const mine = (await this.list(appId)).filter(
-      (i) => i.labels["pier.sandbox"] === sandboxId && i.labels["pier.deployment"] === release.deploymentId,
+      (i) => i.labels[LABEL.sandbox] === sandboxId && i.labels[LABEL.deployment] === release.deploymentId,
     );
     const stale = mine.filter(
       (i) => !i.running || (i.startedAt !== null && i.startedAt < sandbox.startedAt!),
@@ -208,7 +210,7 @@ export class Instances {
   async removeSandboxes(appId: string): Promise<void> {
     await (this.preparing.get(appId) ?? Promise.resolve()).catch(() => undefined);
     await (this.buildSandboxes.get(appId) ?? Promise.resolve()).catch(() => undefined);
-    const all = await this.deps.engine.listSandboxes({ "pier.app": appId });
+    const all = await this.deps.engine.listSandboxes({ [LABEL.app]: appId });
     await Promise.all(all.map((s) => this.deps.engine.removeSandbox(s.id)));
   }
 
@@ -235,13 +237,13 @@ export class Instances {
           image: r.image,
           env: { ...r.env, INSTANCE_NUMBER: String(n), INSTANCE_ID: instanceId },
           labels: {
-            "pier.app": r.appId,
-            "pier.deployment": r.deploymentId,
-            "pier.instance": String(n),
-            "pier.instance-id": instanceId,
-            "pier.network": network,
+            [LABEL.app]: r.appId,
+            [LABEL.deployment]: r.deploymentId,
+            [LABEL.instance]: String(n),
+            [LABEL.instanceId]: instanceId,
+            [LABEL.network]: network,
             // The edge redirects HTTP to HTTPS for the instances of a release with CC_FORCE_HTTPS=true.
-            ...(r.env.CC_FORCE_HTTPS === "true" ? { "pier.force-https": "true" } : {}),
+            ...(r.env.CC_FORCE_HTTPS === "true" ? { [LABEL.forceHttps]: "true" } : {}),
           },
           cmd: r.cmd,
           httpPort: r.httpPort,
@@ -270,7 +272,7 @@ export class Instances {
 
   /** Removes the app's networks that no instance uses any more (after a change of IPv6 subnet). */
   async pruneNetworks(appId: string): Promise<void> {
-    const inUse = new Set((await this.list(appId)).map((i) => i.labels["pier.network"]));
+    const inUse = new Set((await this.list(appId)).map((i) => i.labels[LABEL.network]));
     const keep = [...inUse][0];
     if (inUse.size <= 1) await this.deps.networks.remove(appId, keep);
   }
@@ -294,12 +296,12 @@ export class Instances {
   }
 
   list(appId: string): Promise<InstanceInfo[]> {
-    return this.deps.engine.listInstances({ "pier.app": appId });
+    return this.deps.engine.listInstances({ [LABEL.app]: appId });
   }
 
   /** Instances of the app that belong to any deployment other than `keepDeploymentId`. */
   async others(appId: string, keepDeploymentId: string | null): Promise<InstanceInfo[]> {
-    return (await this.list(appId)).filter((i) => i.labels["pier.deployment"] !== keepDeploymentId);
+    return (await this.list(appId)).filter((i) => i.labels[LABEL.deployment] !== keepDeploymentId);
   }
 
   /**
@@ -326,14 +328,14 @@ export class Instances {
         ? null
         : ((await this.deps.store.currentRelease(app.id))?.deploymentId ?? null);
     const mine = listed.filter(
-      (i) => serving !== null && i.labels["pier.app"] === app.id && i.labels["pier.deployment"] === serving,
+      (i) => serving !== null && i.labels[LABEL.app] === app.id && i.labels[LABEL.deployment] === serving,
     );
     return {
       appId: app.id,
       hostname: `${app.name}.${this.deps.domain}`,
       targets: mine.flatMap((i) => (i.http ? [i.http] : [])),
       aliases: aliases.get(app.id) ?? [],
-      forceHttps: mine.some((i) => i.labels["pier.force-https"] === "true"),
+      forceHttps: mine.some((i) => i.labels[LABEL.forceHttps] === "true"),
     };
   }
 
@@ -355,13 +357,13 @@ export class Instances {
       else
         this.table.set(
           appId,
-          await this.routeOf(app, await engine.listRoutable({ "pier.app": appId }), await this.aliases()),
+          await this.routeOf(app, await engine.listRoutable({ [LABEL.app]: appId }), await this.aliases()),
         );
       return [...this.table.values()];
     }
     const byApp = new Map<string, RoutableInstance[]>();
     for (const i of await engine.listRoutable({})) {
-      const id = i.labels["pier.app"] ?? "";
+      const id = i.labels[LABEL.app] ?? "";
       byApp.set(id, [...(byApp.get(id) ?? []), i]);
     }
     const table = new Map<string, Route>();

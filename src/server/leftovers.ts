@@ -1,7 +1,8 @@
 import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import type { Engine, Store } from "../core/ports.js";
+import { LABEL } from "../core/labels.js";
+import type { AppVolumes, EngineEvents, ReleaseImages, Store } from "../core/ports.js";
 
 /**
  * What deleted apps left behind (a delete that could not finish its clean-up, a crash in the middle of
@@ -10,7 +11,7 @@ import type { Engine, Store } from "../core/ports.js";
  */
 export async function removeLeftovers(deps: {
   store: Store;
-  engine: Engine;
+  engine: ReleaseImages & AppVolumes & EngineEvents;
   reposDir: string;
   /** Removes an app's networks and frees their subnets. */
   removeNetworks: (appId: string) => Promise<void>;
@@ -28,7 +29,7 @@ export async function removeLeftovers(deps: {
   for (const appId of gone) {
     try {
       for (const tag of await engine.imageTags(`pier-app/${appId}`)) await engine.removeImage(tag);
-      await engine.removeVolumes({ "pier.app": appId });
+      await engine.removeVolumes({ [LABEL.app]: appId });
       await deps.removeNetworks(appId);
     } catch (err) {
       logger.warn({ appId, err: (err as Error).message }, "could not remove what a deleted app left");

@@ -1,6 +1,7 @@
 import { PierError } from "../core/errors.js";
 import { cidrsOverlap, type IsolatedNetwork } from "../core/isolation.js";
-import type { Engine, Store } from "../core/ports.js";
+import { LABEL } from "../core/labels.js";
+import type { AppNetworks, Store } from "../core/ports.js";
 import { type Cidr, formatCidr, overlaps, parseCidr, pickSubnet } from "../core/subnets.js";
 import type { Isolation } from "./isolation.js";
 
@@ -19,7 +20,7 @@ const asCidr = (text: string): Cidr | null => {
 export class Networks {
   constructor(
     private readonly deps: {
-      engine: Engine;
+      engine: AppNetworks;
       store: Store;
       pool: Cidr;
       prefix: number;
@@ -57,7 +58,7 @@ export class Networks {
   async checkPool(): Promise<void> {
     const { pool } = this.deps;
     for (const n of await this.deps.engine.listNetworkSubnets()) {
-      if (n.labels["pier.managed"] === "true") continue;
+      if (n.labels[LABEL.managed] === "true") continue;
       const clash = n.subnets.find((s) => {
         const c = asCidr(s);
         return c !== null && overlaps(c, pool);
@@ -80,7 +81,7 @@ export class Networks {
     name: string,
     appId: string,
     ipv6Subnet: string | null,
-    labels: Record<string, string> = { "pier.app": appId },
+    labels: Record<string, string> = { [LABEL.app]: appId },
   ): Promise<void> {
     const under = this.creating.get(name);
     if (under) return under;
@@ -164,7 +165,7 @@ export class Networks {
 
   /** Removes the app's networks (but `keep`, and those still in use) and frees their subnets. */
   async remove(appId: string, keep?: string): Promise<void> {
-    await this.released(await this.deps.engine.removeNetworks({ "pier.app": appId }, keep));
+    await this.released(await this.deps.engine.removeNetworks({ [LABEL.app]: appId }, keep));
   }
 
   /**

@@ -1,7 +1,14 @@
 import type { Logger } from "pino";
-import { isBuildContainer } from "../core/labels.js";
+import { isBuildContainer, LABEL } from "../core/labels.js";
 import type { App } from "../core/model.js";
-import type { Engine, RoutableInstance, SandboxInfo, Store } from "../core/ports.js";
+import type {
+  ReleaseImages,
+  ReleaseInstances,
+  RoutableInstance,
+  Sandboxes,
+  SandboxInfo,
+  Store,
+} from "../core/ports.js";
 import type { Deployer } from "./deployer.js";
 import type { Instances } from "./instances.js";
 import type { Networks } from "./networks.js";
@@ -18,13 +25,36 @@ async function eachLimited<T>(items: readonly T[], limit: number, work: (item: T
 const byApp = <T extends { labels: Record<string, string> }>(list: readonly T[]) => {
   const m = new Map<string, T[]>();
   for (const x of list) {
-    const id = x.labels["pier.app"] ?? "";
+    const id = x.labels[LABEL.app] ?? "";
     const l = m.get(id);
     if (l) l.push(x);
     else m.set(id, [x]);
   }
   return m;
 };
+
+/** Starts the stopped ones of an app's serving instances, each in its sandbox started first. */
+async function startStopped(
+  engine: ReleaseInstances & Sandboxes,
+  logger: Logger,
+  appId: string,
+  serving: readonly RoutableInstance[],
+  own: readonly SandboxInfo[],
+): Promise<void> {
+  // An instance in a sandbox needs it running first (both restart with the engine, in no set order).
+  for (const s of own) {
+    if (!s.running && serving.some((i) => i.labels[LABEL.sandbox] === s.id))
+      await engine.startSandbox(s.id).catch((err) => logger.warn({ err }, "could not start a sandbox"));
+  }
+  for (const i of serving) {
+    if (!i.running) {
+      logger.info({ appId, instance: i.id }, "starting a stopped instance");
+      await engine
+        .startInstance(i.id)
+        .catch((err) => logger.warn({ err, instance: i.id }, "could not start"));
+    }
+  }
+}
 
 /**
  * On start, makes what runs match what the store says: the current release's instances run (stopped ones
@@ -35,7 +65,7 @@ const byApp = <T extends { labels: Record<string, string> }>(list: readonly T[])
  */
 export async function reconcile(deps: {
   store: Store;
-  engine: Engine;
+  engine: ReleaseInstances & Sandboxes & Pick<ReleaseImages, "imageExists">;
   instances: Instances;
   networks: Pick<Networks, "reconcile">;
   deployer: Deployer;
@@ -61,24 +91,11 @@ export async function reconcile(deps: {
         release &&
         !app.stopped &&
         !isBuildContainer(i.labels) &&
-        i.labels["pier.deployment"] === release.deploymentId,
+        i.labels[LABEL.deployment] === release.deploymentId,
     );
     leftovers.push(...all.filter((i) => !serving.includes(i)));
     if (!release || app.stopped || app.task || release.env.CC_TASK === "true") return;
-    // An instance in a sandbox needs it running first (both restart with the engine, in no set order).
-    const own: SandboxInfo[] = sandboxesOf.get(app.id) ?? [];
-    for (const s of own) {
-      if (!s.running && serving.some((i) => i.labels["pier.sandbox"] === s.id))
-        await engine.startSandbox(s.id).catch((err) => logger.warn({ err }, "could not start a sandbox"));
-    }
-    for (const i of serving) {
-      if (!i.running) {
-        logger.info({ appId: app.id, instance: i.id }, "starting a stopped instance");
-        await engine
-          .startInstance(i.id)
-          .catch((err) => logger.warn({ err, instance: i.id }, "could not start"));
-      }
-    }
+    await startStopped(engine, logger, app.id, serving, sandboxesOf.get(app.id) ?? []);
     if (serving.length === 0 && (await engine.imageExists(release.image))) {
       logger.warn(
         { appId: app.id, release: release.number },
@@ -107,13 +124,13 @@ export async function reconcile(deps: {
     await instances.remove(leftovers);
   }
   // Instances and sandboxes of apps that no longer exist, and their networks.
-  const strays = containers.filter((i) => !known.has(i.labels["pier.app"] ?? ""));
+  const strays = containers.filter((i) => !known.has(i.labels[LABEL.app] ?? ""));
   if (strays.length > 0) {
     logger.info({ count: strays.length }, "removing instances of deleted apps");
     await instances.remove(strays);
   }
   await Promise.all(
-    sandboxes.filter((s) => !known.has(s.labels["pier.app"] ?? "")).map((s) => engine.removeSandbox(s.id)),
+    sandboxes.filter((s) => !known.has(s.labels[LABEL.app] ?? "")).map((s) => engine.removeSandbox(s.id)),
   );
   await networks.reconcile(known);
 }

@@ -66,7 +66,7 @@ export function createServices(b: Base) {
     pierDomain: config.domain,
     httpsPort: config.https.port,
   });
-  const addonOpts = { socketPath: config.dockerSocket, scope: b.scope };
+  const addonOpts = { docker: engine.client, scope: b.scope };
   const addons = new AddonService({
     store,
     addons: store.addons(),

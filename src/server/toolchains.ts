@@ -6,13 +6,14 @@ import { fileURLToPath } from "node:url";
 import { exec } from "../adapters/exec.js";
 import type { NpmRegistry } from "../adapters/npm-registry.js";
 import { PierError } from "../core/errors.js";
-import type { Engine } from "../core/ports.js";
+import { LABEL } from "../core/labels.js";
+import type { ReleaseImages } from "../core/ports.js";
 
 const BASE_IMAGE = "pier/base:bookworm";
 const NODE_DOCKERFILE = fileURLToPath(new URL("../../../images/node/Dockerfile", import.meta.url));
 
 /** The label of a toolchain image that holds its Dockerfile's hash (images/node/build.sh writes it too). */
-const DOCKERFILE_LABEL = "pier.node.dockerfile";
+const DOCKERFILE_LABEL = LABEL.nodeDockerfile;
 
 /** The first 16 hex digits of the SHA-256 of the Dockerfile, as `sha256sum | cut -c1-16` prints them. */
 export const dockerfileHash = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 16);
@@ -24,7 +25,7 @@ export const dockerfileHash = (text: string) => createHash("sha256").update(text
 export class Toolchains {
   private readonly building = new Map<string, Promise<string>>();
 
-  constructor(private readonly deps: { engine: Engine; registry: NpmRegistry }) {}
+  constructor(private readonly deps: { engine: ReleaseImages; registry: NpmRegistry }) {}
 
   node(
     nodeVersion: string,
@@ -64,7 +65,7 @@ export class Toolchains {
         "Run scripts/setup.sh (npm start runs it) to build it.",
       );
     const hash = dockerfileHash(dockerfile);
-    if (existing?.labels["pier.base"] === base.id && existing.labels[DOCKERFILE_LABEL] === hash) return tag;
+    if (existing?.labels[LABEL.base] === base.id && existing.labels[DOCKERFILE_LABEL] === hash) return tag;
     write(
       `Preparing the toolchain image ${tag} (once): Node.js ${nodeVersion} and npm ${npmVersion} from the npm registry.`,
     );

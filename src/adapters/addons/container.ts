@@ -6,6 +6,7 @@ import { PassThrough, Readable } from "node:stream";
 import Docker from "dockerode";
 import type { AddonCredentials, AddonKind } from "../../core/addons.js";
 import { PierError } from "../../core/errors.js";
+import { LABEL } from "../../core/labels.js";
 import { cpuLimits } from "../../core/model.js";
 import type { AddonProvider, AddonSpec, AddonState } from "../../core/ports.js";
 import { DROPPED_CAPABILITIES, engineCpus, isNotFound } from "../engine/docker-build.js";
@@ -59,6 +60,9 @@ function tarOf(name: string, file: string, size: number): Readable {
   );
 }
 
+/** Where add-on containers run: the engine adapter's client (DockerEngine.client), or a socket. */
+export type AddonEngine = { scope: string } & ({ docker: Docker } | { socketPath: string });
+
 /**
  * An add-on as a container of its kind's image, its data on a named volume, on its own network (and the
  * networks of the apps linked to it), with the flavor's memory and CPU limits and the instances' hardening
@@ -73,9 +77,10 @@ export class ContainerAddons implements AddonProvider {
 
   constructor(
     private readonly def: AddonKindDefinition,
-    private readonly opts: { socketPath: string; scope: string },
+    private readonly opts: AddonEngine,
   ) {
-    this.docker = new Docker({ socketPath: opts.socketPath });
+    // The engine adapter's client when Pier runs (one client, one socket); a socket of its own in tests.
+    this.docker = "docker" in opts ? opts.docker : new Docker({ socketPath: opts.socketPath });
     this.kind = def.kind;
     this.port = def.port;
   }
@@ -94,10 +99,10 @@ export class ContainerAddons implements AddonProvider {
 
   private labels(id: string): Record<string, string> {
     return {
-      "pier.managed": "true",
-      "pier.addon": id,
-      "pier.addon-kind": this.kind,
-      "pier.addon-scope": this.opts.scope,
+      [LABEL.managed]: "true",
+      [LABEL.addon]: id,
+      [LABEL.addonKind]: this.kind,
+      [LABEL.addonScope]: this.opts.scope,
     };
   }
 

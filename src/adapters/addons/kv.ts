@@ -1,5 +1,5 @@
 import { ADDON_PORTS } from "../../core/addons.js";
-import { type AddonKindDefinition, ContainerAddons, newSecret } from "./container.js";
+import { type AddonEngine, type AddonKindDefinition, ContainerAddons, newSecret } from "./container.js";
 
 /**
  * kv: a Redis-protocol server (valkey 8.1 from Debian trixie; ADR 0015) on port 6378, plain tcp, the add-on
@@ -18,4 +18,4 @@ export const KV: AddonKindDefinition = {
   restore: { argv: (file) => ["pier-addon", "restore-stage", file], restart: true },
 };
 
-export const kvProvider = (opts: { socketPath: string; scope: string }) => new ContainerAddons(KV, opts);
+export const kvProvider = (opts: AddonEngine) => new ContainerAddons(KV, opts);

@@ -1,12 +1,12 @@
 import { spawn } from "node:child_process";
 import { lookup } from "node:dns/promises";
 import { availableParallelism } from "node:os";
-import { PassThrough } from "node:stream";
+import { PassThrough, Readable } from "node:stream";
 import type Docker from "dockerode";
 import { LineSplitter } from "../../core/bounded-queue.js";
 import { PierError } from "../../core/errors.js";
 import { BUILD_USER } from "../../core/instance-fs.js";
-import { ROLE } from "../../core/labels.js";
+import { LABEL, ROLE } from "../../core/labels.js";
 import { cpuLimits } from "../../core/model.js";
 import { isHostOnlyAddress, loginServerProblem, registryServerHost } from "../../core/plan-docker.js";
 import type { BuildContainer, ContainerBuild, ImageBuild } from "../../core/ports.js";
@@ -29,6 +29,17 @@ type FollowProgress = (
     status?: string;
   }) => void,
 ) => void;
+
+/** dockerode 5's followProgress, which decodes BuildKit's protobuf status too (@types lags behind it). */
+function followProgress(docker: Docker, ...args: Parameters<FollowProgress>): void {
+  if (!("followProgress" in docker) || typeof docker.followProgress !== "function")
+    throw new PierError(
+      "ENGINE_ERROR",
+      "This dockerode has no followProgress.",
+      "Install dockerode 5 or later.",
+    );
+  docker.followProgress(...args);
+}
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching terminal escape sequences is the point.
 const ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
@@ -156,13 +167,15 @@ export async function buildImage(
     tar.kill();
     throw new PierError("BUILD_FAILED", `The engine refused the build: ${(e as Error).message}`);
   }
-  const onAbort = () => (stream as unknown as { destroy?: () => void }).destroy?.();
+  const onAbort = () => {
+    if (stream instanceof Readable) stream.destroy();
+  };
   signal.addEventListener("abort", onAbort, { once: true });
   let failure: string | null = null;
   try {
     await new Promise<void>((resolve, reject) => {
-      // dockerode 5's followProgress decodes BuildKit's protobuf status too; @types lags behind it.
-      (docker as unknown as { followProgress: FollowProgress }).followProgress(
+      followProgress(
+        docker,
         stream,
         (err: Error | null) => (err ? reject(err) : resolve()),
         (ev: { stream?: string; error?: string; errorDetail?: { message?: string }; status?: string }) => {
@@ -235,7 +248,7 @@ async function createBuildContainer(
     // hooks install tools globally (`npm i -g pnpm`, `corepack enable`). ADR 0023.
     User: BUILD_USER,
     Env: Object.entries(b.env).map(([k, v]) => `${k}=${v}`),
-    Labels: { ...b.labels, ...own, "pier.role": ROLE.build },
+    Labels: { ...b.labels, ...own, [LABEL.role]: ROLE.build },
     HostConfig: {
       Memory: b.memoryBytes,
       MemorySwap: b.memoryBytes,
@@ -251,7 +264,8 @@ async function createBuildContainer(
       // Its output reaches Pier through the attach stream (the deploy log, capped); the engine's own copy
       // on disk is bounded too, or a chatty build would fill the disk while the deploy log drops its lines.
       LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
-      ...(b.network ? { NetworkMode: b.network } : {}),
+      // Its network is the build sandbox's (a container's network namespace).
+      ...(b.sandbox ? { NetworkMode: `container:${b.sandbox}` } : {}),
     },
   });
 }
@@ -340,7 +354,7 @@ export async function buildInContainer(
     if (tar.exitCode === null) tar.kill();
     for (const l of lines.end()) onLine(cleanBuildLine(l, false));
     if (signal.aborted) throw signal.reason;
-    const state = ((await container.inspect()) as unknown as { State: { OOMKilled: boolean } }).State;
+    const { State: state } = await container.inspect();
     if (state.OOMKilled || StatusCode === 137) {
       throw new PierError(
         "BUILD_FAILED",
@@ -375,9 +389,9 @@ async function commitRelease(container: Docker.Container, own: Record<string, st
       WorkingDir: b.image.workdir,
       User: b.image.user,
       // The engine keeps the container's labels it is not given: the build container's role is replaced.
-      Labels: { ...b.labels, ...own, "pier.role": ROLE.release },
+      Labels: { ...b.labels, ...own, [LABEL.role]: ROLE.release },
     },
-  } as unknown as Record<string, unknown>);
+  });
 }
 
 /**
@@ -395,7 +409,7 @@ export async function imageFromFiles(
     Image: b.from,
     Cmd: ["true"],
     NetworkDisabled: true,
-    Labels: { ...b.labels, ...own, "pier.role": ROLE.build },
+    Labels: { ...b.labels, ...own, [LABEL.role]: ROLE.build },
     HostConfig: { NetworkMode: "none" },
   });
   try {

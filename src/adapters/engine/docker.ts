@@ -3,7 +3,7 @@ import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { type InstanceFilesystem, instanceFilesystem } from "../../core/instance-fs.js";
-import { ROLE } from "../../core/labels.js";
+import { LABEL, labelTarget, ROLE } from "../../core/labels.js";
 import { INSTANCE_PIDS } from "../../core/limits.js";
 import { cpuLimits } from "../../core/model.js";
 import { RELEASE_VOLUME_ROLE, releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
@@ -37,10 +37,10 @@ import type {
 } from "../../core/ports.js";
 
 /** Every object Pier creates carries this label; Pier touches nothing without it. */
-export const MANAGED_LABEL = "pier.managed";
+export const MANAGED_LABEL = LABEL.managed;
 
 /** Which Pier installation (data dir) owns an object: two installations can share one engine. */
-export const SCOPE_LABEL = "pier.scope";
+export const SCOPE_LABEL = LABEL.scope;
 
 /** A free TCP port on the host's loopback, so an instance keeps its address across engine restarts. */
 function freeLoopbackPort(): Promise<number> {
@@ -54,17 +54,11 @@ function freeLoopbackPort(): Promise<number> {
   });
 }
 
-interface InspectLike {
-  Id: string;
-  Name: string;
-  Config: { Labels: Record<string, string> | null };
-  State: { Status: string; Running: boolean; StartedAt: string; ExitCode: number };
-  RestartCount: number;
-  NetworkSettings: {
-    Ports: Record<string, { HostIp: string; HostPort: string }[] | null> | null;
-    Networks: Record<string, { IPAddress: string }> | null;
-  };
-}
+/** What Pier reads of an inspected container. */
+type InspectLike = Pick<
+  Docker.ContainerInspectInfo,
+  "Id" | "Name" | "Config" | "State" | "RestartCount" | "NetworkSettings"
+>;
 
 /** Waits for an engine call on an object that may be gone already (then there is nothing to do). */
 async function unlessGone(call: Promise<unknown>): Promise<void> {
@@ -90,18 +84,13 @@ function bodyOnly(
 }
 
 const ROLE_SANDBOX = "sandbox";
-const isSandbox = (labels: Record<string, string> | undefined) => labels?.["pier.role"] === ROLE_SANDBOX;
+const isSandbox = (labels: Record<string, string> | undefined) => labels?.[LABEL.role] === ROLE_SANDBOX;
 
-/** `host:port` as a label carries it (an instance in a sandbox records the sandbox's published ports). */
-const targetOf = (text: string | undefined): RouteTarget | null => {
-  const m = text ? /^(.+):(\d+)$/.exec(text) : null;
-  return m ? { host: m[1] as string, port: Number(m[2]) } : null;
-};
 const targetText = (t: RouteTarget | null) => (t ? `${t.host}:${t.port}` : "");
 
 function infoOf(c: InspectLike): InstanceInfo {
   const labels = c.Config.Labels ?? {};
-  const inSandbox = labels["pier.sandbox"] !== undefined;
+  const inSandbox = labels[LABEL.sandbox] !== undefined;
   const ports = c.NetworkSettings.Ports ?? {};
   const published = (port: string | undefined): RouteTarget | null => {
     if (!port) return null;
@@ -119,21 +108,16 @@ function infoOf(c: InspectLike): InstanceInfo {
     restarts: c.RestartCount,
     // While the engine waits to restart it, the exit code is the last run's.
     exitCode: c.State.Running && c.State.Status !== "restarting" ? null : c.State.ExitCode,
-    http: inSandbox ? targetOf(labels["pier.http-target"]) : published(labels["pier.http-port"]),
-    tcp: inSandbox ? targetOf(labels["pier.tcp-target"]) : published(labels["pier.tcp-port"]),
+    http: inSandbox ? labelTarget(labels, LABEL.httpTarget) : published(labels[LABEL.httpPort]),
+    tcp: inSandbox ? labelTarget(labels, LABEL.tcpTarget) : published(labels[LABEL.tcpPort]),
     networkAddress: inSandbox
-      ? labels["pier.address"] || null
+      ? labels[LABEL.address] || null
       : (nets.find((n) => n.IPAddress)?.IPAddress ?? null),
   };
 }
 
-interface ListedContainer {
-  Id: string;
-  Labels?: Record<string, string>;
-  State: string;
-  Ports: { IP?: string; PrivatePort: number; PublicPort?: number; Type: string }[];
-  NetworkSettings?: { Networks?: Record<string, { IPAddress?: string }> };
-}
+/** What Pier reads of a listed container. */
+type ListedContainer = Pick<Docker.ContainerInfo, "Id" | "Labels" | "State" | "Ports" | "NetworkSettings">;
 
 /** A published port as `docker ps` lists it. */
 function listedTarget(c: ListedContainer, port: string | undefined): RouteTarget | null {
@@ -146,6 +130,10 @@ function listedTarget(c: ListedContainer, port: string | undefined): RouteTarget
 
 export class DockerEngine implements Engine {
   private readonly docker: Docker;
+  /** The engine's client, shared with the add-on containers (src/adapters/addons/container.ts). */
+  get client(): Docker {
+    return this.docker;
+  }
 
   constructor(
     private readonly opts: {
@@ -256,7 +244,7 @@ export class DockerEngine implements Engine {
         "Deploy again: pier restart --without-cache installs it afresh.",
       );
     }
-    const mine = { ...this.ownLabels, "pier.app": appId ?? "", "pier.role": RELEASE_VOLUME_ROLE };
+    const mine = { ...this.ownLabels, [LABEL.app]: appId ?? "", [LABEL.role]: RELEASE_VOLUME_ROLE };
     if (!appId || Object.entries(mine).some(([k, v]) => own[k] !== v)) {
       throw new PierError(
         "FORBIDDEN",
@@ -380,27 +368,27 @@ export class DockerEngine implements Engine {
     const ports: Record<string, { HostIp: string; HostPort: string }[]> = {};
     const exposed: Record<string, object> = {};
     // Its own role, over the one its image may carry (a committed build's, before ADR 0021).
-    const labels: Record<string, string> = { ...s.labels, ...this.ownLabels, "pier.role": ROLE.instance };
+    const labels: Record<string, string> = { ...s.labels, ...this.ownLabels, [LABEL.role]: ROLE.instance };
     if (s.sandbox) {
-      labels["pier.sandbox"] = s.sandbox.id;
-      labels["pier.http-target"] = targetText(s.sandbox.http);
-      labels["pier.tcp-target"] = targetText(s.sandbox.tcp);
-      labels["pier.address"] = s.sandbox.networkAddress ?? "";
-      if (s.httpPort !== null) labels["pier.http-port"] = String(s.httpPort);
-      if (s.tcpPort !== null) labels["pier.tcp-port"] = String(s.tcpPort);
+      labels[LABEL.sandbox] = s.sandbox.id;
+      labels[LABEL.httpTarget] = targetText(s.sandbox.http);
+      labels[LABEL.tcpTarget] = targetText(s.sandbox.tcp);
+      labels[LABEL.address] = s.sandbox.networkAddress ?? "";
+      if (s.httpPort !== null) labels[LABEL.httpPort] = String(s.httpPort);
+      if (s.tcpPort !== null) labels[LABEL.tcpPort] = String(s.tcpPort);
     } else if (s.httpPort !== null) {
       exposed[`${s.httpPort}/tcp`] = {};
       ports[`${s.httpPort}/tcp`] = [{ HostIp: "127.0.0.1", HostPort: String(await freeLoopbackPort()) }];
-      labels["pier.http-port"] = String(s.httpPort);
+      labels[LABEL.httpPort] = String(s.httpPort);
     }
     if (!s.sandbox && s.tcpPort !== null && s.tcpPort !== s.httpPort) {
       exposed[`${s.tcpPort}/tcp`] = {};
       ports[`${s.tcpPort}/tcp`] = [{ HostIp: "0.0.0.0", HostPort: "" }];
-      labels["pier.tcp-port"] = String(s.tcpPort);
+      labels[LABEL.tcpPort] = String(s.tcpPort);
     }
     const imageLabels = (await this.imageInfo(s.image))?.labels ?? {};
     const fs = instanceFilesystem(imageLabels, s.memoryBytes);
-    const mounts = await this.releaseMount(s.image, imageLabels, s.labels["pier.app"], fs);
+    const mounts = await this.releaseMount(s.image, imageLabels, s.labels[LABEL.app], fs);
     const container = await this.docker.createContainer(
       bodyOnly(s.name, {
         Image: s.image,
@@ -445,10 +433,10 @@ export class DockerEngine implements Engine {
     const labels: Record<string, string> = {
       ...s.labels,
       ...this.ownLabels,
-      "pier.role": ROLE_SANDBOX,
-      "pier.network": s.network.name,
-      "pier.http-port": s.httpPort === null ? "" : String(s.httpPort),
-      "pier.tcp-port": s.tcpPort === null ? "" : String(s.tcpPort),
+      [LABEL.role]: ROLE_SANDBOX,
+      [LABEL.network]: s.network.name,
+      [LABEL.httpPort]: s.httpPort === null ? "" : String(s.httpPort),
+      [LABEL.tcpPort]: s.tcpPort === null ? "" : String(s.tcpPort),
     };
     if (s.httpPort !== null) {
       exposed[`${s.httpPort}/tcp`] = {};
@@ -484,7 +472,7 @@ export class DockerEngine implements Engine {
       await container.remove({ force: true }).catch(() => undefined);
       throw new PierError("ENGINE_ERROR", `The sandbox ${s.name} did not start: ${(e as Error).message}`);
     }
-    const c = (await container.inspect()) as unknown as InspectLike;
+    const c = await container.inspect();
     const info = infoOf(c);
     return {
       id: c.Id,
@@ -497,16 +485,16 @@ export class DockerEngine implements Engine {
   }
 
   async listSandboxes(labels: Record<string, string>): Promise<SandboxInfo[]> {
-    const list = (await this.docker.listContainers({
+    const list = await this.docker.listContainers({
       all: true,
-      filters: { label: this.labelFilters({ ...labels, "pier.role": ROLE_SANDBOX }) },
-    })) as unknown as ListedContainer[];
+      filters: { label: this.labelFilters({ ...labels, [LABEL.role]: ROLE_SANDBOX }) },
+    });
     return list.map((c) => ({
       id: c.Id,
       labels: c.Labels ?? {},
       running: c.State === "running",
-      http: listedTarget(c, c.Labels?.["pier.http-port"]),
-      tcp: listedTarget(c, c.Labels?.["pier.tcp-port"]),
+      http: listedTarget(c, c.Labels?.[LABEL.httpPort]),
+      tcp: listedTarget(c, c.Labels?.[LABEL.tcpPort]),
       networkAddress:
         Object.values(c.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress ?? null,
     }));
@@ -522,7 +510,7 @@ export class DockerEngine implements Engine {
 
   async inspectInstance(id: string): Promise<InstanceInfo | null> {
     try {
-      return infoOf((await this.docker.getContainer(id).inspect()) as unknown as InspectLike);
+      return infoOf(await this.docker.getContainer(id).inspect());
     } catch (e) {
       if (isNotFound(e)) return null;
       throw e;
@@ -573,10 +561,10 @@ export class DockerEngine implements Engine {
   }
 
   async listRoutable(labels: Record<string, string>): Promise<RoutableInstance[]> {
-    const list = (await this.docker.listContainers({
+    const list = await this.docker.listContainers({
       all: true,
       filters: { label: this.labelFilters(labels) },
-    })) as unknown as ListedContainer[];
+    });
     return list
       .filter((c) => !isSandbox(c.Labels))
       .map((c) => {
@@ -586,9 +574,9 @@ export class DockerEngine implements Engine {
           labels: own,
           running: c.State === "running",
           http:
-            own["pier.sandbox"] !== undefined
-              ? targetOf(own["pier.http-target"])
-              : listedTarget(c, own["pier.http-port"]),
+            own[LABEL.sandbox] !== undefined
+              ? labelTarget(own, LABEL.httpTarget)
+              : listedTarget(c, own[LABEL.httpPort]),
         };
       });
   }
@@ -632,7 +620,7 @@ export class DockerEngine implements Engine {
       ...(opts.tail !== undefined ? { tail: opts.tail } : {}),
     };
     if (!opts.follow) {
-      const buf = (await c.logs({ ...base, follow: false })) as unknown as Buffer;
+      const buf = await c.logs({ ...base, follow: false });
       for (const l of logLines(buf)) await onLine(l);
       return;
     }
@@ -649,7 +637,7 @@ export class DockerEngine implements Engine {
     ]);
     const ids = new Set<string>();
     for (const o of [...nets, ...(vols.Volumes ?? [])]) {
-      const id = o.Labels?.["pier.app"];
+      const id = o.Labels?.[LABEL.app];
       if (id) ids.add(id);
     }
     return ids;

@@ -2,6 +2,7 @@
 // health path (the contract's log lines, section 7.1); a task must run to completion with exit code 0.
 import { PierError } from "../../core/errors.js";
 import { healthReport, notListeningLines } from "../../core/health.js";
+import { LABEL } from "../../core/labels.js";
 import type { App } from "../../core/model.js";
 import type { Engine, InstanceInfo } from "../../core/ports.js";
 import { probe, waitListening } from "../health-gate.js";
@@ -78,7 +79,7 @@ export async function gateInstance(
   write: (l: string) => void,
   signal: AbortSignal,
 ): Promise<void> {
-  const n = inst.labels["pier.instance"] ?? "?";
+  const n = inst.labels[LABEL.instance] ?? "?";
   const listening = await waitListening(deps.engine, inst, port, deps.listenTimeoutMs, signal);
   if (!listening.ok) {
     await writeLastOutput(deps, inst, n, write, signal);

@@ -1,13 +1,13 @@
 import { PierError } from "../../core/errors.js";
 import { reservedLabels } from "../../core/labels.js";
 import { dockerSettings, planDockerBuild } from "../../core/plan-docker.js";
-import type { Engine } from "../../core/ports.js";
+import type { ReleaseImages } from "../../core/ports.js";
 import { type BuildContext, type RunSettings, type Runtime, readInside } from "./runtime.js";
 
 /** The Dockerfile runtime: contract section 2.4 and the Install/Login, Build, Run phases of section 3. */
 export class DockerRuntime implements Runtime {
   constructor(
-    private readonly engine: Engine,
+    private readonly engine: ReleaseImages,
     /** PIER_BUILD_NETWORK: the network RUN steps use (classic builder), or null. */
     private readonly buildNetwork: string | null = null,
   ) {}

@@ -8,11 +8,12 @@ import semver from "semver";
 import type { NpmRegistry } from "../../adapters/npm-registry.js";
 import { buildGitSetup } from "../../core/build-git.js";
 import { PierError } from "../../core/errors.js";
+import { LABEL } from "../../core/labels.js";
 import { FLAVOR_MEMORY_MIB } from "../../core/model.js";
 import { markVersions, type NodeVersion } from "../../core/node-versions.js";
 import { packageManagerPackage, parsePackageManager } from "../../core/package-json.js";
-import { planNodeBuild } from "../../core/plan-node.js";
-import type { Engine } from "../../core/ports.js";
+import { type NodeBuildPlan, planNodeBuild } from "../../core/plan-node.js";
+import type { AppVolumes, ContainerBuild, ReleaseImages } from "../../core/ports.js";
 import { renderEnvFile, shellQuote } from "../../core/shell.js";
 import type { Toolchains } from "../toolchains.js";
 import {
@@ -63,7 +64,7 @@ export async function availableNodeVersions(registry: NpmRegistry): Promise<Node
 export class NodeRuntime implements Runtime {
   constructor(
     private readonly deps: {
-      engine: Engine;
+      engine: ReleaseImages & AppVolumes;
       registry: NpmRegistry;
       toolchains: Toolchains;
       registryUrl: string;
@@ -125,6 +126,54 @@ export class NodeRuntime implements Runtime {
 
   async build(ctx: BuildContext): Promise<string> {
     const { app, deployment: d, sourceDir: dir, write } = ctx;
+    const plan = await this.plan(ctx);
+    const toolchain = await this.deps.toolchains.node(plan.nodeVersion, plan.npmVersion, write, ctx.signal);
+    const secrets = await mkdtemp(join(tmpdir(), "pier-build-env-"));
+    try {
+      const binds = await this.writeSecrets(ctx, plan, secrets);
+      // With a lock file, the release image records a key of everything the install depends on. When the
+      // current release has the same key, the build starts from its image: its node_modules stays, the
+      // rest of /app is replaced by the commit, and only the root package's own install scripts run again
+      // (no install, no copy of node_modules, and the committed layer holds just the app's files).
+      const depsKey = await nodeDepsKey(dir, plan);
+      const rootScripts = rootInstallScripts(await readInside(dir, "package.json"));
+      const toolchainId = (await this.deps.engine.imageInfo(toolchain))?.id ?? toolchain;
+      const base =
+        depsKey && REUSABLE_TOOLS.has(plan.tool) && !d.withoutCache && !existsSync(join(dir, "node_modules"))
+          ? await reusableBase(this.deps.engine, ctx.previousImage, depsKey, toolchainId, write)
+          : null;
+      if (d.withoutCache) {
+        write("Building without cache: the dependency cache of this app is emptied.");
+        await this.deps.engine.removeVolumes({ [LABEL.app]: app.id, [LABEL.cache]: "deps" });
+      }
+      const tag = imageTag(app.id, d.id);
+      write(
+        `Building in a ${app.buildFlavor} build container (${FLAVOR_MEMORY_MIB[app.buildFlavor]} MiB) from ${toolchain}...`,
+      );
+      const spec = appBuild({
+        app,
+        deployment: d,
+        toolchainImage: toolchain,
+        toolchainId,
+        base,
+        depsKey,
+        contextDir: dir,
+        script: nodeBuildScript(plan, base !== null, rootScripts),
+        binds,
+        sandbox: await this.deps.buildSandbox(app.id, this.deps.buildNetwork),
+        plan: { ...plan, runEnv: { ...plan.runEnv, ...COREPACK_RUN_ENV } },
+      });
+      await this.runBuild(ctx, spec);
+      write(`Built ${tag} (Node.js ${plan.nodeVersion}, start: ${plan.start.join(" ")}).`);
+      return tag;
+    } finally {
+      await rm(secrets, { recursive: true, force: true });
+    }
+  }
+
+  /** The build's plan from the commit's files and the registry's releases; its log lines are written. */
+  private async plan(ctx: BuildContext): Promise<NodeBuildPlan & { npmVersion: string }> {
+    const { sourceDir: dir, write } = ctx;
     const has = (f: string) => existsSync(join(dir, f));
     const [versions, npm] = await Promise.all([
       availableNodeVersions(this.deps.registry),
@@ -153,153 +202,131 @@ export class NodeRuntime implements Runtime {
     const plan = planned.plan;
     for (const l of plan.logLines) write(l);
     for (const w of plan.warnings) write(`Warning: ${w}`);
-    if (!plan.npmVersion)
+    const { npmVersion } = plan;
+    if (!npmVersion)
       throw new PierError("BUILD_FAILED", `No npm release works with Node.js ${plan.nodeVersion}.`);
-
-    const toolchain = await this.deps.toolchains.node(plan.nodeVersion, plan.npmVersion, write, ctx.signal);
-    const secrets = await mkdtemp(join(tmpdir(), "pier-build-env-"));
-    try {
-      const env: Record<string, string> = {
-        // npm's audit is a registry round trip after every install (about 0.5 s): off unless the app sets it.
-        npm_config_audit: "false",
-        ...ctx.vars,
-        ...ctx.platformVars,
-        ...this.registryEnv(ctx.vars),
-        ...plan.buildEnv,
-        npm_config_cache: "/cache/npm",
-        COREPACK_HOME,
-        YARN_CACHE_FOLDER: "/cache/yarn",
-        BUN_INSTALL_CACHE_DIR: "/cache/bun",
-        npm_config_update_notifier: "false",
-        npm_config_fund: "false",
-      };
-      // Section 5.2: git+ssh dependencies are fetched with the app's private key; Pier's own repositories
-      // through its git server's socket (host key pinned), other hosts over the network.
-      const binds = [{ source: secrets, target: "/pier" }];
-      const git = buildGitSetup({
-        secretsDir: "/pier",
-        pierSocket: PIER_GIT_SOCKET,
-        pierHostKey: this.deps.pierGit.hostKey,
-        pierPrefixes: this.deps.pierGit.prefixes,
-        hasKey: ctx.sshPrivateKey !== null,
-      });
-      for (const [name, text] of Object.entries(git.files))
-        await writeFile(join(secrets, name), text, { mode: 0o644 });
-      Object.assign(env, git.env);
-      if (existsSync(this.deps.pierGit.socketPath))
-        binds.push({ source: this.deps.pierGit.socketPath, target: PIER_GIT_SOCKET });
-      if (ctx.sshPrivateKey) {
-        await writeFile(join(secrets, "ssh_key"), ctx.sshPrivateKey, { mode: 0o600 });
-        write("Using the app's private SSH key for git dependencies.");
-      }
-      await writeFile(join(secrets, "build.env"), renderEnvFile(env), { mode: 0o600 });
-      if (plan.npmrc) await writeFile(join(secrets, "npmrc"), plan.npmrc, { mode: 0o600 });
-      // With a lock file, the release image records a key of everything the install depends on. When the
-      // current release has the same key, the build starts from its image: its node_modules stays, the
-      // rest of /app is replaced by the commit, and only the root package's own install scripts run again
-      // (no install, no copy of node_modules, and the committed layer holds just the app's files).
-      const lock = await firstLockFile(dir);
-      const depsKey = lock
-        ? createHash("sha256")
-            .update(
-              JSON.stringify([
-                lock,
-                await readInside(dir, "package.json"),
-                plan.nodeVersion,
-                plan.npmVersion,
-                plan.tool,
-                plan.devDependencies,
-              ]),
-            )
-            .digest("hex")
-            .slice(0, 24)
-        : null;
-      const rootScripts = rootInstallScripts(await readInside(dir, "package.json"));
-      const toolchainId = (await this.deps.engine.imageInfo(toolchain))?.id ?? toolchain;
-      const base =
-        depsKey && REUSABLE_TOOLS.has(plan.tool) && !d.withoutCache && !has("node_modules")
-          ? await reusableBase(this.deps.engine, ctx.previousImage, depsKey, toolchainId, write)
-          : null;
-      const script = [
-        "set -a; . /pier/build.env; set +a",
-        plan.npmrc ? "export NPM_CONFIG_USERCONFIG=/pier/npmrc" : "",
-        ...(base
-          ? [
-              `find ${APP_HOME} -mindepth 1 -maxdepth 1 ! -name node_modules -exec rm -rf {} +`,
-              `cp -a ${STAGE}/. ${APP_HOME}/`,
-              `rm -rf ${STAGE}`,
-            ]
-          : // node_modules copies that earlier versions of Pier kept in the cache volume (no longer used).
-            ["rm -rf /cache/deps"]),
-        ...plan.buildSteps.flatMap((s) =>
-          s.install && base
-            ? [
-                "echo '-----> Dependencies unchanged (lock file, package.json, Node.js, tool): node_modules reused from the current release'",
-                ...rootScripts.map((r) => `npm run ${r}`),
-              ]
-            : [`echo ${shellQuote(`-----> ${s.label}`)}`, s.command],
-        ),
-      ]
-        .filter(Boolean)
-        .join("\n");
-      if (d.withoutCache) {
-        write("Building without cache: the dependency cache of this app is emptied.");
-        await this.deps.engine.removeVolumes({ "pier.app": app.id, "pier.cache": "deps" });
-      }
-      const tag = imageTag(app.id, d.id);
-      write(
-        `Building in a ${app.buildFlavor} build container (${FLAVOR_MEMORY_MIB[app.buildFlavor]} MiB) from ${toolchain}...`,
-      );
-      let deniedByKey = false;
-      let unsigned = false;
-      await this.deps.engine
-        .buildInContainer(
-          appBuild({
-            app,
-            deployment: d,
-            toolchainImage: toolchain,
-            toolchainId,
-            base,
-            depsKey,
-            contextDir: dir,
-            script,
-            binds,
-            sandbox: await this.deps.buildSandbox(app.id, this.deps.buildNetwork),
-            plan: { ...plan, runEnv: { ...plan.runEnv, ...COREPACK_RUN_ENV } },
-          }),
-          (line) => {
-            // Refused by a server, or by Pier's own git server for a key not granted on that app.
-            if (
-              /Permission denied \(publickey\)|pier: this key \(SHA256:[^)]*\) may not reach app/.test(line)
-            )
-              deniedByKey = true;
-            if (/No compatible signature found in package metadata/.test(line)) unsigned = true;
-            write(line);
-          },
-          ctx.signal,
-        )
-        .catch((e: unknown) => {
-          if (unsigned && e instanceof PierError)
-            throw new PierError(
-              "BUILD_FAILED",
-              `${e.message} Corepack found no signature for the package manager in the registry's metadata (a registry mirror that does not serve npm's signatures).`,
-              "Set COREPACK_INTEGRITY_KEYS=0 for this app (the tarball's integrity hash is still checked), or point PIER_NPM_REGISTRY at a registry that serves signatures.",
-            );
-          if (!deniedByKey || !(e instanceof PierError)) throw e;
-          throw new PierError(
-            "BUILD_FAILED",
-            `${e.message} A git dependency was refused over SSH (the key is not allowed there).`,
-            ctx.sshPrivateKey
-              ? "Allow the public half of the app's key where the dependency lives (on Pier: pier ssh-keys add KEY.pub --app <the dependency's app> --read-only); see pier ssh-private-key."
-              : "Give the app a private SSH key: pier ssh-private-key set FILE, and allow its public half where the dependency lives.",
-          );
-        });
-      write(`Built ${tag} (Node.js ${plan.nodeVersion}, start: ${plan.start.join(" ")}).`);
-      return tag;
-    } finally {
-      await rm(secrets, { recursive: true, force: true });
-    }
+    return { ...plan, npmVersion };
   }
+
+  /**
+   * Writes the build's variables, npmrc and git set-up into `secrets` (mounted at /pier); returns the
+   * build's binds. Section 5.2: git+ssh dependencies are fetched with the app's private key; Pier's own
+   * repositories through its git server's socket (host key pinned), other hosts over the network.
+   */
+  private async writeSecrets(
+    ctx: BuildContext,
+    plan: NodeBuildPlan,
+    secrets: string,
+  ): Promise<{ source: string; target: string }[]> {
+    const env: Record<string, string> = {
+      // npm's audit is a registry round trip after every install (about 0.5 s): off unless the app sets it.
+      npm_config_audit: "false",
+      ...ctx.vars,
+      ...ctx.platformVars,
+      ...this.registryEnv(ctx.vars),
+      ...plan.buildEnv,
+      npm_config_cache: "/cache/npm",
+      COREPACK_HOME,
+      YARN_CACHE_FOLDER: "/cache/yarn",
+      BUN_INSTALL_CACHE_DIR: "/cache/bun",
+      npm_config_update_notifier: "false",
+      npm_config_fund: "false",
+    };
+    const binds = [{ source: secrets, target: "/pier" }];
+    const git = buildGitSetup({
+      secretsDir: "/pier",
+      pierSocket: PIER_GIT_SOCKET,
+      pierHostKey: this.deps.pierGit.hostKey,
+      pierPrefixes: this.deps.pierGit.prefixes,
+      hasKey: ctx.sshPrivateKey !== null,
+    });
+    for (const [name, text] of Object.entries(git.files))
+      await writeFile(join(secrets, name), text, { mode: 0o644 });
+    Object.assign(env, git.env);
+    if (existsSync(this.deps.pierGit.socketPath))
+      binds.push({ source: this.deps.pierGit.socketPath, target: PIER_GIT_SOCKET });
+    if (ctx.sshPrivateKey) {
+      await writeFile(join(secrets, "ssh_key"), ctx.sshPrivateKey, { mode: 0o600 });
+      ctx.write("Using the app's private SSH key for git dependencies.");
+    }
+    await writeFile(join(secrets, "build.env"), renderEnvFile(env), { mode: 0o600 });
+    if (plan.npmrc) await writeFile(join(secrets, "npmrc"), plan.npmrc, { mode: 0o600 });
+    return binds;
+  }
+
+  /** Runs the build container; a refused git key or an unsigned package manager is named in the error. */
+  private async runBuild(ctx: BuildContext, spec: ContainerBuild): Promise<void> {
+    let deniedByKey = false;
+    let unsigned = false;
+    const onLine = (line: string) => {
+      // Refused by a server, or by Pier's own git server for a key not granted on that app.
+      if (/Permission denied \(publickey\)|pier: this key \(SHA256:[^)]*\) may not reach app/.test(line))
+        deniedByKey = true;
+      if (/No compatible signature found in package metadata/.test(line)) unsigned = true;
+      ctx.write(line);
+    };
+    await this.deps.engine.buildInContainer(spec, onLine, ctx.signal).catch((e: unknown) => {
+      if (unsigned && e instanceof PierError)
+        throw new PierError(
+          "BUILD_FAILED",
+          `${e.message} Corepack found no signature for the package manager in the registry's metadata (a registry mirror that does not serve npm's signatures).`,
+          "Set COREPACK_INTEGRITY_KEYS=0 for this app (the tarball's integrity hash is still checked), or point PIER_NPM_REGISTRY at a registry that serves signatures.",
+        );
+      if (!deniedByKey || !(e instanceof PierError)) throw e;
+      throw new PierError(
+        "BUILD_FAILED",
+        `${e.message} A git dependency was refused over SSH (the key is not allowed there).`,
+        ctx.sshPrivateKey
+          ? "Allow the public half of the app's key where the dependency lives (on Pier: pier ssh-keys add KEY.pub --app <the dependency's app> --read-only); see pier ssh-private-key."
+          : "Give the app a private SSH key: pier ssh-private-key set FILE, and allow its public half where the dependency lives.",
+      );
+    });
+  }
+}
+
+/** The key of everything an install depends on (null without a lock file): equal keys, same node_modules. */
+async function nodeDepsKey(dir: string, plan: NodeBuildPlan): Promise<string | null> {
+  const lock = await firstLockFile(dir);
+  if (!lock) return null;
+  return createHash("sha256")
+    .update(
+      JSON.stringify([
+        lock,
+        await readInside(dir, "package.json"),
+        plan.nodeVersion,
+        plan.npmVersion,
+        plan.tool,
+        plan.devDependencies,
+      ]),
+    )
+    .digest("hex")
+    .slice(0, 24);
+}
+
+/** The build container's script: the plan's steps, or with `reused` node_modules, the root's scripts only. */
+function nodeBuildScript(plan: NodeBuildPlan, reused: boolean, rootScripts: readonly string[]): string {
+  return [
+    "set -a; . /pier/build.env; set +a",
+    plan.npmrc ? "export NPM_CONFIG_USERCONFIG=/pier/npmrc" : "",
+    ...(reused
+      ? [
+          `find ${APP_HOME} -mindepth 1 -maxdepth 1 ! -name node_modules -exec rm -rf {} +`,
+          `cp -a ${STAGE}/. ${APP_HOME}/`,
+          `rm -rf ${STAGE}`,
+        ]
+      : // node_modules copies that earlier versions of Pier kept in the cache volume (no longer used).
+        ["rm -rf /cache/deps"]),
+    ...plan.buildSteps.flatMap((s) =>
+      s.install && reused
+        ? [
+            "echo '-----> Dependencies unchanged (lock file, package.json, Node.js, tool): node_modules reused from the current release'",
+            ...rootScripts.map((r) => `npm run ${r}`),
+          ]
+        : [`echo ${shellQuote(`-----> ${s.label}`)}`, s.command],
+    ),
+  ]
+    .filter(Boolean)
+    .join("\n");
 }
 
 const LOCK_FILES = ["package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "bun.lock", "bun.lockb"];

@@ -2,9 +2,10 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { LABEL } from "../../core/labels.js";
 import type { App } from "../../core/model.js";
 import { PHP_IMAGE } from "../../core/plan-php.js";
-import type { Engine } from "../../core/ports.js";
+import type { AppVolumes, ReleaseImages, ReleaseInstances } from "../../core/ports.js";
 import { RELEASE_VOLUME_ROLE, releaseVolume, releaseVolumeName } from "../../core/release-volumes.js";
 import { APP_HOME, buildContainer } from "./runtime.js";
 
@@ -17,7 +18,7 @@ export const VENDOR_DIR = `${APP_HOME}/vendor`;
  * A PHP release image's label: `true` when a redeploy with its dependencies unchanged still runs a step
  * in a build container (a hook, php.ini, dump-autoload), `false` when it has nothing to run.
  */
-export const REDEPLOY_RUNS_LABEL = "pier.redeploy-runs";
+export const REDEPLOY_RUNS_LABEL = LABEL.redeployRuns;
 
 /** A PHP build container started while a push is received, with a new vendor/ volume (docs/adr/0012). */
 export interface WarmBuild {
@@ -39,10 +40,10 @@ export const vendorVolume = (appId: string, id: string, name: string, depsKey: s
   name,
   target: VENDOR_DIR,
   labels: {
-    "pier.app": appId,
-    "pier.deployment": id,
-    "pier.role": RELEASE_VOLUME_ROLE,
-    ...(depsKey ? { "pier.deps-key": depsKey } : {}),
+    [LABEL.app]: appId,
+    [LABEL.deployment]: id,
+    [LABEL.role]: RELEASE_VOLUME_ROLE,
+    ...(depsKey ? { [LABEL.depsKey]: depsKey } : {}),
   },
 });
 
@@ -59,7 +60,7 @@ export class WarmBuilds {
 
   constructor(
     private readonly deps: {
-      engine: Engine;
+      engine: ReleaseImages & AppVolumes & Pick<ReleaseInstances, "inspectInstance">;
       buildNetwork: string | null;
       buildSandbox: (appId: string, buildNetwork: string | null) => Promise<string>;
       findApp: (appId: string) => Promise<App | null>;
@@ -134,7 +135,7 @@ export class WarmBuilds {
     // next push most likely keeps them, and a container started for it would only compete for the CPU.
     if (shared && info?.labels[REDEPLOY_RUNS_LABEL] === "false") return null;
     if (shared) {
-      const there = await engine.listVolumes({ "pier.app": appId, "pier.role": RELEASE_VOLUME_ROLE });
+      const there = await engine.listVolumes({ [LABEL.app]: appId, [LABEL.role]: RELEASE_VOLUME_ROLE });
       if (!there.some((v) => v.name === shared.name)) return null;
     }
     const runtime = await engine.imageInfo(PHP_IMAGE);
@@ -149,7 +150,7 @@ export class WarmBuilds {
       sandbox,
       binds: [{ source: dir, target: WARM_DIR }],
       volumes: [vendorVolume(appId, id, volume, null)],
-      labels: { "pier.app": appId, "pier.deployment": id },
+      labels: { [LABEL.app]: appId, [LABEL.deployment]: id },
     });
     let containerId: string;
     try {

@@ -2,8 +2,9 @@ import { readFile, realpath } from "node:fs/promises";
 import { join, sep } from "node:path";
 import { PierError } from "../../core/errors.js";
 import { APP_USER, WRITABLE_LABEL, WRITABLE_PATHS } from "../../core/instance-fs.js";
+import { LABEL, labelNumber } from "../../core/labels.js";
 import { type App, type Deployment, FLAVOR_MEMORY_MIB } from "../../core/model.js";
-import type { BuildContainer, ContainerBuild, Engine } from "../../core/ports.js";
+import type { BuildContainer, ContainerBuild, ReleaseImages } from "../../core/ports.js";
 import { type Worker, withWorkers } from "../../core/workers.js";
 
 /** How a release of a runtime is served; read from the app's variables before the build. */
@@ -71,7 +72,7 @@ export const MAX_REUSE_DEPTH = 20;
  * install with this toolchain: the build starts from it instead of installing again. Null otherwise.
  */
 export async function reusableBase(
-  engine: Engine,
+  engine: Pick<ReleaseImages, "imageInfo">,
   previous: string | null,
   depsKey: string,
   toolchainId: string,
@@ -79,9 +80,9 @@ export async function reusableBase(
 ): Promise<{ image: string; depth: number } | null> {
   if (!previous) return null;
   const info = await engine.imageInfo(previous);
-  if (!info || info.labels["pier.deps-key"] !== depsKey || info.labels["pier.toolchain"] !== toolchainId)
+  if (!info || info.labels[LABEL.depsKey] !== depsKey || info.labels[LABEL.toolchain] !== toolchainId)
     return null;
-  const depth = Number(info.labels["pier.reuse-depth"] ?? "0");
+  const depth = labelNumber(info.labels, LABEL.reuseDepth) ?? 0;
   if (depth >= MAX_REUSE_DEPTH) {
     write(`Installing from scratch: the last ${depth} builds each started from the one before.`);
     return null;
@@ -129,12 +130,12 @@ export function appBuild(o: {
     ...(base ? { stageDir: STAGE } : {}),
     script: o.script,
     labels: {
-      "pier.app": app.id,
-      "pier.deployment": o.deployment.id,
-      "pier.cache": "deps",
-      "pier.toolchain": o.toolchainId,
-      ...(o.depsKey ? { "pier.deps-key": o.depsKey } : {}),
-      "pier.reuse-depth": String(base ? base.depth + 1 : 0),
+      [LABEL.app]: app.id,
+      [LABEL.deployment]: o.deployment.id,
+      [LABEL.cache]: "deps",
+      [LABEL.toolchain]: o.toolchainId,
+      ...(o.depsKey ? { [LABEL.depsKey]: o.depsKey } : {}),
+      [LABEL.reuseDepth]: String(base ? base.depth + 1 : 0),
       // Instances run unprivileged on a read-only root with a bounded tmpfs at /tmp (ADR 0023).
       [WRITABLE_LABEL]: WRITABLE_PATHS.join(","),
       ...o.labels,
@@ -170,15 +171,15 @@ export function buildContainer(o: {
       {
         name: `pier-cache-${app.id}`,
         target: "/cache",
-        labels: { "pier.app": app.id, "pier.cache": "deps" },
+        labels: { [LABEL.app]: app.id, [LABEL.cache]: "deps" },
       },
       ...o.volumes,
     ],
     binds: o.binds,
     // The app's build sandbox holds the network namespace (no network set-up per build).
-    network: `container:${o.sandbox}`,
+    sandbox: o.sandbox,
     flavor: app.buildFlavor,
     memoryBytes: FLAVOR_MEMORY_MIB[app.buildFlavor] * 2 ** 20,
-    labels: o.labels ?? { "pier.app": app.id },
+    labels: o.labels ?? { [LABEL.app]: app.id },
   };
 }

@@ -10,8 +10,10 @@ import pino from "pino";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import type { AddonKind } from "../../../src/core/addons.js";
-import type { AddonProvider, AddonSpec, Engine } from "../../../src/core/ports.js";
+import { LABEL } from "../../../src/core/labels.js";
+import type { AddonProvider, AddonSpec } from "../../../src/core/ports.js";
 import { AddonService } from "../../../src/server/addons.js";
+import { FakeEngine } from "../../support/fake-engine.js";
 import { storeApp } from "./store-apps.js";
 
 const dir = mkdtempSync(join(tmpdir(), "pier-addons-unit-"));
@@ -62,21 +64,18 @@ class FakeProvider implements AddonProvider {
 function setup(name: string) {
   const store = new SqliteStore(join(dir, `${name}.db`), SecretBox.fromFile(join(dir, "secret.key")));
   const kv = new FakeProvider("kv");
-  const nets: string[] = [];
-  const engine = {
-    removeNetworks: async () => [],
-    listNetworkSubnets: async () =>
-      nets.map((n) => ({ name: n, labels: { "pier.app": n.slice(5) }, subnets: [] })),
-    networkExists: async (n: string) => nets.includes(n),
-  } as unknown as Engine;
+  const engine = new FakeEngine();
+  /** Makes a network as Networks would (its name `pier-<id>`, labelled with that id). */
+  const net = async (n: string) => {
+    if (!engine.networks.some((x) => x.name === n))
+      await engine.ensureNetwork(n, { [LABEL.app]: n.slice(5) }, { ipv4: null, ipv6: null });
+  };
   const service = new AddonService({
     store,
     addons: store.addons(),
     engine,
     networks: {
-      ensure: async (n: string) => {
-        if (!nets.includes(n)) nets.push(n);
-      },
+      ensure: net,
       released: (names: readonly string[]) => store.releaseSubnets(names),
     },
     providers: { kv, postgresql: new FakeProvider("postgresql") },
@@ -84,7 +83,7 @@ function setup(name: string) {
     backupDir: join(dir, `${name}-backups`),
     backupDays: 7,
   });
-  return { store, kv, service, nets };
+  return { store, kv, service, net };
 }
 
 describe("AddonService", () => {
@@ -154,11 +153,11 @@ describe("AddonService", () => {
   });
 
   it("status: per linked app joined, pending (no join yet) or joining; made again, it joins before it runs", async () => {
-    const { store, kv, service, nets } = setup("joins");
+    const { store, kv, service, net } = setup("joins");
     const web = await storeApp(store, "web");
     await storeApp(store, "api");
     const a = await service.create({ kind: "kv", name: "cache", link: ["web", "api"] });
-    nets.push(`pier-${web.id}`);
+    await net(`pier-${web.id}`);
     const joins = async () => {
       const s = await service.status(a);
       return [s.state, ...s.joins.map((j) => `${j.app}: ${j.state} ${j.networks.join(",")}`)];

@@ -1,6 +1,6 @@
 // The app list (`GET /v1/apps`, `pier apps`, the console's home page) shows each app's state, release and
 // running instances from ONE engine call for all apps: at 120 apps it asks the engine what it asks at one.
-// The store is the real one; the engine a fake that counts its calls.
+// The store is the real one; the engine the one fake (test/support), which counts its calls.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,22 +9,18 @@ import { after, before, describe, test } from "node:test";
 import pino from "pino";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
-import type { Engine, RoutableInstance } from "../../../src/core/ports.js";
+import type { RoutableInstance } from "../../../src/core/ports.js";
 import { appListStatuses } from "../../../src/server/app-list.js";
+import { FakeEngine } from "../../support/fake-engine.js";
 
-class CountingEngine {
-  calls: string[] = [];
-  fail = false;
-  constructor(readonly containers: RoutableInstance[]) {}
-  async listRoutable(labels: Record<string, string>): Promise<RoutableInstance[]> {
-    this.calls.push(`listRoutable ${JSON.stringify(labels)}`);
-    if (this.fail) throw new Error("connect ENOENT /var/run/docker.sock");
-    return this.containers;
-  }
-  async listInstances(): Promise<never> {
-    this.calls.push("listInstances");
+/** The one fake engine with these containers; listing with an inspect of each is an error. */
+function countingEngine(containers: readonly RoutableInstance[]): FakeEngine {
+  const engine = new FakeEngine();
+  for (const c of containers) engine.addInstance(c);
+  engine.before.listInstances = () => {
     throw new Error("the list must not inspect each container");
-  }
+  };
+  return engine;
 }
 
 const container = (app: string, deployment: string, n: number, running: boolean): RoutableInstance => ({
@@ -102,12 +98,12 @@ describe("the app list's statuses", () => {
   });
 
   test(`${APPS} apps: the engine is asked once, and each app gets its own state, release and counts`, async () => {
-    const engine = new CountingEngine(containers);
+    const engine = countingEngine(containers);
     const apps = await store.listApps();
     assert.equal(apps.length, APPS);
     const got = await appListStatuses(apps, {
       store,
-      engine: engine as unknown as Engine,
+      engine,
       logger: pino({ level: "silent" }),
     });
     assert.deepEqual(engine.calls, ["listRoutable {}"]);
@@ -125,10 +121,10 @@ describe("the app list's statuses", () => {
   });
 
   test("no app: the engine is not asked at all", async () => {
-    const engine = new CountingEngine(containers);
+    const engine = countingEngine(containers);
     const got = await appListStatuses([], {
       store,
-      engine: engine as unknown as Engine,
+      engine,
       logger: pino({ level: "silent" }),
     });
     assert.equal(got.size, 0);
@@ -136,12 +132,14 @@ describe("the app list's statuses", () => {
   });
 
   test("an engine that does not answer: every status is null, the list itself still answers", async () => {
-    const engine = new CountingEngine(containers);
-    engine.fail = true;
+    const engine = countingEngine(containers);
+    engine.before.listRoutable = () => {
+      throw new Error("connect ENOENT /var/run/docker.sock");
+    };
     const apps = await store.listApps();
     const got = await appListStatuses(apps, {
       store,
-      engine: engine as unknown as Engine,
+      engine,
       logger: pino({ level: "silent" }),
     });
     assert.equal(got.size, APPS);

@@ -12,12 +12,12 @@ import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import { PierError } from "../../../src/core/errors.js";
 import type { App, Deployment } from "../../../src/core/model.js";
-import type { Engine } from "../../../src/core/ports.js";
 import type { AppService } from "../../../src/server/apps.js";
 import type { Deployer } from "../../../src/server/deployer.js";
 import { Instances } from "../../../src/server/instances.js";
 import type { Runtime } from "../../../src/server/runtimes/runtime.js";
-import { deployServices, FakeEdge, FakeEngine, listen, oneCommitRepo } from "./fakes.js";
+import type { FakeEngine } from "../../support/fake-engine.js";
+import { builtImage, deployEngine, deployServices, FakeEdge, listen, oneCommitRepo } from "./fakes.js";
 
 /** A promise the test resolves when it chooses. */
 function gate(): { wait: Promise<void>; open: () => void } {
@@ -34,6 +34,7 @@ describe("concurrent operations on one app", () => {
   let port: number;
   let store: SqliteStore;
   let engine: FakeEngine;
+  let servers: Server[] = [];
   let instances: Instances;
   let deployer: Deployer;
   let apps: AppService;
@@ -49,11 +50,11 @@ describe("concurrent operations on one app", () => {
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "pier-conc-"));
     store = new SqliteStore(join(dir, "pier.db"), SecretBox.fromFile(join(dir, "secret.key")));
-    engine = new FakeEngine(port);
+    ({ engine, servers } = deployEngine(port));
     buildGate = null;
     const logger = pino({ level: "silent" });
     instances = new Instances({
-      engine: engine as unknown as Engine,
+      engine,
       edge: new FakeEdge(),
       store,
       networks: { ensure: async () => undefined, remove: async () => undefined },
@@ -67,7 +68,7 @@ describe("concurrent operations on one app", () => {
       }),
       build: async (ctx) => {
         await buildGate;
-        return `pier-app/${ctx.app.id}:${ctx.deployment.id}`;
+        return builtImage(engine, `pier-app/${ctx.app.id}:${ctx.deployment.id}`);
       },
     };
     ({ deployer, apps } = deployServices({
@@ -87,7 +88,7 @@ describe("concurrent operations on one app", () => {
   });
 
   afterEach(() => {
-    for (const s of engine.servers) s.close();
+    for (const s of servers) s.close();
     store.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -107,7 +108,7 @@ describe("concurrent operations on one app", () => {
     await new Promise((r) => setTimeout(r, 100));
     const a = await apps.get("web");
     const release = await store.currentRelease(a.id);
-    const running = engine.containers.filter((c) => c.running);
+    const running = engine.instances.filter((c) => c.running);
     assert.equal(a.instances, instancesWanted);
     assert.equal(running.length, instancesWanted, "the recorded size runs");
     assert.ok(running.every((c) => c.labels["pier.deployment"] === release?.deploymentId));
@@ -118,7 +119,7 @@ describe("concurrent operations on one app", () => {
     // deploy's preparation (1 instance, surplus pruned) runs: it once removed the second one's sandbox.
     const held = gate();
     let calls = 0;
-    engine.beforeRun = async () => {
+    engine.before.runInstance = async () => {
       if (++calls === 1) await held.wait;
     };
     const want = { httpPort: port, tcpPort: null, ipv6Subnet: null };
@@ -127,7 +128,7 @@ describe("concurrent operations on one app", () => {
         appId: app.id,
         appName: app.name,
         deploymentId: "dep-scale",
-        image: "img",
+        image: builtImage(engine, "img"),
         env: {},
         httpPort: port,
         tcpPort: null,
@@ -229,7 +230,7 @@ describe("concurrent operations on one app", () => {
     assert.equal((await waitEnd(building)).state, "cancelled");
     assert.equal((await apps.get("web")).stopped, true);
     assert.deepEqual(
-      engine.containers.filter((c) => c.running),
+      engine.instances.filter((c) => c.running),
       [],
     );
   });

@@ -1,25 +1,18 @@
-// Fakes of the engine and the edge for the unit tests of the deploy path (transactions, concurrency): the
-// engine keeps containers in memory and every instance "listens" on an HTTP server of its own on loopback.
+// The deploy path's unit tests (transactions, concurrency) over the one fake engine (test/support) and a
+// fake edge: every instance "listens" on an HTTP server of its own on loopback.
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import type {
-  Engine,
-  InstanceInfo,
-  InstanceSpec,
-  RoutableInstance,
-  SandboxInfo,
-  SandboxSpec,
-  Store,
-} from "../../../src/core/ports.js";
+import type { Store } from "../../../src/core/ports.js";
 import { AppService } from "../../../src/server/apps.js";
 import { DeployLogs } from "../../../src/server/deploy-logs.js";
 import { Deployer } from "../../../src/server/deployer.js";
 import type { Instances } from "../../../src/server/instances.js";
 import { AppLimits } from "../../../src/server/limits.js";
 import type { Runtime } from "../../../src/server/runtimes/runtime.js";
+import { FakeEngine } from "../../support/fake-engine.js";
 
 /** A bare repository under `dir` holding one commit (a Dockerfile): what the deploy path reads. */
 export function oneCommitRepo(dir: string): string {
@@ -46,8 +39,7 @@ export function deployServices(d: {
   logger: Logger;
 }): { deployer: Deployer; apps: AppService } {
   const { store, instances, logger, repo } = d;
-  // The fake implements the engine calls the deploy path makes, not the whole port (issue 16 reshapes it).
-  const engine = d.engine as unknown as Engine;
+  const { engine } = d;
   const limits = new AppLimits({
     store,
     defaults: { maxFlavor: "XL", maxInstances: 20, maxMemoryMiB: 2 ** 20 },
@@ -92,103 +84,28 @@ export async function listen(): Promise<{ server: Server; port: number }> {
   return { server, port: (server.address() as { port: number }).port };
 }
 
-/** Containers in memory; every instance "listens" on the test's HTTP server. */
-export class FakeEngine {
-  containers: InstanceInfo[] = [];
-  sandboxes: SandboxInfo[] = [];
-  failRun = false;
-  /** Awaited at the start of each runInstance (a test holds a start half-way). */
-  beforeRun: ((spec: InstanceSpec) => Promise<void>) | null = null;
-  servers: Server[] = [];
-  /** Containers created so far. */
-  n = 0;
-  constructor(private readonly port: number) {}
+/**
+ * The one fake engine (test/support) for the deploy path: a sandbox publishes the test's HTTP server
+ * (`port`), and each instance listens on an HTTP server of its own on loopback, so the routes tell them
+ * apart. `servers` are those servers, for the test to close.
+ */
+export function deployEngine(port: number): { engine: FakeEngine; servers: Server[] } {
+  const servers: Server[] = [];
+  const engine = new FakeEngine({
+    serve: async (kind) => {
+      if (kind === "sandbox") return { http: { host: "127.0.0.1", port }, networkAddress: "127.0.0.1" };
+      const own = await listen();
+      servers.push(own.server);
+      return { http: { host: "127.0.0.1", port: own.port }, networkAddress: "127.0.0.1", own: true };
+    },
+  });
+  return { engine, servers };
+}
 
-  async ping() {}
-  async ensureNetwork() {}
-  async removeNetworks() {}
-  async removeVolumes() {}
-  async listVolumes() {
-    return [];
-  }
-  async removeVolume() {
-    return true;
-  }
-  async imageExists() {
-    return true;
-  }
-  async imageTags() {
-    return [];
-  }
-  async removeImage() {}
-  async listSandboxes(labels: Record<string, string>) {
-    return this.sandboxes.filter((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v));
-  }
-  async createSandbox(spec: SandboxSpec): Promise<SandboxInfo> {
-    const s: SandboxInfo = {
-      id: `sb-${++this.n}`,
-      labels: {
-        ...spec.labels,
-        "pier.network": spec.network.name,
-        "pier.http-port": spec.httpPort === null ? "" : String(spec.httpPort),
-        "pier.tcp-port": "",
-      },
-      running: true,
-      http: { host: "127.0.0.1", port: this.port },
-      tcp: null,
-      networkAddress: "127.0.0.1",
-    };
-    this.sandboxes.push(s);
-    return s;
-  }
-  async removeSandbox(id: string) {
-    this.sandboxes = this.sandboxes.filter((s) => s.id !== id);
-  }
-  async runInstance(spec: InstanceSpec): Promise<InstanceInfo> {
-    if (this.failRun) throw new Error("engine: no space left on device");
-    await this.beforeRun?.(spec);
-    const sandbox = spec.sandbox && this.sandboxes.find((s) => s.id === spec.sandbox?.id);
-    if (spec.sandbox && !sandbox?.running)
-      throw new Error(`cannot join network of a non running container: ${spec.sandbox.id}`);
-    const own = await listen();
-    this.servers.push(own.server);
-    const i: InstanceInfo = {
-      id: `c-${++this.n}`,
-      name: spec.name,
-      labels: { ...spec.labels, ...(spec.sandbox ? { "pier.sandbox": spec.sandbox.id } : {}) },
-      state: "running",
-      running: true,
-      startedAt: new Date().toISOString(),
-      restarts: 0,
-      exitCode: null,
-      // Each instance has its own address, so the routes tell them apart.
-      http: { host: "127.0.0.1", port: own.port },
-      tcp: null,
-      networkAddress: "127.0.0.1",
-    };
-    this.containers.push(i);
-    return i;
-  }
-  async listInstances(labels: Record<string, string>) {
-    return this.containers.filter((c) => Object.entries(labels).every(([k, v]) => c.labels[k] === v));
-  }
-  async listRoutable(): Promise<RoutableInstance[]> {
-    return this.containers.filter((c) => c.running);
-  }
-  async inspectInstance(id: string) {
-    return this.containers.find((c) => c.id === id) ?? null;
-  }
-  async removeInstance(id: string) {
-    this.containers = this.containers.filter((c) => c.id !== id);
-  }
-  async stopInstance(id: string) {
-    const c = this.containers.find((x) => x.id === id);
-    if (c) c.running = false;
-  }
-  async execInInstance() {
-    return 1;
-  }
-  async logs() {}
+/** The runtime's build leaves its image on the engine, as a real build does. */
+export function builtImage(engine: FakeEngine, tag: string): string {
+  engine.addImage(tag);
+  return tag;
 }
 
 /** The one fake edge lives in test/support (it passes the Edge conformance suite). */

@@ -1,5 +1,5 @@
-// The subnet pool (src/server/networks.ts) against a fake engine that refuses overlapping subnets as
-// dockerd does, and the real SQLite store.
+// The subnet pool (src/server/networks.ts) against the one fake engine (test/support: it refuses overlapping
+// subnets as dockerd does), and the real SQLite store.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -9,63 +9,39 @@ import { after, describe, test } from "node:test";
 import pino from "pino";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
-import { PierError } from "../../../src/core/errors.js";
-import type { Engine, NetworkSubnets } from "../../../src/core/ports.js";
-import { type Cidr, overlaps, parseCidr } from "../../../src/core/subnets.js";
+import type { PierError } from "../../../src/core/errors.js";
+import { type Cidr, parseCidr } from "../../../src/core/subnets.js";
 import { Isolation } from "../../../src/server/isolation.js";
 import { Networks } from "../../../src/server/networks.js";
+import { FakeEngine } from "../../support/fake-engine.js";
 import { MemoryFirewall } from "./memory-firewall.js";
 
 const cidr = (s: string) => parseCidr(s) as Cidr;
 
-class FakeEngine {
-  nets: NetworkSubnets[] = [];
-  listCalls = 0;
+/** What these tests watch on the engine: a network's rule when it is created; a hook run before each create. */
+interface Watch {
+  isolatedAtCreate: Map<string, boolean>;
   /** Runs before each create: another Pier acting between our look and our create. */
-  beforeCreate: (() => void) | null = null;
-  /** Whether the firewall isolated each network's subnets when the engine created it. */
-  isolatedAtCreate = new Map<string, boolean>();
-  /** Subnets the engine still holds for networks on their way out: refused, yet not listed. */
-  ghosts: string[] = [];
-  firewall: MemoryFirewall | null = null;
+  beforeCreate: (() => void) | null;
+}
+const watches = new WeakMap<FakeEngine, Watch>();
+const watchOf = (engine: FakeEngine) => watches.get(engine) as Watch;
 
-  async networkExists(name: string) {
-    return this.nets.some((n) => n.name === name);
-  }
-  async listNetworkSubnets() {
-    this.listCalls++;
-    return this.nets.map((n) => ({ ...n }));
-  }
-  async ensureNetwork(
-    name: string,
-    labels: Record<string, string>,
-    s: { ipv4: string | null; ipv6?: string | null },
-  ) {
-    await new Promise((r) => setImmediate(r));
-    this.beforeCreate?.();
-    if (this.nets.some((n) => n.name === name)) return;
-    const rule = this.firewall?.isolated().get(name) ?? [];
-    this.isolatedAtCreate.set(
+function watch(engine: FakeEngine, firewall: MemoryFirewall): void {
+  const w: Watch = { isolatedAtCreate: new Map(), beforeCreate: null };
+  watches.set(engine, w);
+  engine.before.ensureNetwork = (name, _labels, s) => {
+    w.beforeCreate?.();
+    if (engine.networks.some((n) => n.name === name)) return;
+    const rule = firewall.isolated().get(name) ?? [];
+    w.isolatedAtCreate.set(
       name,
       s.ipv4 !== null && rule.includes(s.ipv4) && (!s.ipv6 || rule.includes(s.ipv6)),
     );
-    const mine = s.ipv4 ? cidr(s.ipv4) : null;
-    const held = [...this.nets.flatMap((n) => n.subnets), ...this.ghosts];
-    if (mine && held.some((x) => !x.includes(":") && overlaps(cidr(x), mine)))
-      throw new PierError("SUBNET_OVERLAPS", "Pool overlaps with other one on this address space");
-    if (s.ipv6 && held.includes(s.ipv6))
-      throw new PierError("SUBNET_OVERLAPS", "Pool overlaps with other one on this address space");
-    const subnets = [s.ipv4, s.ipv6].filter((x): x is string => typeof x === "string");
-    this.nets.push({ name, labels: { ...labels, "pier.managed": "true" }, subnets });
-  }
-  async removeNetworks(labels: Record<string, string>, keep?: string) {
-    const gone = this.nets.filter(
-      (n) => n.name !== keep && Object.entries(labels).every(([k, v]) => n.labels[k] === v),
-    );
-    this.nets = this.nets.filter((n) => !gone.includes(n));
-    return gone.map((n) => n.name);
-  }
+  };
 }
+
+const listCalls = (engine: FakeEngine) => engine.calls.filter((c) => c === "listNetworkSubnets").length;
 
 const dir = mkdtempSync(join(tmpdir(), "pier-networks-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -78,7 +54,7 @@ function setUp(
 ) {
   const store = new SqliteStore(file, box);
   const firewall = new MemoryFirewall();
-  engine.firewall = firewall;
+  watch(engine, firewall);
   const isolation = new Isolation({
     firewall,
     scope: "test",
@@ -88,7 +64,7 @@ function setUp(
     logger: pino({ level: "silent" }),
   });
   const networks = new Networks({
-    engine: engine as unknown as Engine,
+    engine,
     store,
     pool: cidr(pool),
     prefix: 26,
@@ -97,7 +73,7 @@ function setUp(
   return { store, networks, file, firewall, isolation };
 }
 
-const subnetOf = (e: FakeEngine, name: string) => e.nets.find((n) => n.name === name)?.subnets[0];
+const subnetOf = (e: FakeEngine, name: string) => e.networks.find((n) => n.name === name)?.subnets[0];
 
 describe("the subnet pool", () => {
   test("concurrent creates get distinct subnets, recorded in the store", async () => {
@@ -106,7 +82,7 @@ describe("the subnet pool", () => {
     await Promise.all(
       Array.from({ length: 40 }, (_, i) => networks.ensure(`pier-app-${i}`, `app-${i}`, null)),
     );
-    const subnets = engine.nets.map((n) => n.subnets[0]);
+    const subnets = engine.networks.map((n) => n.subnets[0]);
     assert.equal(new Set(subnets).size, 40);
     assert.ok(subnets.every((s) => s?.startsWith("10.210.") && s.endsWith("/26")));
     assert.equal((await store.listSubnets()).length, 40);
@@ -117,7 +93,7 @@ describe("the subnet pool", () => {
     const engine = new FakeEngine();
     const { store, networks } = setUp(engine);
     await Promise.all([networks.ensure("pier-a", "a", null), networks.ensure("pier-a", "a", null)]);
-    assert.equal(engine.nets.length, 1);
+    assert.equal(engine.networks.length, 1);
     assert.equal((await store.listSubnets()).length, 1);
     store.close();
   });
@@ -126,16 +102,16 @@ describe("the subnet pool", () => {
     const engine = new FakeEngine();
     const { store, networks } = setUp(engine);
     await networks.ensure("pier-a", "a", null);
-    const calls = engine.listCalls;
+    const calls = listCalls(engine);
     for (let i = 0; i < 10; i++) await networks.ensure("pier-a", "a", null);
-    assert.equal(engine.listCalls, calls);
+    assert.equal(listCalls(engine), calls);
     store.close();
   });
 
   test("subnets of networks the store does not know are skipped", async () => {
     const engine = new FakeEngine();
-    engine.nets.push({ name: "users-net", labels: {}, subnets: ["10.210.0.0/25"] });
-    engine.nets.push({
+    engine.networks.push({ name: "users-net", labels: {}, subnets: ["10.210.0.0/25"] });
+    engine.networks.push({
       name: "other-pier",
       labels: { "pier.managed": "true" },
       subnets: ["10.210.0.128/26"],
@@ -153,9 +129,9 @@ describe("the subnet pool", () => {
   test("another Pier taking the subnet between look and create: the next one is used", async () => {
     const engine = new FakeEngine();
     const { store, networks } = setUp(engine);
-    engine.beforeCreate = () => {
-      engine.beforeCreate = null;
-      engine.nets.push({
+    watchOf(engine).beforeCreate = () => {
+      watchOf(engine).beforeCreate = null;
+      engine.networks.push({
         name: "other-pier",
         labels: { "pier.managed": "true" },
         subnets: ["10.210.0.0/26"],
@@ -209,10 +185,10 @@ describe("the subnet pool", () => {
     await networks.ensure("pier-a", "a", null);
     await networks.ensure("pier-b", "b", null);
     await networks.ensure("pier-c", "c", null);
-    engine.nets = engine.nets.filter((n) => n.name !== "pier-c");
+    engine.networks = engine.networks.filter((n) => n.name !== "pier-c");
     await networks.reconcile(new Set(["a", "c"]));
     assert.deepEqual(
-      engine.nets.map((n) => n.name),
+      engine.networks.map((n) => n.name),
       ["pier-a"],
     );
     assert.deepEqual(
@@ -224,8 +200,12 @@ describe("the subnet pool", () => {
 
   test("checkPool: a network no Pier made inside the pool is a start error naming the setting", async () => {
     const engine = new FakeEngine();
-    engine.nets.push({ name: "bridge", labels: {}, subnets: ["172.17.0.0/16"] });
-    engine.nets.push({ name: "other-pier", labels: { "pier.managed": "true" }, subnets: ["10.210.0.0/26"] });
+    engine.networks.push({ name: "bridge", labels: {}, subnets: ["172.17.0.0/16"] });
+    engine.networks.push({
+      name: "other-pier",
+      labels: { "pier.managed": "true" },
+      subnets: ["10.210.0.0/26"],
+    });
     const ok = setUp(engine);
     await ok.networks.checkPool();
     ok.store.close();
@@ -245,10 +225,10 @@ describe("the subnet pool", () => {
 describe("IPv6 networks", () => {
   test("an IPv4 subnet still held by a network on its way out: the next one, not a variable error", async () => {
     const engine = new FakeEngine();
-    engine.ghosts = ["10.210.0.0/26"];
+    engine.heldSubnets = ["10.210.0.0/26"];
     const { store, networks, firewall } = setUp(engine);
     await networks.ensure("pier-a-v6-1", "a", "fd00:5::/64");
-    assert.deepEqual(engine.nets[0]?.subnets, ["10.210.0.64/26", "fd00:5::/64"]);
+    assert.deepEqual(engine.networks[0]?.subnets, ["10.210.0.64/26", "fd00:5::/64"]);
     assert.deepEqual(firewall.isolated().get("pier-a-v6-1"), ["10.210.0.64/26", "fd00:5::/64"]);
     store.close();
   });
@@ -279,8 +259,8 @@ describe("isolation rules follow the networks (ADR 0019)", () => {
       Array.from({ length: 12 }, (_, i) => networks.ensure(`pier-app-${i}`, `app-${i}`, null)),
     );
     await networks.ensure("pier-v6", "v6", "fd00:1::/64");
-    assert.equal(engine.isolatedAtCreate.size, 13);
-    assert.ok([...engine.isolatedAtCreate.values()].every((x) => x));
+    assert.equal(watchOf(engine).isolatedAtCreate.size, 13);
+    assert.ok([...watchOf(engine).isolatedAtCreate.values()].every((x) => x));
     assert.deepEqual(firewall.isolated().get("pier-v6"), [subnetOf(engine, "pier-v6"), "fd00:1::/64"]);
     store.close();
   });
@@ -291,11 +271,9 @@ describe("isolation rules follow the networks (ADR 0019)", () => {
     await networks.ensure("pier-a", "a", null);
     await networks.ensure("pier-a-v6-1", "a", "fd00:2::/64");
     await networks.ensure("pier-b", "b", null);
-    const removeNetworks = engine.removeNetworks.bind(engine);
     let ruleWhileRemoving: string[] = [];
-    engine.removeNetworks = async (labels, keep) => {
+    engine.before.removeNetworks = () => {
       ruleWhileRemoving = [...firewall.isolated().keys()].sort();
-      return removeNetworks(labels, keep);
     };
     await networks.remove("a", "pier-a-v6-1");
     assert.deepEqual(ruleWhileRemoving, ["pier-a", "pier-a-v6-1", "pier-b"]);
@@ -308,9 +286,9 @@ describe("isolation rules follow the networks (ADR 0019)", () => {
   test("a subnet another Pier took meanwhile: the rule follows the subnet used in the end", async () => {
     const engine = new FakeEngine();
     const { store, networks, firewall } = setUp(engine);
-    engine.beforeCreate = () => {
-      engine.beforeCreate = null;
-      engine.nets.push({
+    watchOf(engine).beforeCreate = () => {
+      watchOf(engine).beforeCreate = null;
+      engine.networks.push({
         name: "other-pier",
         labels: { "pier.managed": "true" },
         subnets: ["10.210.0.0/26"],
@@ -318,7 +296,7 @@ describe("isolation rules follow the networks (ADR 0019)", () => {
     };
     await networks.ensure("pier-a", "a", null);
     assert.deepEqual(firewall.isolated().get("pier-a"), ["10.210.0.64/26"]);
-    assert.equal(engine.isolatedAtCreate.get("pier-a"), true);
+    assert.equal(watchOf(engine).isolatedAtCreate.get("pier-a"), true);
     store.close();
   });
 
@@ -336,7 +314,7 @@ describe("isolation rules follow the networks (ADR 0019)", () => {
       assert.match(e.hint ?? "", /nftables/);
       return true;
     });
-    assert.equal(engine.nets.length, 0);
+    assert.equal(engine.networks.length, 0);
     store.close();
   });
 

@@ -2,41 +2,9 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { describe, it } from "node:test";
 import type { App } from "../../../src/core/model.js";
-import type { BuildContainer, Engine } from "../../../src/core/ports.js";
-import { VOLUME_LABEL } from "../../../src/core/release-volumes.js";
+import { RELEASE_VOLUME_ROLE, VOLUME_LABEL } from "../../../src/core/release-volumes.js";
 import { WARM_SCRIPT, WarmBuilds } from "../../../src/server/runtimes/php-warm.js";
-
-/** The engine calls WarmBuilds makes, in memory. */
-class FakeEngine {
-  started: (BuildContainer & { scriptPath: string })[] = [];
-  running = new Set<string>();
-  volumes = new Set<string>();
-  images: Record<string, Record<string, string>> = { "pier/php:8.4": {} };
-  async imageInfo(tag: string) {
-    const labels = this.images[tag];
-    return labels ? { id: `sha-${tag}`, labels } : null;
-  }
-  async startBuildContainer(b: BuildContainer & { scriptPath: string }) {
-    this.started.push(b);
-    for (const v of b.volumes) this.volumes.add(v.name);
-    const id = `c${this.started.length}`;
-    this.running.add(id);
-    return id;
-  }
-  async inspectInstance(id: string) {
-    return this.running.has(id) ? { running: true } : null;
-  }
-  async removeBuildContainer(id: string) {
-    this.running.delete(id);
-  }
-  async listVolumes() {
-    return [...this.volumes].map((name) => ({ name, labels: {} }));
-  }
-  async removeVolume(name: string) {
-    this.volumes.delete(name);
-    return true;
-  }
-}
+import { FakeEngine } from "../../support/fake-engine.js";
 
 const app = (over: Partial<App> = {}): App => ({
   id: "app-1",
@@ -54,8 +22,9 @@ const app = (over: Partial<App> = {}): App => ({
 
 function setup(o: { app?: App | null; current?: string | null; idleMs?: number } = {}) {
   const engine = new FakeEngine();
+  engine.addImage("pier/php:8.4");
   const warm = new WarmBuilds({
-    engine: engine as unknown as Engine,
+    engine,
     buildNetwork: null,
     buildSandbox: async () => "sandbox-1",
     findApp: async () => (o.app === undefined ? app() : o.app),
@@ -72,11 +41,11 @@ describe("WarmBuilds: PHP build containers started while a push is received", ()
     warm.prepare("app-1");
     const w = await warm.take("app-1");
     assert.ok(w);
-    assert.equal(engine.started.length, 1, "one container per app");
-    const spec = engine.started[0]!;
+    assert.equal(engine.startedBuilds.length, 1, "one container per app");
+    const spec = engine.startedBuilds[0]!;
     assert.equal(spec.scriptPath, WARM_SCRIPT);
     assert.equal(spec.from, "pier/php:8.4");
-    assert.equal(spec.network, "container:sandbox-1");
+    assert.equal(spec.sandbox, "sandbox-1");
     assert.equal(spec.memoryBytes, 4096 * 2 ** 20, "the M build flavor");
     assert.deepEqual(
       spec.volumes.map((v) => v.target),
@@ -88,7 +57,7 @@ describe("WarmBuilds: PHP build containers started while a push is received", ()
     assert.ok(existsSync(w.dir), "its folder for build.env and the script");
     assert.equal(await warm.take("app-1"), null, "taken once");
     await warm.discard(w);
-    assert.equal(engine.running.size, 0);
+    assert.equal(engine.buildContainers.length, 0);
     assert.equal(engine.volumes.has(w.volume), false);
     assert.equal(existsSync(w.dir), false);
   });
@@ -98,31 +67,31 @@ describe("WarmBuilds: PHP build containers started while a push is received", ()
       const { engine, warm } = setup(o);
       warm.prepare("app-1");
       assert.equal(await warm.take("app-1"), null);
-      assert.equal(engine.started.length, 0);
+      assert.equal(engine.startedBuilds.length, 0);
     }
   });
 
   it("a redeploy's guess: the current release's vendor/ volume, kept when it is discarded", async () => {
     const vendor = "pier-vendor-app-1-dep-1";
     const { engine, warm } = setup({ current: "pier-app/app-1:dep-1" });
-    engine.images["pier-app/app-1:dep-1"] = { [VOLUME_LABEL]: `${vendor}:/app/vendor` };
-    engine.volumes.add(vendor);
+    engine.addImage("pier-app/app-1:dep-1", { [VOLUME_LABEL]: `${vendor}:/app/vendor` });
+    engine.volumes.set(vendor, { "pier.app": "app-1", "pier.role": RELEASE_VOLUME_ROLE });
     warm.prepare("app-1");
     const w = await warm.take("app-1");
     assert.ok(w);
     assert.equal(w.volume, vendor);
     assert.equal(w.own, false);
-    assert.equal(engine.started[0]!.volumes[1]!.name, vendor);
+    assert.equal(engine.startedBuilds[0]!.volumes[1]!.name, vendor);
     await warm.discard(w);
     assert.ok(engine.volumes.has(vendor), "the serving release's volume stays");
 
     const gone = setup({ current: "pier-app/app-1:dep-1" });
-    gone.engine.images["pier-app/app-1:dep-1"] = { [VOLUME_LABEL]: `${vendor}:/app/vendor` };
+    gone.engine.addImage("pier-app/app-1:dep-1", { [VOLUME_LABEL]: `${vendor}:/app/vendor` });
     gone.warm.prepare("app-1");
     assert.equal(await gone.warm.take("app-1"), null, "its volume is gone: none");
 
     const inImage = setup({ current: "pier-app/app-1:dep-0" });
-    inImage.engine.images["pier-app/app-1:dep-0"] = {};
+    inImage.engine.addImage("pier-app/app-1:dep-0");
     inImage.warm.prepare("app-1");
     const fresh = await inImage.warm.take("app-1");
     assert.ok(fresh?.own, "the current release holds vendor/ in its image: a new volume");
@@ -132,9 +101,9 @@ describe("WarmBuilds: PHP build containers started while a push is received", ()
     const { engine, warm } = setup();
     warm.prepare("app-1");
     await warm.close();
-    assert.equal(engine.started.length, 1);
-    assert.equal(engine.running.size, 0);
-    assert.deepEqual([...engine.volumes], ["pier-cache-app-1"]);
+    assert.equal(engine.startedBuilds.length, 1);
+    assert.equal(engine.buildContainers.length, 0);
+    assert.deepEqual([...engine.volumes.keys()], ["pier-cache-app-1"]);
     assert.equal(await warm.take("app-1"), null);
   });
 
@@ -142,15 +111,19 @@ describe("WarmBuilds: PHP build containers started while a push is received", ()
     const { engine, warm } = setup({ idleMs: 20 });
     warm.prepare("app-1");
     await new Promise((r) => setTimeout(r, 80));
-    assert.equal(engine.running.size, 0, "removed after idleMs");
-    assert.deepEqual([...engine.volumes], ["pier-cache-app-1"], "its vendor/ volume too (not the cache)");
+    assert.equal(engine.buildContainers.length, 0, "removed after idleMs");
+    assert.deepEqual(
+      [...engine.volumes.keys()],
+      ["pier-cache-app-1"],
+      "its vendor/ volume too (not the cache)",
+    );
     assert.equal(await warm.take("app-1"), null);
 
     const lost = setup();
     lost.warm.prepare("app-1");
     await new Promise((r) => setTimeout(r, 10));
-    lost.engine.running.clear();
+    lost.engine.buildContainers = [];
     assert.equal(await lost.warm.take("app-1"), null, "stopped (an engine restart): discarded");
-    assert.deepEqual([...lost.engine.volumes], ["pier-cache-app-1"]);
+    assert.deepEqual([...lost.engine.volumes.keys()], ["pier-cache-app-1"]);
   });
 });

@@ -1,17 +1,17 @@
 // The reconciler and the route table at 100 apps (src/server/reconciler.ts, src/server/instances.ts), against
-// fakes of the engine and the store: the engine calls they make do not grow with the number of apps.
+// the one fake engine and the in-memory store (test/support): the engine calls they make do not grow with the number of apps.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import pino from "pino";
 import type { App } from "../../../src/core/model.js";
-import type { Edge, Engine, RoutableInstance, Route, SandboxInfo } from "../../../src/core/ports.js";
+import type { Edge, Route } from "../../../src/core/ports.js";
 import type { Deployer } from "../../../src/server/deployer.js";
 import { Instances } from "../../../src/server/instances.js";
 import { reconcile } from "../../../src/server/reconciler.js";
+import { FakeEngine } from "../../support/fake-engine.js";
 import { MemoryStore } from "../../support/memory-store.js";
 
 const APPS = 100;
-
 /** The in-memory store, counting the reads of current releases. */
 class CountingStore extends MemoryStore {
   reads = 0;
@@ -52,40 +52,11 @@ async function storeOfApps(): Promise<CountingStore> {
   return store;
 }
 
-class FakeEngine {
-  calls: string[] = [];
-  routable: RoutableInstance[] = [];
-  sandboxes: SandboxInfo[] = [];
-  async listRoutable(labels: Record<string, string>) {
-    this.calls.push(`listRoutable ${JSON.stringify(labels)}`);
-    return this.routable.filter((i) => Object.entries(labels).every(([k, v]) => i.labels[k] === v));
-  }
-  async listSandboxes(labels: Record<string, string>) {
-    this.calls.push(`listSandboxes ${JSON.stringify(labels)}`);
-    return this.sandboxes;
-  }
-  async startInstance(id: string) {
-    this.calls.push(`startInstance ${id}`);
-  }
-  async startSandbox(id: string) {
-    this.calls.push(`startSandbox ${id}`);
-  }
-  async removeSandbox(id: string) {
-    this.calls.push(`removeSandbox ${id}`);
-  }
-  async removeInstance(id: string) {
-    this.calls.push(`removeInstance ${id}`);
-  }
-  async stopInstance() {}
-  async imageExists() {
-    return true;
-  }
-}
-
 async function setUp() {
   const engine = new FakeEngine();
+  engine.addImage("img");
   for (let i = 0; i < APPS; i++) {
-    engine.routable.push({
+    engine.addInstance({
       id: `c-${i}`,
       labels: { "pier.app": `app-${i}`, "pier.deployment": `dep-${i}`, "pier.sandbox": `s-${i}` },
       running: i !== 7,
@@ -102,19 +73,19 @@ async function setUp() {
   }
   // A leftover of an earlier deployment, an instance of a deleted app, and the build container of app-5's
   // current release (a crash between its commit and its removal): never started as an instance.
-  engine.routable.push({
+  engine.addInstance({
     id: "build",
     labels: { "pier.app": "app-5", "pier.deployment": "dep-5", "pier.role": "build" },
     running: false,
     http: null,
   });
-  engine.routable.push({
+  engine.addInstance({
     id: "old",
     labels: { "pier.app": "app-3", "pier.deployment": "dep-old" },
     running: false,
     http: null,
   });
-  engine.routable.push({
+  engine.addInstance({
     id: "stray",
     labels: { "pier.app": "app-gone", "pier.deployment": "x" },
     running: true,
@@ -131,7 +102,7 @@ async function setUp() {
     },
   };
   const instances = new Instances({
-    engine: engine as unknown as Engine,
+    engine,
     edge,
     store,
     networks: { ensure: async () => undefined, remove: async () => undefined },
@@ -147,7 +118,7 @@ describe("at 100 apps", () => {
     const known: string[][] = [];
     await reconcile({
       store,
-      engine: engine as unknown as Engine,
+      engine,
       instances,
       networks: { reconcile: async (k) => void known.push([...k]) },
       deployer: {} as Deployer,
@@ -179,7 +150,7 @@ describe("at 100 apps", () => {
     await instances.refreshEdge();
     const reads = storeReads();
     engine.calls = [];
-    engine.routable.push({
+    engine.addInstance({
       id: "new",
       labels: { "pier.app": "app-42", "pier.deployment": "dep-42" },
       running: true,
@@ -207,7 +178,7 @@ describe("at 100 apps", () => {
     for (const i of [9, 7]) await store.updateApp(`app-${i}`, { stopped: true });
     await reconcile({
       store,
-      engine: engine as unknown as Engine,
+      engine,
       instances,
       networks: { reconcile: async () => undefined },
       deployer: {} as Deployer,
@@ -226,7 +197,7 @@ describe("at 100 apps", () => {
   test("instances that carry their image's build role (Pier before ADR 0021) are adopted: no redeploy, still routed", async () => {
     const { engine, instances, store, applied } = await setUp();
     // A Node.js or PHP release image kept its build container's pier.role=build, and its instances got it.
-    for (const i of engine.routable.filter((c) => c.id === "c-4" || c.id === "c-7"))
+    for (const i of engine.instances.filter((c) => c.id === "c-4" || c.id === "c-7"))
       i.labels = { ...i.labels, "pier.role": "build", "pier.instance-id": `uuid-${i.id}` };
     const enqueued: string[] = [];
     const deployer = {
@@ -237,7 +208,7 @@ describe("at 100 apps", () => {
     } as unknown as Deployer;
     await reconcile({
       store,
-      engine: engine as unknown as Engine,
+      engine,
       instances,
       networks: { reconcile: async () => undefined },
       deployer,

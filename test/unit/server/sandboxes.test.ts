@@ -1,43 +1,14 @@
-// Which sandboxes a deploy's instances start in (src/server/instances.ts), against a fake engine.
+// Which sandboxes a deploy's instances start in (src/server/instances.ts), against the one fake engine.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { Edge, Engine, InstanceInfo, SandboxInfo, SandboxSpec } from "../../../src/core/ports.js";
+import type { Edge, InstanceInfo, SandboxInfo } from "../../../src/core/ports.js";
 import { Instances } from "../../../src/server/instances.js";
+import { FakeEngine } from "../../support/fake-engine.js";
 import { MemoryStore } from "../../support/memory-store.js";
 
-class FakeEngine {
-  sandboxes: SandboxInfo[] = [];
-  instances: InstanceInfo[] = [];
-  created: SandboxSpec[] = [];
-  removed: string[] = [];
-  networks: string[] = [];
-  private n = 0;
-
-  async listSandboxes(labels: Record<string, string>): Promise<SandboxInfo[]> {
-    return this.sandboxes.filter((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v));
-  }
-  async listInstances(labels: Record<string, string>): Promise<InstanceInfo[]> {
-    return this.instances.filter((i) => Object.entries(labels).every(([k, v]) => i.labels[k] === v));
-  }
-  async ensureNetwork(name: string): Promise<void> {
-    this.networks.push(name);
-  }
-  async createSandbox(spec: SandboxSpec): Promise<SandboxInfo> {
-    this.created.push(spec);
-    const s = sandbox(`new-${++this.n}`, {
-      ...spec.labels,
-      "pier.network": spec.network.name,
-      "pier.http-port": spec.httpPort === null ? "" : String(spec.httpPort),
-      "pier.tcp-port": spec.tcpPort === null ? "" : String(spec.tcpPort),
-    });
-    this.sandboxes.push(s);
-    return s;
-  }
-  async removeSandbox(id: string): Promise<void> {
-    this.removed.push(id);
-    this.sandboxes = this.sandboxes.filter((s) => s.id !== id);
-  }
-}
+/** The sandboxes the fake engine was asked to remove, in order. */
+const removed = (engine: FakeEngine) =>
+  engine.calls.filter((c) => c.startsWith("removeSandbox ")).map((c) => c.slice("removeSandbox ".length));
 
 function sandbox(id: string, labels: Record<string, string>, running = true): SandboxInfo {
   return {
@@ -80,11 +51,11 @@ const instanceIn = (sandboxId: string, running: boolean): InstanceInfo => ({
 
 function setUp(engine: FakeEngine): Instances {
   return new Instances({
-    engine: engine as unknown as Engine,
+    engine,
     edge: {} as Edge,
     store: new MemoryStore(),
     networks: {
-      ensure: (name) => engine.ensureNetwork(name),
+      ensure: (name) => engine.ensureNetwork(name, {}, { ipv4: null, ipv6: null }),
       remove: async () => undefined,
     },
     domain: "localhost",
@@ -102,7 +73,7 @@ describe("sandboxes for a deploy", () => {
       got.map((s) => s.id),
       ["b"],
     );
-    assert.equal(engine.created.length, 0);
+    assert.equal(engine.sandboxSpecs.length, 0);
   });
 
   it("a stopped (retired) instance does not hold its sandbox", async () => {
@@ -126,28 +97,28 @@ describe("sandboxes for a deploy", () => {
       2,
     );
     assert.equal(got.length, 2);
-    assert.equal(engine.created.length, 2);
-    assert.deepEqual(engine.created[0]?.network, { name: "pier-app-1", ipv6Subnet: null });
-    assert.equal(engine.created[0]?.httpPort, 3000);
-    assert.equal(engine.created[0]?.tcpPort, 5432);
-    assert.equal(engine.created[0]?.labels["pier.sandbox-for"], "instances");
-    assert.deepEqual(engine.removed, [], "the busy sandbox of other ports stays until its instance goes");
+    assert.equal(engine.sandboxSpecs.length, 2);
+    assert.deepEqual(engine.sandboxSpecs[0]?.network, { name: "pier-app-1", ipv6Subnet: null });
+    assert.equal(engine.sandboxSpecs[0]?.httpPort, 3000);
+    assert.equal(engine.sandboxSpecs[0]?.tcpPort, 5432);
+    assert.equal(engine.sandboxSpecs[0]?.labels["pier.sandbox-for"], "instances");
+    assert.deepEqual(removed(engine), [], "the busy sandbox of other ports stays until its instance goes");
   });
 
   it("free sandboxes of other ports or a stopped sandbox are not used; the unfit free ones are removed", async () => {
     const engine = new FakeEngine();
     engine.sandboxes = [fits("old-port", { "pier.http-port": "9000" }), fits("stopped", {}, false)];
     const got = await setUp(engine).sandboxes("app-1", WEB, 1);
-    assert.equal(got[0]?.id, "new-1");
-    assert.deepEqual(engine.removed, ["old-port"]);
+    assert.equal(got[0]?.id, "sandbox-1");
+    assert.deepEqual(removed(engine), ["old-port"]);
   });
 
   it("build sandboxes are never taken for instances", async () => {
     const engine = new FakeEngine();
     engine.sandboxes = [fits("build", { "pier.sandbox-for": "build" })];
     const got = await setUp(engine).sandboxes("app-1", WEB, 1);
-    assert.equal(got[0]?.id, "new-1");
-    assert.deepEqual(engine.removed, [], "the build sandbox is left to builds");
+    assert.equal(got[0]?.id, "sandbox-1");
+    assert.deepEqual(removed(engine), [], "the build sandbox is left to builds");
   });
 
   it("after a scale-down, preparing for the next deploy removes the surplus free sandboxes", async () => {
@@ -155,7 +126,7 @@ describe("sandboxes for a deploy", () => {
     engine.sandboxes = [fits("a"), fits("b"), fits("c"), fits("d")];
     engine.instances = [instanceIn("a", true)];
     await setUp(engine).prepare("app-1", WEB, 1);
-    assert.deepEqual(engine.removed.sort(), ["c", "d"]);
+    assert.deepEqual(removed(engine).sort(), ["c", "d"]);
     assert.deepEqual(
       engine.sandboxes.map((s) => s.id),
       ["a", "b"],
@@ -169,7 +140,7 @@ describe("sandboxes for a deploy", () => {
       instances.sandboxes("app-1", WEB, 1),
       instances.sandboxes("app-1", WEB, 1),
     ]);
-    assert.equal(engine.created.length, 1, "the second finds the sandbox the first made");
+    assert.equal(engine.sandboxSpecs.length, 1, "the second finds the sandbox the first made");
     assert.equal(x[0]?.id, y[0]?.id, "no instance runs in it yet, so it is free for both");
   });
 });

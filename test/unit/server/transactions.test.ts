@@ -11,11 +11,12 @@ import pino from "pino";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import type { App } from "../../../src/core/model.js";
-import type { Engine, Route, Store } from "../../../src/core/ports.js";
+import type { Route, Store } from "../../../src/core/ports.js";
 import type { AppService } from "../../../src/server/apps.js";
 import { Instances } from "../../../src/server/instances.js";
 import type { Runtime } from "../../../src/server/runtimes/runtime.js";
-import { deployServices, FakeEdge, FakeEngine, listen, oneCommitRepo } from "./fakes.js";
+import type { FakeEngine } from "../../support/fake-engine.js";
+import { builtImage, deployEngine, deployServices, FakeEdge, listen, oneCommitRepo } from "./fakes.js";
 
 type Step = "build" | "run" | "edge" | "commit" | null;
 
@@ -25,6 +26,7 @@ describe("a failed step leaves every app exactly as it was", () => {
   let port: number;
   let store: SqliteStore;
   let engine: FakeEngine;
+  let servers: Server[] = [];
   let edge: FakeEdge;
   let apps: AppService;
   let fail: Step;
@@ -58,14 +60,14 @@ describe("a failed step leaves every app exactly as it was", () => {
         return typeof v === "function" ? v.bind(target) : v;
       },
     });
-    engine = new FakeEngine(port);
+    ({ engine, servers } = deployEngine(port));
     edge = new FakeEdge();
     fail = null;
     failCommit = false;
     failStore.clear();
     const logger = pino({ level: "silent" });
     const instances = new Instances({
-      engine: engine as unknown as Engine,
+      engine,
       edge,
       store: store as Store,
       networks: { ensure: async () => undefined, remove: async () => undefined },
@@ -79,7 +81,7 @@ describe("a failed step leaves every app exactly as it was", () => {
       }),
       build: async (ctx) => {
         if (fail === "build") throw new Error("build: npm ERR! network");
-        return `pier-app/${ctx.app.id}:${ctx.deployment.id}`;
+        return builtImage(engine, `pier-app/${ctx.app.id}:${ctx.deployment.id}`);
       },
     };
     ({ apps } = deployServices({
@@ -103,7 +105,7 @@ describe("a failed step leaves every app exactly as it was", () => {
       }
       return apply(routes);
     };
-    engine.failRun = false;
+    delete engine.before.runInstance;
   });
 
   const sameAsServed = (r: Route) =>
@@ -126,7 +128,7 @@ describe("a failed step leaves every app exactly as it was", () => {
       current: (await store.currentRelease(app.id))?.id ?? null,
       releases: (await store.listReleases(app.id)).length,
       served: edge.served.find((r) => r.appId === app.id)?.targets ?? null,
-      running: engine.containers.filter((c) => c.running).map((c) => c.id),
+      running: engine.instances.filter((c) => c.running).map((c) => c.id),
     };
   }
 
@@ -154,7 +156,9 @@ describe("a failed step leaves every app exactly as it was", () => {
     [
       "start",
       () => {
-        engine.failRun = true;
+        engine.before.runInstance = () => {
+          throw new Error("engine: no space left on device");
+        };
       },
       /no space left/,
     ],
@@ -232,7 +236,7 @@ describe("a failed step leaves every app exactly as it was", () => {
     assert.deepEqual(await snapshot(), before);
     await apps.remove(app);
     assert.equal(await store.findApp(app.id), null);
-    assert.deepEqual(engine.containers, []);
+    assert.deepEqual(engine.instances, []);
   });
 
   test("a stop or a delete whose store write fails leaves the app serving, as it was", async () => {
@@ -254,7 +258,7 @@ describe("a failed step leaves every app exactly as it was", () => {
     assert.equal((await waitEnd(d.id)).state, "succeeded");
     assert.equal((await waitEnd(od.id)).state, "succeeded");
     const release = await store.currentRelease(app.id);
-    const live = engine.containers.filter(
+    const live = engine.instances.filter(
       (c) => c.running && c.labels["pier.deployment"] === release?.deploymentId,
     );
     assert.deepEqual(
@@ -285,21 +289,21 @@ describe("a failed step leaves every app exactly as it was", () => {
   for (const [name, inject, reason] of limitCases) {
     test(`a deploy past ${name} fails before anything is built or started`, async () => {
       const before = await snapshot();
-      const created = engine.n;
+      const created = engine.created;
       await inject();
       const d = await apps.redeploy(app, { withoutCache: false, cause: "test" });
       const end = await waitEnd(d.id);
       assert.equal(end.state, "failed");
       assert.match(end.reason ?? "", reason);
       assert.deepEqual(await snapshot(), before);
-      assert.equal(engine.n, created, "no instance was created");
+      assert.equal(engine.created, created, "no instance was created");
       const log = (await store.deployLog(d.id)).map((l) => l.line).join("\n");
       assert.doesNotMatch(log, /Starting \d+ instance|Reusing|Building/);
     });
   }
 
   afterEach(() => {
-    for (const s of engine.servers) s.close();
+    for (const s of servers) s.close();
     store.close();
     rmSync(dir, { recursive: true, force: true });
   });

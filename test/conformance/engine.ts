@@ -1,0 +1,270 @@
+// The engine ports' contract (src/core/ports.ts), one suite for every implementation (as Hono's routers
+// share common.case.test.ts): the Docker adapter passes it in test/e2e/engine-conformance.test.ts, the unit
+// tests' in-memory fake in test/unit/adapters/fake-engine.test.ts. A new engine is proven by one call.
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import type { PierError } from "../../src/core/errors.js";
+import { LABEL, ROLE } from "../../src/core/labels.js";
+import type { ContainerBuild, Engine, EngineEvent, InstanceSpec } from "../../src/core/ports.js";
+
+export interface EngineUnderTest {
+  engine: Engine;
+  /** An image with `sh`, `echo`, `sleep` and `false` (on Docker: Pier's base image). */
+  image: string;
+  /** A name unique to this run: every object the suite makes is named and labelled after it. */
+  prefix: string;
+  /** Removes whatever the suite made (the suite removes what it can itself). */
+  cleanUp(): Promise<void>;
+}
+
+/** Polls `probe` until it returns a value that is not undefined (a real engine answers asynchronously). */
+async function eventually<T>(probe: () => Promise<T | undefined> | T | undefined, what: string): Promise<T> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const got = await probe();
+    if (got !== undefined) return got;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const MiB = 2 ** 20;
+
+/** Runs the engine ports' contract against the engine `make` gives. */
+export function engineConformance(name: string, make: () => Promise<EngineUnderTest>): void {
+  describe(`engine conformance: ${name}`, () => {
+    let t: EngineUnderTest;
+    let engine: Engine;
+    let labels: Record<string, string>;
+    let network: string;
+    let n = 0;
+    const signal = new AbortController().signal;
+
+    const spec = (cmd: string, over: Partial<InstanceSpec> = {}): InstanceSpec => ({
+      name: `${t.prefix}-i${++n}`,
+      image: t.image,
+      env: { GREETING: "hello" },
+      labels: { ...labels, [LABEL.deployment]: `d${n}` },
+      cmd: ["/bin/sh", "-c", cmd],
+      httpPort: 8080,
+      tcpPort: null,
+      memoryBytes: 64 * MiB,
+      network: { name: network, ipv6Subnet: null },
+      mountDockerSocket: false,
+      restart: false,
+      sandbox: null,
+      ...over,
+    });
+
+    before(async () => {
+      t = await make();
+      engine = t.engine;
+      labels = { [LABEL.app]: t.prefix };
+      network = `${t.prefix}-net`;
+      await engine.ensureNetwork(network, labels, { ipv4: null, ipv6: null });
+    });
+    after(async () => {
+      for (const i of await engine.listInstances(labels)) await engine.removeInstance(i.id, 0);
+      for (const s of await engine.listSandboxes(labels)) await engine.removeSandbox(s.id);
+      await engine.removeNetworks(labels);
+      await t.cleanUp();
+    });
+
+    test("the engine answers a ping", async () => {
+      await engine.ping();
+    });
+
+    test("a running instance is listed with its labels, inspected, routable, and its log comes back", async () => {
+      const run = await engine.runInstance(spec("echo ready; exec sleep 600"));
+      assert.equal(run.running, true);
+      assert.equal(run.labels[LABEL.app], t.prefix);
+      assert.equal(run.labels[LABEL.role], ROLE.instance);
+      const listed = (await engine.listInstances(labels)).find((i) => i.id === run.id);
+      assert.ok(listed, "listed by its labels");
+      assert.equal(listed.labels[LABEL.deployment], run.labels[LABEL.deployment]);
+      assert.equal((await engine.listInstances({ [LABEL.app]: `${t.prefix}-other` })).length, 0);
+      const inspected = await engine.inspectInstance(run.id);
+      assert.equal(inspected?.name, run.name);
+      assert.equal(inspected?.running, true);
+      assert.ok(inspected?.http, "its HTTP port is published");
+      const routable = (await engine.listRoutable(labels)).find((r) => r.id === run.id);
+      assert.deepEqual(routable?.http, inspected?.http);
+      const lines = await eventually(async () => {
+        const got: string[] = [];
+        await engine.logs(run.id, { follow: false }, (l) => void got.push(l.line), signal);
+        return got.includes("ready") ? got : undefined;
+      }, "the instance's log");
+      assert.ok(lines.includes("ready"), lines.join("\n"));
+      await engine.removeInstance(run.id, 1000);
+    });
+
+    test("a followed log brings the lines printed after it started, until its signal aborts", async () => {
+      const run = await engine.runInstance(spec("exec sleep 600"));
+      const got: string[] = [];
+      const stop = new AbortController();
+      const following = engine.logs(
+        run.id,
+        { follow: true, tail: 0 },
+        (l) => void got.push(l.line),
+        stop.signal,
+      );
+      // A line printed once the follower is attached (exec's output is not the log: the instance's is).
+      await new Promise((r) => setTimeout(r, 500));
+      await engine.execInInstance(run.id, ["sh", "-c", "echo late > /proc/1/fd/1"], () => undefined);
+      await eventually(() => (got.includes("late") ? got : undefined), "the followed line");
+      stop.abort();
+      await following.catch(() => undefined);
+      await engine.removeInstance(run.id, 0);
+    });
+
+    test("stop, start, restart and remove: the instance's state follows, and it is gone at the end", async () => {
+      const run = await engine.runInstance(spec("exec sleep 600"));
+      await engine.stopInstance(run.id, 1000);
+      const stopped = await engine.inspectInstance(run.id);
+      assert.equal(stopped?.running, false);
+      assert.notEqual(stopped?.exitCode, null, "a stopped instance has an exit code");
+      await engine.startInstance(run.id);
+      assert.equal((await engine.inspectInstance(run.id))?.running, true);
+      await engine.startInstance(run.id);
+      await engine.restartInstance(run.id, 1000);
+      assert.equal((await engine.inspectInstance(run.id))?.running, true);
+      await engine.removeInstance(run.id, 1000);
+      assert.equal(await engine.inspectInstance(run.id), null);
+      assert.ok(!(await engine.listInstances(labels)).some((i) => i.id === run.id));
+      await engine.removeInstance(run.id, 1000);
+    });
+
+    test("a task's exit code comes back from wait", async () => {
+      const run = await engine.runInstance(spec("echo working; exit 3", { httpPort: null }));
+      assert.equal(await engine.waitInstance(run.id, signal), 3);
+      assert.equal((await engine.inspectInstance(run.id))?.exitCode, 3);
+      await engine.removeInstance(run.id, 0);
+    });
+
+    test("a command runs inside a running instance: its output and exit code", async () => {
+      const run = await engine.runInstance(spec("exec sleep 600"));
+      const out: string[] = [];
+      assert.equal(await engine.execInInstance(run.id, ["echo", "inside"], (l) => void out.push(l)), 0);
+      assert.deepEqual(out, ["inside"]);
+      assert.equal(await engine.execInInstance(run.id, ["false"], () => undefined), 1);
+      await engine.removeInstance(run.id, 0);
+    });
+
+    test("unknown ids: inspect is null, stop and remove do nothing, start and wait fail", async () => {
+      const id = `${t.prefix}-no-such-instance`;
+      assert.equal(await engine.inspectInstance(id), null);
+      await engine.stopInstance(id, 0);
+      await engine.removeInstance(id, 0);
+      await engine.removeSandbox(id);
+      await engine.removeBuildContainer(id);
+      await assert.rejects(engine.startInstance(id));
+      await assert.rejects(engine.waitInstance(id, signal));
+      await assert.rejects(engine.logs(id, { follow: false }, () => undefined, signal));
+      assert.equal(await engine.imageInfo(`${t.prefix}/none:x`), null);
+      assert.equal(await engine.imageExists(`${t.prefix}/none:x`), false);
+      await engine.removeImage(`${t.prefix}/none:x`);
+    });
+
+    test("events: an instance's start and its end (with its exit code) are told", async () => {
+      const seen: EngineEvent[] = [];
+      const stop = new AbortController();
+      const listening = engine.events((e) => void seen.push(e), stop.signal);
+      // The subscription is live once the engine answers a call made after it.
+      await new Promise((r) => setTimeout(r, 200));
+      const run = await engine.runInstance(spec("exec sleep 600"));
+      await eventually(() => seen.find((e) => e.containerId === run.id && e.type === "start"), "start");
+      await engine.stopInstance(run.id, 1000);
+      const died = await eventually(
+        () => seen.find((e) => e.containerId === run.id && e.type === "die"),
+        "die",
+      );
+      assert.equal(typeof died.exitCode, "number");
+      assert.equal(died.labels[LABEL.app], t.prefix);
+      stop.abort();
+      await listening;
+      await engine.removeInstance(run.id, 0);
+    });
+
+    test("an app's network: ensure is idempotent, it is listed with its subnet, an overlap is refused, remove takes it", async () => {
+      const name = `${t.prefix}-net2`;
+      const own = { ...labels, [LABEL.network]: "second" };
+      await engine.ensureNetwork(name, own, { ipv4: null, ipv6: null });
+      await engine.ensureNetwork(name, own, { ipv4: null, ipv6: null });
+      assert.equal(await engine.networkExists(name), true);
+      const listed = (await engine.listNetworkSubnets()).filter((x) => x.name === name);
+      assert.equal(listed.length, 1, "made once");
+      assert.equal(listed[0]?.labels[LABEL.network], "second");
+      const subnet = listed[0]?.subnets.find((s) => !s.includes(":"));
+      assert.ok(subnet, "it has an IPv4 subnet");
+      await assert.rejects(
+        engine.ensureNetwork(`${t.prefix}-net3`, labels, { ipv4: subnet, ipv6: null }),
+        (e: PierError) => e.code === "SUBNET_OVERLAPS",
+      );
+      assert.deepEqual(await engine.removeNetworks(own), [name]);
+      assert.equal(await engine.networkExists(name), false);
+      assert.deepEqual(await engine.removeNetworks(own), []);
+      assert.ok((await engine.ownerAppIds()).has(t.prefix), "the app owns the network it still has");
+    });
+
+    test("a sandbox holds an instance's network: the instance answers where the sandbox publishes", async () => {
+      const sandbox = await engine.createSandbox({
+        name: `${t.prefix}-sb`,
+        labels: { ...labels, [LABEL.sandboxFor]: "instances" },
+        network: { name: network, ipv6Subnet: null },
+        httpPort: 8080,
+        tcpPort: null,
+      });
+      assert.equal(sandbox.running, true);
+      assert.ok(sandbox.http, "it publishes the HTTP port");
+      const listed = await engine.listSandboxes({ ...labels, [LABEL.sandboxFor]: "instances" });
+      assert.deepEqual(
+        listed.map((s) => s.id),
+        [sandbox.id],
+      );
+      assert.equal(listed[0]?.labels[LABEL.network], network);
+      assert.equal(listed[0]?.labels[LABEL.httpPort], "8080");
+      const run = await engine.runInstance(spec("exec sleep 600", { sandbox }));
+      assert.deepEqual(run.http, sandbox.http);
+      assert.ok(!(await engine.listInstances(labels)).some((i) => i.id === sandbox.id), "not an instance");
+      await engine.removeInstance(run.id, 0);
+      await engine.removeSandbox(sandbox.id);
+      assert.deepEqual(await engine.listSandboxes(labels), []);
+    });
+
+    test("a release image made from files: it exists with its labels, is listed for its app, and is removed", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "pier-conformance-"));
+      writeFileSync(join(dir, "hello.txt"), "hello\n");
+      const repo = `pier-app/${t.prefix}`;
+      const tag = `${repo}:d1`;
+      const build: ContainerBuild = {
+        from: t.image,
+        appDir: "/app",
+        env: {},
+        volumes: [],
+        binds: [],
+        flavor: "S",
+        memoryBytes: 256 * MiB,
+        labels: { ...labels, [LABEL.deployment]: "d1" },
+        sandbox: null,
+        tag,
+        contextDir: dir,
+        script: "true",
+        image: { cmd: ["/bin/sh", "-c", "exec sleep 600"], env: {}, workdir: "/app", user: "root" },
+      };
+      try {
+        await engine.imageFromFiles(build);
+        assert.equal(await engine.imageExists(tag), true);
+        assert.equal((await engine.imageInfo(tag))?.labels[LABEL.deployment], "d1");
+        assert.deepEqual(await engine.imageTags(repo), [tag]);
+        await engine.removeImage(tag);
+        assert.equal(await engine.imageExists(tag), false);
+        assert.deepEqual(await engine.imageTags(repo), []);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+}

@@ -1,0 +1,558 @@
+// The one in-memory engine of the unit tests (issue 16): it implements every engine port and passes the
+// same conformance suite as the Docker adapter (test/conformance/engine.ts, run by
+// test/unit/adapters/fake-engine.test.ts and test/e2e/engine-conformance.test.ts). Tests seed it, read its
+// state, count its calls and hold or fail a call with `before`.
+import { PierError } from "../../src/core/errors.js";
+import { LABEL, labelTarget, ROLE } from "../../src/core/labels.js";
+import type {
+  BuildContainer,
+  ContainerBuild,
+  Engine,
+  EngineEvent,
+  ImageBuild,
+  InstanceInfo,
+  InstanceLogLine,
+  InstanceSpec,
+  NetworkSubnets,
+  RoutableInstance,
+  RouteTarget,
+  SandboxInfo,
+  SandboxSpec,
+} from "../../src/core/ports.js";
+import { type Cidr, overlaps, parseCidr } from "../../src/core/subnets.js";
+import { interpret } from "./fake-shell.js";
+
+type Labels = Record<string, string>;
+
+/** Runs before a call of `method` with its arguments: a test holds the call (await) or fails it (throw). */
+export type BeforeHooks = { [K in keyof Engine]?: (...args: Parameters<Engine[K]>) => void | Promise<void> };
+
+/** Where an instance or a sandbox answers: its published HTTP port and its address on its network. */
+export interface Served {
+  http: RouteTarget | null;
+  networkAddress: string | null;
+}
+
+export interface FakeEngineOptions {
+  /**
+   * Where a new sandbox, or an instance outside a sandbox, answers. Default: a loopback port no one listens
+   * on, and an address of its own. An instance in a sandbox answers where its sandbox does, unless this
+   * gives it its own (`own: true`).
+   */
+  serve?: (
+    kind: "instance" | "sandbox",
+    spec: InstanceSpec | SandboxSpec,
+  ) => Promise<Served & { own?: boolean }>;
+}
+
+const matches = (labels: Labels, filter: Labels) => Object.entries(filter).every(([k, v]) => labels[k] === v);
+const tick = () => new Promise<void>((r) => setImmediate(r));
+const argText = (a: unknown) => (a === undefined ? "" : typeof a === "string" ? a : JSON.stringify(a));
+
+export class FakeEngine implements Engine {
+  /** Every call, as `method firstArgument` (a string as it is, anything else as JSON). */
+  calls: string[] = [];
+  before: BeforeHooks = {};
+  /** ping and every call after it fail while the engine is down. */
+  down = false;
+  images = new Map<string, { id: string; labels: Labels }>();
+  volumes = new Map<string, Labels>();
+  networks: NetworkSubnets[] = [];
+  /** Subnets the engine still holds for networks on their way out: refused, yet not listed. */
+  heldSubnets: string[] = [];
+  instances: InstanceInfo[] = [];
+  sandboxes: SandboxInfo[] = [];
+  /** Build containers started ahead (startBuildContainer), running until removed. */
+  buildContainers: InstanceInfo[] = [];
+  /** The specs startBuildContainer was given, in order. */
+  startedBuilds: (BuildContainer & { scriptPath: string })[] = [];
+  /** The specs createSandbox and runInstance were given, in order. */
+  sandboxSpecs: SandboxSpec[] = [];
+  instanceSpecs: InstanceSpec[] = [];
+  /** Containers created so far (instances, sandboxes, build containers). */
+  created = 0;
+  private readonly logLines = new Map<string, InstanceLogLine[]>();
+  private readonly listeners = new Set<(e: EngineEvent) => void>();
+  private readonly logWaiters = new Set<() => void>();
+
+  constructor(private readonly opts: FakeEngineOptions = {}) {}
+
+  /** Records the call and runs its `before` hook. */
+  private async enter<K extends keyof Engine>(method: K, ...args: Parameters<Engine[K]>): Promise<void> {
+    this.calls.push(`${method} ${argText(args[0])}`.trimEnd());
+    if (this.down)
+      throw new PierError("ENGINE_ERROR", "The fake engine does not answer.", "Set down = false.");
+    const hook = this.before[method] as ((...a: Parameters<Engine[K]>) => void | Promise<void>) | undefined;
+    await hook?.(...args);
+  }
+
+  /** Seeds an instance (as if an earlier Pier had run it). */
+  addInstance(i: Partial<InstanceInfo> & { id: string; labels: Labels }): InstanceInfo {
+    const info: InstanceInfo = {
+      name: i.id,
+      state: i.running === false ? "exited" : "running",
+      running: true,
+      startedAt: null,
+      restarts: 0,
+      exitCode: null,
+      http: null,
+      tcp: null,
+      networkAddress: null,
+      ...i,
+    };
+    this.instances.push(info);
+    return info;
+  }
+
+  /** Appends a line to an instance's log (as its process would print it). */
+  print(id: string, line: string, stream: "stdout" | "stderr" = "stdout"): void {
+    const lines = this.logLines.get(id) ?? [];
+    lines.push({ at: new Date().toISOString(), stream, line });
+    this.logLines.set(id, lines);
+    const waiting = [...this.logWaiters];
+    this.logWaiters.clear();
+    for (const w of waiting) w();
+  }
+
+  /** Seeds an image (a release built earlier, a base image). */
+  addImage(tag: string, labels: Labels = {}): void {
+    this.images.set(tag, { id: `sha256:${tag}`, labels: { ...labels } });
+  }
+
+  /** The instance's process ends with `code` (a crash, or a task's end). */
+  exit(id: string, code: number): void {
+    const i = this.container(id);
+    if (!i?.running) return;
+    Object.assign(i, { running: false, state: "exited", exitCode: code });
+    this.emit("die", i, code);
+  }
+
+  private emit(type: "die" | "start", c: InstanceInfo | SandboxInfo, exitCode: number | null): void {
+    const e = { type, containerId: c.id, labels: { ...c.labels }, exitCode, at: new Date().toISOString() };
+    for (const l of this.listeners) l(e);
+  }
+
+  private container(id: string): InstanceInfo | undefined {
+    return this.instances.find((i) => i.id === id) ?? this.buildContainers.find((b) => b.id === id);
+  }
+
+  private known(id: string): InstanceInfo {
+    const c = this.container(id);
+    if (!c) throw new PierError("NOT_FOUND", `No such container: ${id}`);
+    return c;
+  }
+
+  private nextId(prefix: string): string {
+    this.created++;
+    return `${prefix}-${this.created}`;
+  }
+
+  private async served(kind: "instance" | "sandbox", spec: InstanceSpec | SandboxSpec) {
+    if (this.opts.serve) return this.opts.serve(kind, spec);
+    if (spec.httpPort === null) return { http: null, networkAddress: `10.255.0.${this.created % 250}` };
+    return {
+      http: { host: "127.0.0.1", port: 20_000 + this.created },
+      networkAddress: `10.255.0.${this.created % 250}`,
+    };
+  }
+
+  // Release images.
+
+  async buildImage(b: ImageBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void> {
+    await this.enter("buildImage", b, onLine, signal);
+    onLine(`Successfully tagged ${b.tag}`);
+    this.images.set(b.tag, { id: `sha256:${b.tag}`, labels: { ...b.labels } });
+  }
+
+  async buildInContainer(
+    b: ContainerBuild,
+    onLine: (line: string) => void,
+    signal: AbortSignal,
+    started?: string,
+  ): Promise<void> {
+    await this.enter("buildInContainer", b, onLine, signal, started);
+    if (started) this.buildContainers = this.buildContainers.filter((c) => c.id !== started);
+    const run = interpret(["sh", "-c", b.script]);
+    for (const l of run.lines) onLine(l);
+    if (run.exitCode !== 0 && run.exitCode !== null)
+      throw new PierError("BUILD_FAILED", `The build exited with code ${run.exitCode}.`);
+    if (b.commit !== false) this.commit(b);
+  }
+
+  private commit(b: ContainerBuild): void {
+    this.images.set(b.tag, { id: `sha256:${b.tag}`, labels: { ...b.labels, [LABEL.role]: ROLE.release } });
+  }
+
+  async startBuildContainer(b: BuildContainer & { scriptPath: string }): Promise<string> {
+    await this.enter("startBuildContainer", b);
+    this.startedBuilds.push(b);
+    for (const v of b.volumes) if (!this.volumes.has(v.name)) this.volumes.set(v.name, v.labels ?? b.labels);
+    const id = this.nextId("build");
+    this.buildContainers.push({
+      id,
+      name: id,
+      labels: { ...b.labels, [LABEL.role]: ROLE.build },
+      state: "running",
+      running: true,
+      startedAt: new Date().toISOString(),
+      restarts: 0,
+      exitCode: null,
+      http: null,
+      tcp: null,
+      networkAddress: null,
+    });
+    return id;
+  }
+
+  async imageFromFiles(b: ContainerBuild): Promise<void> {
+    await this.enter("imageFromFiles", b);
+    this.commit(b);
+  }
+
+  async removeBuildContainer(id: string): Promise<void> {
+    await this.enter("removeBuildContainer", id);
+    this.buildContainers = this.buildContainers.filter((c) => c.id !== id);
+  }
+
+  async imageExists(tag: string): Promise<boolean> {
+    await this.enter("imageExists", tag);
+    return this.images.has(tag);
+  }
+
+  async imageInfo(tag: string): Promise<{ id: string; labels: Labels } | null> {
+    await this.enter("imageInfo", tag);
+    const i = this.images.get(tag);
+    return i ? { id: i.id, labels: { ...i.labels } } : null;
+  }
+
+  async removeImage(tag: string): Promise<void> {
+    await this.enter("removeImage", tag);
+    this.images.delete(tag);
+  }
+
+  async imageTags(repo: string): Promise<string[]> {
+    await this.enter("imageTags", repo);
+    return [...this.images.keys()].filter((t) => t.startsWith(`${repo}:`));
+  }
+
+  // Volumes.
+
+  async removeVolumes(labels: Labels): Promise<void> {
+    await this.enter("removeVolumes", labels);
+    for (const [name, own] of this.volumes) if (matches(own, labels)) this.volumes.delete(name);
+  }
+
+  async listVolumes(labels: Labels): Promise<{ name: string; labels: Labels }[]> {
+    await this.enter("listVolumes", labels);
+    return [...this.volumes]
+      .filter(([, own]) => matches(own, labels))
+      .map(([name, own]) => ({ name, labels: own }));
+  }
+
+  async removeVolume(name: string): Promise<boolean> {
+    await this.enter("removeVolume", name);
+    this.volumes.delete(name);
+    return true;
+  }
+
+  // Networks.
+
+  async networkExists(name: string): Promise<boolean> {
+    await this.enter("networkExists", name);
+    return this.networks.some((n) => n.name === name);
+  }
+
+  async listNetworkSubnets(): Promise<NetworkSubnets[]> {
+    await this.enter("listNetworkSubnets");
+    return this.networks.map((n) => ({ ...n, labels: { ...n.labels }, subnets: [...n.subnets] }));
+  }
+
+  async ensureNetwork(
+    name: string,
+    labels: Labels,
+    subnets: { ipv4: string | null; ipv6: string | null },
+  ): Promise<void> {
+    await this.enter("ensureNetwork", name, labels, subnets);
+    // The engine answers later: two deploys may race to create the same network.
+    await tick();
+    if (this.networks.some((n) => n.name === name)) return;
+    const held = [...this.networks.flatMap((n) => n.subnets), ...this.heldSubnets];
+    const mine = subnets.ipv4 ? (parseCidr(subnets.ipv4) as Cidr) : null;
+    const v4 = held.filter((x) => !x.includes(":")).map((x) => parseCidr(x) as Cidr);
+    if ((mine && v4.some((x) => overlaps(x, mine))) || (subnets.ipv6 && held.includes(subnets.ipv6))) {
+      throw new PierError(
+        "SUBNET_OVERLAPS",
+        `A subnet of the network ${name} (${[subnets.ipv4, subnets.ipv6].filter(Boolean).join(", ")}) overlaps a network that exists already.`,
+      );
+    }
+    // Asked for none, the engine picks a free one of its own pool (as dockerd does).
+    const ipv4 = subnets.ipv4 ?? this.freeSubnet(v4);
+    const own = [ipv4, subnets.ipv6].filter((x): x is string => typeof x === "string");
+    this.networks.push({ name, labels: { ...labels, [LABEL.managed]: "true" }, subnets: own });
+  }
+
+  private freeSubnet(held: Cidr[]): string {
+    for (let i = 0; ; i++) {
+      const text = `172.${16 + (i >> 8)}.${i & 255}.0/24`;
+      const c = parseCidr(text) as Cidr;
+      if (!held.some((x) => overlaps(x, c))) return text;
+    }
+  }
+
+  async removeNetworks(labels: Labels, keep?: string): Promise<string[]> {
+    await this.enter("removeNetworks", labels, keep);
+    const used = new Set([
+      ...this.instanceSpecs
+        .filter((s) => this.instances.some((i) => i.name === s.name))
+        .map((s) => s.network.name),
+      ...this.sandboxes.map((s) => s.labels[LABEL.network]),
+    ]);
+    const gone = this.networks.filter(
+      (n) => n.name !== keep && matches(n.labels, labels) && !used.has(n.name),
+    );
+    this.networks = this.networks.filter((n) => !gone.includes(n));
+    return gone.map((n) => n.name);
+  }
+
+  // Sandboxes.
+
+  async createSandbox(spec: SandboxSpec): Promise<SandboxInfo> {
+    await this.enter("createSandbox", spec);
+    this.sandboxSpecs.push(spec);
+    const id = this.nextId("sandbox");
+    const at = await this.served("sandbox", spec);
+    const s: SandboxInfo = {
+      id,
+      labels: {
+        ...spec.labels,
+        [LABEL.role]: "sandbox",
+        [LABEL.network]: spec.network.name,
+        [LABEL.httpPort]: spec.httpPort === null ? "" : String(spec.httpPort),
+        [LABEL.tcpPort]: spec.tcpPort === null ? "" : String(spec.tcpPort),
+      },
+      running: true,
+      http: at.http,
+      tcp: null,
+      networkAddress: at.networkAddress,
+    };
+    this.sandboxes.push(s);
+    return { ...s, labels: { ...s.labels } };
+  }
+
+  async listSandboxes(labels: Labels): Promise<SandboxInfo[]> {
+    await this.enter("listSandboxes", labels);
+    return this.sandboxes
+      .filter((s) => matches(s.labels, labels))
+      .map((s) => ({ ...s, labels: { ...s.labels } }));
+  }
+
+  async removeSandbox(id: string): Promise<void> {
+    await this.enter("removeSandbox", id);
+    this.sandboxes = this.sandboxes.filter((s) => s.id !== id);
+  }
+
+  async startSandbox(id: string): Promise<void> {
+    await this.enter("startSandbox", id);
+    const s = this.sandboxes.find((x) => x.id === id);
+    if (!s) throw new PierError("NOT_FOUND", `No such container: ${id}`);
+    s.running = true;
+  }
+
+  // Instances.
+
+  async runInstance(spec: InstanceSpec): Promise<InstanceInfo> {
+    await this.enter("runInstance", spec);
+    const sandbox = spec.sandbox && this.sandboxes.find((s) => s.id === spec.sandbox?.id);
+    if (spec.sandbox && !sandbox?.running)
+      throw new PierError(
+        "ENGINE_ERROR",
+        `The instance ${spec.name} did not start: cannot join network of a non running container: ${spec.sandbox.id}`,
+      );
+    if (!this.images.has(spec.image)) throw new PierError("ENGINE_ERROR", `No such image: ${spec.image}`);
+    this.instanceSpecs.push(spec);
+    const id = this.nextId("instance");
+    const info = this.newInstance(id, spec, await this.placeOf(spec));
+    this.instances.push(info);
+    this.emit("start", info, null);
+    this.started(info, spec);
+    return { ...info, labels: { ...info.labels } };
+  }
+
+  private async placeOf(spec: InstanceSpec): Promise<Served> {
+    const at = await this.served("instance", spec);
+    if (!spec.sandbox || at.own) return at;
+    return { http: spec.sandbox.http, networkAddress: spec.sandbox.networkAddress };
+  }
+
+  private newInstance(id: string, spec: InstanceSpec, at: Served): InstanceInfo {
+    // As the engine does, an instance gets its image's labels under the ones Pier sets.
+    const image = this.images.get(spec.image)?.labels ?? {};
+    const labels: Labels = { ...image, ...spec.labels, [LABEL.role]: ROLE.instance };
+    if (spec.sandbox) labels[LABEL.sandbox] = spec.sandbox.id;
+    if (spec.httpPort !== null) labels[LABEL.httpPort] = String(spec.httpPort);
+    if (spec.tcpPort !== null) labels[LABEL.tcpPort] = String(spec.tcpPort);
+    return {
+      id,
+      name: spec.name,
+      labels,
+      state: "running",
+      running: true,
+      startedAt: new Date().toISOString(),
+      restarts: 0,
+      exitCode: null,
+      http: at.http,
+      tcp: null,
+      networkAddress: at.networkAddress,
+    };
+  }
+
+  /** The command runs: what it prints goes to the log; a command that ends ends the instance. */
+  private started(info: InstanceInfo, spec: InstanceSpec): void {
+    const run = interpret(spec.cmd ?? ["sleep", "infinity"]);
+    for (const l of run.lines) this.print(info.id, l);
+    if (run.exitCode !== null) this.exit(info.id, run.exitCode);
+  }
+
+  async inspectInstance(id: string): Promise<InstanceInfo | null> {
+    await this.enter("inspectInstance", id);
+    const c = this.container(id);
+    return c ? { ...c, labels: { ...c.labels } } : null;
+  }
+
+  async removeInstance(id: string, graceMs: number): Promise<void> {
+    await this.enter("removeInstance", id, graceMs);
+    this.halt(id);
+    this.instances = this.instances.filter((c) => c.id !== id);
+    this.logLines.delete(id);
+  }
+
+  /** SIGTERM: a process that keeps running ends with 143. */
+  private halt(id: string): void {
+    this.exit(id, 143);
+  }
+
+  async stopInstance(id: string, graceMs: number): Promise<void> {
+    await this.enter("stopInstance", id, graceMs);
+    this.halt(id);
+  }
+
+  async startInstance(id: string): Promise<void> {
+    await this.enter("startInstance", id);
+    const c = this.known(id);
+    if (c.running) return;
+    Object.assign(c, {
+      running: true,
+      state: "running",
+      exitCode: null,
+      startedAt: new Date().toISOString(),
+    });
+    this.emit("start", c, null);
+  }
+
+  async restartInstance(id: string, graceMs: number): Promise<void> {
+    await this.enter("restartInstance", id, graceMs);
+    const c = this.container(id);
+    if (!c) return;
+    this.halt(id);
+    Object.assign(c, {
+      running: true,
+      state: "running",
+      exitCode: null,
+      startedAt: new Date().toISOString(),
+    });
+    this.emit("start", c, null);
+  }
+
+  async listInstances(labels: Labels): Promise<InstanceInfo[]> {
+    await this.enter("listInstances", labels);
+    return this.instances
+      .filter((c) => matches(c.labels, labels))
+      .map((c) => ({ ...c, labels: { ...c.labels } }));
+  }
+
+  async listRoutable(labels: Labels): Promise<RoutableInstance[]> {
+    await this.enter("listRoutable", labels);
+    return this.instances
+      .filter((c) => matches(c.labels, labels))
+      .map((c) => ({
+        id: c.id,
+        labels: { ...c.labels },
+        running: c.running,
+        http: c.http ?? labelTarget(c.labels, LABEL.httpTarget),
+      }));
+  }
+
+  async waitInstance(id: string, signal: AbortSignal): Promise<number> {
+    await this.enter("waitInstance", id, signal);
+    const c = this.known(id);
+    while (c.running) {
+      if (signal.aborted) throw signal.reason;
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          this.listeners.delete(done);
+          resolve();
+        };
+        this.listeners.add(done);
+        signal.addEventListener("abort", done, { once: true });
+      });
+    }
+    return c.exitCode ?? 0;
+  }
+
+  async execInInstance(id: string, argv: string[], onLine: (line: string) => void): Promise<number> {
+    await this.enter("execInInstance", id, argv, onLine);
+    const c = this.known(id);
+    if (!c.running) throw new PierError("CONFLICT", `Container ${id} is not running`);
+    const run = interpret(argv);
+    for (const l of run.lines) onLine(l);
+    for (const l of run.logged) this.print(id, l);
+    return run.exitCode ?? 0;
+  }
+
+  async logs(
+    id: string,
+    opts: { since?: Date; until?: Date; tail?: number; follow: boolean },
+    onLine: (l: InstanceLogLine) => void | Promise<void>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    await this.enter("logs", id, opts, onLine, signal);
+    this.known(id);
+    const all = this.logLines.get(id) ?? [];
+    const inRange = (l: InstanceLogLine) =>
+      (!opts.since || l.at >= opts.since.toISOString()) && (!opts.until || l.at <= opts.until.toISOString());
+    const first = all.filter(inRange);
+    let sent = all.length;
+    for (const l of opts.tail !== undefined ? first.slice(-opts.tail) : first) await onLine(l);
+    while (opts.follow && !signal.aborted) {
+      await new Promise<void>((resolve) => {
+        this.logWaiters.add(resolve);
+        signal.addEventListener("abort", () => resolve(), { once: true });
+      });
+      const lines = this.logLines.get(id) ?? [];
+      for (const l of lines.slice(sent)) await onLine(l);
+      sent = lines.length;
+    }
+  }
+
+  // Events.
+
+  async ping(): Promise<void> {
+    await this.enter("ping");
+  }
+
+  async events(onEvent: (e: EngineEvent) => void, signal: AbortSignal): Promise<void> {
+    await this.enter("events", onEvent, signal);
+    this.listeners.add(onEvent);
+    await new Promise<void>((resolve) => {
+      if (signal.aborted) resolve();
+      signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+    this.listeners.delete(onEvent);
+  }
+
+  async ownerAppIds(): Promise<Set<string>> {
+    await this.enter("ownerAppIds");
+    const ids = [...this.networks.map((n) => n.labels), ...this.volumes.values()].map((l) => l[LABEL.app]);
+    return new Set(ids.filter((id): id is string => !!id));
+  }
+}
