@@ -20,6 +20,8 @@ export interface SeenAnswer {
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
+const field = (at: string, k: string) => (at ? `${at}.${k}` : k);
+
 /** The paths in `value` of fields `schema` does not declare (loose objects let them pass parsing). */
 export function undeclaredFields(schema: z.core.$ZodType, value: unknown, at = ""): string[] {
   if (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable)
@@ -27,12 +29,12 @@ export function undeclaredFields(schema: z.core.$ZodType, value: unknown, at = "
   if (schema instanceof z.ZodArray && Array.isArray(value))
     return value.flatMap((v, i) => undeclaredFields(schema.element, v, `${at}[${i}]`));
   if (schema instanceof z.ZodRecord && isObject(value))
-    return Object.entries(value).flatMap(([k, v]) => undeclaredFields(schema.valueType, v, `${at}.${k}`));
+    return Object.entries(value).flatMap(([k, v]) => undeclaredFields(schema.valueType, v, field(at, k)));
   if (schema instanceof z.ZodObject && isObject(value)) {
     const shape: Record<string, z.core.$ZodType> = schema.shape;
     return Object.entries(value).flatMap(([k, v]) => {
-      const field = shape[k];
-      return field ? undeclaredFields(field, v, `${at}.${k}`) : [`${at}.${k}`];
+      const declared = shape[k];
+      return declared ? undeclaredFields(declared, v, field(at, k)) : [field(at, k)];
     });
   }
   return [];

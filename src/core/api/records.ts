@@ -241,5 +241,8 @@ export const Links = z.looseObject({
 /** The OpenAPI document itself (described, not detailed). */
 export const OpenApiDocument = z.looseObject({
   openapi: z.string(),
+  info: z.looseObject({ title: z.string(), version: z.string() }),
+  components: z.unknown(),
+  security: z.unknown(),
   paths: z.record(z.string(), z.unknown()),
 });
