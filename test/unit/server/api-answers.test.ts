@@ -16,7 +16,7 @@ import { hashToken } from "../../../src/server/access.js";
 import type { AddonService } from "../../../src/server/addons.js";
 import { createApi } from "../../../src/server/api.js";
 import { AppService } from "../../../src/server/apps.js";
-import type { DeployLogs } from "../../../src/server/deploy-logs.js";
+import { DeployLogs } from "../../../src/server/deploy-logs.js";
 import type { Deployer } from "../../../src/server/deployer.js";
 import type { DomainService } from "../../../src/server/domains.js";
 import type { Instances } from "../../../src/server/instances.js";
@@ -43,6 +43,8 @@ describe("the API's answers are the route table's", () => {
   });
   const limits = new AppLimits({ store, defaults: { maxFlavor: "L", maxInstances: 4, maxMemoryMiB: 8192 } });
   const instances: Partial<Instances> = {
+    list: async () => [],
+    routeProblem: () => null,
     refreshEdge: async () => undefined,
     prepare: async () => undefined,
     buildSandbox: async () => "",
@@ -70,7 +72,7 @@ describe("the API's answers are the route table's", () => {
     apps,
     addons: addons as AddonService,
     domains: { list: async () => [] } as Partial<DomainService> as DomainService,
-    logs: {} as DeployLogs,
+    logs: new DeployLogs(store),
     limits,
     logger: pino({ level: "silent" }),
     nodeVersions: async () => [{ version: "22.16.0", major: 22, lts: "Jod", eol: false }],
@@ -157,6 +159,26 @@ describe("the API's answers are the route table's", () => {
     assert.equal((await ok("PUT", "/v1/apps/web/ssh-private-key", 200, { privateKey })).type, "ssh-ed25519");
     await ok("GET", "/v1/apps/web/ssh-private-key", 200);
     await ok("DELETE", "/v1/apps/web/ssh-private-key", 204);
+  });
+
+  test("an app's status, a deployment and its log answer as declared", async () => {
+    const status = await ok("GET", "/v1/apps/web/status", 200);
+    assert.equal(status.state, "not deployed");
+    assert.deepEqual(status.domains, []);
+    const web = await apps.get("web");
+    await store.createDeployment({
+      id: "dep-1",
+      appId: web.id,
+      commit: "abc",
+      cause: "test",
+      withoutCache: false,
+    });
+    assert.equal((await ok("GET", "/v1/apps/web/deployments/latest", 200)).id, "dep-1");
+    const log = await checked.request("/v1/apps/web/deployments/dep-1/log", {
+      headers: { authorization: `Bearer ${ADMIN}` },
+    });
+    assert.equal(log.status, 200);
+    assert.equal(await log.text(), "");
   });
 
   test("errors answer as declared: the error shape with its real status", async () => {
