@@ -99,7 +99,7 @@ function DeploymentLog({ app, deployment }: { app: string; deployment: Deploymen
 
 function Scale({ status, refresh }: { status: Status; refresh: () => Promise<void> }) {
   const [instances, setInstances] = useState(String(status.app.instances));
-  const [flavor, setFlavor] = useState(status.app.flavor);
+  const [flavor, setFlavor] = useState<string>(status.app.flavor);
   const n = Number(instances);
   const valid = Number.isInteger(n) && n >= 1 && n <= 20;
   return (

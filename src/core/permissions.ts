@@ -9,6 +9,7 @@
  *
  * Pure: the API and the SSH server resolve names to ids, then ask here.
  */
+import { ROUTES, type RouteAccess, type RouteSpec } from "./api/routes.js";
 
 export interface TokenScope {
   /** The app id the token is limited to; null: every app (an admin token). */
@@ -16,93 +17,24 @@ export interface TokenScope {
   readOnly: boolean;
 }
 
+export type { RouteAccess } from "./api/routes.js";
+
 /**
- * How a route is guarded. Every API route under /v1 that needs a token is in ROUTE_ACCESS; a route
- * missing from it is admin-only (the safe default for a route added without thought).
+ * `METHOD pattern` (Hono's `:param` syntax) -> how it is guarded: every route of the one route table
+ * (core/api/routes.ts) that needs a token. A route missing from it is admin-only (the safe default).
  */
-export type RouteAccess =
-  /** Not about one app, and open to every token for reading (the app list is filtered by its handler). */
-  | "shared"
-  /** About the app in `:app`: tokens of that app (and admin tokens) only. */
-  | "app"
-  /** About the app in `:app`, but only an admin token may do it (it reaches beyond the app). */
-  | "app-admin"
-  /** About the whole server: admin tokens only (read-only admin tokens may read). */
-  | "admin";
+export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = Object.fromEntries(
+  Object.entries(ROUTES).flatMap(([key, spec]: [string, RouteSpec]) =>
+    spec.access === "public" ? [] : [[key, spec.access] as const],
+  ),
+);
 
-/** `METHOD pattern` (Hono's `:param` syntax) -> how it is guarded. */
-export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = {
-  "GET /v1/whoami": "shared",
-  "GET /v1/apps": "shared",
-  "POST /v1/apps": "admin",
-  "GET /v1/apps/:app": "app",
-  "PATCH /v1/apps/:app": "app",
-  "DELETE /v1/apps/:app": "app",
-  "GET /v1/apps/:app/status": "app",
-  "POST /v1/apps/:app/stop": "app",
-  "GET /v1/apps/:app/env": "app",
-  "PATCH /v1/apps/:app/env": "app",
-  "PUT /v1/apps/:app/env/:name": "app",
-  "DELETE /v1/apps/:app/env/:name": "app",
-  // An app's ceiling (ADR 0022): its tokens may read it; raising (or lowering) it is the admin's.
-  "GET /v1/apps/:app/limits": "app",
-  "PATCH /v1/apps/:app/limits": "app-admin",
-  "GET /v1/apps/:app/releases": "app",
-  "POST /v1/apps/:app/releases/:number/rollback": "app",
-  "GET /v1/apps/:app/deployments": "app",
-  "POST /v1/apps/:app/deployments": "app",
-  "GET /v1/apps/:app/deployments/:id": "app",
-  "POST /v1/apps/:app/deployments/:id/cancel": "app",
-  "GET /v1/apps/:app/deployments/:id/log": "app",
-  "GET /v1/apps/:app/logs": "app",
-  "GET /v1/apps/:app/ssh-private-key": "app",
-  "PUT /v1/apps/:app/ssh-private-key": "app",
-  "DELETE /v1/apps/:app/ssh-private-key": "app",
-  // A key granted on an app can be a key granted elsewhere too: granting and revoking keys is the admin's.
-  "GET /v1/apps/:app/ssh-keys": "app",
-  "POST /v1/apps/:app/ssh-keys": "app-admin",
-  "DELETE /v1/apps/:app/ssh-keys/:key": "app-admin",
-  "GET /v1/runtimes/node": "shared",
-  // https: an app's custom domains and certificates (ADR 0018). A domain name is one namespace for every
-  // app: claiming one (which then gets the traffic and a certificate of whoever points it at this host)
-  // reaches beyond the app, so only an admin token adds one or sets a certificate (which may add it).
-  "GET /v1/apps/:app/domains": "app",
-  "POST /v1/apps/:app/domains": "app-admin",
-  "DELETE /v1/apps/:app/domains/:domain": "app",
-  "POST /v1/apps/:app/domains/:domain/renew": "app",
-  "PUT /v1/apps/:app/domains/:domain/certificate": "app-admin",
-  "GET /v1/ssh-keys": "admin",
-  "POST /v1/ssh-keys": "admin",
-  "DELETE /v1/ssh-keys/:key": "admin",
-  "GET /v1/tokens": "admin",
-  "POST /v1/tokens": "admin",
-  "DELETE /v1/tokens/:name": "admin",
-  // Add-ons are global (ADR 0015): a token scoped to an app sees the add-ons linked to its app (the
-  // handlers filter the "shared" routes), read-only; creating, deleting, backing up and restoring is the
-  // admin's. Linking gives an app an add-on's credentials or another app's published variables: admin.
-  "GET /v1/addons": "shared",
-  "POST /v1/addons": "admin",
-  "GET /v1/addons/:addon": "shared",
-  "DELETE /v1/addons/:addon": "admin",
-  "GET /v1/addons/:addon/env": "shared",
-  "GET /v1/addons/:addon/backups": "shared",
-  "POST /v1/addons/:addon/backups": "admin",
-  "POST /v1/addons/:addon/backups/:backup/restore": "admin",
-  "GET /v1/apps/:app/links": "app",
-  "POST /v1/apps/:app/links/addons": "app-admin",
-  "DELETE /v1/apps/:app/links/addons/:addon": "app",
-  "POST /v1/apps/:app/links/apps": "app-admin",
-  "DELETE /v1/apps/:app/links/apps/:target": "app",
-  "GET /v1/apps/:app/published-config": "app",
-  "PUT /v1/apps/:app/published-config/:name": "app",
-  "DELETE /v1/apps/:app/published-config/:name": "app",
-};
-
-/** Request body fields only an admin token may set, per route. */
-export const ADMIN_FIELDS: Readonly<Record<string, readonly string[]>> = {
-  // Mounting the engine's socket gives the app root on the host: not a tenant's decision.
-  "PATCH /v1/apps/:app": ["allowDockerSocket"],
-};
+/** Request body fields only an admin token may set, per route (the table's `adminFields`). */
+export const ADMIN_FIELDS: Readonly<Record<string, readonly string[]>> = Object.fromEntries(
+  Object.entries(ROUTES).flatMap(([key, spec]: [string, RouteSpec]) =>
+    spec.adminFields ? [[key, spec.adminFields] as const] : [],
+  ),
+);
 
 export interface RouteMatch {
   /** `METHOD pattern`, a key of ROUTE_ACCESS, or null when no pattern matches. */
@@ -113,10 +45,14 @@ export interface RouteMatch {
 const READS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /** The ROUTE_ACCESS entry a request falls under, with its path parameters (decoded). */
-export function matchRoute(method: string, path: string): RouteMatch {
+export const matchRoute = (method: string, path: string): RouteMatch =>
+  matchKey(Object.keys(ROUTE_ACCESS), method, path);
+
+/** The first of `keys` (`METHOD pattern`) a request falls under, with its path parameters (decoded). */
+export function matchKey(keys: readonly string[], method: string, path: string): RouteMatch {
   const m = method.toUpperCase() === "HEAD" ? "GET" : method.toUpperCase();
   const segs = path.replace(/\/+$/, "").split("/");
-  for (const key of Object.keys(ROUTE_ACCESS)) {
+  for (const key of keys) {
     const [km, pattern = ""] = key.split(" ");
     if (km !== m) continue;
     const ps = pattern.split("/");

@@ -1,17 +1,15 @@
 import { createHash, randomBytes } from "node:crypto";
-import type { Context, Hono, MiddlewareHandler } from "hono";
-import type { z } from "zod";
+import type { Context, MiddlewareHandler } from "hono";
 import { PierError } from "../core/errors.js";
 import type { ApiToken, SshKey } from "../core/model.js";
 import { ADMIN_FIELDS, decide, decideGit, matchRoute, type TokenScope } from "../core/permissions.js";
 import type { Store } from "../core/ports.js";
-import type { AppService } from "./apps.js";
 import { parsePublicKey } from "./apps.js";
 import { newId } from "./deployer.js";
-import { schemas } from "./schemas.js";
+import type { ApiDeps } from "./routes/deps.js";
+import type { ApiEnv, SomeHandlers } from "./routes/mount.js";
 
-/** Who is asking, set by the auth middleware for every /v1 route that needs a token. */
-export type ApiEnv = { Variables: { token: ApiToken } };
+export type { ApiEnv } from "./routes/mount.js";
 
 export const hashToken = (token: string) => createHash("sha256").update(token).digest("hex");
 
@@ -102,101 +100,91 @@ const tokenView = (t: ApiToken) => ({
   createdAt: t.createdAt,
 });
 
-/** The routes about keys and tokens, and `whoami`. */
-export function accessRoutes(
-  api: Hono<ApiEnv>,
-  deps: {
-    store: Store;
-    apps: AppService;
-    body: <T extends z.ZodType>(c: Context, schema: T) => Promise<z.infer<T>>;
-  },
-): void {
-  const { store, apps, body } = deps;
+/** A new key from a request's `{ publicKey, name?, readOnly? }` (400 for a key that does not parse). */
+function keyOf(b: { publicKey: string; name?: string | undefined }) {
+  const k = parsePublicKey(b.publicKey);
+  return {
+    id: newId("key"),
+    name: b.name ?? (k.comment || k.fingerprint),
+    fingerprint: k.fingerprint,
+    algo: k.algo,
+    blob: k.blob,
+  };
+}
 
-  api.get("/v1/whoami", (c) => c.json(tokenView(c.get("token"))));
+/** The routes about SSH keys: admin keys, and keys granted on an app. */
+export function keyHandlers({ store, apps }: Pick<ApiDeps, "store" | "apps">) {
+  const app = (c: Context<ApiEnv>) => apps.get(c.req.param("app") ?? "");
+  const keyRef = (c: Context<ApiEnv>) => c.req.param("key") ?? "";
+  return {
+    "GET /v1/ssh-keys": async (c) => c.json((await store.listSshKeys()).map(keyView)),
+    "POST /v1/ssh-keys": async (c, req) => {
+      const b = await req.body();
+      const key = await store.addSshKey({ ...keyOf(b), readOnly: b.readOnly ?? false });
+      return c.json(keyView(key), 201);
+    },
+    "DELETE /v1/ssh-keys/:key": async (c) => {
+      const k = await store.findSshKey(keyRef(c));
+      if (!k) throw new PierError("SSH_KEY_NOT_FOUND", `No SSH key '${keyRef(c)}'.`, "See `pier ssh-keys`.");
+      await store.deleteSshKey(k.id);
+      return c.body(null, 204);
+    },
+    "GET /v1/apps/:app/ssh-keys": async (c) => {
+      const a = await app(c);
+      return c.json((await store.listSshKeys(a.id)).map(keyView));
+    },
+    "POST /v1/apps/:app/ssh-keys": async (c, req) => {
+      const a = await app(c);
+      const b = await req.body();
+      const r = await store.grantSshKey(keyOf(b), a.id, b.readOnly ?? false);
+      return c.json(keyView(r.key), r.created ? 201 : 200);
+    },
+    "DELETE /v1/apps/:app/ssh-keys/:key": async (c) => {
+      const a = await app(c);
+      const k = await store.findSshKey(keyRef(c));
+      if (!k || !(await store.revokeSshKeyGrant(k.id, a.id)))
+        throw new PierError(
+          "SSH_KEY_NOT_FOUND",
+          `No SSH key '${keyRef(c)}' granted on ${a.name}.`,
+          `See \`pier ssh-keys --app ${a.name}\`.`,
+        );
+      return c.body(null, 204);
+    },
+  } satisfies SomeHandlers;
+}
 
-  api.get("/v1/ssh-keys", async (c) => c.json((await store.listSshKeys()).map(keyView)));
-  api.post("/v1/ssh-keys", async (c) => {
-    const b = await body(c, schemas.addKey);
-    const k = parsePublicKey(b.publicKey);
-    const key = await store.addSshKey({
-      id: newId("key"),
-      name: b.name ?? (k.comment || k.fingerprint),
-      fingerprint: k.fingerprint,
-      algo: k.algo,
-      blob: k.blob,
-      readOnly: b.readOnly ?? false,
-    });
-    return c.json(keyView(key), 201);
-  });
-  api.delete("/v1/ssh-keys/:key", async (c) => {
-    const k = await store.findSshKey(c.req.param("key"));
-    if (!k)
-      throw new PierError("SSH_KEY_NOT_FOUND", `No SSH key '${c.req.param("key")}'.`, "See `pier ssh-keys`.");
-    await store.deleteSshKey(k.id);
-    return c.body(null, 204);
-  });
-
-  api.get("/v1/apps/:app/ssh-keys", async (c) => {
-    const app = await apps.get(c.req.param("app"));
-    return c.json((await store.listSshKeys(app.id)).map(keyView));
-  });
-  api.post("/v1/apps/:app/ssh-keys", async (c) => {
-    const app = await apps.get(c.req.param("app"));
-    const b = await body(c, schemas.addKey);
-    const k = parsePublicKey(b.publicKey);
-    const r = await store.grantSshKey(
-      {
-        id: newId("key"),
-        name: b.name ?? (k.comment || k.fingerprint),
-        fingerprint: k.fingerprint,
-        algo: k.algo,
-        blob: k.blob,
-      },
-      app.id,
-      b.readOnly ?? false,
-    );
-    return c.json(keyView(r.key), r.created ? 201 : 200);
-  });
-  api.delete("/v1/apps/:app/ssh-keys/:key", async (c) => {
-    const app = await apps.get(c.req.param("app"));
-    const k = await store.findSshKey(c.req.param("key"));
-    if (!k || !(await store.revokeSshKeyGrant(k.id, app.id)))
-      throw new PierError(
-        "SSH_KEY_NOT_FOUND",
-        `No SSH key '${c.req.param("key")}' granted on ${app.name}.`,
-        `See \`pier ssh-keys --app ${app.name}\`.`,
-      );
-    return c.body(null, 204);
-  });
-
-  api.get("/v1/tokens", async (c) => c.json((await store.listApiTokens()).map(tokenView)));
-  api.post("/v1/tokens", async (c) => {
-    const b = await body(c, schemas.createToken);
-    const app = b.app === undefined ? null : await apps.get(b.app);
-    const token = newToken();
-    const t = await store.addApiToken({
-      id: newId("tok"),
-      name: b.name,
-      hash: hashToken(token),
-      appId: app?.id ?? null,
-      readOnly: b.readOnly ?? false,
-      bootstrap: false,
-    });
-    return c.json({ ...tokenView(t), token }, 201);
-  });
-  api.delete("/v1/tokens/:name", async (c) => {
-    const name = c.req.param("name");
-    if (name === BOOTSTRAP_NAME)
-      throw new PierError(
-        "CONFLICT",
-        "The bootstrap admin token is not revoked through the API.",
-        "Set a new PIER_ADMIN_TOKEN (or delete cli.json) and restart pier server: the previous one stops working.",
-      );
-    if (!(await store.deleteApiToken(name)))
-      throw new PierError("NOT_FOUND", `No token named '${name}'.`, "See `pier tokens`.");
-    return c.body(null, 204);
-  });
+/** The routes about API tokens, and `whoami`. */
+export function tokenHandlers({ store, apps }: Pick<ApiDeps, "store" | "apps">) {
+  return {
+    "GET /v1/whoami": (c) => c.json(tokenView(c.get("token"))),
+    "GET /v1/tokens": async (c) => c.json((await store.listApiTokens()).map(tokenView)),
+    "POST /v1/tokens": async (c, req) => {
+      const b = await req.body();
+      const app = b.app === undefined ? null : await apps.get(b.app);
+      const token = newToken();
+      const t = await store.addApiToken({
+        id: newId("tok"),
+        name: b.name,
+        hash: hashToken(token),
+        appId: app?.id ?? null,
+        readOnly: b.readOnly ?? false,
+        bootstrap: false,
+      });
+      return c.json({ ...tokenView(t), token }, 201);
+    },
+    "DELETE /v1/tokens/:name": async (c) => {
+      const name = c.req.param("name") ?? "";
+      if (name === BOOTSTRAP_NAME)
+        throw new PierError(
+          "CONFLICT",
+          "The bootstrap admin token is not revoked through the API.",
+          "Set a new PIER_ADMIN_TOKEN (or delete cli.json) and restart pier server: the previous one stops working.",
+        );
+      if (!(await store.deleteApiToken(name)))
+        throw new PierError("NOT_FOUND", `No token named '${name}'.`, "See `pier tokens`.");
+      return c.body(null, 204);
+    },
+  } satisfies SomeHandlers;
 }
 
 /**

@@ -5,36 +5,11 @@ import { apiPath } from "../client.js";
 import type { Command, Context } from "../command.js";
 import { CliError, UsageError } from "../errors.js";
 import { json, renderEnvHuman, renderEnvShell, table } from "../output.js";
+import { AddonEnvSchema, AddonSchema, AddonStatusSchema, BackupSchema } from "../schemas.js";
 
-const AddonSchema = z.looseObject({
-  id: z.string(),
-  name: z.string(),
-  kind: z.string(),
-  flavor: z.string(),
-  apps: z.array(z.string()),
-  createdAt: z.string(),
-});
-const StatusSchema = AddonSchema.extend({
-  state: z.string(),
-  host: z.string(),
-  port: z.number(),
-  networks: z.array(z.string()),
-  startedAt: z.string().nullable(),
-  backups: z.number(),
-  joins: z.array(z.object({ app: z.string(), state: z.string(), networks: z.array(z.string()) })),
-});
-const EnvSchema = z.looseObject({
-  addon: z.string(),
-  kind: z.string(),
-  vars: z.record(z.string(), z.string()),
-});
-const BackupSchema = z.looseObject({
-  id: z.string(),
-  file: z.string(),
-  bytes: z.number(),
-  automatic: z.boolean(),
-  createdAt: z.string(),
-});
+// The answers, as the route table declares them (ADR 0026).
+const StatusSchema = AddonStatusSchema;
+const EnvSchema = AddonEnvSchema;
 
 /** A secret value shown as MASK unless --reveal; a URL keeps its shape with its password masked. */
 export const maskValue = shownValue;

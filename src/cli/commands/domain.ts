@@ -6,20 +6,8 @@ import type { Command, Context } from "../command.js";
 import { CliError, UsageError } from "../errors.js";
 import { resolveApp } from "../link-file.js";
 import { json, table } from "../output.js";
+import { DomainSchema } from "../schemas.js";
 
-const DomainSchema = z.looseObject({
-  name: z.string(),
-  app: z.string(),
-  source: z.string(),
-  state: z.string(),
-  issuer: z.string().nullable(),
-  serial: z.string().nullable(),
-  notAfter: z.string().nullable(),
-  nextAttemptAt: z.string().nullable(),
-  failures: z.number(),
-  lastError: z.string().nullable(),
-  url: z.string(),
-});
 type DomainView = z.infer<typeof DomainSchema>;
 
 const USAGE = `Usage: pier domain [--app A] [--format human|json]

@@ -81,15 +81,8 @@ Options:
   },
 };
 
-const LinkedSchema = z
-  .array(
-    z.looseObject({
-      name: z.string(),
-      value: z.string(),
-      source: z.looseObject({ kind: z.string(), name: z.string() }),
-    }),
-  )
-  .default([]);
+/** The links' variables of the answer (absent when the app has none). */
+const LinkedSchema = EnvSchema.shape.linked.unwrap().default([]);
 
 /** A value as the server masks it until revealed: the mask, or a URL whose password is the mask. */
 const isMasked = (v: string) => v === MASK || urlPasswords(v).includes(MASK);

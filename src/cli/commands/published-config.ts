@@ -6,9 +6,8 @@ import type { Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { resolveApp } from "../link-file.js";
 import { json, renderEnvHuman } from "../output.js";
+import { VarsSchema } from "../schemas.js";
 import { maskValue } from "./addon.js";
-
-const VarsSchema = z.looseObject({ vars: z.record(z.string(), z.string()) });
 
 export const publishedConfig: Command = {
   name: "published-config",

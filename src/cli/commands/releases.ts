@@ -5,18 +5,21 @@ import type { Command } from "../command.js";
 import { awaitDeployment, reportDeployment } from "../follow.js";
 import { resolveApp } from "../link-file.js";
 import { json, table } from "../output.js";
-import { DeploymentSchema } from "../schemas.js";
+import { DeploymentSchema, ReleaseSchema as ReleaseRecord } from "../schemas.js";
 import { exitOnFlag } from "./restart.js";
 
-const ReleaseSchema = z.object({
-  id: z.string(),
-  number: z.number(),
-  deploymentId: z.string(),
-  image: z.string(),
-  commit: z.string(),
-  createdAt: z.string(),
-  current: z.boolean(),
-});
+/** The fields `pier releases` shows (and prints with --format json), from the table's Release. */
+const ReleaseSchema = z.object(
+  ReleaseRecord.pick({
+    id: true,
+    number: true,
+    deploymentId: true,
+    image: true,
+    commit: true,
+    createdAt: true,
+    current: true,
+  }).shape,
+);
 
 export const releases: Command = {
   name: "releases",

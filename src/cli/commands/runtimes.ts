@@ -3,13 +3,10 @@ import { checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from
 import { apiPath } from "../client.js";
 import type { Command } from "../command.js";
 import { json, table } from "../output.js";
+import { NodeVersionsSchema } from "../schemas.js";
 
-const VersionSchema = z.object({
-  version: z.string(),
-  major: z.number(),
-  lts: z.string().nullable(),
-  eol: z.boolean(),
-});
+/** One Node.js version as `pier runtimes` prints it, from the table's answer. */
+const VersionSchema = z.object(NodeVersionsSchema.shape.versions.element.shape);
 
 export const runtimes: Command = {
   name: "runtimes",

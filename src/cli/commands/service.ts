@@ -5,11 +5,7 @@ import type { Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { resolveApp } from "../link-file.js";
 import { json, table } from "../output.js";
-
-const LinksSchema = z.looseObject({
-  addons: z.array(z.looseObject({ id: z.string(), name: z.string(), kind: z.string() })),
-  apps: z.array(z.looseObject({ id: z.string(), name: z.string() })),
-});
+import { LinksSchema } from "../schemas.js";
 
 const NEXT = "The next deploy or `pier restart` applies it; running instances are not changed.\n";
 

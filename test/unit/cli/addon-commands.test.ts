@@ -190,6 +190,7 @@ describe("add-on commands", () => {
     assert.equal(revealed.stdout, "KV_HOST=h\nKV_TOKEN=tok3n-value\n");
     const backup = {
       id: "bak-1",
+      addonId: "addon-1",
       file: "f.rdb",
       bytes: 10,
       automatic: false,

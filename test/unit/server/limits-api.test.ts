@@ -79,6 +79,7 @@ describe("an app's ceiling and the caps on variables, through the API", () => {
       gitHost: "localhost",
     },
     maxBodyBytes: 4 * 2 ** 20,
+    checkAnswers: true,
   });
   const ADMIN = "admin-token-0123456789abcdef";
   const TENANT = "tenant-token-0123456789abcdef";

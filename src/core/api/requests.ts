@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { MAX_INSTANCES } from "../core/limits.js";
-import { FLAVOR_MEMORY_MIB, FLAVORS, RUNTIMES } from "../core/model.js";
-import { appNameProblem } from "../core/names.js";
+import { MAX_INSTANCES } from "../limits.js";
+import { FLAVOR_MEMORY_MIB, FLAVORS, RUNTIMES } from "../model.js";
+import { appNameProblem } from "../names.js";
 
-/** The API's request bodies: validated by the routes, described by the OpenAPI document. */
+/** The API's request bodies (ADR 0026): the route table names them, the routes validate with them. */
 export const schemas = {
   createApp: z.object({
     // The domain-dependent part of the rule (the whole host name fits) is checked by AppService.create.
@@ -68,4 +68,40 @@ export const schemas = {
     readOnly: z.boolean().optional(),
   }),
   putPrivateKey: z.object({ privateKey: z.string().min(1).max(32768) }),
+  createAddon: z.object({
+    kind: z.string().min(1),
+    name: z.string().min(1),
+    flavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
+    /** Apps to link it to at once. */
+    link: z.array(z.string().min(1)).max(100).optional(),
+  }),
+  linkAddon: z.object({ addon: z.string().min(1) }),
+  linkApp: z.object({ app: z.string().min(1) }),
+  putPublished: z.object({ value: z.string() }),
+  addDomain: z.object({ name: z.string().min(1).max(253) }),
+  setCertificate: z.object({
+    /** PEM: the certificate, then its chain. */
+    cert: z.string().min(1).max(65_536),
+    /** PEM, unencrypted. */
+    key: z.string().min(1).max(16_384),
+  }),
+};
+
+const flag = z.enum(["true", "false"]).optional();
+
+/**
+ * The query parameters each route reads, for the OpenAPI document. The handlers parse them (reveal.ts,
+ * parseTime) with the messages the API has always given.
+ */
+export const queries = {
+  reveal: z.object({ reveal: flag }),
+  follow: z.object({ follow: flag }),
+  force: z.object({ force: flag }),
+  acme: z.object({ acme: flag }),
+  logs: z.object({
+    since: z.string().optional(),
+    until: z.string().optional(),
+    tail: z.string().optional(),
+    follow: flag,
+  }),
 };

@@ -1,0 +1,72 @@
+/**
+ * Whether an answer is the one the route table declares (ADR 0026): its status is one of the route's, its
+ * body parses with the declared schema, and it holds no field the schema does not declare. The server's
+ * unit tests run every answer through it (createApi's `checkAnswers`). Pure.
+ */
+import { z } from "zod";
+import { matchKey } from "../permissions.js";
+import { ErrorBody } from "./records.js";
+import { ROUTE_KEYS, ROUTES, type RouteSpec } from "./routes.js";
+
+export interface SeenAnswer {
+  method: string;
+  path: string;
+  status: number;
+  contentType: string;
+  /** The body's text (not read for event streams). */
+  text: () => Promise<string>;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+const field = (at: string, k: string) => (at ? `${at}.${k}` : k);
+
+/** The paths in `value` of fields `schema` does not declare (loose objects let them pass parsing). */
+export function undeclaredFields(schema: z.core.$ZodType, value: unknown, at = ""): string[] {
+  if (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable)
+    return undeclaredFields(schema.unwrap(), value, at);
+  if (schema instanceof z.ZodArray && Array.isArray(value))
+    return value.flatMap((v, i) => undeclaredFields(schema.element, v, `${at}[${i}]`));
+  if (schema instanceof z.ZodRecord && isObject(value))
+    return Object.entries(value).flatMap(([k, v]) => undeclaredFields(schema.valueType, v, field(at, k)));
+  if (schema instanceof z.ZodObject && isObject(value)) {
+    const shape: Record<string, z.core.$ZodType> = schema.shape;
+    return Object.entries(value).flatMap(([k, v]) => {
+      const declared = shape[k];
+      return declared ? undeclaredFields(declared, v, field(at, k)) : [field(at, k)];
+    });
+  }
+  return [];
+}
+
+function jsonProblem(schema: z.ZodType, text: string): string | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return "the body is not JSON";
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success)
+    return parsed.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ");
+  const extra = undeclaredFields(schema, value);
+  return extra.length > 0 ? `undeclared fields ${extra.join(", ")}` : null;
+}
+
+/** Null when the answer is as declared, else what differs. Paths outside /v1 (the console) are not checked. */
+export async function answerProblem(a: SeenAnswer): Promise<string | null> {
+  if (!a.path.startsWith("/v1/")) return null;
+  if (a.status >= 400) return jsonProblem(ErrorBody, await a.text());
+  const { route } = matchKey(ROUTE_KEYS, a.method, a.path);
+  if (route === null) return "no route of the table answers this path";
+  const spec: RouteSpec = ROUTES[route as keyof typeof ROUTES];
+  const answer = spec.responses[a.status];
+  if (!answer) return `status ${a.status} is not one the table declares for ${route}`;
+  if (a.contentType.includes("text/event-stream"))
+    return answer.sse ? null : "an event stream is not declared";
+  if (a.contentType.includes("text/plain")) return answer.text ? null : "a text answer is not declared";
+  if (answer.json) return jsonProblem(answer.json, await a.text());
+  const text = await a.text();
+  return text === "" ? null : "the table declares no body";
+}
