@@ -5,13 +5,14 @@ import { PassThrough, Readable } from "node:stream";
 import type Docker from "dockerode";
 import { LineSplitter } from "../../core/bounded-queue.js";
 import { PierError } from "../../core/errors.js";
+import { splitLines } from "../../core/lines.js";
 import { BUILD_USER } from "../../core/instance-fs.js";
 import { LABEL, ROLE } from "../../core/labels.js";
 import { cpuLimits } from "../../core/model.js";
 import { isHostOnlyAddress, loginServerProblem, registryServerHost } from "../../core/plan-docker.js";
 import type { BuildContainer, ContainerBuild, ImageBuild } from "../../core/ports.js";
 import { shellQuote } from "../../core/shell.js";
-import { childEnv } from "../exec.js";
+import { childEnv, type ExecError, spawnChecked } from "../exec.js";
 
 /**
  * The Docker engine's two ways of building a release image: a Dockerfile build (classic builder or
@@ -99,6 +100,8 @@ async function refuseHostOnlyRegistry(server: string): Promise<void> {
  */
 export const DROPPED_CAPABILITIES: readonly string[] = ["NET_RAW", "MKNOD"];
 
+type RegistryAuth = { username: string; password: string; serveraddress: string };
+
 export async function buildImage(
   docker: Docker,
   own: Record<string, string>,
@@ -107,31 +110,61 @@ export async function buildImage(
   signal: AbortSignal,
   hostCpus: number,
 ): Promise<void> {
-  const auth = b.login
-    ? {
-        username: b.login.username,
-        password: b.login.password,
-        serveraddress: b.login.server ?? "https://index.docker.io/v1/",
-      }
-    : undefined;
-  if (auth && b.login?.server) await refuseHostOnlyRegistry(b.login.server);
-  if (auth) {
-    try {
-      await docker.checkAuth(auth);
-    } catch (e) {
-      throw new PierError(
-        "BUILD_FAILED",
-        `Registry login to ${b.login?.server ?? "the default registry"} as ${b.login?.username} failed: ${(e as { json?: { message?: string } }).json?.message ?? (e as Error).message}`,
-        "Check CC_DOCKER_LOGIN_USERNAME, CC_DOCKER_LOGIN_PASSWORD and CC_DOCKER_LOGIN_SERVER.",
-      );
-    }
-  }
-  const tar = spawn("tar", ["-C", b.contextDir, "-c", "."], {
-    env: childEnv(),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const auth = await registryAuth(docker, b);
+  const tar = spawnChecked(["tar", "-C", b.contextDir, "-c", "."]);
   const context = new PassThrough();
   tar.stdout.pipe(context);
+  let stream: NodeJS.ReadableStream;
+  try {
+    stream = await docker.buildImage(context, buildOptions(b, own, hostCpus, auth, signal));
+  } catch (e) {
+    tar.kill();
+    throw new PierError("BUILD_FAILED", `The engine refused the build: ${(e as Error).message}`);
+  }
+  try {
+    const failure = await followBuild(docker, stream, b, onLine, signal);
+    if (signal.aborted) throw signal.reason;
+    if (failure) throw buildFailure(failure, b);
+    // A file tar could not read would otherwise be missing from a build that succeeds.
+    await tar.done.catch((e: ExecError) => {
+      throw new PierError("BUILD_FAILED", `Could not read the commit's files: ${e.stderrTail.trim()}`);
+    });
+  } finally {
+    tar.kill();
+  }
+  if (!(await imageExists(docker, b.tag)))
+    throw new PierError("BUILD_FAILED", `The build produced no image ${b.tag}.`);
+}
+
+/** The registry login of a build (CC_DOCKER_LOGIN_*), checked against the registry before the build. */
+async function registryAuth(docker: Docker, b: ImageBuild): Promise<RegistryAuth | undefined> {
+  if (!b.login) return undefined;
+  const auth = {
+    username: b.login.username,
+    password: b.login.password,
+    serveraddress: b.login.server ?? "https://index.docker.io/v1/",
+  };
+  if (b.login.server) await refuseHostOnlyRegistry(b.login.server);
+  try {
+    await docker.checkAuth(auth);
+  } catch (e) {
+    throw new PierError(
+      "BUILD_FAILED",
+      `Registry login to ${b.login.server ?? "the default registry"} as ${b.login.username} failed: ${(e as { json?: { message?: string } }).json?.message ?? (e as Error).message}`,
+      "Check CC_DOCKER_LOGIN_USERNAME, CC_DOCKER_LOGIN_PASSWORD and CC_DOCKER_LOGIN_SERVER.",
+    );
+  }
+  return auth;
+}
+
+/** The engine's build options: the build flavor's memory and CPU, labels or network, the login. */
+function buildOptions(
+  b: ImageBuild,
+  own: Record<string, string>,
+  hostCpus: number,
+  auth: RegistryAuth | undefined,
+  signal: AbortSignal,
+): Record<string, unknown> {
   const options: Record<string, unknown> = {
     t: b.tag,
     dockerfile: b.dockerfile,
@@ -156,17 +189,20 @@ export async function buildImage(
     options.networkmode = b.network;
   }
   if (auth) {
-    const key = b.login?.server ?? "https://index.docker.io/v1/";
-    options.registryconfig = { [key]: auth };
+    options.registryconfig = { [auth.serveraddress]: auth };
     options.authconfig = auth;
   }
-  let stream: NodeJS.ReadableStream;
-  try {
-    stream = await docker.buildImage(context, options);
-  } catch (e) {
-    tar.kill();
-    throw new PierError("BUILD_FAILED", `The engine refused the build: ${(e as Error).message}`);
-  }
+  return options;
+}
+
+/** Follows the build's progress, its lines to `onLine`; the engine's error message if the build failed. */
+async function followBuild(
+  docker: Docker,
+  stream: NodeJS.ReadableStream,
+  b: ImageBuild,
+  onLine: (line: string) => void,
+  signal: AbortSignal,
+): Promise<string | null> {
   const onAbort = () => {
     if (stream instanceof Readable) stream.destroy();
   };
@@ -182,7 +218,7 @@ export async function buildImage(
           if (ev.error) failure = ev.errorDetail?.message ?? ev.error;
           const text = ev.stream ?? ev.status ?? ev.error;
           if (!text) return;
-          for (const raw of text.replace(/\n$/, "").split("\n")) {
+          for (const raw of splitLines(text)) {
             for (const l of cleanBuildLine(raw, b.buildkit).split("\n")) if (l.trim()) onLine(l);
           }
         },
@@ -194,19 +230,19 @@ export async function buildImage(
   } finally {
     signal.removeEventListener("abort", onAbort);
   }
-  if (signal.aborted) throw signal.reason;
-  if (failure) {
-    const oom = /exit code: 137|signal: killed|returned a non-zero code: 137/.test(failure);
-    throw new PierError(
-      "BUILD_FAILED",
-      oom
-        ? `The build ran out of memory: the ${b.flavor} build flavor has ${Math.round(b.memoryBytes / 2 ** 20)} MiB (${failure})`
-        : `The build failed: ${failure}`,
-      oom ? "Give builds a larger flavor: pier scale --build-flavor <S|M|L|XL>" : undefined,
-    );
-  }
-  if (!(await imageExists(docker, b.tag)))
-    throw new PierError("BUILD_FAILED", `The build produced no image ${b.tag}.`);
+  return failure;
+}
+
+/** A failed build's error: out of memory (with the build flavor's size and the fix), or the engine's message. */
+function buildFailure(failure: string, b: ImageBuild): PierError {
+  const oom = /exit code: 137|signal: killed|returned a non-zero code: 137/.test(failure);
+  return new PierError(
+    "BUILD_FAILED",
+    oom
+      ? `The build ran out of memory: the ${b.flavor} build flavor has ${Math.round(b.memoryBytes / 2 ** 20)} MiB (${failure})`
+      : `The build failed: ${failure}`,
+    oom ? "Give builds a larger flavor: pier scale --build-flavor <S|M|L|XL>" : undefined,
+  );
 }
 
 /** The volumes of a build container exist (made with their labels) before it is created. */
@@ -332,26 +368,26 @@ export async function buildInContainer(
     const out = new PassThrough();
     // Output without line ends (a progress bar) is cut at 16 KiB, never held whole.
     const lines = new LineSplitter();
-    const decoder = new TextDecoder();
     out.on("data", (c: Buffer) => {
-      for (const l of lines.push(decoder.decode(c, { stream: true }))) onLine(cleanBuildLine(l, false));
+      for (const l of lines.push(c)) onLine(cleanBuildLine(l, false));
     });
     docker.modem.demuxStream(stream, out, out);
     // A container started ahead waits on its stdin: it has written nothing yet.
     if (!started) await container.start();
     // The end of the tar closes the container's stdin (StdinOnce): the script's `tar -x` ends there.
-    const tar = spawn("tar", ["-C", b.contextDir, ...READABLE, "-c", "."], {
-      env: childEnv(),
-      stdio: ["ignore", "pipe", "ignore"],
-    });
+    const tar = spawnChecked(["tar", "-C", b.contextDir, ...READABLE, "-c", "."]);
     // A container that ends before it read it all (a failing step) closes the connection: its exit code
     // tells what happened, not the broken pipe.
     stream.on("error", () => undefined);
-    tar.on("error", () => undefined);
     tar.stdout.pipe(stream as NodeJS.WritableStream);
     const { StatusCode } = (await container.wait()) as { StatusCode: number };
     // Ended (or killed) before it read the whole tar: tar would wait on its pipe forever.
-    if (tar.exitCode === null) tar.kill();
+    if (StatusCode !== 0) tar.kill();
+    // A file tar could not read would otherwise be missing from a build that succeeds.
+    else
+      await tar.done.catch((e: ExecError) => {
+        throw new PierError("BUILD_FAILED", `Could not read the commit's files: ${e.stderrTail.trim()}`);
+      });
     for (const l of lines.end()) onLine(cleanBuildLine(l, false));
     if (signal.aborted) throw signal.reason;
     const { State: state } = await container.inspect();

@@ -15,10 +15,6 @@ export class LogFrames {
     stdout: new LineSplitter(),
     stderr: new LineSplitter(),
   };
-  private readonly decoders: Record<Kind, TextDecoder> = {
-    stdout: new TextDecoder(),
-    stderr: new TextDecoder(),
-  };
 
   /** The lines the chunk completes. */
   push(chunk: Buffer): InstanceLogLine[] {
@@ -29,8 +25,8 @@ export class LogFrames {
       const size = this.pending.readUInt32BE(i + 4);
       if (i + 8 + size > this.pending.length) break;
       const kind: Kind = this.pending[i] === 2 ? "stderr" : "stdout";
-      const text = this.decoders[kind].decode(this.pending.subarray(i + 8, i + 8 + size), { stream: true });
-      for (const raw of this.lines[kind].push(text)) out.push(lineOf(kind, raw));
+      for (const raw of this.lines[kind].push(this.pending.subarray(i + 8, i + 8 + size)))
+        out.push(lineOf(kind, raw));
       i += 8 + size;
     }
     this.pending = this.pending.subarray(i);

@@ -2,6 +2,7 @@ import { createServer } from "node:net";
 import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
+import { LineReader } from "../../core/lines.js";
 import { type InstanceFilesystem, instanceFilesystem } from "../../core/instance-fs.js";
 import { LABEL, labelTarget, ROLE } from "../../core/labels.js";
 import { INSTANCE_PIDS } from "../../core/limits.js";
@@ -591,15 +592,12 @@ export class DockerEngine implements Engine {
     const stream = await ex.start({ hijack: true, stdin: false });
     const out = new PassThrough();
     this.docker.modem.demuxStream(stream, out, out);
-    let buf = "";
+    const lines = new LineReader();
     out.on("data", (c: Buffer) => {
-      buf += c.toString("utf8");
-      const lines = buf.split("\n");
-      buf = lines.pop() ?? "";
-      for (const l of lines) onLine(l);
+      for (const l of lines.push(c)) onLine(l);
     });
     await new Promise<void>((resolve) => stream.on("end", () => resolve()));
-    if (buf) onLine(buf);
+    for (const l of lines.end()) onLine(l);
     const r = await ex.inspect();
     return r.ExitCode ?? 1;
   }
@@ -648,12 +646,9 @@ export class DockerEngine implements Engine {
       filters: { type: ["container"], event: ["die", "start"], label: this.labelFilters({}) },
       abortSignal: signal,
     })) as NodeJS.ReadableStream;
-    let buf = "";
+    const reader = new LineReader();
     stream.on("data", (c: Buffer) => {
-      buf += c.toString("utf8");
-      const lines = buf.split("\n");
-      buf = lines.pop() ?? "";
-      for (const l of lines) {
+      for (const l of reader.push(c)) {
         if (!l.trim()) continue;
         try {
           const ev = JSON.parse(l) as {

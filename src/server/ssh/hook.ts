@@ -196,6 +196,9 @@ function hookConnection(deps: HookDeps, sock: Socket, live: Set<Socket>): void {
   live.add(sock);
   sock.on("close", () => live.delete(sock));
   let buf = "";
+  let received = 0;
+  // One streaming decoder: a variable's UTF-8 character split across two chunks stays whole.
+  const decoder = new TextDecoder();
   let handled = false;
   sock.on("error", () => undefined);
   sock.setTimeout(30_000, () => {
@@ -203,8 +206,9 @@ function hookConnection(deps: HookDeps, sock: Socket, live: Set<Socket>): void {
   });
   sock.on("data", (c: Buffer) => {
     if (handled) return;
-    buf += c.toString("utf8");
-    if (buf.length > 64 * 1024) return void sock.destroy();
+    received += c.length;
+    if (received > 64 * 1024) return void sock.destroy();
+    buf += decoder.decode(c, { stream: true });
     if (!/(^|\n)END\n/.test(buf)) return;
     handled = true;
     void handleHookRequest(deps, sock, buf);
