@@ -2,10 +2,10 @@ import { createServer } from "node:net";
 import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
-import { LineReader } from "../../core/lines.js";
 import { type InstanceFilesystem, instanceFilesystem } from "../../core/instance-fs.js";
 import { LABEL, labelTarget, ROLE } from "../../core/labels.js";
 import { INSTANCE_PIDS } from "../../core/limits.js";
+import { LineReader } from "../../core/lines.js";
 import { cpuLimits } from "../../core/model.js";
 import { RELEASE_VOLUME_ROLE, releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
 import {
