@@ -24,3 +24,12 @@ export function appState(f: AppStateFacts): AppState {
       : "not deployed";
   return f.running > 0 ? "running" : "down";
 }
+
+/**
+ * Whether an app's release is a task (it runs once to completion: no HTTP, no health gate, no restart):
+ * created with `--task "<command>"`, or `CC_TASK=true` among its variables. The one rule: the deploy
+ * records it on the release, and everything after (the reconciler, the console) reads it there.
+ */
+export function isTask(app: { task: string | null }, vars: Readonly<Record<string, string>>): boolean {
+  return app.task !== null || vars.CC_TASK === "true";
+}

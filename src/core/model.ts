@@ -91,6 +91,8 @@ export interface Release {
   /** HTTP port inside the container, and the optional TCP port to expose. */
   httpPort: number;
   tcpPort: number | null;
+  /** Runs once to completion, no HTTP (isTask in core/app-state.ts), as decided when it was made. */
+  task: boolean;
   createdAt: string;
 }
 

@@ -103,6 +103,8 @@ export interface NodeBuildInput {
   npmEngines: Record<string, string | undefined>;
   /** The app's folder in the build container and in instances, for `$APP_HOME` in values. Default /app. */
   appHome?: string;
+  /** The app is a task whatever its CC_TASK says (created with --task): isTask in core/app-state.ts. */
+  task?: boolean;
 }
 
 export const DEFAULT_APP_HOME = "/app";
@@ -597,7 +599,8 @@ function checkNodeInputs(
   const dev = chooseDevDependencies(vars, errors);
   const { workers, errors: workerErrors } = nodeWorkers(vars);
   errors.push(...workerErrors);
-  const task = readTask(vars, errors);
+  // A task however it was made (isTask in core/app-state.ts): CC_TASK=true, or the app created with --task.
+  const task = readTask(vars, errors) || input.task === true;
   const { npmrc, registry, token } = privateRegistry(vars, errors, notes.warnings);
   if (!pkg || !choice.ok || !tool || !dev || errors.length > 0) return { ok: false, errors };
   return { ok: true, checks: { pkg, pm, choice, tool, dev, workers, task, npmrc, registry, token } };
@@ -757,7 +760,9 @@ function nodeRunPhase(
     );
   }
   if (c.task)
-    notes.logLines.push("CC_TASK=true: the application runs once to completion (no HTTP, no health check).");
+    notes.logLines.push(
+      `${read(vars, "CC_TASK") === "true" ? "CC_TASK=true" : "A task (--task)"}: the application runs once to completion (no HTTP, no health check).`,
+    );
   return { start, runEnv };
 }
 

@@ -94,7 +94,7 @@ export async function reconcile(deps: {
         i.labels[LABEL.deployment] === release.deploymentId,
     );
     leftovers.push(...all.filter((i) => !serving.includes(i)));
-    if (!release || app.stopped || app.task || release.env.CC_TASK === "true") return;
+    if (!release || app.stopped || release.task) return;
     await startStopped(engine, logger, app.id, serving, sandboxesOf.get(app.id) ?? []);
     if (serving.length === 0 && (await engine.imageExists(release.image))) {
       logger.warn(

@@ -13,6 +13,7 @@ export const release = (appId: string, id: string, deploymentId: string) => ({
   env: { PORT: "8080", SECRET: "s3cret value" },
   httpPort: 8080,
   tcpPort: null,
+  task: false,
 });
 
 export const deploy = (store: Store, appId: string, id: string) =>
@@ -133,6 +134,19 @@ export function releasesContract(factory: StoreFactory): void {
         assert.deepEqual(await store.currentRelease("app-web"), r1);
         await store.setCurrentRelease("app-web", null);
         assert.equal(await store.currentRelease("app-web"), null);
+      }),
+    );
+
+    it(
+      "whether a release is a task is recorded with it and read back as recorded",
+      withStore(factory, async ({ store }) => {
+        await store.createApp(newApp("web"));
+        await deploy(store, "app-web", "dep-1");
+        const task = await store.createRelease({ ...release("app-web", "rel-1", "dep-1"), task: true });
+        const web = await store.createRelease(release("app-web", "rel-2", "dep-1"));
+        assert.deepEqual([task.task, web.task], [true, false]);
+        assert.equal((await store.getRelease("rel-1"))?.task, true);
+        assert.equal((await store.getRelease("rel-2"))?.task, false);
       }),
     );
 

@@ -56,6 +56,10 @@ export const MIGRATIONS: readonly string[] = [
   // limits: an app's ceiling set by an admin (ADR 0022); NULL: the server's default.
   `CREATE TABLE app_limits (app_id TEXT PRIMARY KEY REFERENCES apps(id) ON DELETE CASCADE,
      max_flavor TEXT, max_instances INTEGER, max_memory_mib INTEGER);`,
+  // Whether a release is a task, recorded when it is made (issue 16: one rule, core/app-state.ts isTask).
+  // Releases of apps created with --task are tasks; the others without a value are read from their CC_TASK.
+  `ALTER TABLE releases ADD COLUMN task INTEGER;
+   UPDATE releases SET task = 1 WHERE app_id IN (SELECT id FROM apps WHERE task IS NOT NULL);`,
 ];
 
 type Row = Record<string, unknown>;
@@ -96,6 +100,7 @@ function deploymentOf(r: Row): Deployment {
 }
 
 function releaseOf(r: Row, box: SecretBox): Release {
+  const env = JSON.parse(box.open(str(r.env_json))) as Record<string, string>;
   return {
     id: str(r.id),
     appId: str(r.app_id),
@@ -103,9 +108,10 @@ function releaseOf(r: Row, box: SecretBox): Release {
     deploymentId: str(r.deployment_id),
     image: str(r.image),
     commit: str(r.commit_sha),
-    env: JSON.parse(box.open(str(r.env_json))) as Record<string, string>,
+    env,
     httpPort: Number(r.http_port),
     tcpPort: r.tcp_port === null ? null : Number(r.tcp_port),
+    task: r.task === null ? env.CC_TASK === "true" : Number(r.task) === 1,
     createdAt: str(r.created_at),
   };
 }
@@ -439,7 +445,7 @@ export class SqliteStore implements Store {
     const n = this.one("SELECT COALESCE(MAX(number), 0) + 1 AS n FROM releases WHERE app_id = ?", r.appId);
     this.db
       .prepare(
-        "INSERT INTO releases (id, app_id, number, deployment_id, image, commit_sha, env_json, http_port, tcp_port, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO releases (id, app_id, number, deployment_id, image, commit_sha, env_json, http_port, tcp_port, task, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
       )
       .run(
         r.id,
@@ -451,6 +457,7 @@ export class SqliteStore implements Store {
         this.box.seal(JSON.stringify(r.env)),
         r.httpPort,
         r.tcpPort,
+        r.task ? 1 : 0,
         now(),
       );
   }

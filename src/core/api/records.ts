@@ -77,6 +77,8 @@ export const Release = z.looseObject({
   commit: z.string(),
   httpPort: z.number(),
   tcpPort: z.number().nullable(),
+  /** Runs once to completion, no HTTP: recorded when the release was made. */
+  task: z.boolean(),
   createdAt: time,
   current: z.boolean(),
 });

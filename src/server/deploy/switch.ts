@@ -17,6 +17,7 @@ export function recordRelease(ctx: StepContext, plan: Plan, run: Started, image:
       env: run.env,
       httpPort: plan.settings.httpPort,
       tcpPort: plan.settings.tcpPort,
+      task: plan.task,
     },
     { stopped: false, ...ctx.request.resize },
     now(),

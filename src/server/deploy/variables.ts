@@ -1,6 +1,8 @@
 // The variables step: the app's own variables and its links', checked against its runtime, the contract's
 // rules and its ceiling before anything is built or started.
+
 import { type LinkedEnvironment, linkedLines } from "../../core/addons.js";
+import { isTask } from "../../core/app-state.js";
 import { healthCheckPaths, instanceEnvironment, platformVariables } from "../../core/env.js";
 import { ENV_CAP_HINT, instanceEnvProblem } from "../../core/env-limits.js";
 import { PierError } from "../../core/errors.js";
@@ -77,7 +79,7 @@ export async function planRelease(
   const { app, vars, linked } = read;
   const d = ctx.deployment;
   const { runtime, settings } = runSettings(ctx.deps, app, vars);
-  const task = app.task !== null || vars.CC_TASK === "true";
+  const task = isTask(app, vars);
   const health = healthCheckPaths(vars);
   if (health.errors.length > 0) throw new PierError("INVALID_VARIABLE", health.errors.join("; "));
   checkSocket(app, settings);

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import semver from "semver";
 import type { NpmRegistry } from "../../adapters/npm-registry.js";
+import { isTask } from "../../core/app-state.js";
 import { buildGitSetup } from "../../core/build-git.js";
 import { PierError } from "../../core/errors.js";
 import { LABEL } from "../../core/labels.js";
@@ -181,6 +182,7 @@ export class NodeRuntime implements Runtime {
     ]);
     const planned = planNodeBuild({
       vars: ctx.vars,
+      task: isTask(ctx.app, ctx.vars),
       files: {
         packageJson: await readInside(dir, "package.json"),
         gitignore: await readInside(dir, ".gitignore"),

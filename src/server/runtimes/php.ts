@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdtemp, realpath, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, sep } from "node:path";
+import { isTask } from "../../core/app-state.js";
 import { PierError } from "../../core/errors.js";
 import { LABEL } from "../../core/labels.js";
 import { FLAVOR_MEMORY_MIB } from "../../core/model.js";
@@ -336,7 +337,7 @@ async function planCommit(
     paths,
     composerJson,
     appHome: APP_HOME,
-    task: ctx.app.task !== null || ctx.vars.CC_TASK === "true",
+    task: isTask(ctx.app, ctx.vars),
   });
   if (!planned.ok) throw new PierError("BUILD_FAILED", planned.errors.join(" "));
   const plan = planned.plan;

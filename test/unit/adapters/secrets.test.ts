@@ -58,6 +58,7 @@ test("the store keeps variables, release variables and app secrets sealed; legac
     env: { TOKEN: "clear-token-value" },
     httpPort: 8080,
     tcpPort: null,
+    task: false,
   });
   assert.deepEqual(await store.getEnv("app-1"), { TOKEN: "clear-token-value" });
   assert.equal(await store.getAppSecret("app-1", "ssh_private_key"), "PRIVATE-KEY-TEXT");

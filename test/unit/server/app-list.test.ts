@@ -81,6 +81,7 @@ describe("the app list's statuses", () => {
           env: {},
           httpPort: 8080,
           tcpPort: null,
+          task: false,
         },
         {},
         new Date().toISOString(),

@@ -45,6 +45,7 @@ async function storeOfApps(): Promise<CountingStore> {
       env: {},
       httpPort: 8080,
       tcpPort: null,
+      task: false,
     };
     await store.commitRelease(r, {}, new Date().toISOString());
   }
