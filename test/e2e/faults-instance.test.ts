@@ -30,7 +30,6 @@ describe("instances that exit", { timeout: 600_000 }, () => {
 
   test("an instance that exits at once fails the deploy at the gate, with its last output", async () => {
     await pier.commit(repo, markedApp("x2", { exitAtOnce: true }), "boom");
-    const started = Date.now();
     const push = await pier.push(repo);
     assert.notEqual(push.code, 0);
     assert.match(push.stderr, /Last output of instance 0:/);
@@ -38,7 +37,8 @@ describe("instances that exit", { timeout: 600_000 }, () => {
     assert.match(push.stderr, /remote: {3}the end/, "stderr lines too");
     assert.match(push.stderr, /Instance 0 exited with code 3/);
     assert.match(push.stderr, /Deployment failed/);
-    assert.ok(Date.now() - started < 15_000, "the gate did not wait for its listen timeout");
+    // The exit is seen as it happens: the gate did not wait for its listen timeout (that says "did not listen").
+    assert.doesNotMatch(push.stderr, /did not listen on 0\.0\.0\.0:8080 within/);
     const deps = await pier.cliJson<{ id: string; state: string; reason: string }[]>([
       "deployments",
       "--app",

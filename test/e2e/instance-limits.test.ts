@@ -162,7 +162,6 @@ describe("instance limits: unprivileged apps, bounded writable space", { timeout
 
   test("a Node.js app writing past its bound gets ENOSPC, the engine's disk is untouched, the app serves on", async () => {
     const layerBefore = await writableLayer("limnode");
-    const started = Date.now();
     const fill = await json<{ written: number; error: string | null }>("limnode", "/fill");
     assert.equal(fill.error, "ENOSPC", `writes stop at the bound: ${JSON.stringify(fill)}`);
     // The bound is a quarter of nano's 512 MiB, less what /tmp held already (a few KiB).
@@ -170,7 +169,6 @@ describe("instance limits: unprivileged apps, bounded writable space", { timeout
       fill.written <= NANO_BOUND && fill.written > NANO_BOUND - 2 * MiB,
       `wrote ${fill.written} bytes`,
     );
-    assert.ok(Date.now() - started < 60_000, "the writes ended quickly");
     const layerAfter = await writableLayer("limnode");
     assert.ok(layerAfter - layerBefore < MiB, `the writable layer grew by ${layerAfter - layerBefore} bytes`);
     // The app still answers, and frees its space.

@@ -140,12 +140,12 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
       { "package.json": pkg(), "server.js": SERVER.replace('"0.0.0.0"', '"127.0.0.1"') },
       "loopback only",
     );
-    const started = Date.now();
     const push = await pier.push(repo);
     assert.notEqual(push.code, 0);
     assert.match(push.stderr, /listens on 127\.0\.0\.1:8080 only/);
     assert.match(push.stderr, /0\.0\.0\.0:8080/);
-    assert.ok(Date.now() - started < 15_000, "said at once, not after the listen timeout");
+    // Said once seen, not after the listen timeout (which says "did not listen ... within").
+    assert.doesNotMatch(push.stderr, /did not listen on 0\.0\.0\.0:8080 within/);
     assert.equal((await body()).node, "v22.16.0");
     await pier.commit(repo, { "server.js": SERVER }, "all interfaces");
   });
