@@ -68,7 +68,8 @@ export async function reconcile(deps: {
   engine: ReleaseInstances & Sandboxes & Pick<ReleaseImages, "imageExists">;
   instances: Instances;
   networks: Pick<Networks, "reconcile">;
-  deployer: Deployer;
+  /** Only asked to deploy an app whose release has no instance and no image left. */
+  deployer: Pick<Deployer, "enqueue">;
   logger: Logger;
 }): Promise<void> {
   const { store, engine, instances, networks, deployer, logger } = deps;

@@ -229,8 +229,9 @@ describe("git push over SSH", () => {
     const real = utils.parseKey(readFileSync(`${key}.pub`));
     assert.ok(!(real instanceof Error) && !Array.isArray(real));
     const forged = Object.create(Object.getPrototypeOf(real)) as ParsedKey;
+    // The key's own hidden fields (ssh2 keeps them under symbols) are copied as they are.
     for (const sym of Object.getOwnPropertySymbols(real)) {
-      (forged as unknown as Record<symbol, unknown>)[sym] = (real as unknown as Record<symbol, unknown>)[sym];
+      Reflect.set(forged, sym, Reflect.get(real, sym));
     }
     Object.defineProperties(forged, {
       type: { value: "ssh-rsa" },

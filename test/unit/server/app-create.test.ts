@@ -10,11 +10,12 @@ import pino from "pino";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import { PierError } from "../../../src/core/errors.js";
-import type { Engine } from "../../../src/core/ports.js";
 import { AppService } from "../../../src/server/apps.js";
 import type { Deployer } from "../../../src/server/deployer.js";
-import type { Instances } from "../../../src/server/instances.js";
+import { Instances } from "../../../src/server/instances.js";
 import { AppLimits } from "../../../src/server/limits.js";
+import { FakeEdge } from "../../support/fake-edge.js";
+import { FakeEngine } from "../../support/fake-engine.js";
 
 describe("AppService.create and PIER_DOMAIN", () => {
   const dir = mkdtempSync(join(tmpdir(), "pier-create-"));
@@ -25,14 +26,18 @@ describe("AppService.create and PIER_DOMAIN", () => {
   });
   // Four labels of 61 characters: 247 characters, so a name may have at most 5.
   const domain = Array.from({ length: 4 }, (_, i) => `${"d".repeat(60)}${i}`).join(".");
-  const instances = {
-    refreshEdge: async () => undefined,
-    prepare: async () => undefined,
-    buildSandbox: async () => "",
-  } as unknown as Instances;
+  const engine = new FakeEngine();
+  const instances = new Instances({
+    engine,
+    edge: new FakeEdge(),
+    store,
+    networks: { ensure: async () => undefined, remove: async () => undefined },
+    domain,
+    stopGraceMs: 10,
+  });
   const apps = new AppService({
     store,
-    engine: {} as Engine,
+    engine,
     limits: new AppLimits({ store, defaults: { maxFlavor: "XL", maxInstances: 20, maxMemoryMiB: 2 ** 20 } }),
     deployer: {} as Deployer,
     instances,

@@ -9,16 +9,19 @@ import { after, before, describe, test } from "node:test";
 import pino from "pino";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
-import type { Engine } from "../../../src/core/ports.js";
+import type { AddonKind } from "../../../src/core/addons.js";
+import type { AddonProvider } from "../../../src/core/ports.js";
 import { hashToken } from "../../../src/server/access.js";
-import type { AddonService } from "../../../src/server/addons.js";
+import { AddonService } from "../../../src/server/addons.js";
 import { createApi } from "../../../src/server/api.js";
 import { AppService } from "../../../src/server/apps.js";
 import type { DeployLogs } from "../../../src/server/deploy-logs.js";
 import type { Deployer } from "../../../src/server/deployer.js";
 import type { DomainService } from "../../../src/server/domains.js";
-import type { Instances } from "../../../src/server/instances.js";
+import { Instances } from "../../../src/server/instances.js";
 import { AppLimits } from "../../../src/server/limits.js";
+import { FakeEdge } from "../../support/fake-edge.js";
+import { FakeEngine } from "../../support/fake-engine.js";
 
 type Answer = {
   status: number;
@@ -30,14 +33,18 @@ describe("an app's ceiling and the caps on variables, through the API", () => {
   const store = new SqliteStore(join(dir, "pier.db"), SecretBox.fromKey(randomBytes(32)));
   // The defaults of the hostile probe's host: 23 GiB of memory, pid_max 32768.
   const limits = new AppLimits({ store, defaults: { maxFlavor: "L", maxInstances: 2, maxMemoryMiB: 12052 } });
-  const instances = {
-    refreshEdge: async () => undefined,
-    prepare: async () => undefined,
-    buildSandbox: async () => "",
-  } as unknown as Instances;
+  const engine = new FakeEngine();
+  const instances = new Instances({
+    engine,
+    edge: new FakeEdge(),
+    store,
+    networks: { ensure: async () => undefined, remove: async () => undefined },
+    domain: "localhost",
+    stopGraceMs: 10,
+  });
   const apps = new AppService({
     store,
-    engine: {} as Engine,
+    engine,
     deployer: { isBusy: () => false } as Partial<Deployer> as Deployer,
     instances,
     limits,
@@ -49,18 +56,21 @@ describe("an app's ceiling and the caps on variables, through the API", () => {
     domain: "localhost",
     buildNetwork: null,
   });
-  const published: Record<string, string> = {};
-  const addons = {
-    environment: async (_id: string, own: Record<string, string>) => ({
-      vars: own,
-      linked: [],
-      shadowed: [],
-    }),
-    published: async () => ({ ...published }),
-    publish: async (_app: unknown, name: string, value: string) => {
-      published[name] = value;
-    },
-  } as unknown as AddonService;
+  // The add-on service over the same store; no add-on is made here, so no provider is ever asked.
+  const addons = new AddonService({
+    store,
+    addons: store.addons(),
+    engine,
+    networks: { ensure: async () => undefined, released: async () => undefined },
+    providers: {} as Record<AddonKind, AddonProvider>,
+    logger: pino({ level: "silent" }),
+    backupDir: dir,
+    backupDays: 7,
+  });
+  const published = async () => {
+    const web = await store.findApp("web");
+    return Object.keys(web ? await store.addons().getPublished(web.id) : {});
+  };
   const api = createApi({
     store,
     apps,
@@ -254,7 +264,7 @@ describe("an app's ceiling and the caps on variables, through the API", () => {
         "ENV_LIMIT_EXCEEDED",
         /^web's published variables would take 307235 bytes: at most 262144 \(256 KiB/,
       );
-      assert.deepEqual(Object.keys(published), ["PUB_0", "PUB_1", "PUB_2", "PUB_3"]);
+      assert.deepEqual(await published(), ["PUB_0", "PUB_1", "PUB_2", "PUB_3"]);
     });
 
     test("one value over 64 KiB: 400 INVALID_VARIABLE naming the cap", async () => {

@@ -201,12 +201,19 @@ describe("at 100 apps", () => {
     for (const i of engine.instances.filter((c) => c.id === "c-4" || c.id === "c-7"))
       i.labels = { ...i.labels, "pier.role": "build", "pier.instance-id": `uuid-${i.id}` };
     const enqueued: string[] = [];
-    const deployer = {
+    const deployer: Pick<Deployer, "enqueue"> = {
       enqueue: async (a: App) => {
         enqueued.push(a.id);
-        return {};
+        const deployment = await store.createDeployment({
+          id: `dep-again-${a.id}`,
+          appId: a.id,
+          commit: "c",
+          cause: "reconcile",
+          withoutCache: false,
+        });
+        return { deployment, done: Promise.resolve(deployment) };
       },
-    } as unknown as Deployer;
+    };
     await reconcile({
       store,
       engine,
