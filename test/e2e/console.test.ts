@@ -280,14 +280,16 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
       const path = new URL(r.url()).pathname;
       if (path.startsWith("/v1/")) asked.push(path);
     };
-    page.on("request", onRequest);
     await go("");
     const row = page.getByTestId("apps").locator("tr", { hasText: "web" });
     await row.getByText("running", { exact: true }).waitFor();
     await row.getByText("2 of 2 running").waitFor();
     assert.match((await row.textContent()) ?? "", /v\d+/);
+    // Counted from here: the app page of the test before polled its status until it was left, and its last
+    // poll could leave after the navigation began.
+    page.on("request", onRequest);
     // Two refreshes of the list (it polls every 5 s).
-    const deadline = Date.now() + 12_000;
+    const deadline = Date.now() + 16_000;
     while (asked.filter((p) => p === "/v1/apps").length < 2 && Date.now() < deadline)
       await page.waitForTimeout(250);
     page.off("request", onRequest);
