@@ -8,6 +8,7 @@ import type { Edge, Route } from "../../../src/core/ports.js";
 import type { Deployer } from "../../../src/server/deployer.js";
 import { Instances } from "../../../src/server/instances.js";
 import { reconcile } from "../../../src/server/reconciler.js";
+import { newApp } from "../../conformance/store.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 import { MemoryStore } from "../../support/memory-store.js";
 
@@ -26,15 +27,7 @@ async function storeOfApps(): Promise<CountingStore> {
   const store = new CountingStore();
   for (let i = 0; i < APPS; i++) {
     const appId = `app-${i}`;
-    await store.createApp({
-      id: appId,
-      name: `a${i}`,
-      type: "node",
-      flavor: "nano",
-      buildFlavor: "M",
-      instances: 1,
-      task: null,
-    });
+    await store.createApp(newApp(`a${i}`, { id: appId }));
     await store.createDeployment({ id: `dep-${i}`, appId, commit: "c", cause: "push", withoutCache: false });
     const r = {
       id: `rel-${i}`,
