@@ -7,7 +7,7 @@ import { HaproxyEdge } from "../adapters/edge/haproxy.js";
 import { DockerEngine } from "../adapters/engine/docker.js";
 import { NftFirewall, noFirewall } from "../adapters/nft-isolation.js";
 import { claimPoolRoute } from "../adapters/pool-route.js";
-import { createPrivateFile, makePrivate } from "../adapters/private-files.js";
+import { createPrivateFile, keepPrivate } from "../adapters/private-files.js";
 import { SecretBox } from "../adapters/secret-box.js";
 import { SqliteStore } from "../adapters/store/sqlite.js";
 import { listenFailed, PierError } from "../core/errors.js";
@@ -45,7 +45,7 @@ export interface RunningServer {
 
 /** The data dir and what it holds before anything else: private to Pier's user, whatever was left (ADR 0024). */
 async function prepareDataDir(config: Config, logger: Logger): Promise<void> {
-  const { changed, failed } = await makePrivate(config.dataDir);
+  const { changed, failed } = await keepPrivate(config.dataDir);
   if (changed > 0)
     logger.warn(
       { dataDir: config.dataDir, entries: changed },

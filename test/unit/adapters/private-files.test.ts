@@ -1,9 +1,24 @@
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { createPrivateFile, makePrivate, privateMode } from "../../../src/adapters/private-files.js";
+import {
+  createPrivateFile,
+  keepPrivate,
+  makePrivate,
+  PRIVATE_MARK,
+  privateMode,
+} from "../../../src/adapters/private-files.js";
 
 describe("privateMode", () => {
   const cases: [Parameters<typeof privateMode>[0], number, number | null][] = [
@@ -71,5 +86,61 @@ describe("makePrivate", () => {
     assert.equal(mode(fresh), "700");
     createPrivateFile(join(fresh, "pier.db"));
     assert.equal(mode(join(fresh, "pier.db")), "600");
+  });
+});
+
+describe("keepPrivate (each start of pier server)", () => {
+  const root = mkdtempSync(join(tmpdir(), "pier-keep-"));
+  after(() => rmSync(root, { recursive: true, force: true }));
+  const mode = (p: string) => (statSync(p).mode & 0o7777).toString(8);
+  const deep = (data: string) => join(data, "repos/app-1.git/objects/ab/cd");
+  const tree = (data: string) => {
+    mkdirSync(join(data, "repos/app-1.git/objects/ab"), { recursive: true });
+    writeFileSync(deep(data), "x");
+    writeFileSync(join(data, "pier.db"), "x");
+    chmodSync(deep(data), 0o644);
+    chmodSync(join(data, "pier.db"), 0o644);
+    chmodSync(data, 0o755);
+  };
+
+  test("the first start walks the whole tree and marks it; the next ones check the root and its entries only", async () => {
+    const data = join(root, "a");
+    tree(data);
+    const first = await keepPrivate(data);
+    assert.equal(first.walked, true);
+    assert.equal(mode(deep(data)), "600");
+    assert.equal(readFileSync(join(data, PRIVATE_MARK), "utf8").trim(), "1");
+    chmodSync(deep(data), 0o644);
+    chmodSync(join(data, "pier.db"), 0o644);
+    chmodSync(join(data, "repos"), 0o755);
+    const next = await keepPrivate(data);
+    assert.deepEqual(next, { changed: 2, failed: [], walked: false });
+    assert.equal(mode(join(data, "pier.db")), "600", "the root's entries are checked");
+    assert.equal(mode(join(data, "repos")), "700", "so no one else traverses the tree");
+    assert.equal(mode(deep(data)), "644", "below them, not walked again");
+  });
+
+  test("a root found open to others, or marked by older rules, is walked again whole", async () => {
+    const data = join(root, "b");
+    tree(data);
+    await keepPrivate(data);
+    chmodSync(deep(data), 0o644);
+    chmodSync(data, 0o711);
+    const reopened = await keepPrivate(data);
+    assert.equal(reopened.walked, true);
+    assert.equal(mode(deep(data)), "600");
+    assert.equal(mode(data), "700");
+    chmodSync(deep(data), 0o644);
+    writeFileSync(join(data, PRIVATE_MARK), "0\n");
+    assert.equal((await keepPrivate(data)).walked, true);
+    assert.equal(mode(deep(data)), "600");
+  });
+
+  test("a missing data dir is created 0700 and marked", async () => {
+    const fresh = join(root, "fresh", "data");
+    assert.equal((await keepPrivate(fresh)).walked, true);
+    assert.equal(mode(fresh), "700");
+    assert.equal(mode(join(fresh, PRIVATE_MARK)), "600");
+    assert.equal((await keepPrivate(fresh)).walked, false);
   });
 });
