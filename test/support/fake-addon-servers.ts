@@ -55,6 +55,8 @@ export class FakeAddonServers implements AddonServers {
   readonly data = new Map<string, FakeAddonData>();
   /** The specs runAddonServer was given, in order. */
   readonly specs: AddonServerSpec[] = [];
+  /** Images whose server exits at start with this code (a broken image, a bad setting). */
+  readonly exitAtStart = new Map<string, number>();
   private addressCount = 0;
 
   constructor(private readonly world: FakeAddonWorld) {}
@@ -115,7 +117,8 @@ export class FakeAddonServers implements AddonServers {
     const d = this.dataOf(s.spec.id);
     if (d.staged) d.keys = d.staged;
     d.staged = null;
-    const run = s.spec.cmd ? interpret(s.spec.cmd) : { exitCode: null };
+    const broken = this.exitAtStart.get(s.spec.image);
+    const run = s.spec.cmd ? interpret(s.spec.cmd) : { exitCode: broken ?? null };
     Object.assign(s, {
       running: run.exitCode === null,
       exitCode: run.exitCode,
