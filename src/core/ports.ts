@@ -564,7 +564,8 @@ export interface AddonServerInfo {
  * Add-on servers on the engine (ADR 0015, 0025): what every kind of add-on needs of an engine, so that a
  * kind is a small definition (src/adapters/addons/) and an engine implements these verbs once. Restarted
  * by the engine when they exit or when the engine comes back. An unknown id is null for `addonServer` and
- * nothing to do for remove and disconnect; the other verbs reject.
+ * nothing to do for remove and disconnect; restart and exec reject with NOT_FOUND (exec in a stopped server:
+ * CONFLICT); the other verbs reject.
  */
 export interface AddonServers {
   /**

@@ -22,6 +22,18 @@ async function unless(call: Promise<unknown>, ...fine: number[]): Promise<void> 
   }
 }
 
+/** An engine call on an add-on server: an unknown one rejects with NOT_FOUND, a stopped one with CONFLICT. */
+async function onServer<T>(id: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (e) {
+    const code = statusOf(e);
+    if (code === 404) throw new PierError("NOT_FOUND", `No add-on server ${addonHost(id)} on the engine.`);
+    if (code === 409) throw new PierError("CONFLICT", `The add-on server ${addonHost(id)} is not running.`);
+    throw e;
+  }
+}
+
 /** One file as a tar stream (what the engine's archive upload takes), streamed from disk. */
 function tarOf(name: string, file: string, size: number): Readable {
   const h = Buffer.alloc(512);
@@ -160,7 +172,9 @@ export class DockerAddonServers implements AddonServers {
   }
 
   async restartAddonServer(id: string, graceMs: number): Promise<void> {
-    await this.docker.getContainer(addonHost(id)).restart({ t: Math.ceil(graceMs / 1000) });
+    await onServer(id, () =>
+      this.docker.getContainer(addonHost(id)).restart({ t: Math.ceil(graceMs / 1000) }),
+    );
   }
 
   async removeAddonServer(id: string): Promise<void> {
@@ -185,9 +199,9 @@ export class DockerAddonServers implements AddonServers {
     argv: string[],
     out?: NodeJS.WritableStream,
   ): Promise<{ exitCode: number; stdout: string; stderr: string }> {
-    const ex = await this.docker
-      .getContainer(addonHost(id))
-      .exec({ Cmd: argv, AttachStdout: true, AttachStderr: true });
+    const ex = await onServer(id, () =>
+      this.docker.getContainer(addonHost(id)).exec({ Cmd: argv, AttachStdout: true, AttachStderr: true }),
+    );
     const stream = await ex.start({ hijack: true, stdin: false });
     const stdout = new PassThrough();
     const stderr = new PassThrough();
