@@ -13,6 +13,9 @@ export type AddonKind = (typeof ADDON_KINDS)[number];
 /** The port each kind listens on inside Pier's networks. kv: 6378 (contract section 8). */
 export const ADDON_PORTS: Record<AddonKind, number> = { kv: 6378, postgresql: 5432 };
 
+/** The host name linked apps reach an add-on at, on every network it is on. */
+export const addonHost = (id: string): string => `pier-addon-${id}`;
+
 /** The flavor an add-on gets when none is given. */
 export const DEFAULT_ADDON_FLAVOR: Flavor = "nano";
 

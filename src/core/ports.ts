@@ -521,7 +521,81 @@ export interface Engine
     AppNetworks,
     Sandboxes,
     ReleaseInstances,
-    EngineEvents {}
+    EngineEvents,
+    AddonServers {}
+
+/**
+ * What an add-on's server runs with (ADR 0015): one process of its kind's image, with the flavor's memory,
+ * its data kept apart from it, on its own network. It is known by the add-on's id; linked apps reach it at
+ * `addonHost(id)` (core/addons.ts) on every network it is on.
+ */
+export interface AddonServerSpec {
+  id: string;
+  kind: AddonKind;
+  image: string;
+  /** Overrides the image's command (argv); null: the image's own (an add-on image serves). */
+  cmd: string[] | null;
+  env: Record<string, string>;
+  memoryBytes: number;
+  /** Where its data is, inside: kept across restarts and runs until the server is removed. */
+  dataPath: string;
+  /** Its own network. */
+  network: string;
+  /** Networks it is on before its process starts (when this run starts it): a linked app's. */
+  joins: string[];
+}
+
+export interface AddonServerInfo {
+  /** Its process runs (it may not answer yet: the provider asks it). */
+  running: boolean;
+  /** Its process ended and the engine is about to start it again. */
+  restarting: boolean;
+  /** How its process last ended, while it does not run. */
+  exitCode: number | null;
+  startedAt: string | null;
+  memoryBytes: number;
+  /** The networks it is on, by name. */
+  networks: string[];
+  /** Its address on each of them. */
+  addresses: Record<string, string>;
+}
+
+/**
+ * Add-on servers on the engine (ADR 0015, 0025): what every kind of add-on needs of an engine, so that a
+ * kind is a small definition (src/adapters/addons/) and an engine implements these verbs once. Restarted
+ * by the engine when they exit or when the engine comes back. An unknown id is null for `addonServer` and
+ * nothing to do for remove and disconnect; restart and exec reject with NOT_FOUND (exec in a stopped server:
+ * CONFLICT); the other verbs reject.
+ */
+export interface AddonServers {
+  /**
+   * Runs an add-on's server: its data and its process are made unless they exist (on `network`, and on
+   * `joins` before it starts), then it is started unless it runs. Idempotent, also when two calls race. An
+   * image the engine does not have: ENGINE_ERROR naming it. It does not wait for the server to answer.
+   */
+  runAddonServer(spec: AddonServerSpec): Promise<void>;
+  addonServer(id: string): Promise<AddonServerInfo | null>;
+  /** Stops the process (SIGTERM, then SIGKILL after graceMs) and starts it again; its data stays. */
+  restartAddonServer(id: string, graceMs: number): Promise<void>;
+  /** Removes the server and its data. Gone already: nothing to do. */
+  removeAddonServer(id: string): Promise<void>;
+  /** Puts the server on a network (an app's), so that what runs there reaches it. Idempotent. */
+  connectAddonServer(id: string, network: string): Promise<void>;
+  disconnectAddonServer(id: string, network: string): Promise<void>;
+  /**
+   * Runs a command inside the running server. Its standard output is streamed to `stdout` when given (a
+   * backup to a file; the stream is ended with the command), else returned; its standard error is returned.
+   */
+  execInAddonServer(
+    id: string,
+    argv: string[],
+    stdout?: NodeJS.WritableStream,
+  ): Promise<{ exitCode: number; stdout: string; stderr: string }>;
+  /** Copies the local file `file` to `path` inside the server (a backup to restore), streamed. */
+  copyToAddonServer(id: string, file: string, path: string): Promise<void>;
+  /** The last `tail` lines its process printed (to say why it did not answer). */
+  addonServerLog(id: string, tail: number): Promise<string[]>;
+}
 
 /** What a provider needs to run one add-on (addons: ADR 0015). */
 export interface AddonSpec {
@@ -548,8 +622,9 @@ export interface AddonState {
 }
 
 /**
- * One kind of add-on (kv, postgresql, ...): a server in its own container with its data on a volume. Every
- * provider passes the same conformance suite (test/e2e/addon-providers.test.ts); a third kind is one file.
+ * One kind of add-on (kv, postgresql, ...): a server on the engine (AddonServers) with its data kept apart.
+ * Every provider passes the same conformance suite (test/conformance/addon-provider.ts), on the real engine
+ * and over the fake one; a third kind is one file.
  */
 export interface AddonProvider {
   readonly kind: AddonKind;

@@ -66,13 +66,12 @@ export function createServices(b: Base) {
     pierDomain: config.domain,
     httpsPort: config.https.port,
   });
-  const addonOpts = { docker: engine.client, scope: b.scope };
   const addons = new AddonService({
     store,
     addons: store.addons(),
     engine,
     networks,
-    providers: { kv: kvProvider(addonOpts), postgresql: postgresqlProvider(addonOpts) },
+    providers: { kv: kvProvider(engine), postgresql: postgresqlProvider(engine) },
     logger: logger.child({ part: "addons" }),
     backupDir: config.backupDir,
     backupDays: config.backupDays,

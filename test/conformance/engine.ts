@@ -9,6 +9,7 @@ import { after, before, describe, test } from "node:test";
 import type { PierError } from "../../src/core/errors.js";
 import { LABEL, ROLE } from "../../src/core/labels.js";
 import type { ContainerBuild, Engine, EngineEvent, InstanceSpec } from "../../src/core/ports.js";
+import { addonServerConformance } from "./engine-addons.js";
 
 export interface EngineUnderTest {
   engine: Engine;
@@ -266,5 +267,8 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
         rmSync(dir, { recursive: true, force: true });
       }
     });
+
+    // The AddonServers port (test/conformance/engine-addons.ts).
+    addonServerConformance(() => ({ engine, image: t.image, prefix: t.prefix, network, labels }));
   });
 }

@@ -15,7 +15,19 @@ engineConformance("the Docker adapter", async () => {
   const engine = new DockerEngine({ socketPath: SOCKET, scope, sandboxImage: BASE });
   const docker = new Docker({ socketPath: SOCKET });
   const filters = { label: [`${LABEL.scope}=${scope}`] };
+  // Add-on servers carry a scope label of their own (ADR 0015).
+  const addonFilters = { label: [`${LABEL.addonScope}=${scope}`] };
   const cleanUp = async () => {
+    for (const c of await docker.listContainers({ all: true, filters: addonFilters }))
+      await docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
+    for (const v of (await docker.listVolumes({ filters: addonFilters })).Volumes ?? [])
+      await docker
+        .getVolume(v.Name)
+        .remove()
+        .catch(() => undefined);
     for (const c of await docker.listContainers({ all: true, filters }))
       await docker
         .getContainer(c.Id)

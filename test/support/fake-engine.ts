@@ -5,6 +5,8 @@
 import { PierError } from "../../src/core/errors.js";
 import { LABEL, labelTarget, ROLE } from "../../src/core/labels.js";
 import type {
+  AddonServerInfo,
+  AddonServerSpec,
   BuildContainer,
   ContainerBuild,
   Engine,
@@ -20,6 +22,7 @@ import type {
   SandboxSpec,
 } from "../../src/core/ports.js";
 import { type Cidr, overlaps, parseCidr } from "../../src/core/subnets.js";
+import { FakeAddonServers } from "./fake-addon-servers.js";
 import { interpret } from "./fake-shell.js";
 
 type Labels = Record<string, string>;
@@ -71,6 +74,11 @@ export class FakeEngine implements Engine {
   instanceSpecs: InstanceSpec[] = [];
   /** Containers created so far (instances, sandboxes, build containers). */
   created = 0;
+  /** The add-on servers (test/support/fake-addon-servers.ts): their state, specs and played clients. */
+  readonly addonServers = new FakeAddonServers({
+    hasImage: (tag) => this.images.has(tag),
+    hasNetwork: (name) => this.networks.some((n) => n.name === name),
+  });
   private readonly logLines = new Map<string, InstanceLogLine[]>();
   private readonly listeners = new Set<(e: EngineEvent) => void>();
   private readonly logWaiters = new Set<() => void>();
@@ -306,6 +314,7 @@ export class FakeEngine implements Engine {
         .filter((s) => this.instances.some((i) => i.name === s.name))
         .map((s) => s.network.name),
       ...this.sandboxes.map((s) => s.labels[LABEL.network]),
+      ...this.addonServers.networksInUse(),
     ]);
     const gone = this.networks.filter(
       (n) => n.name !== keep && matches(n.labels, labels) && !used.has(n.name),
@@ -554,5 +563,55 @@ export class FakeEngine implements Engine {
     await this.enter("ownerAppIds");
     const ids = [...this.networks.map((n) => n.labels), ...this.volumes.values()].map((l) => l[LABEL.app]);
     return new Set(ids.filter((id): id is string => !!id));
+  }
+  // Add-on servers (test/support/fake-addon-servers.ts).
+
+  async runAddonServer(spec: AddonServerSpec): Promise<void> {
+    await this.enter("runAddonServer", spec);
+    await this.addonServers.runAddonServer(spec);
+  }
+
+  async addonServer(id: string): Promise<AddonServerInfo | null> {
+    await this.enter("addonServer", id);
+    return this.addonServers.addonServer(id);
+  }
+
+  async restartAddonServer(id: string, graceMs: number): Promise<void> {
+    await this.enter("restartAddonServer", id, graceMs);
+    await this.addonServers.restartAddonServer(id);
+  }
+
+  async removeAddonServer(id: string): Promise<void> {
+    await this.enter("removeAddonServer", id);
+    await this.addonServers.removeAddonServer(id);
+  }
+
+  async connectAddonServer(id: string, network: string): Promise<void> {
+    await this.enter("connectAddonServer", id, network);
+    await this.addonServers.connectAddonServer(id, network);
+  }
+
+  async disconnectAddonServer(id: string, network: string): Promise<void> {
+    await this.enter("disconnectAddonServer", id, network);
+    await this.addonServers.disconnectAddonServer(id, network);
+  }
+
+  async execInAddonServer(
+    id: string,
+    argv: string[],
+    stdout?: NodeJS.WritableStream,
+  ): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+    await this.enter("execInAddonServer", id, argv, stdout);
+    return this.addonServers.execInAddonServer(id, argv, stdout);
+  }
+
+  async copyToAddonServer(id: string, file: string, path: string): Promise<void> {
+    await this.enter("copyToAddonServer", id, file, path);
+    await this.addonServers.copyToAddonServer(id, file, path);
+  }
+
+  async addonServerLog(id: string, tail: number): Promise<string[]> {
+    await this.enter("addonServerLog", id, tail);
+    return this.addonServers.addonServerLog(id);
   }
 }

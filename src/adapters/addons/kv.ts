@@ -1,5 +1,6 @@
 import { ADDON_PORTS } from "../../core/addons.js";
-import { type AddonEngine, type AddonKindDefinition, ContainerAddons, newSecret } from "./container.js";
+import type { AddonServers } from "../../core/ports.js";
+import { type AddonKindDefinition, ContainerAddons, newSecret } from "./container.js";
 
 /**
  * kv: a Redis-protocol server (valkey 8.1 from Debian trixie; ADR 0015) on port 6378, plain tcp, the add-on
@@ -18,4 +19,4 @@ export const KV: AddonKindDefinition = {
   restore: { argv: (file) => ["pier-addon", "restore-stage", file], restart: true },
 };
 
-export const kvProvider = (opts: AddonEngine) => new ContainerAddons(KV, opts);
+export const kvProvider = (servers: AddonServers) => new ContainerAddons(KV, servers);

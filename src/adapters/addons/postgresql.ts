@@ -1,5 +1,6 @@
 import { ADDON_PORTS } from "../../core/addons.js";
-import { type AddonEngine, type AddonKindDefinition, ContainerAddons, newSecret } from "./container.js";
+import type { AddonServers } from "../../core/ports.js";
+import { type AddonKindDefinition, ContainerAddons, newSecret } from "./container.js";
 
 /** A PostgreSQL identifier from an add-on name (a DNS label): `my-db` -> `my_db`, at most 48 characters. */
 const ident = (name: string) => name.replace(/-/g, "_").slice(0, 48);
@@ -23,4 +24,4 @@ export const POSTGRESQL: AddonKindDefinition = {
   restore: { argv: (file) => ["pier-addon", "restore", file], restart: false },
 };
 
-export const postgresqlProvider = (opts: AddonEngine) => new ContainerAddons(POSTGRESQL, opts);
+export const postgresqlProvider = (servers: AddonServers) => new ContainerAddons(POSTGRESQL, servers);

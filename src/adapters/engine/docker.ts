@@ -8,6 +8,7 @@ import { INSTANCE_PIDS } from "../../core/limits.js";
 import { LineReader } from "../../core/lines.js";
 import { cpuLimits } from "../../core/model.js";
 import { RELEASE_VOLUME_ROLE, releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
+import { DockerAddonServers } from "./docker-addons.js";
 import {
   buildImage,
   buildInContainer,
@@ -23,6 +24,8 @@ import { type LogSink, logLines, pumpLogs } from "./docker-logs.js";
 export { cleanBuildLine } from "./docker-build.js";
 
 import type {
+  AddonServerInfo,
+  AddonServerSpec,
   BuildContainer,
   ContainerBuild,
   Engine,
@@ -131,10 +134,8 @@ function listedTarget(c: ListedContainer, port: string | undefined): RouteTarget
 
 export class DockerEngine implements Engine {
   private readonly docker: Docker;
-  /** The engine's client, shared with the add-on containers (src/adapters/addons/container.ts). */
-  get client(): Docker {
-    return this.docker;
-  }
+  /** The add-on servers' verbs (src/adapters/engine/docker-addons.ts), on the same client. */
+  private readonly addons: DockerAddonServers;
 
   constructor(
     private readonly opts: {
@@ -145,6 +146,7 @@ export class DockerEngine implements Engine {
     },
   ) {
     this.docker = new Docker({ socketPath: opts.socketPath });
+    this.addons = new DockerAddonServers(this.docker, opts.scope);
   }
 
   private get ownLabels(): Record<string, string> {
@@ -675,5 +677,47 @@ export class DockerEngine implements Engine {
       stream.on("error", () => resolve());
       signal.addEventListener("abort", () => resolve(), { once: true });
     });
+  }
+
+  // Add-on servers (AddonServers): src/adapters/engine/docker-addons.ts.
+
+  runAddonServer(spec: AddonServerSpec): Promise<void> {
+    return this.addons.runAddonServer(spec);
+  }
+
+  addonServer(id: string): Promise<AddonServerInfo | null> {
+    return this.addons.addonServer(id);
+  }
+
+  restartAddonServer(id: string, graceMs: number): Promise<void> {
+    return this.addons.restartAddonServer(id, graceMs);
+  }
+
+  removeAddonServer(id: string): Promise<void> {
+    return this.addons.removeAddonServer(id);
+  }
+
+  connectAddonServer(id: string, network: string): Promise<void> {
+    return this.addons.connectAddonServer(id, network);
+  }
+
+  disconnectAddonServer(id: string, network: string): Promise<void> {
+    return this.addons.disconnectAddonServer(id, network);
+  }
+
+  execInAddonServer(
+    id: string,
+    argv: string[],
+    stdout?: NodeJS.WritableStream,
+  ): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+    return this.addons.execInAddonServer(id, argv, stdout);
+  }
+
+  copyToAddonServer(id: string, file: string, path: string): Promise<void> {
+    return this.addons.copyToAddonServer(id, file, path);
+  }
+
+  addonServerLog(id: string, tail: number): Promise<string[]> {
+    return this.addons.addonServerLog(id, tail);
   }
 }

@@ -1,59 +1,54 @@
 // The daily add-on backups' timer, driven by a clock the test moves (ADR 0027): the first round a minute
 // after start, then one every hour; a round backs up what is due at the clock's time.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import pino from "pino";
+import { KV, kvProvider } from "../../../src/adapters/addons/kv.js";
+import { POSTGRESQL, postgresqlProvider } from "../../../src/adapters/addons/postgresql.js";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
-import type { AddonKind } from "../../../src/core/addons.js";
-import type { AddonProvider } from "../../../src/core/ports.js";
 import { AddonBackups } from "../../../src/server/addon-backups.js";
+import { FakeEngine } from "../../support/fake-engine.js";
 import { ManualClock } from "../../support/manual-clock.js";
 
 const dir = mkdtempSync(join(tmpdir(), "pier-addon-backups-unit-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-function provider(kind: AddonKind): AddonProvider {
-  return {
-    kind,
-    port: 6378,
-    credentials: (name) => ({ user: name, password: "pw", database: name }),
-    host: (id) => `host-${id}`,
-    provision: async () => undefined,
-    status: async () => ({ state: "running", networks: [], startedAt: null }),
-    restart: async () => undefined,
-    remove: async () => undefined,
-    connect: async () => undefined,
-    disconnect: async () => undefined,
-    backup: async (_id, file) => {
-      writeFileSync(file, "data");
-      return 4;
-    },
-    restore: async () => undefined,
-  };
-}
 
 describe("AddonBackups on a clock", () => {
   it("backs up a minute after start, then every hour, once a day per add-on, at the clock's time", async () => {
     const store = new SqliteStore(join(dir, "pier.db"), SecretBox.fromFile(join(dir, "secret.key")));
     const addons = store.addons();
     const clock = new ManualClock();
-    const kv = provider("kv");
+    // The real providers over the one fake engine (its add-on servers play the images).
+    const engine = new FakeEngine();
+    engine.addImage(KV.image);
+    engine.addImage(POSTGRESQL.image);
+    const kv = kvProvider(engine);
     const backups = new AddonBackups({
       addons,
-      providers: { kv, postgresql: provider("postgresql") },
+      providers: { kv, postgresql: postgresqlProvider(engine) },
       logger: pino({ level: "silent" }),
       backupDir: join(dir, "backups"),
       backupDays: 7,
       clock,
     });
+    const credentials = kv.credentials("cache");
     const a = await addons.createAddon(
       { id: "adn-cache", name: "cache", kind: "kv", flavor: "nano" },
-      kv.credentials("cache"),
+      credentials,
     );
+    await engine.ensureNetwork("adn-cache-net", {}, { ipv4: null, ipv6: null });
+    await kv.provision({
+      id: a.id,
+      name: a.name,
+      flavor: a.flavor,
+      memoryBytes: 64 * 2 ** 20,
+      credentials,
+      network: "adn-cache-net",
+    });
     const made = async () => {
       for (let i = 0; i < 100; i++) {
         const list = await addons.listBackups(a.id);

@@ -1,17 +1,17 @@
-// The add-on service on a real SQLite store with a fake provider (behind the AddonProvider port): what it
+// The add-on service on a real SQLite store with the real providers over the fake engine: what it
 // records, what it refuses, the links' environment, the daily backups and their retention, and the undo
 // of a failed provisioning.
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import pino from "pino";
+import { KV, kvProvider } from "../../../src/adapters/addons/kv.js";
+import { POSTGRESQL, postgresqlProvider } from "../../../src/adapters/addons/postgresql.js";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
-import type { AddonKind } from "../../../src/core/addons.js";
 import { LABEL } from "../../../src/core/labels.js";
-import type { AddonProvider, AddonSpec } from "../../../src/core/ports.js";
 import { AddonService } from "../../../src/server/addons.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 import { storeApp } from "./store-apps.js";
@@ -19,57 +19,19 @@ import { storeApp } from "./store-apps.js";
 const dir = mkdtempSync(join(tmpdir(), "pier-addons-unit-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-class FakeProvider implements AddonProvider {
-  readonly port = 1;
-  fail = false;
-  readonly running = new Set<string>();
-  readonly connected = new Map<string, Set<string>>();
-  readonly specs: AddonSpec[] = [];
-  /** While set, connect waits for it (a join under way). */
-  hold: Promise<void> | null = null;
-  constructor(readonly kind: AddonKind) {}
-  credentials = (name: string) => ({ user: `u_${name}`, password: `pw-${name}-0123456789`, database: name });
-  host = (id: string) => `host-${id}`;
-  async provision(s: AddonSpec) {
-    if (this.fail) throw new Error("engine said no");
-    this.specs.push(s);
-    for (const n of s.joins ?? []) await this.connect(s.id, n);
-    this.running.add(s.id);
-  }
-  async status(id: string) {
-    return {
-      state: this.running.has(id) ? ("running" as const) : ("missing" as const),
-      networks: [...(this.connected.get(id) ?? [])],
-      startedAt: null,
-    };
-  }
-  async restart() {}
-  async remove(id: string) {
-    this.running.delete(id);
-  }
-  async connect(id: string, net: string) {
-    await this.hold;
-    this.connected.set(id, new Set([...(this.connected.get(id) ?? []), net]));
-  }
-  async disconnect(id: string, net: string) {
-    this.connected.get(id)?.delete(net);
-  }
-  async backup(_id: string, file: string) {
-    writeFileSync(file, "data");
-    return 4;
-  }
-  async restore() {}
-}
-
 function setup(name: string) {
   const store = new SqliteStore(join(dir, `${name}.db`), SecretBox.fromFile(join(dir, "secret.key")));
-  const kv = new FakeProvider("kv");
+  // The real providers over the one fake engine, whose add-on servers play the images (ADR 0015).
   const engine = new FakeEngine();
-  /** Makes a network as Networks would (its name `pier-<id>`, labelled with that id). */
-  const net = async (n: string) => {
-    if (!engine.networks.some((x) => x.name === n))
-      await engine.ensureNetwork(n, { [LABEL.app]: n.slice(5) }, { ipv4: null, ipv6: null });
-  };
+  engine.addImage(KV.image);
+  engine.addImage(POSTGRESQL.image);
+  /** Makes a network as Networks would (an app's `pier-<id>` is labelled with that id). */
+  const net = async (
+    n: string,
+    owner = n.slice(5),
+    _ipv6: string | null = null,
+    labels?: Record<string, string>,
+  ) => engine.ensureNetwork(n, labels ?? { [LABEL.app]: owner }, { ipv4: null, ipv6: null });
   const service = new AddonService({
     store,
     addons: store.addons(),
@@ -78,17 +40,20 @@ function setup(name: string) {
       ensure: net,
       released: (names: readonly string[]) => store.releaseSubnets(names),
     },
-    providers: { kv, postgresql: new FakeProvider("postgresql") },
+    providers: { kv: kvProvider(engine), postgresql: postgresqlProvider(engine) },
     logger: pino({ level: "silent" }),
     backupDir: join(dir, `${name}-backups`),
     backupDays: 7,
   });
-  return { store, kv, service, net };
+  /** The app networks an add-on's server is on (its own left out). */
+  const appNetworks = async (id: string) =>
+    ((await engine.addonServer(id))?.networks ?? []).filter((n) => n !== AddonService.networkOf(id));
+  return { store, engine, service, net, appNetworks };
 }
 
 describe("AddonService", () => {
   it("creates, links at creation, refuses duplicates and unknown apps, and undoes a failed provisioning", async () => {
-    const { store, kv, service } = setup("create");
+    const { store, engine, service } = setup("create");
     await storeApp(store, "web");
     const a = await service.create({ kind: "kv", name: "cache", link: ["web"] });
     assert.deepEqual([a.kind, a.flavor, a.apps], ["kv", "nano", ["web"]]);
@@ -98,7 +63,9 @@ describe("AddonService", () => {
       /No app named or numbered 'nope'/,
     );
     await assert.rejects(service.create({ kind: "redis", name: "x" }), /unknown add-on kind 'redis'/);
-    kv.fail = true;
+    engine.before.runAddonServer = () => {
+      throw new Error("engine said no");
+    };
     await assert.rejects(service.create({ kind: "kv", name: "broken" }), /engine said no/);
     assert.deepEqual(
       (await service.list(null)).map((x) => x.name),
@@ -106,9 +73,10 @@ describe("AddonService", () => {
       "nothing of it is left",
     );
     // The credentials are stored sealed: the database file holds no password in clear.
+    const { password } = await store.addons().addonCredentials(a.id);
     store.close();
     const raw = (await import("node:fs")).readFileSync(join(dir, "create.db"));
-    assert.ok(!raw.includes("pw-cache-0123456789"));
+    assert.ok(!raw.includes(password));
   });
 
   it("links: the environment of the app and its sources; unlink; delete refused while linked", async () => {
@@ -126,7 +94,8 @@ describe("AddonService", () => {
     const env = await service.environment(web.id, { OWN: "1" });
     assert.equal(env.vars.OWN, "1");
     assert.equal(env.vars.API_URL, "http://api");
-    assert.equal(env.vars.DATABASE_URL, `postgresql://u_db:pw-db-0123456789@host-${a.id}:5432/db`);
+    const { password } = await store.addons().addonCredentials(a.id);
+    assert.equal(env.vars.DATABASE_URL, `postgresql://u_db:${password}@pier-addon-${a.id}:5432/db`);
     assert.deepEqual(
       [...new Set(env.linked.map((l) => `${l.source.kind}:${l.source.name}`))],
       ["addon:db", "app:api"],
@@ -140,20 +109,21 @@ describe("AddonService", () => {
   });
 
   it("attach connects linked add-ons to the app's networks and disconnects the others", async () => {
-    const { store, kv, service } = setup("attach");
+    const { store, engine, service, net, appNetworks } = setup("attach");
     const web = await storeApp(store, "web");
     const a = await service.create({ kind: "kv", name: "cache", link: ["web"] });
     const b = await service.create({ kind: "kv", name: "other" });
-    await kv.connect(b.id, `pier-${web.id}`);
+    await net(`pier-${web.id}`);
+    await engine.connectAddonServer(b.id, `pier-${web.id}`);
     const lines = await service.attach(web.id, { name: `pier-${web.id}`, ipv6Subnet: null });
-    assert.deepEqual([...(kv.connected.get(a.id) ?? [])], [`pier-${web.id}`]);
-    assert.deepEqual([...(kv.connected.get(b.id) ?? [])], []);
-    assert.match(lines.join("\n"), /Add-on cache \(kv\) is reachable at host-/);
+    assert.deepEqual(await appNetworks(a.id), [`pier-${web.id}`]);
+    assert.deepEqual(await appNetworks(b.id), []);
+    assert.match(lines.join("\n"), /Add-on cache \(kv\) is reachable at pier-addon-adn-[0-9a-f]+:6378\./);
     store.close();
   });
 
   it("status: per linked app joined, pending (no join yet) or joining; made again, it joins before it runs", async () => {
-    const { store, kv, service, net } = setup("joins");
+    const { store, engine, service, net } = setup("joins");
     const web = await storeApp(store, "web");
     await storeApp(store, "api");
     const a = await service.create({ kind: "kv", name: "cache", link: ["web", "api"] });
@@ -165,31 +135,38 @@ describe("AddonService", () => {
     assert.deepEqual(await joins(), ["running", "api: pending ", `web: pending pier-${web.id}`]);
     // A deploy of web connects it: `joining` while it does.
     let release = () => {};
-    kv.hold = new Promise<void>((r) => {
+    const hold = new Promise<void>((r) => {
       release = r;
     });
+    let reached = () => {};
+    const connecting = new Promise<void>((r) => {
+      reached = r;
+    });
+    engine.before.connectAddonServer = () => {
+      reached();
+      return hold;
+    };
     const attaching = service.attach(web.id, { name: `pier-${web.id}`, ipv6Subnet: null });
-    await new Promise((r) => setImmediate(r));
+    await connecting;
     assert.deepEqual(await joins(), ["joining", "api: pending ", `web: joining pier-${web.id}`]);
     release();
-    kv.hold = null;
+    engine.before = {};
     await attaching;
     assert.deepEqual(await joins(), ["running", "api: pending ", `web: joined pier-${web.id}`]);
     // Its container gone: made again at start with the linked apps' networks to join before it starts.
-    kv.running.delete(a.id);
-    kv.connected.delete(a.id);
+    engine.addonServers.lose(a.id);
     assert.equal((await service.status(a)).state, "missing");
     assert.deepEqual(await service.reconcile(), ["cache"]);
-    assert.deepEqual(kv.specs.at(-1)?.joins, [`pier-${web.id}`]);
+    assert.deepEqual(engine.addonServers.specs.at(-1)?.joins, [`pier-${web.id}`]);
     assert.deepEqual(await joins(), ["running", "api: pending ", `web: joined pier-${web.id}`]);
     store.close();
   });
 
   it("a stopped or missing add-on is neither backed up nor restored: ADDON_NOT_RUNNING, nothing changed", async () => {
-    const { store, kv, service } = setup("stopped");
+    const { store, engine, service } = setup("stopped");
     const a = await service.create({ kind: "kv", name: "cache" });
     const b = await service.backup(a);
-    kv.running.delete(a.id);
+    engine.addonServers.lose(a.id);
     await assert.rejects(service.backup(a), (e: Error & { code?: string; status?: number }) => {
       assert.equal(e.code, "ADDON_NOT_RUNNING");
       assert.equal(e.status, 409);

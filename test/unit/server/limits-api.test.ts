@@ -7,10 +7,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import pino from "pino";
+import { kvProvider } from "../../../src/adapters/addons/kv.js";
+import { postgresqlProvider } from "../../../src/adapters/addons/postgresql.js";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
-import type { AddonKind } from "../../../src/core/addons.js";
-import type { AddonProvider } from "../../../src/core/ports.js";
 import { hashToken } from "../../../src/server/access.js";
 import { AddonService } from "../../../src/server/addons.js";
 import { createApi } from "../../../src/server/api.js";
@@ -56,13 +56,13 @@ describe("an app's ceiling and the caps on variables, through the API", () => {
     domain: "localhost",
     buildNetwork: null,
   });
-  // The add-on service over the same store; no add-on is made here, so no provider is ever asked.
+  // The add-on service over the same store and engine; no add-on is made here.
   const addons = new AddonService({
     store,
     addons: store.addons(),
     engine,
     networks: { ensure: async () => undefined, released: async () => undefined },
-    providers: {} as Record<AddonKind, AddonProvider>,
+    providers: { kv: kvProvider(engine), postgresql: postgresqlProvider(engine) },
     logger: pino({ level: "silent" }),
     backupDir: dir,
     backupDays: 7,

@@ -1,0 +1,38 @@
+// The AddonProvider suite (test/conformance/addon-provider.ts) in the unit run: the real kv and postgresql
+// providers over the one fake engine, whose add-on servers play the images' entrypoint and protocol
+// (test/support/fake-addon-servers.ts). The same providers pass it on the real engine
+// (test/e2e/addon-providers.test.ts).
+import { KV, kvProvider } from "../../../src/adapters/addons/kv.js";
+import { POSTGRESQL, postgresqlProvider } from "../../../src/adapters/addons/postgresql.js";
+import { LABEL } from "../../../src/core/labels.js";
+import { type AddonClient, addonProviderConformance } from "../../conformance/addon-provider.js";
+import { FakeEngine } from "../../support/fake-engine.js";
+
+const engine = new FakeEngine();
+engine.addImage(KV.image);
+engine.addImage(POSTGRESQL.image);
+const played = engine.addonServers;
+
+const clients: AddonClient = {
+  write: async (_kind, network, host, c, value) =>
+    played.client(network, host, c.password, (keys) => {
+      keys.set("k", value);
+      return "OK";
+    }),
+  read: async (_kind, network, host, c) =>
+    played.client(network, host, c.password, (keys) => keys.get("k") ?? ""),
+  holding: (_kind, _network, _host, _c, work) => work(),
+};
+
+addonProviderConformance("the fake engine", {
+  providers: [kvProvider(engine), postgresqlProvider(engine)],
+  servers: engine,
+  client: clients,
+  async network(tag) {
+    await engine.ensureNetwork(tag, { [LABEL.network]: tag }, { ipv4: null, ipv6: null });
+    return tag;
+  },
+  lose: async (id) => played.lose(id),
+  dataLeft: async (id) => (played.data.has(id) ? [id] : []),
+  cleanUp: async () => undefined,
+});
