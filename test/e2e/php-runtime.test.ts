@@ -514,7 +514,11 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
     assert.equal(b.json.booted, a.json.booted, "the bootstrap ran once");
     assert.deepEqual(b.json.get, { y: "2" }, "$_GET is the request's own");
     assert.equal(b.json.memory_limit, "99M", "php.ini applies to workers");
-    assert.equal(b.json.frankenphp_worker, "1", "$_SERVER['FRANKENPHP_WORKER'] at boot, as Symfony Runtime expects");
+    assert.equal(
+      b.json.frankenphp_worker,
+      "1",
+      "$_SERVER['FRANKENPHP_WORKER'] at boot, as Symfony Runtime expects",
+    );
     assert.equal(b.json.frankenphp_worker_request, null, "and not during requests, as FrankenPHP");
     const post = await call(
       "POST",
