@@ -215,13 +215,14 @@ describe("PHP worker mode as FrankenPHP's", { timeout: 600_000 }, () => {
   });
 
   test("headers: header(), http_response_code(), apache_response_headers(); headers_send(103) is dropped, the final response stands", async () => {
-    for (const i of [3, 4]) {
+    // FrankenPHP's script answers i + 100 when i % 3: a final status of the 2xx range here (nginx refuses a 1xx).
+    for (const i of [3, 101]) {
       const r = await call(modes.worker, `/?t=headers&i=${i}`);
       assert.equal(r.status, i % 3 ? i + 100 : 200);
       assert.equal(r.headers.foo, "bar");
       assert.equal(r.headers.foo2, "bar2");
       assert.equal(r.headers.invalid, undefined);
-      assert.match(r.body, /'Foo' => 'bar',\n {2}'Foo2' => 'bar2',\n {2}'I' => '\d',/);
+      assert.match(r.body, /'Foo' => 'bar',\n {2}'Foo2' => 'bar2',\n {2}'I' => '\d+',/);
     }
     const hints = await call(modes.worker, "/?t=hints&i=5");
     assert.equal(hints.status, 200);
