@@ -21,7 +21,7 @@ function frankenphp_handle_request(callable $handler): bool
     }
     if (PhpserverRuntime::$maxRequests > 0 && PhpserverRuntime::$handled >= PhpserverRuntime::$maxRequests) return false;
     // No time limit while waiting for a request (FrankenPHP's too): max_execution_time is per request.
-    set_time_limit(0);
+    if (PhpserverRuntime::$timeLimit > 0) set_time_limit(0);
     while (true) {
         $conn = @stream_socket_accept(PhpserverRuntime::$server, -1);
         if ($conn === false) continue;

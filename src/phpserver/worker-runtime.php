@@ -373,7 +373,6 @@ final class PhpserverRuntime
             self::uncaught($e);
         }
         self::finish();
-        set_time_limit(0);
     }
 
     /** Ends the request: the app's buffers still open hand their output down, the response goes whole. */
