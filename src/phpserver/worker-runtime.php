@@ -345,14 +345,18 @@ final class PhpserverRuntime
         $display = self::iniBool('display_errors');
         if ((error_reporting() & E_ERROR) !== 0) {
             if (self::iniBool('log_errors')) error_log("PHP Fatal error:  $message in $file on line $line");
-            if ($display) {
-                [$pre, $post] = [(string) ini_get('error_prepend_string'), (string) ini_get('error_append_string')];
-                echo self::iniBool('html_errors')
-                    ? "$pre<br />\n<b>Fatal error</b>:  " . htmlspecialchars($message, ENT_COMPAT | ENT_SUBSTITUTE | ENT_HTML401) . " in <b>$file</b> on line <b>$line</b><br />\n$post"
-                    : "$pre\nFatal error: $message in $file on line $line\n$post";
-            }
+            if ($display) echo self::displayed('Fatal error', $message, $file, $line);
         }
         if (!$display && !self::$streamed && self::$status === 200) self::$status = 500;
+    }
+
+    /** An error as PHP shows it (php_error_cb's formats, html_errors on or off). */
+    private static function displayed(string $type, string $message, string $file, int $line): string
+    {
+        [$pre, $post] = [(string) ini_get('error_prepend_string'), (string) ini_get('error_append_string')];
+        return self::iniBool('html_errors')
+            ? "$pre<br />\n<b>$type</b>:  " . htmlspecialchars($message, ENT_COMPAT | ENT_SUBSTITUTE | ENT_HTML401) . " in <b>$file</b> on line <b>$line</b><br />\n$post"
+            : "$pre\n$type: $message in $file on line $line\n$post";
     }
 
     /** Runs the handler for one request read from $conn and answers it. */
@@ -400,9 +404,29 @@ final class PhpserverRuntime
             if (!self::$inRequest || self::$conn === null) return;
             $fatal = E_ERROR | E_CORE_ERROR | E_COMPILE_ERROR | E_PARSE | E_USER_ERROR | E_RECOVERABLE_ERROR;
             $e = error_get_last();
-            if ($e !== null && ($e['type'] & $fatal) && !self::iniBool('display_errors') && !self::$streamed && self::$status === 200) self::$status = 500;
+            if ($e !== null && ($e['type'] & $fatal)) {
+                if (!self::iniBool('display_errors')) {
+                    if (!self::$streamed && self::$status === 200) self::$status = 500;
+                } elseif (self::bufferLost() && (error_reporting() & $e['type'])) {
+                    // PHP could not run the request's output handler for its message (memory exhausted):
+                    // its message went to the log only. Now that memory is back, the page gets it too.
+                    $type = $e['type'] === E_PARSE ? 'Parse error' : ($e['type'] === E_RECOVERABLE_ERROR ? 'Recoverable fatal error' : 'Fatal error');
+                    self::$body .= self::displayed($type, $e['message'], $e['file'], $e['line']);
+                }
+            }
             self::finish();
         });
+    }
+
+    /**
+     * PHP gave up on the request's output handler: calling it failed (memory exhausted) and PHP disabled it,
+     * or shut the output layer down (a fatal error inside an output handler): its message went past it.
+     */
+    private static function bufferLost(): bool
+    {
+        if (ob_get_level() < self::$obLevel) return true;
+        $status = ob_get_status(true)[self::$obLevel - 1] ?? null;
+        return is_array($status) && (($status['flags'] ?? 0) & PHP_OUTPUT_HANDLER_DISABLED) !== 0;
     }
 
     public static function cleanup(): void

@@ -129,6 +129,10 @@ return function () use ($boot) {
         case 'exception':
             echo 'hello';
             throw new Exception("request $i");
+        case 'fatal':
+            echo 'before';
+            $too = str_repeat('x', 1 << 30);
+            return;
         case 'exit':
             echo "bye $i";
             exit(0);

@@ -207,6 +207,22 @@ describe("PHP worker mode as FrankenPHP's", { timeout: 600_000 }, () => {
     );
   });
 
+  test("a fatal error in a handler is shown as display_errors says, after the output before it (worker mode); a new worker serves on", async () => {
+    const message =
+      /<br \/>\n<b>Fatal error<\/b>: {2}Allowed memory size of \d+ bytes exhausted .* in <b>\/app\/public\/index\.php<\/b> on line <b>\d+<\/b><br \/>\n$/;
+    for (const [mode, app] of Object.entries(modes)) {
+      const shown = await call(app, "/?t=fatal");
+      assert.equal(shown.status, 200, mode);
+      assert.match(shown.body, message, mode);
+      assert.equal((await call(app, "/?t=fatal&display=0")).status, 500, mode);
+    }
+    // php-fpm drops what sat in its output buffer (output_buffering = 4096) when memory runs out: PHP shuts
+    // its output layer down. A worker keeps it, as PHP does with no buffer (FrankenPHP's default ini).
+    assert.match((await call(modes.worker, "/?t=fatal")).body, /^before<br \/>/);
+    assert.equal((await call(modes.worker, "/?t=fatal&display=0")).body, "before");
+    assert.equal((await server(modes.worker, "/?t=server")).served, 1, "a fresh worker");
+  });
+
   test("exit() in a handler answers what was written, and a new worker serves the next request", async () => {
     const r = await call(modes.worker, "/?t=exit&i=3");
     assert.equal(r.status, 200);
