@@ -72,6 +72,7 @@ function frankenphp_request_headers(): array
 function frankenphp_response_headers(): array|bool
 {
     $out = [];
+    if (!PhpserverRuntime::$inRequest) return $out;
     foreach (PhpserverRuntime::$headers as [$n, $v]) $out[$n] = $v;
     return $out;
 }
