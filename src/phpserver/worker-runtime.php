@@ -8,6 +8,10 @@
 
 declare(strict_types=1);
 
+require_once __DIR__ . '/worker-cgi.php';
+require_once __DIR__ . '/worker-stream.php';
+require_once __DIR__ . '/worker-api.php';
+
 final class PhpserverRuntime
 {
     /** @var resource */
@@ -41,6 +45,14 @@ final class PhpserverRuntime
     /** Past this many bytes not yet sent, the response streams (a large download is never held whole). */
     public const STREAM_AFTER = 1 << 20;
     public static string $method = 'GET';
+    /** The client left (a write failed, or nginx closed the connection): connection_aborted() is 1. */
+    public static bool $aborted = false;
+    /** The start-up request (FRANKENPHP_WORKER set) is over. */
+    private static bool $booted = false;
+    /** max_execution_time of php-fpm's configuration, applied to each request (as a SAPI does). */
+    public static int $timeLimit = 0;
+    /** phpserver --debug: frankenphp_log() writes debug messages too. */
+    public static bool $debug = false;
     private const REASONS = [
         200 => 'OK', 201 => 'Created', 202 => 'Accepted', 204 => 'No Content', 301 => 'Moved Permanently', 302 => 'Found',
         303 => 'See Other', 304 => 'Not Modified', 307 => 'Temporary Redirect', 308 => 'Permanent Redirect',
@@ -102,40 +114,16 @@ final class PhpserverRuntime
         return true;
     }
 
-    /** Reads one request (HTTP/1.0 from nginx, body with Content-Length); null when the peer sent nothing. */
-    public static function read($conn): ?array
-    {
-        $head = '';
-        while (!str_contains($head, "\r\n\r\n")) {
-            $chunk = fread($conn, 8192);
-            if ($chunk === '' || $chunk === false) return null;
-            $head .= $chunk;
-            if (strlen($head) > 1 << 20) return null;
-        }
-        [$head, $body] = explode("\r\n\r\n", $head, 2);
-        $lines = explode("\r\n", $head);
-        $parts = explode(' ', array_shift($lines), 3);
-        if (count($parts) < 2) return null;
-        $headers = [];
-        foreach ($lines as $l) {
-            $p = strpos($l, ':');
-            if ($p !== false) $headers[] = [trim(substr($l, 0, $p)), trim(substr($l, $p + 1))];
-        }
-        $length = 0;
-        foreach ($headers as [$n, $v]) if (strcasecmp($n, 'Content-Length') === 0) $length = (int) $v;
-        while (strlen($body) < $length) {
-            $chunk = fread($conn, min(1 << 20, $length - strlen($body)));
-            if ($chunk === '' || $chunk === false) break;
-            $body .= $chunk;
-        }
-        return ['method' => $parts[0], 'uri' => $parts[1], 'headers' => $headers, 'body' => $body];
-    }
-
     /** Sets the superglobals of one request. */
     public static function begin(array $req): void
     {
-        $server = self::$baseServer;
+        if (!self::$booted) {
+            // FRANKENPHP_WORKER is the boot's (FrankenPHP sets it in the worker's start-up request only).
+            self::$booted = true;
+            putenv('FRANKENPHP_WORKER');
+        }
         $internal = [];
+        $headers = [];
         $cookieHeader = '';
         $contentType = '';
         foreach ($req['headers'] as [$n, $v]) {
@@ -143,38 +131,16 @@ final class PhpserverRuntime
                 $internal[strtolower(substr($n, 12))] = $v;
                 continue;
             }
-            $key = strtoupper(str_replace('-', '_', $n));
-            if ($key === 'CONTENT_TYPE' || $key === 'CONTENT_LENGTH') $server[$key] = $v;
-            else $server["HTTP_$key"] = isset($server["HTTP_$key"]) ? $server["HTTP_$key"] . ', ' . $v : $v;
-            if ($key === 'COOKIE') $cookieHeader = $v;
-            if ($key === 'CONTENT_TYPE') $contentType = $v;
+            $headers[] = [$n, $v];
+            if (strcasecmp($n, 'Cookie') === 0) $cookieHeader = $cookieHeader === '' ? $v : "$cookieHeader; $v";
+            if (strcasecmp($n, 'Content-Type') === 0) $contentType = $v;
         }
         $uri = $req['uri'];
         $q = strpos($uri, '?');
         $query = $q === false ? '' : substr($uri, $q + 1);
-        $scriptName = str_starts_with(self::$script, self::$docRoot . '/') ? substr(self::$script, strlen(self::$docRoot)) : '/index.php';
-        $now = microtime(true);
-        $host = $server['HTTP_HOST'] ?? 'localhost';
-        $server = array_merge($server, [
-            'REQUEST_METHOD' => $req['method'],
-            'REQUEST_URI' => $uri,
-            'QUERY_STRING' => $query,
-            'SERVER_PROTOCOL' => $internal['protocol'] ?? 'HTTP/1.1',
-            'GATEWAY_INTERFACE' => 'CGI/1.1',
-            'SERVER_SOFTWARE' => 'phpserver',
-            'SERVER_NAME' => preg_replace('/:\d+$/', '', $host),
-            'SERVER_PORT' => $internal['server-port'] ?? '8080',
-            'SERVER_ADDR' => $internal['server-addr'] ?? '',
-            'REMOTE_ADDR' => $internal['remote-addr'] ?? '127.0.0.1',
-            'REMOTE_PORT' => $internal['remote-port'] ?? '',
-            'DOCUMENT_ROOT' => self::$docRoot,
-            'SCRIPT_FILENAME' => self::$script,
-            'SCRIPT_NAME' => $scriptName,
-            'PHP_SELF' => $scriptName,
-            'REQUEST_TIME' => (int) $now,
-            'REQUEST_TIME_FLOAT' => $now,
-        ]);
-        if (($internal['https'] ?? '') === 'on') $server['HTTPS'] = 'on';
+        $path = $q === false ? $uri : substr($uri, 0, $q);
+        $req['headers'] = $headers;
+        $server = PhpserverCgi::server(self::$baseServer, $req, $internal, self::$script, self::$docRoot, $path);
         $_SERVER = $server;
         $get = [];
         parse_str($query, $get);
@@ -196,14 +162,16 @@ final class PhpserverRuntime
                 parse_str($req['body'], $post);
                 $_POST = $post;
             } elseif (stripos($contentType, 'multipart/form-data') === 0 && preg_match('/boundary="?([^";]+)"?/i', $contentType, $m)) {
-                self::multipart($req['body'], $m[1]);
+                PhpserverRequest::multipart($req['body'], $m[1]);
             }
         }
         $_REQUEST = array_merge($_GET, $_POST);
         self::$status = 200;
-        self::$headers = [];
+        // As a SAPI's request start-up: PHP's own header when expose_php is on, no error of an earlier request.
+        self::$headers = self::iniBool('expose_php') ? [['X-Powered-By', 'PHP/' . PHP_VERSION]] : [];
         self::$method = $req['method'];
         self::$finished = false;
+        error_clear_last();
         // Sessions: the id comes from this request's cookie only; no session is open at the start.
         if (session_status() === PHP_SESSION_ACTIVE) session_write_close();
         $_SESSION = [];
@@ -211,59 +179,6 @@ final class PhpserverRuntime
         if (!is_string($sid) || !preg_match('/^[A-Za-z0-9,-]{1,256}$/', $sid)) $sid = '';
         session_id($sid);
         self::$sessionIn = $sid;
-    }
-
-    private static function multipart(string $body, string $boundary): void
-    {
-        $fields = [];
-        foreach (explode("--$boundary", $body) as $part) {
-            if ($part === '' || str_starts_with($part, '--')) continue;
-            $part = ltrim($part, "\r\n");
-            $split = strpos($part, "\r\n\r\n");
-            if ($split === false) continue;
-            $head = substr($part, 0, $split);
-            $content = substr($part, $split + 4);
-            if (str_ends_with($content, "\r\n")) $content = substr($content, 0, -2);
-            if (!preg_match('/name="([^"]*)"/i', $head, $nm)) continue;
-            $name = $nm[1];
-            if (preg_match('/filename="([^"]*)"/i', $head, $fm)) {
-                $type = preg_match('/Content-Type:\s*([^\r\n]+)/i', $head, $tm) ? trim($tm[1]) : 'application/octet-stream';
-                $tmp = tempnam(sys_get_temp_dir(), 'php');
-                file_put_contents($tmp, $content);
-                self::$uploaded[$tmp] = true;
-                $file = ['name' => basename($fm[1]), 'full_path' => $fm[1], 'type' => $type, 'tmp_name' => $tmp, 'error' => $fm[1] === '' ? UPLOAD_ERR_NO_FILE : UPLOAD_ERR_OK, 'size' => strlen($content)];
-                self::setFile($name, $file);
-            } else {
-                $fields[] = urlencode($name) . '=' . urlencode($content);
-            }
-        }
-        $post = [];
-        parse_str(str_replace(['%5B', '%5D'], ['[', ']'], implode('&', $fields)), $post);
-        $_POST = $post;
-    }
-
-    /** $_FILES as PHP shapes it: a[b][] puts each attribute under $_FILES['a'][attr]['b'][]. */
-    private static function setFile(string $name, array $file): void
-    {
-        if (!preg_match('/^([^\[]+)((?:\[[^\]]*\])*)$/', $name, $m)) return;
-        preg_match_all('/\[([^\]]*)\]/', $m[2], $km);
-        $keys = $km[1];
-        if (!$keys) {
-            $_FILES[$m[1]] = $file;
-            return;
-        }
-        foreach ($file as $attr => $v) {
-            $ref = &$_FILES[$m[1]][$attr];
-            foreach ($keys as $k) {
-                if ($k === '') {
-                    $ref[] = null;
-                    $k = array_key_last($ref);
-                }
-                $ref = &$ref[$k];
-            }
-            $ref = $v;
-            unset($ref);
-        }
     }
 
     /** The session's response headers, once: the cache limiter's, and its cookie when its id is new. */
@@ -290,7 +205,8 @@ final class PhpserverRuntime
         if (!self::$streamed) self::sessionHeaders();
         if (session_status() === PHP_SESSION_ACTIVE) session_write_close();
         $_SESSION = [];
-        session_id('');
+        // After a fatal error PHP wrote its message to the SAPI, which then counts its headers as sent.
+        @session_id('');
     }
 
     /** The status line and headers; with a length, the whole response, else a streamed one (ends at close). */
@@ -334,9 +250,9 @@ final class PhpserverRuntime
         if (!self::$streamed) {
             self::$streamed = true;
             self::sessionHeaders();
-            @fwrite(self::$conn, self::head(null));
+            self::send(self::head(null));
         }
-        if (self::$body !== '' && self::$method !== 'HEAD') @fwrite(self::$conn, self::$body);
+        if (self::$body !== '' && self::$method !== 'HEAD') self::send(self::$body);
         self::$body = '';
     }
 
@@ -348,11 +264,169 @@ final class PhpserverRuntime
             self::flush();
         } else {
             $body = self::$method === 'HEAD' ? '' : self::$body;
-            @fwrite(self::$conn, self::head(strlen(self::$body)) . $body);
+            self::send(self::head(strlen(self::$body)) . $body);
         }
         self::$body = '';
         @fclose(self::$conn);
         self::$conn = null;
+    }
+
+    /**
+     * The settings that the CLI forces over php.ini (html_errors=0, implicit_flush=1, max_execution_time=0)
+     * back to what the ini files say, as php-fpm reads them: a worker's requests behave as classic mode's.
+     * Workers do not hang up when the client leaves (FrankenPHP's workers set ignore_user_abort too).
+     */
+    public static function fpmSettings(): void
+    {
+        $values = ['html_errors' => '1', 'implicit_flush' => '0', 'max_execution_time' => '30'];
+        $files = [(string) php_ini_loaded_file(), ...array_map('trim', explode(',', (string) php_ini_scanned_files()))];
+        foreach ($files as $f) {
+            $ini = $f === '' ? false : @parse_ini_file($f);
+            if (!is_array($ini)) continue;
+            foreach (array_keys($values) as $k) {
+                if (array_key_exists($k, $ini)) $values[$k] = (string) $ini[$k];
+            }
+        }
+        ini_set('html_errors', $values['html_errors']);
+        ini_set('implicit_flush', $values['implicit_flush']);
+        ini_set('ignore_user_abort', '1');
+        self::$timeLimit = max(0, (int) $values['max_execution_time']);
+        // The boot is a request too (FrankenPHP's start-up request has the same limit).
+        if (self::$timeLimit > 0) set_time_limit(self::$timeLimit);
+    }
+
+    /** Writes to nginx; a failed write means the client left (nginx closed its connection to the worker). */
+    private static function send(string $data): void
+    {
+        if (self::$aborted || self::$conn === null) return;
+        $n = @fwrite(self::$conn, $data);
+        if ($n === false || $n < strlen($data)) self::$aborted = true;
+    }
+
+    /**
+     * connection_status(): CONNECTION_ABORTED once the client has left. nginx closes its connection to the
+     * worker when its client goes (proxy_ignore_client_abort off): a failed write says so, and so does the
+     * connection's end, seen without writing (the request was read whole: nothing else comes on it).
+     */
+    public static function connectionStatus(): int
+    {
+        if (!self::$aborted && self::$inRequest && self::$conn !== null) {
+            $r = [self::$conn];
+            $w = $e = null;
+            if (@stream_select($r, $w, $e, 0) > 0) {
+                $peek = @stream_socket_recvfrom(self::$conn, 1, STREAM_PEEK);
+                if ($peek === '' || $peek === false) self::$aborted = true;
+            }
+        }
+        return self::$aborted ? CONNECTION_ABORTED : CONNECTION_NORMAL;
+    }
+
+    /** An ini flag as PHP reads one ("1", "On", "yes", "true"). */
+    public static function iniBool(string $name): bool
+    {
+        $v = strtolower(trim((string) ini_get($name)));
+        return in_array($v, ['on', 'yes', 'true', 'stderr', 'stdout'], true) || (int) $v > 0;
+    }
+
+    /**
+     * An exception the handler did not catch, as FrankenPHP reports it (PHP's zend_exception_error): a fatal
+     * error "Uncaught ..." logged and shown as log_errors, display_errors and html_errors say, after the
+     * output written before it; a 500 when it is not shown and the head is not sent. The worker goes on.
+     */
+    public static function uncaught(Throwable $e): void
+    {
+        try {
+            $text = (string) $e;
+        } catch (Throwable) {
+            $text = get_class($e) . ': ' . $e->getMessage();
+        }
+        $message = "Uncaught $text\n  thrown";
+        [$file, $line] = [$e->getFile(), $e->getLine()];
+        $display = self::iniBool('display_errors');
+        if ((error_reporting() & E_ERROR) !== 0) {
+            if (self::iniBool('log_errors')) error_log("PHP Fatal error:  $message in $file on line $line");
+            if ($display) echo self::displayed('Fatal error', $message, $file, $line);
+        }
+        if (!$display && !self::$streamed && self::$status === 200) self::$status = 500;
+    }
+
+    /** An error as PHP shows it (php_error_cb's formats, html_errors on or off). */
+    private static function displayed(string $type, string $message, string $file, int $line): string
+    {
+        [$pre, $post] = [(string) ini_get('error_prepend_string'), (string) ini_get('error_append_string')];
+        return self::iniBool('html_errors')
+            ? "$pre<br />\n<b>$type</b>:  " . htmlspecialchars($message, ENT_COMPAT | ENT_SUBSTITUTE | ENT_HTML401) . " in <b>$file</b> on line <b>$line</b><br />\n$post"
+            : "$pre\n$type: $message in $file on line $line\n$post";
+    }
+
+    /** Runs the handler for one request read from $conn and answers it. */
+    public static function handle($conn, array $req, callable $handler): void
+    {
+        self::$handled++;
+        self::$conn = $conn;
+        self::$aborted = false;
+        self::begin($req);
+        self::$inRequest = true;
+        self::$closing = false;
+        ob_start([self::class, 'output'], 1);
+        self::$obLevel = ob_get_level();
+        if (self::$timeLimit > 0) set_time_limit(self::$timeLimit);
+        try {
+            $handler();
+        } catch (Throwable $e) {
+            self::uncaught($e);
+        }
+        self::finish();
+    }
+
+    /** Ends the request: the app's buffers still open hand their output down, the response goes whole. */
+    public static function finish(): void
+    {
+        while (ob_get_level() > self::$obLevel) {
+            if (!@ob_end_flush()) break;
+        }
+        self::$closing = true;
+        if (ob_get_level() === self::$obLevel) ob_end_clean();
+        self::endSession();
+        self::respond();
+        self::cleanup();
+    }
+
+    /**
+     * At the script's end (exit() or a fatal error in a handler, which end the worker as they end
+     * FrankenPHP's): the request in progress gets what was written, with the error as display_errors says
+     * (PHP wrote it already), and a 500 for a fatal error not shown. Registered last (from a shutdown
+     * function), so that the app's own shutdown functions still write into the response.
+     */
+    public static function shutdown(): void
+    {
+        register_shutdown_function(static function (): void {
+            if (!self::$inRequest || self::$conn === null) return;
+            $fatal = E_ERROR | E_CORE_ERROR | E_COMPILE_ERROR | E_PARSE | E_USER_ERROR | E_RECOVERABLE_ERROR;
+            $e = error_get_last();
+            if ($e !== null && ($e['type'] & $fatal)) {
+                if (!self::iniBool('display_errors')) {
+                    if (!self::$streamed && self::$status === 200) self::$status = 500;
+                } elseif (self::bufferLost() && (error_reporting() & $e['type'])) {
+                    // PHP could not run the request's output handler for its message (memory exhausted):
+                    // its message went to the log only. Now that memory is back, the page gets it too.
+                    $type = $e['type'] === E_PARSE ? 'Parse error' : ($e['type'] === E_RECOVERABLE_ERROR ? 'Recoverable fatal error' : 'Fatal error');
+                    self::$body .= self::displayed($type, $e['message'], $e['file'], $e['line']);
+                }
+            }
+            self::finish();
+        });
+    }
+
+    /**
+     * PHP gave up on the request's output handler: calling it failed (memory exhausted) and PHP disabled it,
+     * or shut the output layer down (a fatal error inside an output handler): its message went past it.
+     */
+    private static function bufferLost(): bool
+    {
+        if (ob_get_level() < self::$obLevel) return true;
+        $status = ob_get_status(true)[self::$obLevel - 1] ?? null;
+        return is_array($status) && (($status['flags'] ?? 0) & PHP_OUTPUT_HANDLER_DISABLED) !== 0;
     }
 
     public static function cleanup(): void
@@ -369,215 +443,3 @@ final class PhpserverRuntime
     }
 }
 
-/** php://input reads the current request's body; every other php:// stream is PHP's own. */
-final class PhpserverPhpStream
-{
-    public $context;
-    /** @var resource|null */
-    private $fp = null;
-    private int $pos = 0;
-    private bool $input = false;
-
-    public function stream_open(string $path, string $mode, int $options, ?string &$opened): bool
-    {
-        if (strcasecmp($path, 'php://input') === 0) {
-            $this->input = true;
-            return true;
-        }
-        stream_wrapper_restore('php');
-        try {
-            $fp = $this->context ? @fopen($path, $mode, false, $this->context) : @fopen($path, $mode);
-        } finally {
-            stream_wrapper_unregister('php');
-            stream_wrapper_register('php', self::class);
-        }
-        if ($fp === false) return false;
-        $this->fp = $fp;
-        return true;
-    }
-
-    public function stream_read(int $count): string|false
-    {
-        if (!$this->input) return fread($this->fp, $count);
-        $chunk = substr(PhpserverRuntime::$input, $this->pos, $count);
-        $this->pos += strlen($chunk);
-        return $chunk;
-    }
-
-    public function stream_write(string $data): int
-    {
-        return $this->input ? 0 : (int) fwrite($this->fp, $data);
-    }
-
-    public function stream_eof(): bool
-    {
-        return $this->input ? $this->pos >= strlen(PhpserverRuntime::$input) : feof($this->fp);
-    }
-
-    public function stream_tell(): int
-    {
-        return $this->input ? $this->pos : (int) ftell($this->fp);
-    }
-
-    public function stream_seek(int $offset, int $whence): bool
-    {
-        if (!$this->input) return fseek($this->fp, $offset, $whence) === 0;
-        $len = strlen(PhpserverRuntime::$input);
-        $to = match ($whence) { SEEK_SET => $offset, SEEK_CUR => $this->pos + $offset, SEEK_END => $len + $offset, default => -1 };
-        if ($to < 0) return false;
-        $this->pos = $to;
-        return true;
-    }
-
-    public function stream_flush(): bool
-    {
-        return $this->input ? true : fflush($this->fp);
-    }
-
-    public function stream_stat(): array|false
-    {
-        return $this->input ? ['size' => strlen(PhpserverRuntime::$input)] : fstat($this->fp);
-    }
-
-    public function stream_close(): void
-    {
-        if ($this->fp) fclose($this->fp);
-    }
-
-    public function stream_truncate(int $size): bool
-    {
-        return $this->input ? false : ftruncate($this->fp, $size);
-    }
-
-    public function stream_set_option(int $option, int $arg1, ?int $arg2): bool
-    {
-        return false;
-    }
-
-    public function stream_cast(int $as)
-    {
-        return $this->input ? false : $this->fp;
-    }
-}
-
-/** FrankenPHP's worker API: waits for one request, runs $handler for it, answers; false when the worker must stop. */
-function frankenphp_handle_request(callable $handler): bool
-{
-    if (PhpserverRuntime::$readyPipe !== null) {
-        @fwrite(PhpserverRuntime::$readyPipe, 'R');
-        @fclose(PhpserverRuntime::$readyPipe);
-        PhpserverRuntime::$readyPipe = null;
-    }
-    if (PhpserverRuntime::$maxRequests > 0 && PhpserverRuntime::$handled >= PhpserverRuntime::$maxRequests) return false;
-    while (true) {
-        $conn = @stream_socket_accept(PhpserverRuntime::$server, -1);
-        if ($conn === false) continue;
-        $req = PhpserverRuntime::read($conn);
-        if ($req !== null) break;
-        fclose($conn);
-    }
-    PhpserverRuntime::$handled++;
-    PhpserverRuntime::$conn = $conn;
-    PhpserverRuntime::begin($req);
-    PhpserverRuntime::$inRequest = true;
-    PhpserverRuntime::$closing = false;
-    ob_start([PhpserverRuntime::class, 'output'], 1);
-    PhpserverRuntime::$obLevel = ob_get_level();
-    try {
-        $handler();
-    } catch (Throwable $e) {
-        error_log('PHP Fatal error:  Uncaught ' . $e);
-        while (ob_get_level() > PhpserverRuntime::$obLevel) ob_end_clean();
-        PhpserverRuntime::$body = '';
-        if (!PhpserverRuntime::$streamed) PhpserverRuntime::$status = 500;
-    }
-    // The app's own buffers still open hand their output down; the request's buffer ends.
-    while (ob_get_level() > PhpserverRuntime::$obLevel) ob_end_flush();
-    PhpserverRuntime::$closing = true;
-    if (ob_get_level() === PhpserverRuntime::$obLevel) ob_end_clean();
-    PhpserverRuntime::endSession();
-    PhpserverRuntime::respond();
-    PhpserverRuntime::cleanup();
-    return true;
-}
-
-function phpserver_handle_request(callable $handler): bool
-{
-    return frankenphp_handle_request($handler);
-}
-
-/** Sends the response now; the rest of the handler runs after the client has it. */
-function frankenphp_finish_request(): bool
-{
-    if (!PhpserverRuntime::$inRequest || PhpserverRuntime::$conn === null) return false;
-    while (ob_get_level() > PhpserverRuntime::$obLevel) ob_end_flush();
-    PhpserverRuntime::endSession();
-    PhpserverRuntime::respond();
-    return true;
-}
-
-function frankenphp_request_headers(): array
-{
-    $out = [];
-    foreach ($_SERVER as $k => $v) {
-        if (str_starts_with($k, 'HTTP_')) $out[ucwords(strtolower(str_replace('_', '-', substr($k, 5))), '-')] = $v;
-    }
-    if (isset($_SERVER['CONTENT_TYPE'])) $out['Content-Type'] = $_SERVER['CONTENT_TYPE'];
-    if (isset($_SERVER['CONTENT_LENGTH'])) $out['Content-Length'] = $_SERVER['CONTENT_LENGTH'];
-    return $out;
-}
-
-if (!function_exists('getallheaders')) {
-    function getallheaders(): array
-    {
-        return frankenphp_request_headers();
-    }
-}
-if (!function_exists('apache_request_headers')) {
-    function apache_request_headers(): array
-    {
-        return frankenphp_request_headers();
-    }
-}
-
-/** Sets the runtime up in a freshly forked worker; the caller then requires the app's script at global scope. */
-function phpserver_worker_setup($server, $readyPipe, string $script, int $maxRequests, string $docRoot): void
-{
-    PhpserverRuntime::$server = $server;
-    PhpserverRuntime::$readyPipe = $readyPipe;
-    PhpserverRuntime::$script = $script;
-    PhpserverRuntime::$maxRequests = $maxRequests;
-    PhpserverRuntime::$docRoot = $docRoot;
-    $base = $_SERVER;
-    foreach (['argv', 'argc', 'PHP_SELF', 'SCRIPT_NAME', 'SCRIPT_FILENAME', 'PATH_TRANSLATED', 'DOCUMENT_ROOT', 'REQUEST_TIME', 'REQUEST_TIME_FLOAT'] as $k) unset($base[$k]);
-    PhpserverRuntime::$baseServer = $base;
-    $_SERVER = $base;
-    $_GET = $_POST = $_COOKIE = $_FILES = $_REQUEST = [];
-    // Output outside of a request goes to the logs, never to the SAPI (which would mark headers as sent).
-    ob_start(function (string $b): string {
-        if ($b !== '') fwrite(STDERR, $b);
-        return '';
-    }, 1);
-    $R = PhpserverRuntime::class;
-    uopz_set_return('header', fn(string $h, bool $replace = true, int $code = 0) => $R::header($h, $replace, $code), true);
-    uopz_set_return('header_remove', fn(?string $name = null) => $R::removeHeader($name), true);
-    uopz_set_return('headers_list', fn() => array_map(fn($h) => "$h[0]: $h[1]", $R::$headers), true);
-    uopz_set_return('headers_sent', fn(&$file = null, &$line = null) => $R::$streamed, true);
-    uopz_set_return('flush', fn() => $R::flush(), true);
-    uopz_set_return('http_response_code', function (int $code = 0) use ($R) {
-        if (!$R::$inRequest) return false;
-        $old = $R::$status;
-        if ($code > 0) $R::$status = $code;
-        return $old;
-    }, true);
-    uopz_set_return('setcookie', fn(string $name, string $value = '', array|int $o = 0, string $path = '', string $domain = '', bool $secure = false, bool $httponly = false) => $R::cookie(false, $name, $value, $o, $path, $domain, $secure, $httponly), true);
-    uopz_set_return('setrawcookie', fn(string $name, string $value = '', array|int $o = 0, string $path = '', string $domain = '', bool $secure = false, bool $httponly = false) => $R::cookie(true, $name, $value, $o, $path, $domain, $secure, $httponly), true);
-    uopz_set_return('is_uploaded_file', fn(string $f) => isset($R::$uploaded[$f]), true);
-    uopz_set_return('move_uploaded_file', function (string $from, string $to) use ($R) {
-        if (!isset($R::$uploaded[$from])) return false;
-        unset($R::$uploaded[$from]);
-        return @rename($from, $to);
-    }, true);
-    stream_wrapper_unregister('php');
-    stream_wrapper_register('php', PhpserverPhpStream::class);
-}

@@ -7,7 +7,8 @@
 // setcookie(), http_response_code() (through uopz) and the output, and starts every request with no
 // session of its own: a session id comes only from that request's cookie.
 //
-// Usage (by phpserver): php -d extension=uopz -d uopz.exit=1 worker.php SOCKET SCRIPT NUM MAX_REQUESTS ROOT READY_FILE
+// Usage (by phpserver, with php-fpm's php.ini and conf.d):
+//   php -c FPM_INI -d extension=uopz -d uopz.exit=1 worker.php SOCKET SCRIPT NUM MAX_REQUESTS ROOT READY_FILE
 
 declare(strict_types=1);
 

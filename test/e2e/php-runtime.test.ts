@@ -44,7 +44,8 @@ function get(
 const WORKER = `<?php
 // Loaded once per worker: the bootstrap runs once, the handler per request.
 $booted = microtime(true);
-$handler = function () use ($booted) {
+$bootWorker = $_SERVER['FRANKENPHP_WORKER'] ?? null;
+$handler = function () use ($booted, $bootWorker) {
     static $served = 0;
     $served++;
     if (isset($_GET['stream'])) {
@@ -73,7 +74,8 @@ $handler = function () use ($booted) {
         'user' => $_SESSION['user'] ?? null,
         'method' => $_SERVER['REQUEST_METHOD'],
         'memory_limit' => ini_get('memory_limit'),
-        'frankenphp_worker' => $_SERVER['FRANKENPHP_WORKER'] ?? null,
+        'frankenphp_worker' => $bootWorker,
+        'frankenphp_worker_request' => $_SERVER['FRANKENPHP_WORKER'] ?? null,
     ]);
 };
 while (frankenphp_handle_request($handler)) {
@@ -91,6 +93,7 @@ interface WorkerBody {
   method: string;
   memory_limit: string;
   frankenphp_worker: string | null;
+  frankenphp_worker_request: string | null;
 }
 
 function send(
@@ -511,7 +514,12 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
     assert.equal(b.json.booted, a.json.booted, "the bootstrap ran once");
     assert.deepEqual(b.json.get, { y: "2" }, "$_GET is the request's own");
     assert.equal(b.json.memory_limit, "99M", "php.ini applies to workers");
-    assert.equal(b.json.frankenphp_worker, "1", "$_SERVER['FRANKENPHP_WORKER'], as Symfony Runtime expects");
+    assert.equal(
+      b.json.frankenphp_worker,
+      "1",
+      "$_SERVER['FRANKENPHP_WORKER'] at boot, as Symfony Runtime expects",
+    );
+    assert.equal(b.json.frankenphp_worker_request, null, "and not during requests, as FrankenPHP");
     const post = await call(
       "POST",
       "/form",
