@@ -424,14 +424,26 @@ export interface ReleaseImages {
   imageTags(repo: string): Promise<string[]>;
 }
 
-/** An app's volumes: its dependency cache (kept between builds) and its release volumes (ADR 0012). */
+/** One of an app's release volumes (ADR 0012): its name, and the deployment that made it. */
+export interface ReleaseVolume {
+  name: string;
+  /** The deployment (or warm build) that made it; null when the engine does not say. */
+  deploymentId: string | null;
+}
+
+/**
+ * An app's volumes: its dependency cache (kept between builds) and its release volumes (ADR 0012), named
+ * by what they are for. How the engine finds them (Docker: labels) is the adapter's.
+ */
 export interface AppVolumes {
-  /** Removes Pier's volumes with these labels (one still in use stays). */
-  removeVolumes(labels: Record<string, string>): Promise<void>;
-  /** Pier's volumes with these labels (from one engine call). */
-  listVolumes(labels: Record<string, string>): Promise<{ name: string; labels: Record<string, string> }[]>;
-  /** Removes one volume; false when a container still uses it (then it stays). Gone already: true. */
-  removeVolume(name: string): Promise<boolean>;
+  /** Empties the app's dependency cache (a build without cache): the next build starts without it. */
+  dropDependencyCache(appId: string): Promise<void>;
+  /** The app's release volumes (from one engine call). */
+  releaseVolumes(appId: string): Promise<ReleaseVolume[]>;
+  /** Removes one release volume; false when a container still uses it (then it stays). Gone already: true. */
+  removeReleaseVolume(name: string): Promise<boolean>;
+  /** Removes every volume of the app, caches and release volumes (it is deleted); one still in use stays. */
+  removeAppVolumes(appId: string): Promise<void>;
 }
 
 /** The private network of an app or an add-on (ADR 0007: each has a subnet of Pier's pool). */

@@ -266,7 +266,7 @@ export class AppService {
           for (const tag of await engine.imageTags(`pier-app/${app.id}`)) await engine.removeImage(tag);
         },
       ],
-      ["volumes", () => engine.removeVolumes({ [LABEL.app]: app.id })],
+      ["volumes", () => engine.removeAppVolumes(app.id)],
       ["add-on connections", () => this.deps.detachAddons?.(app.id) ?? Promise.resolve()],
       ["networks", () => this.deps.instances.removeNetworks(app.id)],
       ["repository", () => rm(this.deps.repoDir(app.id), { recursive: true, force: true })],

@@ -8,7 +8,14 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { PierError } from "../../src/core/errors.js";
 import { LABEL, ROLE } from "../../src/core/labels.js";
-import type { ContainerBuild, Engine, EngineEvent, InstanceSpec } from "../../src/core/ports.js";
+import type {
+  BuildContainer,
+  ContainerBuild,
+  Engine,
+  EngineEvent,
+  InstanceSpec,
+} from "../../src/core/ports.js";
+import { RELEASE_VOLUME_ROLE } from "../../src/core/release-volumes.js";
 
 export interface EngineUnderTest {
   engine: Engine;
@@ -232,6 +239,48 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
       await engine.removeInstance(run.id, 0);
       await engine.removeSandbox(sandbox.id);
       assert.deepEqual(await engine.listSandboxes(labels), []);
+    });
+
+    test("an app's volumes: its release volumes are listed, one in use stays, the cache is dropped alone, all go with the app", async () => {
+      const appId = `${t.prefix}-vols`;
+      const release = `${t.prefix}-release-vol`;
+      const build: BuildContainer & { scriptPath: string } = {
+        from: t.image,
+        appDir: "/app",
+        env: {},
+        binds: [],
+        flavor: "S",
+        memoryBytes: 64 * MiB,
+        labels: { [LABEL.app]: appId },
+        sandbox: null,
+        scriptPath: "/nothing.sh",
+        volumes: [
+          {
+            name: `${t.prefix}-cache`,
+            target: "/cache",
+            labels: { [LABEL.app]: appId, [LABEL.cache]: "deps" },
+          },
+          {
+            name: release,
+            target: "/app/vendor",
+            labels: { [LABEL.app]: appId, [LABEL.deployment]: "d1", [LABEL.role]: RELEASE_VOLUME_ROLE },
+          },
+        ],
+      };
+      const started = await engine.startBuildContainer(build);
+      assert.deepEqual(await engine.releaseVolumes(appId), [{ name: release, deploymentId: "d1" }]);
+      assert.equal(await engine.removeReleaseVolume(release), false, "a build still mounts it: it stays");
+      await engine.removeBuildContainer(started);
+      await engine.dropDependencyCache(appId);
+      assert.deepEqual(await engine.releaseVolumes(appId), [{ name: release, deploymentId: "d1" }]);
+      assert.equal(await engine.removeReleaseVolume(release), true);
+      assert.equal(await engine.removeReleaseVolume(release), true, "gone already");
+      assert.ok(!(await engine.ownerAppIds()).has(appId), "the cache went with dropDependencyCache");
+      await engine.removeBuildContainer(await engine.startBuildContainer(build));
+      assert.ok((await engine.ownerAppIds()).has(appId));
+      await engine.removeAppVolumes(appId);
+      assert.deepEqual(await engine.releaseVolumes(appId), []);
+      assert.ok(!(await engine.ownerAppIds()).has(appId), "nothing of the app is left");
     });
 
     test("a release image made from files: it exists with its labels, is listed for its app, and is removed", async () => {

@@ -14,11 +14,13 @@ import type {
   InstanceLogLine,
   InstanceSpec,
   NetworkSubnets,
+  ReleaseVolume,
   RoutableInstance,
   RouteTarget,
   SandboxInfo,
   SandboxSpec,
 } from "../../src/core/ports.js";
+import { RELEASE_VOLUME_ROLE } from "../../src/core/release-volumes.js";
 import { type Cidr, overlaps, parseCidr } from "../../src/core/subnets.js";
 import { interpret } from "./fake-shell.js";
 
@@ -66,6 +68,8 @@ export class FakeEngine implements Engine {
   buildContainers: InstanceInfo[] = [];
   /** The specs startBuildContainer was given, in order. */
   startedBuilds: (BuildContainer & { scriptPath: string })[] = [];
+  /** The volumes each build container started ahead mounts, by its id. */
+  private readonly buildVolumes = new Map<string, string[]>();
   /** The specs createSandbox and runInstance were given, in order. */
   sandboxSpecs: SandboxSpec[] = [];
   instanceSpecs: InstanceSpec[] = [];
@@ -188,6 +192,10 @@ export class FakeEngine implements Engine {
     this.startedBuilds.push(b);
     for (const v of b.volumes) if (!this.volumes.has(v.name)) this.volumes.set(v.name, v.labels ?? b.labels);
     const id = this.nextId("build");
+    this.buildVolumes.set(
+      id,
+      b.volumes.map((v) => v.name),
+    );
     this.buildContainers.push({
       id,
       name: id,
@@ -237,22 +245,39 @@ export class FakeEngine implements Engine {
 
   // Volumes.
 
-  async removeVolumes(labels: Labels): Promise<void> {
-    await this.enter("removeVolumes", labels);
-    for (const [name, own] of this.volumes) if (matches(own, labels)) this.volumes.delete(name);
+  async dropDependencyCache(appId: string): Promise<void> {
+    await this.enter("dropDependencyCache", appId);
+    this.dropVolumes({ [LABEL.app]: appId, [LABEL.cache]: "deps" });
   }
 
-  async listVolumes(labels: Labels): Promise<{ name: string; labels: Labels }[]> {
-    await this.enter("listVolumes", labels);
+  async releaseVolumes(appId: string): Promise<ReleaseVolume[]> {
+    await this.enter("releaseVolumes", appId);
     return [...this.volumes]
-      .filter(([, own]) => matches(own, labels))
-      .map(([name, own]) => ({ name, labels: own }));
+      .filter(([, own]) => matches(own, { [LABEL.app]: appId, [LABEL.role]: RELEASE_VOLUME_ROLE }))
+      .map(([name, own]) => ({ name, deploymentId: own[LABEL.deployment] ?? null }));
   }
 
-  async removeVolume(name: string): Promise<boolean> {
-    await this.enter("removeVolume", name);
+  async removeReleaseVolume(name: string): Promise<boolean> {
+    await this.enter("removeReleaseVolume", name);
+    if (this.volumeInUse(name)) return false;
     this.volumes.delete(name);
     return true;
+  }
+
+  async removeAppVolumes(appId: string): Promise<void> {
+    await this.enter("removeAppVolumes", appId);
+    this.dropVolumes({ [LABEL.app]: appId });
+  }
+
+  /** Removes the volumes with these labels; one still in use stays (as the engine refuses it). */
+  private dropVolumes(labels: Labels): void {
+    for (const [name, own] of this.volumes)
+      if (matches(own, labels) && !this.volumeInUse(name)) this.volumes.delete(name);
+  }
+
+  /** Whether a build container that is still there mounts the volume. */
+  private volumeInUse(name: string): boolean {
+    return [...this.buildVolumes].some(([id, names]) => names.includes(name) && this.container(id));
   }
 
   // Networks.

@@ -31,6 +31,7 @@ import type {
   InstanceInfo,
   InstanceSpec,
   NetworkSubnets,
+  ReleaseVolume,
   RoutableInstance,
   RouteTarget,
   SandboxInfo,
@@ -192,9 +193,15 @@ export class DockerEngine implements Engine {
     await unlessGone(this.docker.getContainer(id).remove({ force: true }));
   }
 
-  async removeVolumes(labels: Record<string, string>): Promise<void> {
+  /** Pier's volumes with these labels, as the engine lists them. */
+  private async volumesLabelled(labels: Record<string, string>): Promise<Docker.VolumeInspectInfo[]> {
     const { Volumes } = await this.docker.listVolumes({ filters: { label: this.labelFilters(labels) } });
-    for (const v of Volumes ?? []) {
+    return Volumes ?? [];
+  }
+
+  /** Removes Pier's volumes with these labels; one still in use stays. */
+  private async removeVolumesLabelled(labels: Record<string, string>): Promise<void> {
+    for (const v of await this.volumesLabelled(labels)) {
       await this.docker
         .getVolume(v.Name)
         .remove()
@@ -202,14 +209,16 @@ export class DockerEngine implements Engine {
     }
   }
 
-  async listVolumes(
-    labels: Record<string, string>,
-  ): Promise<{ name: string; labels: Record<string, string> }[]> {
-    const { Volumes } = await this.docker.listVolumes({ filters: { label: this.labelFilters(labels) } });
-    return (Volumes ?? []).map((v) => ({ name: v.Name, labels: v.Labels ?? {} }));
+  async dropDependencyCache(appId: string): Promise<void> {
+    await this.removeVolumesLabelled({ [LABEL.app]: appId, [LABEL.cache]: "deps" });
   }
 
-  async removeVolume(name: string): Promise<boolean> {
+  async releaseVolumes(appId: string): Promise<ReleaseVolume[]> {
+    const vols = await this.volumesLabelled({ [LABEL.app]: appId, [LABEL.role]: RELEASE_VOLUME_ROLE });
+    return vols.map((v) => ({ name: v.Name, deploymentId: v.Labels?.[LABEL.deployment] ?? null }));
+  }
+
+  async removeReleaseVolume(name: string): Promise<boolean> {
     try {
       await this.docker.getVolume(name).remove();
       return true;
@@ -218,6 +227,10 @@ export class DockerEngine implements Engine {
       if ((e as { statusCode?: number }).statusCode === 409) return false;
       throw e;
     }
+  }
+
+  async removeAppVolumes(appId: string): Promise<void> {
+    await this.removeVolumesLabelled({ [LABEL.app]: appId });
   }
 
   /**

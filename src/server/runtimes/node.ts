@@ -9,7 +9,6 @@ import type { NpmRegistry } from "../../adapters/npm-registry.js";
 import { isTask } from "../../core/app-state.js";
 import { buildGitSetup } from "../../core/build-git.js";
 import { PierError } from "../../core/errors.js";
-import { LABEL } from "../../core/labels.js";
 import { FLAVOR_MEMORY_MIB } from "../../core/model.js";
 import { markVersions, type NodeVersion } from "../../core/node-versions.js";
 import { packageManagerPackage, parsePackageManager } from "../../core/package-json.js";
@@ -145,7 +144,7 @@ export class NodeRuntime implements Runtime {
           : null;
       if (d.withoutCache) {
         write("Building without cache: the dependency cache of this app is emptied.");
-        await this.deps.engine.removeVolumes({ [LABEL.app]: app.id, [LABEL.cache]: "deps" });
+        await this.deps.engine.dropDependencyCache(app.id);
       }
       const tag = imageTag(app.id, d.id);
       write(

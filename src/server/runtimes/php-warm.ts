@@ -120,7 +120,7 @@ export class WarmBuilds {
   /** Removes a container started ahead, its volume and its folder. */
   async discard(w: WarmBuild): Promise<void> {
     await this.deps.engine.removeBuildContainer(w.containerId).catch(() => undefined);
-    if (w.own) await this.deps.engine.removeVolume(w.volume).catch(() => undefined);
+    if (w.own) await this.deps.engine.removeReleaseVolume(w.volume).catch(() => undefined);
     await rm(w.dir, { recursive: true, force: true });
   }
 
@@ -135,7 +135,7 @@ export class WarmBuilds {
     // next push most likely keeps them, and a container started for it would only compete for the CPU.
     if (shared && info?.labels[REDEPLOY_RUNS_LABEL] === "false") return null;
     if (shared) {
-      const there = await engine.listVolumes({ [LABEL.app]: appId, [LABEL.role]: RELEASE_VOLUME_ROLE });
+      const there = await engine.releaseVolumes(appId);
       if (!there.some((v) => v.name === shared.name)) return null;
     }
     const runtime = await engine.imageInfo(PHP_IMAGE);
@@ -156,7 +156,7 @@ export class WarmBuilds {
     try {
       containerId = await engine.startBuildContainer({ ...spec, scriptPath: WARM_SCRIPT });
     } catch (e) {
-      if (!shared) await engine.removeVolume(volume).catch(() => undefined);
+      if (!shared) await engine.removeReleaseVolume(volume).catch(() => undefined);
       await rm(dir, { recursive: true, force: true });
       throw e;
     }
