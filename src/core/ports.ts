@@ -420,8 +420,8 @@ export interface ReleaseImages {
   imageInfo(tag: string): Promise<{ id: string; labels: Record<string, string> } | null>;
   /** Removes an image; gone already: nothing to do. */
   removeImage(tag: string): Promise<void>;
-  /** Tags (`repo:tag`) of the images of one repository, e.g. `pier-app/<app id>`: an app's releases. */
-  imageTags(repo: string): Promise<string[]>;
+  /** The tags of an app's release images (`releaseImageTag` in core/model.ts), from one engine call. */
+  releaseImages(appId: string): Promise<string[]>;
 }
 
 /** One of an app's release volumes (ADR 0012): its name, and the deployment that made it. */
@@ -448,10 +448,16 @@ export interface AppVolumes {
 
 /** The private network of an app or an add-on (ADR 0007: each has a subnet of Pier's pool). */
 export interface AppNetworks {
-  /** Whether a network of this name exists (any network, Pier's or not). */
+  /**
+   * Whether a network of this name exists (any network, Pier's or not): one cheap call, asked where the
+   * answer is most often yes (ensuring an app's network at each deploy, PIER_BUILD_NETWORK at start).
+   */
   networkExists(name: string): Promise<boolean>;
-  /** Every network on the engine (Pier's or not) with its subnets: one call, for the subnet pool. */
-  listNetworkSubnets(): Promise<NetworkSubnets[]>;
+  /**
+   * Every network on the engine (Pier's or not) with its subnets and labels, from one call: the subnet
+   * pool's view (what is taken), and which networks an app has (`pier.app`).
+   */
+  networksWithSubnets(): Promise<NetworkSubnets[]>;
   /**
    * Creates the bridge network unless it exists, with these subnets (null: the engine picks). Throws
    * SUBNET_OVERLAPS when a subnet overlaps a network that exists. Idempotent.

@@ -263,7 +263,7 @@ export class AppService {
       [
         "images",
         async () => {
-          for (const tag of await engine.imageTags(`pier-app/${app.id}`)) await engine.removeImage(tag);
+          for (const tag of await engine.releaseImages(app.id)) await engine.removeImage(tag);
         },
       ],
       ["volumes", () => engine.removeAppVolumes(app.id)],

@@ -27,7 +27,7 @@ export async function removeLeftovers(deps: {
     .map((f) => f.slice(0, -4));
   for (const appId of gone) {
     try {
-      for (const tag of await engine.imageTags(`pier-app/${appId}`)) await engine.removeImage(tag);
+      for (const tag of await engine.releaseImages(appId)) await engine.removeImage(tag);
       await engine.removeAppVolumes(appId);
       await deps.removeNetworks(appId);
     } catch (err) {

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { PierError } from "../../src/core/errors.js";
 import { LABEL, ROLE } from "../../src/core/labels.js";
+import { releaseImageTag } from "../../src/core/model.js";
 import type {
   BuildContainer,
   ContainerBuild,
@@ -201,7 +202,7 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
       await engine.ensureNetwork(name, own, { ipv4: null, ipv6: null });
       await engine.ensureNetwork(name, own, { ipv4: null, ipv6: null });
       assert.equal(await engine.networkExists(name), true);
-      const listed = (await engine.listNetworkSubnets()).filter((x) => x.name === name);
+      const listed = (await engine.networksWithSubnets()).filter((x) => x.name === name);
       assert.equal(listed.length, 1, "made once");
       assert.equal(listed[0]?.labels[LABEL.network], "second");
       const subnet = listed[0]?.subnets.find((s) => !s.includes(":"));
@@ -286,8 +287,7 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
     test("a release image made from files: it exists with its labels, is listed for its app, and is removed", async () => {
       const dir = mkdtempSync(join(tmpdir(), "pier-conformance-"));
       writeFileSync(join(dir, "hello.txt"), "hello\n");
-      const repo = `pier-app/${t.prefix}`;
-      const tag = `${repo}:d1`;
+      const tag = releaseImageTag(t.prefix, "d1");
       const build: ContainerBuild = {
         from: t.image,
         appDir: "/app",
@@ -307,10 +307,10 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
         await engine.imageFromFiles(build);
         assert.equal(await engine.imageExists(tag), true);
         assert.equal((await engine.imageInfo(tag))?.labels[LABEL.deployment], "d1");
-        assert.deepEqual(await engine.imageTags(repo), [tag]);
+        assert.deepEqual(await engine.releaseImages(t.prefix), [tag]);
         await engine.removeImage(tag);
         assert.equal(await engine.imageExists(tag), false);
-        assert.deepEqual(await engine.imageTags(repo), []);
+        assert.deepEqual(await engine.releaseImages(t.prefix), []);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

@@ -4,6 +4,7 @@
 // state, count its calls and hold or fail a call with `before`.
 import { PierError } from "../../src/core/errors.js";
 import { LABEL, labelTarget, ROLE } from "../../src/core/labels.js";
+import { releaseRepository } from "../../src/core/model.js";
 import type {
   BuildContainer,
   ContainerBuild,
@@ -238,9 +239,9 @@ export class FakeEngine implements Engine {
     this.images.delete(tag);
   }
 
-  async imageTags(repo: string): Promise<string[]> {
-    await this.enter("imageTags", repo);
-    return [...this.images.keys()].filter((t) => t.startsWith(`${repo}:`));
+  async releaseImages(appId: string): Promise<string[]> {
+    await this.enter("releaseImages", appId);
+    return [...this.images.keys()].filter((t) => t.startsWith(`${releaseRepository(appId)}:`));
   }
 
   // Volumes.
@@ -287,8 +288,8 @@ export class FakeEngine implements Engine {
     return this.networks.some((n) => n.name === name);
   }
 
-  async listNetworkSubnets(): Promise<NetworkSubnets[]> {
-    await this.enter("listNetworkSubnets");
+  async networksWithSubnets(): Promise<NetworkSubnets[]> {
+    await this.enter("networksWithSubnets");
     return this.networks.map((n) => ({ ...n, labels: { ...n.labels }, subnets: [...n.subnets] }));
   }
 

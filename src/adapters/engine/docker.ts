@@ -6,7 +6,7 @@ import { type InstanceFilesystem, instanceFilesystem } from "../../core/instance
 import { LABEL, labelTarget, ROLE } from "../../core/labels.js";
 import { INSTANCE_PIDS } from "../../core/limits.js";
 import { LineReader } from "../../core/lines.js";
-import { cpuLimits } from "../../core/model.js";
+import { cpuLimits, releaseRepository } from "../../core/model.js";
 import { RELEASE_VOLUME_ROLE, releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
 import {
   buildImage,
@@ -285,7 +285,8 @@ export class DockerEngine implements Engine {
     }
   }
 
-  async imageTags(repo: string): Promise<string[]> {
+  async releaseImages(appId: string): Promise<string[]> {
+    const repo = releaseRepository(appId);
     const images = await this.docker.listImages({ filters: { reference: [repo] } });
     return images.flatMap((i) => i.RepoTags ?? []).filter((t) => t.startsWith(`${repo}:`));
   }
@@ -304,7 +305,7 @@ export class DockerEngine implements Engine {
     }
   }
 
-  async listNetworkSubnets(): Promise<NetworkSubnets[]> {
+  async networksWithSubnets(): Promise<NetworkSubnets[]> {
     const nets = await this.docker.listNetworks();
     return nets.map((n) => ({
       name: n.Name,

@@ -73,7 +73,7 @@ export async function pruneImages(
   const { engine } = deps;
   const keep = new Set((await deps.store.listReleases(appId)).slice(0, KEPT_RELEASES).map((r) => r.image));
   const busy = active();
-  for (const tag of await engine.imageTags(`pier-app/${appId}`)) {
+  for (const tag of await engine.releaseImages(appId)) {
     if (keep.has(tag) || (busy && tag.endsWith(`:${busy}`))) continue;
     await engine.removeImage(tag).catch(() => undefined);
   }
@@ -81,7 +81,7 @@ export async function pruneImages(
   const volumes = await engine.releaseVolumes(appId);
   if (volumes.length === 0) return;
   const images: Record<string, string>[] = [];
-  for (const tag of await engine.imageTags(`pier-app/${appId}`)) {
+  for (const tag of await engine.releaseImages(appId)) {
     const info = await engine.imageInfo(tag);
     if (info) images.push(info.labels);
   }
