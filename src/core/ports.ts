@@ -387,34 +387,50 @@ export interface EngineEvent {
 }
 
 /**
- * Release images: built (from a Dockerfile, or by a build container whose result is committed), looked up,
- * listed per app, removed. Build containers are how Node.js and PHP releases are built (ADR 0005, 0012).
+ * A build prepared ahead of its commit (ReleaseImages.prepareBuild): a token the server hands back to
+ * `buildRelease` or discards, and never looks into. What it stands for (Docker: a started build container)
+ * is the engine adapter's.
+ */
+export interface PreparedBuild {
+  readonly ref: string;
+}
+
+/**
+ * Release images: built (from a Dockerfile, or by running a build script whose result is the image),
+ * looked up, listed per app, removed. A build may be prepared ahead, while the push is received, so that
+ * it starts at once (ADR 0005, 0012).
  */
 export interface ReleaseImages {
   buildImage(build: ImageBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void>;
   /**
-   * Runs a build in a container and commits it: a new container, or `started`, one that
-   * startBuildContainer made with the same volumes, binds, limits and sandbox (it runs its script file).
+   * Builds the release image `build.tag`: the commit's files are put where the build says, its script runs
+   * under the build flavor's limits with its volumes and binds, and the result is the image (unless
+   * `build.commit` is false). With `prepared` (made by prepareBuild with the same volumes, binds, limits
+   * and sandbox, not yet used), the build runs there, and its script is the file at its `scriptPath`.
+   * A prepared build serves one build: used or failed, it is gone.
    */
-  buildInContainer(
+  buildRelease(
     build: ContainerBuild,
     onLine: (line: string) => void,
     signal: AbortSignal,
-    started?: string,
+    prepared?: PreparedBuild,
   ): Promise<void>;
   /**
-   * Creates and starts a build container ahead of its build (while the push is received): it waits on its
-   * stdin for the commit's files, then runs the script at `scriptPath` (in one of its binds). Its id.
+   * Prepares a build ahead of its commit (while the push is received): everything that does not depend on
+   * the commit is made and started; the build then waits for the commit's files and runs the script at
+   * `scriptPath` (in one of its binds, written before buildRelease is called).
    */
-  startBuildContainer(build: BuildContainer & { scriptPath: string }): Promise<string>;
+  prepareBuild(build: BuildContainer & { scriptPath: string }): Promise<PreparedBuild>;
+  /** Whether a prepared build can still be used (the engine may have restarted and dropped it since). */
+  preparedBuildAlive(prepared: PreparedBuild): Promise<boolean>;
+  /** Discards a prepared build that will not be used. Gone already: nothing to do. */
+  discardPreparedBuild(prepared: PreparedBuild): Promise<void>;
   /**
    * Makes `build.tag` without running anything: the commit's files are put at `build.appDir` of a container
    * of `build.from` that never starts (no process, no network), which is committed with `build.image` and
    * the labels. For a release with nothing to build (its dependencies reused as they are).
    */
   imageFromFiles(build: ContainerBuild): Promise<void>;
-  /** Removes a build container (started ahead and not used). Gone already: nothing to do. */
-  removeBuildContainer(id: string): Promise<void>;
   imageExists(tag: string): Promise<boolean>;
   /** The image's id and labels, or null when there is no such image. */
   imageInfo(tag: string): Promise<{ id: string; labels: Record<string, string> } | null>;

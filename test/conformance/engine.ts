@@ -167,7 +167,8 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
       await engine.stopInstance(id, 0);
       await engine.removeInstance(id, 0);
       await engine.removeSandbox(id);
-      await engine.removeBuildContainer(id);
+      await engine.discardPreparedBuild({ ref: id });
+      assert.equal(await engine.preparedBuildAlive({ ref: id }), false);
       await assert.rejects(engine.startInstance(id));
       await assert.rejects(engine.waitInstance(id, signal));
       await assert.rejects(engine.logs(id, { follow: false }, () => undefined, signal));
@@ -268,20 +269,73 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
           },
         ],
       };
-      const started = await engine.startBuildContainer(build);
+      const prepared = await engine.prepareBuild(build);
       assert.deepEqual(await engine.releaseVolumes(appId), [{ name: release, deploymentId: "d1" }]);
       assert.equal(await engine.removeReleaseVolume(release), false, "a build still mounts it: it stays");
-      await engine.removeBuildContainer(started);
+      await engine.discardPreparedBuild(prepared);
       await engine.dropDependencyCache(appId);
       assert.deepEqual(await engine.releaseVolumes(appId), [{ name: release, deploymentId: "d1" }]);
       assert.equal(await engine.removeReleaseVolume(release), true);
       assert.equal(await engine.removeReleaseVolume(release), true, "gone already");
       assert.ok(!(await engine.ownerAppIds()).has(appId), "the cache went with dropDependencyCache");
-      await engine.removeBuildContainer(await engine.startBuildContainer(build));
+      await engine.discardPreparedBuild(await engine.prepareBuild(build));
       assert.ok((await engine.ownerAppIds()).has(appId));
       await engine.removeAppVolumes(appId);
       assert.deepEqual(await engine.releaseVolumes(appId), []);
       assert.ok(!(await engine.ownerAppIds()).has(appId), "nothing of the app is left");
+    });
+
+    test("a release built by its script, or in a build prepared ahead (which serves one build); a failed script fails it", async () => {
+      const context = mkdtempSync(join(tmpdir(), "pier-conformance-"));
+      const bound = mkdtempSync(join(tmpdir(), "pier-conformance-bind-"));
+      writeFileSync(join(context, "hello.txt"), "hello\n");
+      const build = (deployment: string, script: string): ContainerBuild => ({
+        from: t.image,
+        appDir: "/app",
+        env: {},
+        volumes: [],
+        binds: [{ source: bound, target: "/pier" }],
+        flavor: "S",
+        memoryBytes: 256 * MiB,
+        labels: { ...labels, [LABEL.deployment]: deployment },
+        sandbox: null,
+        tag: releaseImageTag(t.prefix, deployment),
+        contextDir: context,
+        script,
+        image: { cmd: ["/bin/sh", "-c", "exec sleep 600"], env: {}, workdir: "/app", user: "root" },
+      });
+      try {
+        const lines: string[] = [];
+        await engine.buildRelease(build("b1", "echo built plainly"), (l) => void lines.push(l), signal);
+        assert.ok(lines.includes("built plainly"), lines.join("\n"));
+        assert.equal(await engine.imageExists(releaseImageTag(t.prefix, "b1")), true);
+
+        const ahead = build("b2", "echo not this one");
+        const prepared = await engine.prepareBuild({ ...ahead, scriptPath: "/pier/build.sh" });
+        assert.equal(await engine.preparedBuildAlive(prepared), true);
+        writeFileSync(join(bound, "build.sh"), "echo built ahead\n");
+        const aheadLines: string[] = [];
+        await engine.buildRelease(ahead, (l) => void aheadLines.push(l), signal, prepared);
+        assert.ok(aheadLines.includes("built ahead"), aheadLines.join("\n"));
+        assert.ok(!aheadLines.includes("not this one"));
+        assert.equal(await engine.imageExists(ahead.tag), true);
+        assert.equal(await engine.preparedBuildAlive(prepared), false, "used up");
+
+        const unused = await engine.prepareBuild({ ...ahead, scriptPath: "/pier/build.sh" });
+        await engine.discardPreparedBuild(unused);
+        assert.equal(await engine.preparedBuildAlive(unused), false);
+        await engine.discardPreparedBuild(unused);
+
+        await assert.rejects(
+          engine.buildRelease(build("b3", "echo failing; exit 3"), () => undefined, signal),
+          (e: PierError) => e.code === "BUILD_FAILED",
+        );
+        assert.equal(await engine.imageExists(releaseImageTag(t.prefix, "b3")), false);
+      } finally {
+        for (const tag of await engine.releaseImages(t.prefix)) await engine.removeImage(tag);
+        rmSync(context, { recursive: true, force: true });
+        rmSync(bound, { recursive: true, force: true });
+      }
     });
 
     test("a release image made from files: it exists with its labels, is listed for its app, and is removed", async () => {

@@ -2,6 +2,8 @@
 // same conformance suite as the Docker adapter (test/conformance/engine.ts, run by
 // test/unit/adapters/fake-engine.test.ts and test/e2e/engine-conformance.test.ts). Tests seed it, read its
 // state, count its calls and hold or fail a call with `before`.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { PierError } from "../../src/core/errors.js";
 import { LABEL, labelTarget, ROLE } from "../../src/core/labels.js";
 import { releaseRepository } from "../../src/core/model.js";
@@ -15,6 +17,7 @@ import type {
   InstanceLogLine,
   InstanceSpec,
   NetworkSubnets,
+  PreparedBuild,
   ReleaseVolume,
   RoutableInstance,
   RouteTarget,
@@ -65,12 +68,12 @@ export class FakeEngine implements Engine {
   heldSubnets: string[] = [];
   instances: InstanceInfo[] = [];
   sandboxes: SandboxInfo[] = [];
-  /** Build containers started ahead (startBuildContainer), running until removed. */
+  /** Builds prepared ahead (prepareBuild), running until used or discarded. */
   buildContainers: InstanceInfo[] = [];
-  /** The specs startBuildContainer was given, in order. */
+  /** The specs prepareBuild was given, in order. */
   startedBuilds: (BuildContainer & { scriptPath: string })[] = [];
-  /** The volumes each build container started ahead mounts, by its id. */
-  private readonly buildVolumes = new Map<string, string[]>();
+  /** The spec of each build prepared ahead, by its ref (its script's bind, its volumes). */
+  private readonly preparedSpecs = new Map<string, BuildContainer & { scriptPath: string }>();
   /** The specs createSandbox and runInstance were given, in order. */
   sandboxSpecs: SandboxSpec[] = [];
   instanceSpecs: InstanceSpec[] = [];
@@ -169,15 +172,15 @@ export class FakeEngine implements Engine {
     this.images.set(b.tag, { id: `sha256:${b.tag}`, labels: { ...b.labels } });
   }
 
-  async buildInContainer(
+  async buildRelease(
     b: ContainerBuild,
     onLine: (line: string) => void,
     signal: AbortSignal,
-    started?: string,
+    prepared?: PreparedBuild,
   ): Promise<void> {
-    await this.enter("buildInContainer", b, onLine, signal, started);
-    if (started) this.buildContainers = this.buildContainers.filter((c) => c.id !== started);
-    const run = interpret(["sh", "-c", b.script]);
+    await this.enter("buildRelease", b, onLine, signal, prepared);
+    const script = prepared ? this.preparedScript(prepared) : b.script;
+    const run = interpret(["sh", "-c", script]);
     for (const l of run.lines) onLine(l);
     if (run.exitCode !== 0 && run.exitCode !== null)
       throw new PierError("BUILD_FAILED", `The build exited with code ${run.exitCode}.`);
@@ -188,15 +191,32 @@ export class FakeEngine implements Engine {
     this.images.set(b.tag, { id: `sha256:${b.tag}`, labels: { ...b.labels, [LABEL.role]: ROLE.release } });
   }
 
-  async startBuildContainer(b: BuildContainer & { scriptPath: string }): Promise<string> {
-    await this.enter("startBuildContainer", b);
+  /**
+   * A prepared build is used up; its script is the file at its scriptPath, read through the bind that holds
+   * it (as the container reads it). One that is gone, or a script that is not there, fails the build.
+   */
+  private preparedScript(prepared: PreparedBuild): string {
+    const alive = this.buildContainers.some((c) => c.id === prepared.ref && c.running);
+    const spec = this.preparedSpecs.get(prepared.ref);
+    this.buildContainers = this.buildContainers.filter((c) => c.id !== prepared.ref);
+    if (!alive || !spec) throw new PierError("ENGINE_ERROR", `No such container: ${prepared.ref}`);
+    const bind = spec.binds.find((m) => spec.scriptPath.startsWith(`${m.target}/`));
+    try {
+      return readFileSync(
+        join(bind?.source ?? "/nonexistent", spec.scriptPath.slice(bind?.target.length ?? 0)),
+        "utf8",
+      );
+    } catch {
+      throw new PierError("BUILD_FAILED", `The build failed: ${spec.scriptPath}: not found.`);
+    }
+  }
+
+  async prepareBuild(b: BuildContainer & { scriptPath: string }): Promise<PreparedBuild> {
+    await this.enter("prepareBuild", b);
     this.startedBuilds.push(b);
     for (const v of b.volumes) if (!this.volumes.has(v.name)) this.volumes.set(v.name, v.labels ?? b.labels);
     const id = this.nextId("build");
-    this.buildVolumes.set(
-      id,
-      b.volumes.map((v) => v.name),
-    );
+    this.preparedSpecs.set(id, b);
     this.buildContainers.push({
       id,
       name: id,
@@ -210,7 +230,12 @@ export class FakeEngine implements Engine {
       tcp: null,
       networkAddress: null,
     });
-    return id;
+    return { ref: id };
+  }
+
+  async preparedBuildAlive(prepared: PreparedBuild): Promise<boolean> {
+    await this.enter("preparedBuildAlive", prepared);
+    return this.buildContainers.some((c) => c.id === prepared.ref && c.running);
   }
 
   async imageFromFiles(b: ContainerBuild): Promise<void> {
@@ -218,9 +243,9 @@ export class FakeEngine implements Engine {
     this.commit(b);
   }
 
-  async removeBuildContainer(id: string): Promise<void> {
-    await this.enter("removeBuildContainer", id);
-    this.buildContainers = this.buildContainers.filter((c) => c.id !== id);
+  async discardPreparedBuild(prepared: PreparedBuild): Promise<void> {
+    await this.enter("discardPreparedBuild", prepared);
+    this.buildContainers = this.buildContainers.filter((c) => c.id !== prepared.ref);
   }
 
   async imageExists(tag: string): Promise<boolean> {
@@ -278,7 +303,9 @@ export class FakeEngine implements Engine {
 
   /** Whether a build container that is still there mounts the volume. */
   private volumeInUse(name: string): boolean {
-    return [...this.buildVolumes].some(([id, names]) => names.includes(name) && this.container(id));
+    return [...this.preparedSpecs].some(
+      ([id, b]) => b.volumes.some((v) => v.name === name) && this.buildContainers.some((c) => c.id === id),
+    );
   }
 
   // Networks.

@@ -31,6 +31,7 @@ import type {
   InstanceInfo,
   InstanceSpec,
   NetworkSubnets,
+  PreparedBuild,
   ReleaseVolume,
   RoutableInstance,
   RouteTarget,
@@ -172,25 +173,37 @@ export class DockerEngine implements Engine {
     return buildImage(this.docker, this.ownLabels, b, onLine, signal, await this.cpus());
   }
 
-  async buildInContainer(
+  /** A prepared build is a build container started ahead (its id): it waits on its stdin for the files. */
+  async buildRelease(
     b: ContainerBuild,
     onLine: (line: string) => void,
     signal: AbortSignal,
-    started?: string,
+    prepared?: PreparedBuild,
   ): Promise<void> {
-    return buildInContainer(this.docker, this.ownLabels, b, onLine, signal, await this.cpus(), started);
+    const cpus = await this.cpus();
+    return buildInContainer(this.docker, this.ownLabels, b, onLine, signal, cpus, prepared?.ref);
   }
 
   async imageFromFiles(b: ContainerBuild): Promise<void> {
     return imageFromFiles(this.docker, this.ownLabels, b);
   }
 
-  async startBuildContainer(b: BuildContainer & { scriptPath: string }): Promise<string> {
-    return startBuildContainer(this.docker, this.ownLabels, b, await this.cpus());
+  async prepareBuild(b: BuildContainer & { scriptPath: string }): Promise<PreparedBuild> {
+    return { ref: await startBuildContainer(this.docker, this.ownLabels, b, await this.cpus()) };
   }
 
-  async removeBuildContainer(id: string): Promise<void> {
-    await unlessGone(this.docker.getContainer(id).remove({ force: true }));
+  async preparedBuildAlive(prepared: PreparedBuild): Promise<boolean> {
+    try {
+      const c = await this.docker.getContainer(prepared.ref).inspect();
+      return c.State.Running && c.Config.Labels?.[LABEL.role] === ROLE.build;
+    } catch (e) {
+      if (isNotFound(e)) return false;
+      throw e;
+    }
+  }
+
+  async discardPreparedBuild(prepared: PreparedBuild): Promise<void> {
+    await unlessGone(this.docker.getContainer(prepared.ref).remove({ force: true }));
   }
 
   /** Pier's volumes with these labels, as the engine lists them. */

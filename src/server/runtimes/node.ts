@@ -266,7 +266,7 @@ export class NodeRuntime implements Runtime {
       if (/No compatible signature found in package metadata/.test(line)) unsigned = true;
       ctx.write(line);
     };
-    await this.deps.engine.buildInContainer(spec, onLine, ctx.signal).catch((e: unknown) => {
+    await this.deps.engine.buildRelease(spec, onLine, ctx.signal).catch((e: unknown) => {
       if (unsigned && e instanceof PierError)
         throw new PierError(
           "BUILD_FAILED",

@@ -254,12 +254,7 @@ export class PhpRuntime implements Runtime {
     alongside?.catch(() => undefined);
     const steps = stepTail(ctx.write);
     await engine
-      .buildInContainer(
-        alongside ? { ...spec, commit: false } : spec,
-        steps.onLine,
-        ctx.signal,
-        o.warm?.containerId,
-      )
+      .buildRelease(alongside ? { ...spec, commit: false } : spec, steps.onLine, ctx.signal, o.warm?.prepared)
       .catch(async (e: unknown) => {
         // A failed or cancelled build leaves no volume behind (its container is gone: nothing uses it),
         // and no image made alongside.
