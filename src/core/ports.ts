@@ -506,7 +506,9 @@ export interface Sandboxes {
 /**
  * The instances of releases: run one, list them (with their labels and where they answer), inspect, stop,
  * start, restart, remove, wait for a task's end, run a command inside, read the logs. An unknown id is
- * null for `inspectInstance` and nothing to do for stop and remove (it is gone already).
+ * null for `inspectInstance` and nothing to do for stop and remove (it is gone already); start, restart,
+ * wait, exec and logs reject it with a PierError `NOT_FOUND`, and exec in an instance that does not run
+ * with `CONFLICT`.
  */
 export interface ReleaseInstances {
   runInstance(spec: InstanceSpec): Promise<InstanceInfo>;

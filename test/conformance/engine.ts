@@ -158,10 +158,16 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
       assert.equal(await engine.execInInstance(run.id, ["echo", "inside"], (l) => void out.push(l)), 0);
       assert.deepEqual(out, ["inside"]);
       assert.equal(await engine.execInInstance(run.id, ["false"], () => undefined), 1);
+      await engine.stopInstance(run.id, 0);
+      await assert.rejects(
+        engine.execInInstance(run.id, ["true"], () => undefined),
+        (e: PierError) => e.code === "CONFLICT",
+        "not in a stopped instance",
+      );
       await engine.removeInstance(run.id, 0);
     });
 
-    test("unknown ids: inspect is null, stop and remove do nothing, start and wait fail", async () => {
+    test("unknown ids: inspect is null, stop and remove do nothing; start, restart, wait, exec and logs reject with NOT_FOUND", async () => {
       const id = `${t.prefix}-no-such-instance`;
       assert.equal(await engine.inspectInstance(id), null);
       await engine.stopInstance(id, 0);
@@ -169,9 +175,22 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
       await engine.removeSandbox(id);
       await engine.discardPreparedBuild({ ref: id });
       assert.equal(await engine.preparedBuildAlive({ ref: id }), false);
-      await assert.rejects(engine.startInstance(id));
-      await assert.rejects(engine.waitInstance(id, signal));
-      await assert.rejects(engine.logs(id, { follow: false }, () => undefined, signal));
+      const notFound = (e: PierError) => e.code === "NOT_FOUND";
+      await assert.rejects(engine.startInstance(id), notFound);
+      await assert.rejects(engine.restartInstance(id, 0), notFound);
+      await assert.rejects(engine.waitInstance(id, signal), notFound);
+      await assert.rejects(
+        engine.execInInstance(id, ["true"], () => undefined),
+        notFound,
+      );
+      await assert.rejects(
+        engine.logs(id, { follow: false }, () => undefined, signal),
+        notFound,
+      );
+      await assert.rejects(
+        engine.logs(id, { follow: true }, () => undefined, signal),
+        notFound,
+      );
       assert.equal(await engine.imageInfo(`${t.prefix}/none:x`), null);
       assert.equal(await engine.imageExists(`${t.prefix}/none:x`), false);
       await engine.removeImage(`${t.prefix}/none:x`);

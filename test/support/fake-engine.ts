@@ -146,7 +146,7 @@ export class FakeEngine implements Engine {
 
   private known(id: string): InstanceInfo {
     const c = this.container(id);
-    if (!c) throw new PierError("NOT_FOUND", `No such container: ${id}`);
+    if (!c) throw new PierError("NOT_FOUND", `There is no instance ${id} on the engine.`);
     return c;
   }
 
@@ -504,8 +504,7 @@ export class FakeEngine implements Engine {
 
   async restartInstance(id: string, graceMs: number): Promise<void> {
     await this.enter("restartInstance", id, graceMs);
-    const c = this.container(id);
-    if (!c) return;
+    const c = this.known(id);
     this.halt(id);
     Object.assign(c, {
       running: true,

@@ -72,7 +72,21 @@ async function unlessGone(call: Promise<unknown>): Promise<void> {
   }
 }
 
-/** The role label of sandboxes: they are not instances. */
+/**
+ * Waits for an engine call on an instance that must exist: the engine's 404 becomes NOT_FOUND (and its
+ * 409, an instance that does not run, CONFLICT), so that callers can tell an unknown id from a failure.
+ */
+async function onInstance<T>(id: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (e) {
+    if (isNotFound(e)) throw new PierError("NOT_FOUND", `There is no instance ${id} on the engine.`);
+    if ((e as { statusCode?: number }).statusCode === 409)
+      throw new PierError("CONFLICT", `The instance ${id} does not run: ${(e as Error).message}`);
+    throw e;
+  }
+}
+
 /**
  * A create request that carries `spec` in its body only. dockerode also copies a create's options into the
  * query string: an instance's variables went into the URL (percent-encoded, up to three times their size),
@@ -555,13 +569,14 @@ export class DockerEngine implements Engine {
   }
 
   async restartInstance(id: string, graceMs: number): Promise<void> {
-    await unlessGone(this.docker.getContainer(id).restart({ t: Math.ceil(graceMs / 1000) }));
+    await onInstance(id, () => this.docker.getContainer(id).restart({ t: Math.ceil(graceMs / 1000) }));
   }
 
   async startInstance(id: string): Promise<void> {
     try {
-      await this.docker.getContainer(id).start();
+      await onInstance(id, () => this.docker.getContainer(id).start());
     } catch (e) {
+      // Running already: nothing to do.
       if ((e as { statusCode?: number }).statusCode !== 304) throw e;
     }
   }
@@ -610,12 +625,16 @@ export class DockerEngine implements Engine {
   }
 
   async waitInstance(id: string, signal: AbortSignal): Promise<number> {
-    const r = (await this.docker.getContainer(id).wait({ abortSignal: signal })) as { StatusCode: number };
+    const r = (await onInstance(id, () => this.docker.getContainer(id).wait({ abortSignal: signal }))) as {
+      StatusCode: number;
+    };
     return r.StatusCode;
   }
 
   async execInInstance(id: string, argv: string[], onLine: (line: string) => void): Promise<number> {
-    const ex = await this.docker.getContainer(id).exec({ Cmd: argv, AttachStdout: true, AttachStderr: true });
+    const ex = await onInstance(id, () =>
+      this.docker.getContainer(id).exec({ Cmd: argv, AttachStdout: true, AttachStderr: true }),
+    );
     const stream = await ex.start({ hijack: true, stdin: false });
     const out = new PassThrough();
     this.docker.modem.demuxStream(stream, out, out);
@@ -645,11 +664,13 @@ export class DockerEngine implements Engine {
       ...(opts.tail !== undefined ? { tail: opts.tail } : {}),
     };
     if (!opts.follow) {
-      const buf = await c.logs({ ...base, follow: false });
+      const buf = await onInstance(id, () => c.logs({ ...base, follow: false }));
       for (const l of logLines(buf)) await onLine(l);
       return;
     }
-    const stream = (await c.logs({ ...base, follow: true, abortSignal: signal })) as NodeJS.ReadableStream;
+    const stream = (await onInstance(id, () =>
+      c.logs({ ...base, follow: true, abortSignal: signal }),
+    )) as NodeJS.ReadableStream;
     await pumpLogs(stream, onLine, signal);
   }
 
