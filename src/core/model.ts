@@ -146,3 +146,10 @@ export function parseReleaseNumber(ref: string): number | null {
   if (!/^v?[1-9][0-9]{0,8}$/.test(ref)) return null;
   return Number(ref.replace(/^v/, ""));
 }
+
+/** The repository of an app's release images (one tag per deployment): `pier-app/<app id>`. */
+export const releaseRepository = (appId: string) => `pier-app/${appId}`;
+
+/** The release image a deployment of an app builds: `pier-app/<app id>:<deployment id>`. */
+export const releaseImageTag = (appId: string, deploymentId: string) =>
+  `${releaseRepository(appId)}:${deploymentId}`;

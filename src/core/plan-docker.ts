@@ -7,7 +7,7 @@ import { dockerfileImageProblems } from "./build-bases.js";
 import { analyzeDockerfile } from "./dockerfile.js";
 import { DASHED_VARIABLE, instanceEnvironment, isSecretVariable } from "./env.js";
 import { LABEL } from "./labels.js";
-import { FLAVOR_MEMORY_MIB, type Flavor } from "./model.js";
+import { FLAVOR_MEMORY_MIB, type Flavor, releaseImageTag } from "./model.js";
 
 export interface DockerLogin {
   /** null: the default public registry. */
@@ -451,7 +451,7 @@ export function planDockerBuild(input: DockerBuildInput): DockerPlanResult {
   return {
     ok: true,
     plan: {
-      image: `pier-app/${input.appId}:${input.deploymentId}`,
+      image: releaseImageTag(input.appId, input.deploymentId),
       dockerfile: path,
       buildArgs: args.buildArgs,
       memoryBytes: FLAVOR_MEMORY_MIB[input.buildFlavor] * 1024 * 1024,

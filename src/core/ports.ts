@@ -387,59 +387,93 @@ export interface EngineEvent {
 }
 
 /**
- * Release images: built (from a Dockerfile, or by a build container whose result is committed), looked up,
- * listed per app, removed. Build containers are how Node.js and PHP releases are built (ADR 0005, 0012).
+ * A build prepared ahead of its commit (ReleaseImages.prepareBuild): a token the server hands back to
+ * `buildRelease` or discards, and never looks into. What it stands for (Docker: a started build container)
+ * is the engine adapter's.
+ */
+export interface PreparedBuild {
+  readonly ref: string;
+}
+
+/**
+ * Release images: built (from a Dockerfile, or by running a build script whose result is the image),
+ * looked up, listed per app, removed. A build may be prepared ahead, while the push is received, so that
+ * it starts at once (ADR 0005, 0012).
  */
 export interface ReleaseImages {
   buildImage(build: ImageBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void>;
   /**
-   * Runs a build in a container and commits it: a new container, or `started`, one that
-   * startBuildContainer made with the same volumes, binds, limits and sandbox (it runs its script file).
+   * Builds the release image `build.tag`: the commit's files are put where the build says, its script runs
+   * under the build flavor's limits with its volumes and binds, and the result is the image (unless
+   * `build.commit` is false). With `prepared` (made by prepareBuild with the same volumes, binds, limits
+   * and sandbox, not yet used), the build runs there, and its script is the file at its `scriptPath`.
+   * A prepared build serves one build: used or failed, it is gone.
    */
-  buildInContainer(
+  buildRelease(
     build: ContainerBuild,
     onLine: (line: string) => void,
     signal: AbortSignal,
-    started?: string,
+    prepared?: PreparedBuild,
   ): Promise<void>;
   /**
-   * Creates and starts a build container ahead of its build (while the push is received): it waits on its
-   * stdin for the commit's files, then runs the script at `scriptPath` (in one of its binds). Its id.
+   * Prepares a build ahead of its commit (while the push is received): everything that does not depend on
+   * the commit is made and started; the build then waits for the commit's files and runs the script at
+   * `scriptPath` (in one of its binds, written before buildRelease is called).
    */
-  startBuildContainer(build: BuildContainer & { scriptPath: string }): Promise<string>;
+  prepareBuild(build: BuildContainer & { scriptPath: string }): Promise<PreparedBuild>;
+  /** Whether a prepared build can still be used (the engine may have restarted and dropped it since). */
+  preparedBuildAlive(prepared: PreparedBuild): Promise<boolean>;
+  /** Discards a prepared build that will not be used. Gone already: nothing to do. */
+  discardPreparedBuild(prepared: PreparedBuild): Promise<void>;
   /**
    * Makes `build.tag` without running anything: the commit's files are put at `build.appDir` of a container
    * of `build.from` that never starts (no process, no network), which is committed with `build.image` and
    * the labels. For a release with nothing to build (its dependencies reused as they are).
    */
   imageFromFiles(build: ContainerBuild): Promise<void>;
-  /** Removes a build container (started ahead and not used). Gone already: nothing to do. */
-  removeBuildContainer(id: string): Promise<void>;
   imageExists(tag: string): Promise<boolean>;
   /** The image's id and labels, or null when there is no such image. */
   imageInfo(tag: string): Promise<{ id: string; labels: Record<string, string> } | null>;
   /** Removes an image; gone already: nothing to do. */
   removeImage(tag: string): Promise<void>;
-  /** Tags (`repo:tag`) of the images of one repository, e.g. `pier-app/<app id>`: an app's releases. */
-  imageTags(repo: string): Promise<string[]>;
+  /** The tags of an app's release images (`releaseImageTag` in core/model.ts), from one engine call. */
+  releaseImages(appId: string): Promise<string[]>;
 }
 
-/** An app's volumes: its dependency cache (kept between builds) and its release volumes (ADR 0012). */
+/** One of an app's release volumes (ADR 0012): its name, and the deployment that made it. */
+export interface ReleaseVolume {
+  name: string;
+  /** The deployment (or warm build) that made it; null when the engine does not say. */
+  deploymentId: string | null;
+}
+
+/**
+ * An app's volumes: its dependency cache (kept between builds) and its release volumes (ADR 0012), named
+ * by what they are for. How the engine finds them (Docker: labels) is the adapter's.
+ */
 export interface AppVolumes {
-  /** Removes Pier's volumes with these labels (one still in use stays). */
-  removeVolumes(labels: Record<string, string>): Promise<void>;
-  /** Pier's volumes with these labels (from one engine call). */
-  listVolumes(labels: Record<string, string>): Promise<{ name: string; labels: Record<string, string> }[]>;
-  /** Removes one volume; false when a container still uses it (then it stays). Gone already: true. */
-  removeVolume(name: string): Promise<boolean>;
+  /** Empties the app's dependency cache (a build without cache): the next build starts without it. */
+  dropDependencyCache(appId: string): Promise<void>;
+  /** The app's release volumes (from one engine call). */
+  releaseVolumes(appId: string): Promise<ReleaseVolume[]>;
+  /** Removes one release volume; false when a container still uses it (then it stays). Gone already: true. */
+  removeReleaseVolume(name: string): Promise<boolean>;
+  /** Removes every volume of the app, caches and release volumes (it is deleted); one still in use stays. */
+  removeAppVolumes(appId: string): Promise<void>;
 }
 
 /** The private network of an app or an add-on (ADR 0007: each has a subnet of Pier's pool). */
 export interface AppNetworks {
-  /** Whether a network of this name exists (any network, Pier's or not). */
+  /**
+   * Whether a network of this name exists (any network, Pier's or not): one cheap call, asked where the
+   * answer is most often yes (ensuring an app's network at each deploy, PIER_BUILD_NETWORK at start).
+   */
   networkExists(name: string): Promise<boolean>;
-  /** Every network on the engine (Pier's or not) with its subnets: one call, for the subnet pool. */
-  listNetworkSubnets(): Promise<NetworkSubnets[]>;
+  /**
+   * Every network on the engine (Pier's or not) with its subnets and labels, from one call: the subnet
+   * pool's view (what is taken), and which networks an app has (`pier.app`).
+   */
+  networksWithSubnets(): Promise<NetworkSubnets[]>;
   /**
    * Creates the bridge network unless it exists, with these subnets (null: the engine picks). Throws
    * SUBNET_OVERLAPS when a subnet overlaps a network that exists. Idempotent.
@@ -472,7 +506,9 @@ export interface Sandboxes {
 /**
  * The instances of releases: run one, list them (with their labels and where they answer), inspect, stop,
  * start, restart, remove, wait for a task's end, run a command inside, read the logs. An unknown id is
- * null for `inspectInstance` and nothing to do for stop and remove (it is gone already).
+ * null for `inspectInstance` and nothing to do for stop and remove (it is gone already); start, restart,
+ * wait, exec and logs reject it with a PierError `NOT_FOUND`, and exec in an instance that does not run
+ * with `CONFLICT`.
  */
 export interface ReleaseInstances {
   runInstance(spec: InstanceSpec): Promise<InstanceInfo>;

@@ -1,4 +1,5 @@
 import { LABEL } from "./labels.js";
+import type { ReleaseVolume } from "./ports.js";
 /**
  * Release volumes (docs/adr/0012): a release image may keep one folder (a PHP release's vendor/) in a named
  * volume instead of its layers, so that the build's commit does not copy it. The image names the volume in
@@ -36,13 +37,13 @@ export const releaseVolumeName = (appId: string, deploymentId: string, what: str
  * refused by the engine, so a race with a deploy that just went live loses nothing.
  */
 export function unnamedVolumes(
-  volumes: { name: string; labels: Record<string, string> }[],
+  volumes: readonly ReleaseVolume[],
   images: Record<string, string>[],
   busyDeploymentId: string | null,
 ): string[] {
   const named = new Set(images.flatMap((l) => releaseVolume(l)?.name ?? []));
   return volumes
     .filter((v) => !named.has(v.name))
-    .filter((v) => busyDeploymentId === null || v.labels[LABEL.deployment] !== busyDeploymentId)
+    .filter((v) => busyDeploymentId === null || v.deploymentId !== busyDeploymentId)
     .map((v) => v.name);
 }

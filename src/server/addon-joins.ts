@@ -64,7 +64,7 @@ export class AddonJoins {
    * to an app's network now.
    */
   async of(addonId: string, onNetworks: string[]): Promise<{ joins: AddonJoin[]; joining: boolean }> {
-    const nets = await this.deps.engine.listNetworkSubnets();
+    const nets = await this.deps.engine.networksWithSubnets();
     const under = this.joining.get(addonId);
     const joins: AddonJoin[] = [];
     for (const appId of await this.deps.addons.addonApps(addonId)) {
@@ -96,7 +96,7 @@ export class AddonJoins {
     const linked = await this.deps.addons.linkedAddons(appId);
     if (linked.length === 0 && !(await this.deps.engine.networkExists(appNetwork.name))) return lines;
     await this.deps.networks.ensure(appNetwork.name, appId, appNetwork.ipv6Subnet);
-    const nets = (await this.deps.engine.listNetworkSubnets())
+    const nets = (await this.deps.engine.networksWithSubnets())
       .filter((n) => n.labels[LABEL.app] === appId)
       .map((n) => n.name);
     if (!nets.includes(appNetwork.name)) nets.push(appNetwork.name);
@@ -133,7 +133,7 @@ export class AddonJoins {
    */
   async reconcile(): Promise<string[]> {
     const back: string[] = [];
-    const nets = await this.deps.engine.listNetworkSubnets();
+    const nets = await this.deps.engine.networksWithSubnets();
     for (const a of await this.deps.addons.listAddons()) {
       const p = this.provider(a);
       try {
@@ -170,7 +170,7 @@ export class AddonJoins {
 
   /** After an app is deleted: the add-ons leave its networks (so that they can go). */
   async detach(appId: string): Promise<void> {
-    const nets = (await this.deps.engine.listNetworkSubnets())
+    const nets = (await this.deps.engine.networksWithSubnets())
       .filter((n) => n.labels[LABEL.app] === appId)
       .map((n) => n.name);
     for (const a of await this.deps.addons.listAddons())

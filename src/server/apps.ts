@@ -263,10 +263,10 @@ export class AppService {
       [
         "images",
         async () => {
-          for (const tag of await engine.imageTags(`pier-app/${app.id}`)) await engine.removeImage(tag);
+          for (const tag of await engine.releaseImages(app.id)) await engine.removeImage(tag);
         },
       ],
-      ["volumes", () => engine.removeVolumes({ [LABEL.app]: app.id })],
+      ["volumes", () => engine.removeAppVolumes(app.id)],
       ["add-on connections", () => this.deps.detachAddons?.(app.id) ?? Promise.resolve()],
       ["networks", () => this.deps.instances.removeNetworks(app.id)],
       ["repository", () => rm(this.deps.repoDir(app.id), { recursive: true, force: true })],
@@ -330,12 +330,9 @@ export class AppService {
     const ac = new AbortController();
     for (const i of await this.deps.instances.list(app.id)) {
       const instance = instanceNumber(i.labels);
-      await this.deps.engine.logs(
-        i.id,
-        { ...o, follow: false },
-        (l) => void out.push({ ...l, instance }),
-        ac.signal,
-      );
+      await this.deps.engine
+        .logs(i.id, { ...o, follow: false }, (l) => void out.push({ ...l, instance }), ac.signal)
+        .catch(goneMeanwhile);
     }
     out.sort((a, b) => a.at.localeCompare(b.at));
     return o.tail !== undefined ? out.slice(-o.tail) : out;
@@ -357,12 +354,14 @@ export class AppService {
     );
     await Promise.all(
       serving.map((i) =>
-        this.deps.engine.logs(
-          i.id,
-          { ...o, follow: true },
-          (l) => onLine({ ...l, instance: instanceNumber(i.labels) }),
-          signal,
-        ),
+        this.deps.engine
+          .logs(
+            i.id,
+            { ...o, follow: true },
+            (l) => onLine({ ...l, instance: instanceNumber(i.labels) }),
+            signal,
+          )
+          .catch(goneMeanwhile),
       ),
     );
   }
@@ -389,4 +388,9 @@ export class AppService {
     const app = await this.get(ref);
     await this.deps.store.setAppSecret(app.id, SSH_PRIVATE_KEY, null);
   }
+}
+
+/** An instance removed between the listing and the reading of its log (a deploy retired it): it has none. */
+function goneMeanwhile(e: unknown): void {
+  if (!(e instanceof PierError && e.code === "NOT_FOUND")) throw e;
 }

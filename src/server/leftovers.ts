@@ -1,7 +1,6 @@
 import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import { LABEL } from "../core/labels.js";
 import type { AppVolumes, EngineEvents, ReleaseImages, Store } from "../core/ports.js";
 
 /**
@@ -28,8 +27,8 @@ export async function removeLeftovers(deps: {
     .map((f) => f.slice(0, -4));
   for (const appId of gone) {
     try {
-      for (const tag of await engine.imageTags(`pier-app/${appId}`)) await engine.removeImage(tag);
-      await engine.removeVolumes({ [LABEL.app]: appId });
+      for (const tag of await engine.releaseImages(appId)) await engine.removeImage(tag);
+      await engine.removeAppVolumes(appId);
       await deps.removeNetworks(appId);
     } catch (err) {
       logger.warn({ appId, err: (err as Error).message }, "could not remove what a deleted app left");

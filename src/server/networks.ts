@@ -34,7 +34,7 @@ export class Networks {
    */
   async recorded(): Promise<IsolatedNetwork[]> {
     const claims = await this.deps.store.listSubnets();
-    const onEngine = new Map((await this.deps.engine.listNetworkSubnets()).map((n) => [n.name, n.subnets]));
+    const onEngine = new Map((await this.deps.engine.networksWithSubnets()).map((n) => [n.name, n.subnets]));
     return claims.map((c) => ({
       name: c.network,
       subnets: [...new Set([c.subnet, ...(onEngine.get(c.network) ?? [])])],
@@ -57,7 +57,7 @@ export class Networks {
    */
   async checkPool(): Promise<void> {
     const { pool } = this.deps;
-    for (const n of await this.deps.engine.listNetworkSubnets()) {
+    for (const n of await this.deps.engine.networksWithSubnets()) {
       if (n.labels[LABEL.managed] === "true") continue;
       const clash = n.subnets.find((s) => {
         const c = asCidr(s);
@@ -115,7 +115,7 @@ export class Networks {
       } catch (e) {
         if (!(e instanceof PierError) || e.code !== "SUBNET_OVERLAPS") throw e;
         const mine = asCidr(subnet) as Cidr;
-        const others = (await engine.listNetworkSubnets()).filter((n) => n.name !== name);
+        const others = (await engine.networksWithSubnets()).filter((n) => n.name !== name);
         if (ipv6 && others.some((n) => n.subnets.some((s) => cidrsOverlap(s, ipv6)))) {
           await this.released([name]);
           throw new PierError(
@@ -143,7 +143,7 @@ export class Networks {
     const claimed = claims.map((c) => c.subnet);
     const recorded = new Set(claimed);
     // One engine call per new network: the subnets of networks this store does not know.
-    const foreign = (await engine.listNetworkSubnets())
+    const foreign = (await engine.networksWithSubnets())
       .flatMap((n) => n.subnets)
       .filter((s) => !recorded.has(s))
       .flatMap((s) => asCidr(s) ?? [])
@@ -178,7 +178,7 @@ export class Networks {
     for (const appId of new Set(claims.map((c) => c.appId))) {
       if (!known.has(appId)) await this.remove(appId);
     }
-    const exist = new Set((await engine.listNetworkSubnets()).map((n) => n.name));
+    const exist = new Set((await engine.networksWithSubnets()).map((n) => n.name));
     const lost = (await store.listSubnets())
       .filter((c) => !exist.has(c.network) && !this.creating.has(c.network))
       .map((c) => c.network);

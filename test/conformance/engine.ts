@@ -8,7 +8,15 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { PierError } from "../../src/core/errors.js";
 import { LABEL, ROLE } from "../../src/core/labels.js";
-import type { ContainerBuild, Engine, EngineEvent, InstanceSpec } from "../../src/core/ports.js";
+import { releaseImageTag } from "../../src/core/model.js";
+import type {
+  BuildContainer,
+  ContainerBuild,
+  Engine,
+  EngineEvent,
+  InstanceSpec,
+} from "../../src/core/ports.js";
+import { RELEASE_VOLUME_ROLE } from "../../src/core/release-volumes.js";
 import { addonServerConformance } from "./engine-addons.js";
 
 export interface EngineUnderTest {
@@ -151,19 +159,39 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
       assert.equal(await engine.execInInstance(run.id, ["echo", "inside"], (l) => void out.push(l)), 0);
       assert.deepEqual(out, ["inside"]);
       assert.equal(await engine.execInInstance(run.id, ["false"], () => undefined), 1);
+      await engine.stopInstance(run.id, 0);
+      await assert.rejects(
+        engine.execInInstance(run.id, ["true"], () => undefined),
+        (e: PierError) => e.code === "CONFLICT",
+        "not in a stopped instance",
+      );
       await engine.removeInstance(run.id, 0);
     });
 
-    test("unknown ids: inspect is null, stop and remove do nothing, start and wait fail", async () => {
+    test("unknown ids: inspect is null, stop and remove do nothing; start, restart, wait, exec and logs reject with NOT_FOUND", async () => {
       const id = `${t.prefix}-no-such-instance`;
       assert.equal(await engine.inspectInstance(id), null);
       await engine.stopInstance(id, 0);
       await engine.removeInstance(id, 0);
       await engine.removeSandbox(id);
-      await engine.removeBuildContainer(id);
-      await assert.rejects(engine.startInstance(id));
-      await assert.rejects(engine.waitInstance(id, signal));
-      await assert.rejects(engine.logs(id, { follow: false }, () => undefined, signal));
+      await engine.discardPreparedBuild({ ref: id });
+      assert.equal(await engine.preparedBuildAlive({ ref: id }), false);
+      const notFound = (e: PierError) => e.code === "NOT_FOUND";
+      await assert.rejects(engine.startInstance(id), notFound);
+      await assert.rejects(engine.restartInstance(id, 0), notFound);
+      await assert.rejects(engine.waitInstance(id, signal), notFound);
+      await assert.rejects(
+        engine.execInInstance(id, ["true"], () => undefined),
+        notFound,
+      );
+      await assert.rejects(
+        engine.logs(id, { follow: false }, () => undefined, signal),
+        notFound,
+      );
+      await assert.rejects(
+        engine.logs(id, { follow: true }, () => undefined, signal),
+        notFound,
+      );
       assert.equal(await engine.imageInfo(`${t.prefix}/none:x`), null);
       assert.equal(await engine.imageExists(`${t.prefix}/none:x`), false);
       await engine.removeImage(`${t.prefix}/none:x`);
@@ -195,7 +223,7 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
       await engine.ensureNetwork(name, own, { ipv4: null, ipv6: null });
       await engine.ensureNetwork(name, own, { ipv4: null, ipv6: null });
       assert.equal(await engine.networkExists(name), true);
-      const listed = (await engine.listNetworkSubnets()).filter((x) => x.name === name);
+      const listed = (await engine.networksWithSubnets()).filter((x) => x.name === name);
       assert.equal(listed.length, 1, "made once");
       assert.equal(listed[0]?.labels[LABEL.network], "second");
       const subnet = listed[0]?.subnets.find((s) => !s.includes(":"));
@@ -235,11 +263,105 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
       assert.deepEqual(await engine.listSandboxes(labels), []);
     });
 
+    test("an app's volumes: its release volumes are listed, one in use stays, the cache is dropped alone, all go with the app", async () => {
+      const appId = `${t.prefix}-vols`;
+      const release = `${t.prefix}-release-vol`;
+      const build: BuildContainer & { scriptPath: string } = {
+        from: t.image,
+        appDir: "/app",
+        env: {},
+        binds: [],
+        flavor: "S",
+        memoryBytes: 64 * MiB,
+        labels: { [LABEL.app]: appId },
+        sandbox: null,
+        scriptPath: "/nothing.sh",
+        volumes: [
+          {
+            name: `${t.prefix}-cache`,
+            target: "/cache",
+            labels: { [LABEL.app]: appId, [LABEL.cache]: "deps" },
+          },
+          {
+            name: release,
+            target: "/app/vendor",
+            labels: { [LABEL.app]: appId, [LABEL.deployment]: "d1", [LABEL.role]: RELEASE_VOLUME_ROLE },
+          },
+        ],
+      };
+      const prepared = await engine.prepareBuild(build);
+      assert.deepEqual(await engine.releaseVolumes(appId), [{ name: release, deploymentId: "d1" }]);
+      assert.equal(await engine.removeReleaseVolume(release), false, "a build still mounts it: it stays");
+      await engine.discardPreparedBuild(prepared);
+      await engine.dropDependencyCache(appId);
+      assert.deepEqual(await engine.releaseVolumes(appId), [{ name: release, deploymentId: "d1" }]);
+      assert.equal(await engine.removeReleaseVolume(release), true);
+      assert.equal(await engine.removeReleaseVolume(release), true, "gone already");
+      assert.ok(!(await engine.ownerAppIds()).has(appId), "the cache went with dropDependencyCache");
+      await engine.discardPreparedBuild(await engine.prepareBuild(build));
+      assert.ok((await engine.ownerAppIds()).has(appId));
+      await engine.removeAppVolumes(appId);
+      assert.deepEqual(await engine.releaseVolumes(appId), []);
+      assert.ok(!(await engine.ownerAppIds()).has(appId), "nothing of the app is left");
+    });
+
+    test("a release built by its script, or in a build prepared ahead (which serves one build); a failed script fails it", async () => {
+      const context = mkdtempSync(join(tmpdir(), "pier-conformance-"));
+      const bound = mkdtempSync(join(tmpdir(), "pier-conformance-bind-"));
+      writeFileSync(join(context, "hello.txt"), "hello\n");
+      const build = (deployment: string, script: string): ContainerBuild => ({
+        from: t.image,
+        appDir: "/app",
+        env: {},
+        volumes: [],
+        binds: [{ source: bound, target: "/pier" }],
+        flavor: "S",
+        memoryBytes: 256 * MiB,
+        labels: { ...labels, [LABEL.deployment]: deployment },
+        sandbox: null,
+        tag: releaseImageTag(t.prefix, deployment),
+        contextDir: context,
+        script,
+        image: { cmd: ["/bin/sh", "-c", "exec sleep 600"], env: {}, workdir: "/app", user: "root" },
+      });
+      try {
+        const lines: string[] = [];
+        await engine.buildRelease(build("b1", "echo built plainly"), (l) => void lines.push(l), signal);
+        assert.ok(lines.includes("built plainly"), lines.join("\n"));
+        assert.equal(await engine.imageExists(releaseImageTag(t.prefix, "b1")), true);
+
+        const ahead = build("b2", "echo not this one");
+        const prepared = await engine.prepareBuild({ ...ahead, scriptPath: "/pier/build.sh" });
+        assert.equal(await engine.preparedBuildAlive(prepared), true);
+        writeFileSync(join(bound, "build.sh"), "echo built ahead\n");
+        const aheadLines: string[] = [];
+        await engine.buildRelease(ahead, (l) => void aheadLines.push(l), signal, prepared);
+        assert.ok(aheadLines.includes("built ahead"), aheadLines.join("\n"));
+        assert.ok(!aheadLines.includes("not this one"));
+        assert.equal(await engine.imageExists(ahead.tag), true);
+        assert.equal(await engine.preparedBuildAlive(prepared), false, "used up");
+
+        const unused = await engine.prepareBuild({ ...ahead, scriptPath: "/pier/build.sh" });
+        await engine.discardPreparedBuild(unused);
+        assert.equal(await engine.preparedBuildAlive(unused), false);
+        await engine.discardPreparedBuild(unused);
+
+        await assert.rejects(
+          engine.buildRelease(build("b3", "echo failing; exit 3"), () => undefined, signal),
+          (e: PierError) => e.code === "BUILD_FAILED",
+        );
+        assert.equal(await engine.imageExists(releaseImageTag(t.prefix, "b3")), false);
+      } finally {
+        for (const tag of await engine.releaseImages(t.prefix)) await engine.removeImage(tag);
+        rmSync(context, { recursive: true, force: true });
+        rmSync(bound, { recursive: true, force: true });
+      }
+    });
+
     test("a release image made from files: it exists with its labels, is listed for its app, and is removed", async () => {
       const dir = mkdtempSync(join(tmpdir(), "pier-conformance-"));
       writeFileSync(join(dir, "hello.txt"), "hello\n");
-      const repo = `pier-app/${t.prefix}`;
-      const tag = `${repo}:d1`;
+      const tag = releaseImageTag(t.prefix, "d1");
       const build: ContainerBuild = {
         from: t.image,
         appDir: "/app",
@@ -259,10 +381,10 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
         await engine.imageFromFiles(build);
         assert.equal(await engine.imageExists(tag), true);
         assert.equal((await engine.imageInfo(tag))?.labels[LABEL.deployment], "d1");
-        assert.deepEqual(await engine.imageTags(repo), [tag]);
+        assert.deepEqual(await engine.releaseImages(t.prefix), [tag]);
         await engine.removeImage(tag);
         assert.equal(await engine.imageExists(tag), false);
-        assert.deepEqual(await engine.imageTags(repo), []);
+        assert.deepEqual(await engine.releaseImages(t.prefix), []);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

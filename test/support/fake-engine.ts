@@ -2,8 +2,11 @@
 // same conformance suite as the Docker adapter (test/conformance/engine.ts, run by
 // test/unit/adapters/fake-engine.test.ts and test/e2e/engine-conformance.test.ts). Tests seed it, read its
 // state, count its calls and hold or fail a call with `before`.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { PierError } from "../../src/core/errors.js";
 import { LABEL, labelTarget, ROLE } from "../../src/core/labels.js";
+import { releaseRepository } from "../../src/core/model.js";
 import type {
   AddonServerInfo,
   AddonServerSpec,
@@ -16,11 +19,14 @@ import type {
   InstanceLogLine,
   InstanceSpec,
   NetworkSubnets,
+  PreparedBuild,
+  ReleaseVolume,
   RoutableInstance,
   RouteTarget,
   SandboxInfo,
   SandboxSpec,
 } from "../../src/core/ports.js";
+import { RELEASE_VOLUME_ROLE } from "../../src/core/release-volumes.js";
 import { type Cidr, overlaps, parseCidr } from "../../src/core/subnets.js";
 import { FakeAddonServers } from "./fake-addon-servers.js";
 import { interpret } from "./fake-shell.js";
@@ -65,10 +71,12 @@ export class FakeEngine implements Engine {
   heldSubnets: string[] = [];
   instances: InstanceInfo[] = [];
   sandboxes: SandboxInfo[] = [];
-  /** Build containers started ahead (startBuildContainer), running until removed. */
+  /** Builds prepared ahead (prepareBuild), running until used or discarded. */
   buildContainers: InstanceInfo[] = [];
-  /** The specs startBuildContainer was given, in order. */
+  /** The specs prepareBuild was given, in order. */
   startedBuilds: (BuildContainer & { scriptPath: string })[] = [];
+  /** The spec of each build prepared ahead, by its ref (its script's bind, its volumes). */
+  private readonly preparedSpecs = new Map<string, BuildContainer & { scriptPath: string }>();
   /** The specs createSandbox and runInstance were given, in order. */
   sandboxSpecs: SandboxSpec[] = [];
   instanceSpecs: InstanceSpec[] = [];
@@ -146,7 +154,7 @@ export class FakeEngine implements Engine {
 
   private known(id: string): InstanceInfo {
     const c = this.container(id);
-    if (!c) throw new PierError("NOT_FOUND", `No such container: ${id}`);
+    if (!c) throw new PierError("NOT_FOUND", `There is no instance ${id} on the engine.`);
     return c;
   }
 
@@ -172,15 +180,15 @@ export class FakeEngine implements Engine {
     this.images.set(b.tag, { id: `sha256:${b.tag}`, labels: { ...b.labels } });
   }
 
-  async buildInContainer(
+  async buildRelease(
     b: ContainerBuild,
     onLine: (line: string) => void,
     signal: AbortSignal,
-    started?: string,
+    prepared?: PreparedBuild,
   ): Promise<void> {
-    await this.enter("buildInContainer", b, onLine, signal, started);
-    if (started) this.buildContainers = this.buildContainers.filter((c) => c.id !== started);
-    const run = interpret(["sh", "-c", b.script]);
+    await this.enter("buildRelease", b, onLine, signal, prepared);
+    const script = prepared ? this.preparedScript(prepared) : b.script;
+    const run = interpret(["sh", "-c", script]);
     for (const l of run.lines) onLine(l);
     if (run.exitCode !== 0 && run.exitCode !== null)
       throw new PierError("BUILD_FAILED", `The build exited with code ${run.exitCode}.`);
@@ -191,11 +199,32 @@ export class FakeEngine implements Engine {
     this.images.set(b.tag, { id: `sha256:${b.tag}`, labels: { ...b.labels, [LABEL.role]: ROLE.release } });
   }
 
-  async startBuildContainer(b: BuildContainer & { scriptPath: string }): Promise<string> {
-    await this.enter("startBuildContainer", b);
+  /**
+   * A prepared build is used up; its script is the file at its scriptPath, read through the bind that holds
+   * it (as the container reads it). One that is gone, or a script that is not there, fails the build.
+   */
+  private preparedScript(prepared: PreparedBuild): string {
+    const alive = this.buildContainers.some((c) => c.id === prepared.ref && c.running);
+    const spec = this.preparedSpecs.get(prepared.ref);
+    this.buildContainers = this.buildContainers.filter((c) => c.id !== prepared.ref);
+    if (!alive || !spec) throw new PierError("ENGINE_ERROR", `No such container: ${prepared.ref}`);
+    const bind = spec.binds.find((m) => spec.scriptPath.startsWith(`${m.target}/`));
+    try {
+      return readFileSync(
+        join(bind?.source ?? "/nonexistent", spec.scriptPath.slice(bind?.target.length ?? 0)),
+        "utf8",
+      );
+    } catch {
+      throw new PierError("BUILD_FAILED", `The build failed: ${spec.scriptPath}: not found.`);
+    }
+  }
+
+  async prepareBuild(b: BuildContainer & { scriptPath: string }): Promise<PreparedBuild> {
+    await this.enter("prepareBuild", b);
     this.startedBuilds.push(b);
     for (const v of b.volumes) if (!this.volumes.has(v.name)) this.volumes.set(v.name, v.labels ?? b.labels);
     const id = this.nextId("build");
+    this.preparedSpecs.set(id, b);
     this.buildContainers.push({
       id,
       name: id,
@@ -209,7 +238,12 @@ export class FakeEngine implements Engine {
       tcp: null,
       networkAddress: null,
     });
-    return id;
+    return { ref: id };
+  }
+
+  async preparedBuildAlive(prepared: PreparedBuild): Promise<boolean> {
+    await this.enter("preparedBuildAlive", prepared);
+    return this.buildContainers.some((c) => c.id === prepared.ref && c.running);
   }
 
   async imageFromFiles(b: ContainerBuild): Promise<void> {
@@ -217,9 +251,9 @@ export class FakeEngine implements Engine {
     this.commit(b);
   }
 
-  async removeBuildContainer(id: string): Promise<void> {
-    await this.enter("removeBuildContainer", id);
-    this.buildContainers = this.buildContainers.filter((c) => c.id !== id);
+  async discardPreparedBuild(prepared: PreparedBuild): Promise<void> {
+    await this.enter("discardPreparedBuild", prepared);
+    this.buildContainers = this.buildContainers.filter((c) => c.id !== prepared.ref);
   }
 
   async imageExists(tag: string): Promise<boolean> {
@@ -238,29 +272,48 @@ export class FakeEngine implements Engine {
     this.images.delete(tag);
   }
 
-  async imageTags(repo: string): Promise<string[]> {
-    await this.enter("imageTags", repo);
-    return [...this.images.keys()].filter((t) => t.startsWith(`${repo}:`));
+  async releaseImages(appId: string): Promise<string[]> {
+    await this.enter("releaseImages", appId);
+    return [...this.images.keys()].filter((t) => t.startsWith(`${releaseRepository(appId)}:`));
   }
 
   // Volumes.
 
-  async removeVolumes(labels: Labels): Promise<void> {
-    await this.enter("removeVolumes", labels);
-    for (const [name, own] of this.volumes) if (matches(own, labels)) this.volumes.delete(name);
+  async dropDependencyCache(appId: string): Promise<void> {
+    await this.enter("dropDependencyCache", appId);
+    this.dropVolumes({ [LABEL.app]: appId, [LABEL.cache]: "deps" });
   }
 
-  async listVolumes(labels: Labels): Promise<{ name: string; labels: Labels }[]> {
-    await this.enter("listVolumes", labels);
+  async releaseVolumes(appId: string): Promise<ReleaseVolume[]> {
+    await this.enter("releaseVolumes", appId);
     return [...this.volumes]
-      .filter(([, own]) => matches(own, labels))
-      .map(([name, own]) => ({ name, labels: own }));
+      .filter(([, own]) => matches(own, { [LABEL.app]: appId, [LABEL.role]: RELEASE_VOLUME_ROLE }))
+      .map(([name, own]) => ({ name, deploymentId: own[LABEL.deployment] ?? null }));
   }
 
-  async removeVolume(name: string): Promise<boolean> {
-    await this.enter("removeVolume", name);
+  async removeReleaseVolume(name: string): Promise<boolean> {
+    await this.enter("removeReleaseVolume", name);
+    if (this.volumeInUse(name)) return false;
     this.volumes.delete(name);
     return true;
+  }
+
+  async removeAppVolumes(appId: string): Promise<void> {
+    await this.enter("removeAppVolumes", appId);
+    this.dropVolumes({ [LABEL.app]: appId });
+  }
+
+  /** Removes the volumes with these labels; one still in use stays (as the engine refuses it). */
+  private dropVolumes(labels: Labels): void {
+    for (const [name, own] of this.volumes)
+      if (matches(own, labels) && !this.volumeInUse(name)) this.volumes.delete(name);
+  }
+
+  /** Whether a build container that is still there mounts the volume. */
+  private volumeInUse(name: string): boolean {
+    return [...this.preparedSpecs].some(
+      ([id, b]) => b.volumes.some((v) => v.name === name) && this.buildContainers.some((c) => c.id === id),
+    );
   }
 
   // Networks.
@@ -270,8 +323,8 @@ export class FakeEngine implements Engine {
     return this.networks.some((n) => n.name === name);
   }
 
-  async listNetworkSubnets(): Promise<NetworkSubnets[]> {
-    await this.enter("listNetworkSubnets");
+  async networksWithSubnets(): Promise<NetworkSubnets[]> {
+    await this.enter("networksWithSubnets");
     return this.networks.map((n) => ({ ...n, labels: { ...n.labels }, subnets: [...n.subnets] }));
   }
 
@@ -460,8 +513,7 @@ export class FakeEngine implements Engine {
 
   async restartInstance(id: string, graceMs: number): Promise<void> {
     await this.enter("restartInstance", id, graceMs);
-    const c = this.container(id);
-    if (!c) return;
+    const c = this.known(id);
     this.halt(id);
     Object.assign(c, {
       running: true,

@@ -6,7 +6,7 @@ import { type InstanceFilesystem, instanceFilesystem } from "../../core/instance
 import { LABEL, labelTarget, ROLE } from "../../core/labels.js";
 import { INSTANCE_PIDS } from "../../core/limits.js";
 import { LineReader } from "../../core/lines.js";
-import { cpuLimits } from "../../core/model.js";
+import { cpuLimits, releaseRepository } from "../../core/model.js";
 import { RELEASE_VOLUME_ROLE, releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
 import { DockerAddonServers } from "./docker-addons.js";
 import {
@@ -34,6 +34,8 @@ import type {
   InstanceInfo,
   InstanceSpec,
   NetworkSubnets,
+  PreparedBuild,
+  ReleaseVolume,
   RoutableInstance,
   RouteTarget,
   SandboxInfo,
@@ -73,7 +75,21 @@ async function unlessGone(call: Promise<unknown>): Promise<void> {
   }
 }
 
-/** The role label of sandboxes: they are not instances. */
+/**
+ * Waits for an engine call on an instance that must exist: the engine's 404 becomes NOT_FOUND (and its
+ * 409, an instance that does not run, CONFLICT), so that callers can tell an unknown id from a failure.
+ */
+async function onInstance<T>(id: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (e) {
+    if (isNotFound(e)) throw new PierError("NOT_FOUND", `There is no instance ${id} on the engine.`);
+    if ((e as { statusCode?: number }).statusCode === 409)
+      throw new PierError("CONFLICT", `The instance ${id} does not run: ${(e as Error).message}`);
+    throw e;
+  }
+}
+
 /**
  * A create request that carries `spec` in its body only. dockerode also copies a create's options into the
  * query string: an instance's variables went into the URL (percent-encoded, up to three times their size),
@@ -173,30 +189,48 @@ export class DockerEngine implements Engine {
     return buildImage(this.docker, this.ownLabels, b, onLine, signal, await this.cpus());
   }
 
-  async buildInContainer(
+  /** A prepared build is a build container started ahead (its id): it waits on its stdin for the files. */
+  async buildRelease(
     b: ContainerBuild,
     onLine: (line: string) => void,
     signal: AbortSignal,
-    started?: string,
+    prepared?: PreparedBuild,
   ): Promise<void> {
-    return buildInContainer(this.docker, this.ownLabels, b, onLine, signal, await this.cpus(), started);
+    const cpus = await this.cpus();
+    return buildInContainer(this.docker, this.ownLabels, b, onLine, signal, cpus, prepared?.ref);
   }
 
   async imageFromFiles(b: ContainerBuild): Promise<void> {
     return imageFromFiles(this.docker, this.ownLabels, b);
   }
 
-  async startBuildContainer(b: BuildContainer & { scriptPath: string }): Promise<string> {
-    return startBuildContainer(this.docker, this.ownLabels, b, await this.cpus());
+  async prepareBuild(b: BuildContainer & { scriptPath: string }): Promise<PreparedBuild> {
+    return { ref: await startBuildContainer(this.docker, this.ownLabels, b, await this.cpus()) };
   }
 
-  async removeBuildContainer(id: string): Promise<void> {
-    await unlessGone(this.docker.getContainer(id).remove({ force: true }));
+  async preparedBuildAlive(prepared: PreparedBuild): Promise<boolean> {
+    try {
+      const c = await this.docker.getContainer(prepared.ref).inspect();
+      return c.State.Running && c.Config.Labels?.[LABEL.role] === ROLE.build;
+    } catch (e) {
+      if (isNotFound(e)) return false;
+      throw e;
+    }
   }
 
-  async removeVolumes(labels: Record<string, string>): Promise<void> {
+  async discardPreparedBuild(prepared: PreparedBuild): Promise<void> {
+    await unlessGone(this.docker.getContainer(prepared.ref).remove({ force: true }));
+  }
+
+  /** Pier's volumes with these labels, as the engine lists them. */
+  private async volumesLabelled(labels: Record<string, string>): Promise<Docker.VolumeInspectInfo[]> {
     const { Volumes } = await this.docker.listVolumes({ filters: { label: this.labelFilters(labels) } });
-    for (const v of Volumes ?? []) {
+    return Volumes ?? [];
+  }
+
+  /** Removes Pier's volumes with these labels; one still in use stays. */
+  private async removeVolumesLabelled(labels: Record<string, string>): Promise<void> {
+    for (const v of await this.volumesLabelled(labels)) {
       await this.docker
         .getVolume(v.Name)
         .remove()
@@ -204,14 +238,16 @@ export class DockerEngine implements Engine {
     }
   }
 
-  async listVolumes(
-    labels: Record<string, string>,
-  ): Promise<{ name: string; labels: Record<string, string> }[]> {
-    const { Volumes } = await this.docker.listVolumes({ filters: { label: this.labelFilters(labels) } });
-    return (Volumes ?? []).map((v) => ({ name: v.Name, labels: v.Labels ?? {} }));
+  async dropDependencyCache(appId: string): Promise<void> {
+    await this.removeVolumesLabelled({ [LABEL.app]: appId, [LABEL.cache]: "deps" });
   }
 
-  async removeVolume(name: string): Promise<boolean> {
+  async releaseVolumes(appId: string): Promise<ReleaseVolume[]> {
+    const vols = await this.volumesLabelled({ [LABEL.app]: appId, [LABEL.role]: RELEASE_VOLUME_ROLE });
+    return vols.map((v) => ({ name: v.Name, deploymentId: v.Labels?.[LABEL.deployment] ?? null }));
+  }
+
+  async removeReleaseVolume(name: string): Promise<boolean> {
     try {
       await this.docker.getVolume(name).remove();
       return true;
@@ -220,6 +256,10 @@ export class DockerEngine implements Engine {
       if ((e as { statusCode?: number }).statusCode === 409) return false;
       throw e;
     }
+  }
+
+  async removeAppVolumes(appId: string): Promise<void> {
+    await this.removeVolumesLabelled({ [LABEL.app]: appId });
   }
 
   /**
@@ -274,7 +314,8 @@ export class DockerEngine implements Engine {
     }
   }
 
-  async imageTags(repo: string): Promise<string[]> {
+  async releaseImages(appId: string): Promise<string[]> {
+    const repo = releaseRepository(appId);
     const images = await this.docker.listImages({ filters: { reference: [repo] } });
     return images.flatMap((i) => i.RepoTags ?? []).filter((t) => t.startsWith(`${repo}:`));
   }
@@ -293,7 +334,7 @@ export class DockerEngine implements Engine {
     }
   }
 
-  async listNetworkSubnets(): Promise<NetworkSubnets[]> {
+  async networksWithSubnets(): Promise<NetworkSubnets[]> {
     const nets = await this.docker.listNetworks();
     return nets.map((n) => ({
       name: n.Name,
@@ -530,13 +571,14 @@ export class DockerEngine implements Engine {
   }
 
   async restartInstance(id: string, graceMs: number): Promise<void> {
-    await unlessGone(this.docker.getContainer(id).restart({ t: Math.ceil(graceMs / 1000) }));
+    await onInstance(id, () => this.docker.getContainer(id).restart({ t: Math.ceil(graceMs / 1000) }));
   }
 
   async startInstance(id: string): Promise<void> {
     try {
-      await this.docker.getContainer(id).start();
+      await onInstance(id, () => this.docker.getContainer(id).start());
     } catch (e) {
+      // Running already: nothing to do.
       if ((e as { statusCode?: number }).statusCode !== 304) throw e;
     }
   }
@@ -585,12 +627,16 @@ export class DockerEngine implements Engine {
   }
 
   async waitInstance(id: string, signal: AbortSignal): Promise<number> {
-    const r = (await this.docker.getContainer(id).wait({ abortSignal: signal })) as { StatusCode: number };
+    const r = (await onInstance(id, () => this.docker.getContainer(id).wait({ abortSignal: signal }))) as {
+      StatusCode: number;
+    };
     return r.StatusCode;
   }
 
   async execInInstance(id: string, argv: string[], onLine: (line: string) => void): Promise<number> {
-    const ex = await this.docker.getContainer(id).exec({ Cmd: argv, AttachStdout: true, AttachStderr: true });
+    const ex = await onInstance(id, () =>
+      this.docker.getContainer(id).exec({ Cmd: argv, AttachStdout: true, AttachStderr: true }),
+    );
     const stream = await ex.start({ hijack: true, stdin: false });
     const out = new PassThrough();
     this.docker.modem.demuxStream(stream, out, out);
@@ -620,11 +666,13 @@ export class DockerEngine implements Engine {
       ...(opts.tail !== undefined ? { tail: opts.tail } : {}),
     };
     if (!opts.follow) {
-      const buf = await c.logs({ ...base, follow: false });
+      const buf = await onInstance(id, () => c.logs({ ...base, follow: false }));
       for (const l of logLines(buf)) await onLine(l);
       return;
     }
-    const stream = (await c.logs({ ...base, follow: true, abortSignal: signal })) as NodeJS.ReadableStream;
+    const stream = (await onInstance(id, () =>
+      c.logs({ ...base, follow: true, abortSignal: signal }),
+    )) as NodeJS.ReadableStream;
     await pumpLogs(stream, onLine, signal);
   }
 

@@ -1,8 +1,5 @@
-// The clean-up steps: the undo of a failed start (the previous release keeps serving), the previous
-// release's instances once the new one serves, and the images and volumes no kept release needs.
-import { LABEL } from "../../core/labels.js";
 import type { Engine, InstanceInfo, Store } from "../../core/ports.js";
-import { RELEASE_VOLUME_ROLE, unnamedVolumes } from "../../core/release-volumes.js";
+import { unnamedVolumes } from "../../core/release-volumes.js";
 import type { Instances } from "../instances.js";
 import { KEPT_RELEASES } from "./build.js";
 import type { NextShape, Plan, Started, StepContext } from "./context.js";
@@ -76,19 +73,19 @@ export async function pruneImages(
   const { engine } = deps;
   const keep = new Set((await deps.store.listReleases(appId)).slice(0, KEPT_RELEASES).map((r) => r.image));
   const busy = active();
-  for (const tag of await engine.imageTags(`pier-app/${appId}`)) {
+  for (const tag of await engine.releaseImages(appId)) {
     if (keep.has(tag) || (busy && tag.endsWith(`:${busy}`))) continue;
     await engine.removeImage(tag).catch(() => undefined);
   }
   // Volumes first, then images: a volume whose image a deploy commits meanwhile is that deploy's (busy).
-  const volumes = await engine.listVolumes({ [LABEL.app]: appId, [LABEL.role]: RELEASE_VOLUME_ROLE });
+  const volumes = await engine.releaseVolumes(appId);
   if (volumes.length === 0) return;
   const images: Record<string, string>[] = [];
-  for (const tag of await engine.imageTags(`pier-app/${appId}`)) {
+  for (const tag of await engine.releaseImages(appId)) {
     const info = await engine.imageInfo(tag);
     if (info) images.push(info.labels);
   }
   // One still mounted (a retired instance kept for its logs) stays, and goes with a later prune.
   for (const name of unnamedVolumes(volumes, images, active()))
-    await engine.removeVolume(name).catch(() => undefined);
+    await engine.removeReleaseVolume(name).catch(() => undefined);
 }

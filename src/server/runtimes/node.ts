@@ -9,7 +9,6 @@ import type { NpmRegistry } from "../../adapters/npm-registry.js";
 import { isTask } from "../../core/app-state.js";
 import { buildGitSetup } from "../../core/build-git.js";
 import { PierError } from "../../core/errors.js";
-import { LABEL } from "../../core/labels.js";
 import { FLAVOR_MEMORY_MIB } from "../../core/model.js";
 import { markVersions, type NodeVersion } from "../../core/node-versions.js";
 import { packageManagerPackage, parsePackageManager } from "../../core/package-json.js";
@@ -145,7 +144,7 @@ export class NodeRuntime implements Runtime {
           : null;
       if (d.withoutCache) {
         write("Building without cache: the dependency cache of this app is emptied.");
-        await this.deps.engine.removeVolumes({ [LABEL.app]: app.id, [LABEL.cache]: "deps" });
+        await this.deps.engine.dropDependencyCache(app.id);
       }
       const tag = imageTag(app.id, d.id);
       write(
@@ -267,7 +266,7 @@ export class NodeRuntime implements Runtime {
       if (/No compatible signature found in package metadata/.test(line)) unsigned = true;
       ctx.write(line);
     };
-    await this.deps.engine.buildInContainer(spec, onLine, ctx.signal).catch((e: unknown) => {
+    await this.deps.engine.buildRelease(spec, onLine, ctx.signal).catch((e: unknown) => {
       if (unsigned && e instanceof PierError)
         throw new PierError(
           "BUILD_FAILED",

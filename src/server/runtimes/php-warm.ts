@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { LABEL } from "../../core/labels.js";
 import type { App } from "../../core/model.js";
 import { PHP_IMAGE } from "../../core/plan-php.js";
-import type { AppVolumes, ReleaseImages, ReleaseInstances } from "../../core/ports.js";
+import type { AppVolumes, PreparedBuild, ReleaseImages } from "../../core/ports.js";
 import { RELEASE_VOLUME_ROLE, releaseVolume, releaseVolumeName } from "../../core/release-volumes.js";
 import { APP_HOME, buildContainer } from "./runtime.js";
 
@@ -20,10 +20,11 @@ export const VENDOR_DIR = `${APP_HOME}/vendor`;
  */
 export const REDEPLOY_RUNS_LABEL = LABEL.redeployRuns;
 
-/** A PHP build container started while a push is received, with a new vendor/ volume (docs/adr/0012). */
+/** A PHP build prepared while a push is received, with a new vendor/ volume (docs/adr/0012). */
 export interface WarmBuild {
   id: string;
-  containerId: string;
+  /** The engine's token for the build prepared ahead. */
+  prepared: PreparedBuild;
   /** The host folder bound at WARM_DIR: the build writes build.env and build.sh there. */
   dir: string;
   /** The volume it mounts at VENDOR_DIR: a new one (`own`), or the current release's (a redeploy). */
@@ -60,7 +61,7 @@ export class WarmBuilds {
 
   constructor(
     private readonly deps: {
-      engine: ReleaseImages & AppVolumes & Pick<ReleaseInstances, "inspectInstance">;
+      engine: ReleaseImages & AppVolumes;
       buildNetwork: string | null;
       buildSandbox: (appId: string, buildNetwork: string | null) => Promise<string>;
       findApp: (appId: string) => Promise<App | null>;
@@ -99,8 +100,7 @@ export class WarmBuilds {
     if (w?.timer) clearTimeout(w.timer);
     if (!w) return null;
     // The engine may have restarted (the reconciler removes stopped build containers) since.
-    const info = await this.deps.engine.inspectInstance(w.containerId).catch(() => null);
-    if (info?.running) return w;
+    if (await this.deps.engine.preparedBuildAlive(w.prepared).catch(() => false)) return w;
     await this.discard(w);
     return null;
   }
@@ -119,8 +119,8 @@ export class WarmBuilds {
 
   /** Removes a container started ahead, its volume and its folder. */
   async discard(w: WarmBuild): Promise<void> {
-    await this.deps.engine.removeBuildContainer(w.containerId).catch(() => undefined);
-    if (w.own) await this.deps.engine.removeVolume(w.volume).catch(() => undefined);
+    await this.deps.engine.discardPreparedBuild(w.prepared).catch(() => undefined);
+    if (w.own) await this.deps.engine.removeReleaseVolume(w.volume).catch(() => undefined);
     await rm(w.dir, { recursive: true, force: true });
   }
 
@@ -135,7 +135,7 @@ export class WarmBuilds {
     // next push most likely keeps them, and a container started for it would only compete for the CPU.
     if (shared && info?.labels[REDEPLOY_RUNS_LABEL] === "false") return null;
     if (shared) {
-      const there = await engine.listVolumes({ [LABEL.app]: appId, [LABEL.role]: RELEASE_VOLUME_ROLE });
+      const there = await engine.releaseVolumes(appId);
       if (!there.some((v) => v.name === shared.name)) return null;
     }
     const runtime = await engine.imageInfo(PHP_IMAGE);
@@ -152,17 +152,17 @@ export class WarmBuilds {
       volumes: [vendorVolume(appId, id, volume, null)],
       labels: { [LABEL.app]: appId, [LABEL.deployment]: id },
     });
-    let containerId: string;
+    let prepared: PreparedBuild;
     try {
-      containerId = await engine.startBuildContainer({ ...spec, scriptPath: WARM_SCRIPT });
+      prepared = await engine.prepareBuild({ ...spec, scriptPath: WARM_SCRIPT });
     } catch (e) {
-      if (!shared) await engine.removeVolume(volume).catch(() => undefined);
+      if (!shared) await engine.removeReleaseVolume(volume).catch(() => undefined);
       await rm(dir, { recursive: true, force: true });
       throw e;
     }
     return {
       id,
-      containerId,
+      prepared,
       dir,
       volume,
       own: shared === null,

@@ -16,13 +16,7 @@ import {
 } from "../../core/plan-php.js";
 import { planVendor, type VendorPlan } from "../../core/plan-php-vendor.js";
 import type { AppVolumes, ContainerBuild, ReleaseImages } from "../../core/ports.js";
-import {
-  RELEASE_VOLUME_ROLE,
-  releaseVolume,
-  releaseVolumeName,
-  VOLUME_LABEL,
-  volumeLabel,
-} from "../../core/release-volumes.js";
+import { releaseVolume, releaseVolumeName, VOLUME_LABEL, volumeLabel } from "../../core/release-volumes.js";
 import { renderEnvFile, shellQuote } from "../../core/shell.js";
 import {
   REDEPLOY_RUNS_LABEL,
@@ -141,7 +135,7 @@ export class PhpRuntime implements Runtime {
       const script = phpBuildScript(plan, vendor);
       if (d.withoutCache) {
         write("Building without cache: the composer cache of this app is emptied.");
-        await this.deps.engine.removeVolumes({ [LABEL.app]: app.id, [LABEL.cache]: "deps" });
+        await this.deps.engine.dropDependencyCache(app.id);
       }
       const tag = imageTag(app.id, d.id);
       if (!nothingToRun)
@@ -260,12 +254,7 @@ export class PhpRuntime implements Runtime {
     alongside?.catch(() => undefined);
     const steps = stepTail(ctx.write);
     await engine
-      .buildInContainer(
-        alongside ? { ...spec, commit: false } : spec,
-        steps.onLine,
-        ctx.signal,
-        o.warm?.containerId,
-      )
+      .buildRelease(alongside ? { ...spec, commit: false } : spec, steps.onLine, ctx.signal, o.warm?.prepared)
       .catch(async (e: unknown) => {
         // A failed or cancelled build leaves no volume behind (its container is gone: nothing uses it),
         // and no image made alongside.
@@ -274,13 +263,13 @@ export class PhpRuntime implements Runtime {
             () => engine.removeImage(spec.tag),
             () => undefined,
           );
-        if (made) await engine.removeVolume(made).catch(() => undefined);
+        if (made) await engine.removeReleaseVolume(made).catch(() => undefined);
         if (steps.failed() === null || !(e instanceof PierError)) throw e;
         throw new PierError("BUILD_FAILED", `${steps.failed()} failed: ${steps.tail.join(" | ")}`, e.hint);
       });
     if (alongside)
       await alongside.catch(async (e: unknown) => {
-        if (made) await engine.removeVolume(made).catch(() => undefined);
+        if (made) await engine.removeReleaseVolume(made).catch(() => undefined);
         throw e;
       });
   }
@@ -297,9 +286,7 @@ export class PhpRuntime implements Runtime {
     const reuse =
       plan.composer !== null && vendor === "missing" && depsKey !== null && !ctx.deployment.withoutCache;
     const info = reuse && ctx.previousImage ? await engine.imageInfo(ctx.previousImage) : null;
-    const volumes = info
-      ? await engine.listVolumes({ [LABEL.app]: ctx.app.id, [LABEL.role]: RELEASE_VOLUME_ROLE })
-      : [];
+    const volumes = info ? await engine.releaseVolumes(ctx.app.id) : [];
     return planVendor({
       composer: plan.composer,
       vendor,

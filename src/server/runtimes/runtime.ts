@@ -3,7 +3,7 @@ import { join, sep } from "node:path";
 import { PierError } from "../../core/errors.js";
 import { APP_USER, WRITABLE_LABEL, WRITABLE_PATHS } from "../../core/instance-fs.js";
 import { LABEL, labelNumber } from "../../core/labels.js";
-import { type App, type Deployment, FLAVOR_MEMORY_MIB } from "../../core/model.js";
+import { type App, type Deployment, FLAVOR_MEMORY_MIB, releaseImageTag } from "../../core/model.js";
 import type { BuildContainer, ContainerBuild, ReleaseImages } from "../../core/ports.js";
 import { type Worker, withWorkers } from "../../core/workers.js";
 
@@ -43,7 +43,8 @@ export interface Runtime {
   build(ctx: BuildContext, settings: RunSettings): Promise<string>;
 }
 
-export const imageTag = (appId: string, deploymentId: string) => `pier-app/${appId}:${deploymentId}`;
+/** The release image a deployment of an app builds (core/model.ts). */
+export const imageTag = releaseImageTag;
 
 /** Reads a file of the commit, refusing any path (or symlink) that leads outside of it. Null if absent. */
 export async function readInside(root: string, relative: string): Promise<string | null> {

@@ -77,7 +77,7 @@ describe("release volume labels", () => {
   });
 
   it("unnamedVolumes: those no image names and not the running deployment's", () => {
-    const vol = (name: string, dep: string) => ({ name, labels: { "pier.deployment": dep } });
+    const vol = (name: string, dep: string) => ({ name, deploymentId: dep });
     const volumes = [vol("a", "d1"), vol("b", "d2"), vol("c", "d3"), vol("d", "d4")];
     const images: Record<string, string>[] = [
       { [VOLUME_LABEL]: "b:/app/vendor" },

@@ -41,7 +41,7 @@ function watch(engine: FakeEngine, firewall: MemoryFirewall): void {
   };
 }
 
-const listCalls = (engine: FakeEngine) => engine.calls.filter((c) => c === "listNetworkSubnets").length;
+const listCalls = (engine: FakeEngine) => engine.calls.filter((c) => c === "networksWithSubnets").length;
 
 const dir = mkdtempSync(join(tmpdir(), "pier-networks-"));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -34,6 +34,12 @@ function setup(o: { app?: App | null; current?: string | null; idleMs?: number }
   return { engine, warm };
 }
 
+/** Waits (in event-loop turns, not a wall-clock bound) until `done` holds. */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 10_000 && !done(); i++) await new Promise((r) => setTimeout(r, 1));
+  assert.ok(done(), "the condition never held");
+}
+
 describe("WarmBuilds: PHP build containers started while a push is received", () => {
   it("starts one per app with a new vendor/ volume, the app's sandbox and build flavor; take hands it over once", async () => {
     const { engine, warm } = setup();
@@ -110,7 +116,7 @@ describe("WarmBuilds: PHP build containers started while a push is received", ()
   it("one left unused goes after idleMs; one the engine lost is not handed over", async () => {
     const { engine, warm } = setup({ idleMs: 20 });
     warm.prepare("app-1");
-    await new Promise((r) => setTimeout(r, 80));
+    await until(() => engine.startedBuilds.length === 1 && engine.buildContainers.length === 0);
     assert.equal(engine.buildContainers.length, 0, "removed after idleMs");
     assert.deepEqual(
       [...engine.volumes.keys()],
@@ -121,7 +127,7 @@ describe("WarmBuilds: PHP build containers started while a push is received", ()
 
     const lost = setup();
     lost.warm.prepare("app-1");
-    await new Promise((r) => setTimeout(r, 10));
+    await until(() => lost.engine.buildContainers.length === 1);
     lost.engine.buildContainers = [];
     assert.equal(await lost.warm.take("app-1"), null, "stopped (an engine restart): discarded");
     assert.deepEqual([...lost.engine.volumes.keys()], ["pier-cache-app-1"]);
