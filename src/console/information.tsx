@@ -1,15 +1,15 @@
 /** Information (contract 2.1, 4.1, 4.5): id, type, flavor, state, git URL, app URL, push commands, task. */
 import { useState } from "preact/hooks";
-import { api, appPath } from "./api.js";
-import type { DomainView, EnvAnswer, Status } from "./types.js";
+import { api } from "./api.js";
+import type { Status } from "./types.js";
 import { Action, Badge, CopyButton, Section, useData, when } from "./ui.js";
 
 export function Information({ status, writable }: { status: Status; writable: boolean }) {
   const { app } = status;
-  const env = useData(() => api<EnvAnswer>("GET", appPath(app.name, "env")), [app.name], 10_000);
+  const env = useData(() => api("GET /v1/apps/:app/env", { params: { app: app.name } }), [app.name], 10_000);
   const ccTask = env.data?.vars.CC_TASK === "true";
   const domains = useData(
-    () => (app.task ? Promise.resolve([]) : api<DomainView[]>("GET", appPath(app.name, "domains"))),
+    () => (app.task ? Promise.resolve([]) : api("GET /v1/apps/:app/domains", { params: { app: app.name } })),
     [app.name],
     10_000,
   );
@@ -100,11 +100,10 @@ export function Information({ status, writable }: { status: Status; writable: bo
                 busy="Saving…"
                 done="Saved: applies at the next deploy or restart."
                 run={async () => {
-                  await api(
-                    "PATCH",
-                    appPath(app.name, "env"),
-                    ccTask ? { unset: ["CC_TASK"] } : { set: { CC_TASK: "true" } },
-                  );
+                  await api("PATCH /v1/apps/:app/env", {
+                    params: { app: app.name },
+                    body: ccTask ? { unset: ["CC_TASK"] } : { set: { CC_TASK: "true" } },
+                  });
                   await env.reload();
                 }}
               />
@@ -140,7 +139,7 @@ function DeleteApp({ name }: { name: string }) {
           kind="danger"
           disabled={typed !== name}
           run={async () => {
-            await api("DELETE", appPath(name));
+            await api("DELETE /v1/apps/:app", { params: { app: name } });
             location.hash = "#/";
           }}
         />
