@@ -6,10 +6,10 @@ import {
   type StreamKey,
 } from "../core/api/call.js";
 import { type Answer, ROUTES, type RouteKey, type RouteSpec } from "../core/api/routes.js";
+import { parseSse } from "../core/sse.js";
 import type { CliConfig } from "./config.js";
 import { ApiError, CliError } from "./errors.js";
 import { ApiErrorBodySchema, answerSchema, type CliReplyOf } from "./schemas.js";
-import { parseSse } from "./sse.js";
 
 /** Requests that are not streams give up after this long. */
 const REQUEST_TIMEOUT_MS = 120_000;

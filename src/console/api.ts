@@ -5,8 +5,6 @@
  * and server-sent events are read through fetch (EventSource cannot send the header). The route table is
  * imported for its types only: no zod in the bundle.
  */
-
-import { parseSse } from "../cli/sse.js";
 import {
   type AnyCallOptions,
   type CallArgs,
@@ -17,6 +15,7 @@ import {
   type StreamKey,
 } from "../core/api/call.js";
 import type { RouteKey } from "../core/api/routes.js";
+import { parseSse } from "../core/sse.js";
 
 const KEY = "pierToken";
 
