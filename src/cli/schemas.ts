@@ -20,12 +20,16 @@ export const ApiErrorBodySchema = r.ErrorBody;
 /**
  * Where the CLI reads an answer more leniently than the table declares it, for fields older servers omit:
  * an app as `GET /v1/apps` lists it without its status (older than the status in the list), and
- * `pier status` without `domains` (older than custom domains). The client parses these routes' answers
+ * `pier status` without `domains` (older than custom domains) or its release's `task` (older than the flag
+ * in the status). The client parses these routes' answers
  * with these schemas, and types them so.
  */
 export const LENIENT_ANSWERS = {
   "GET /v1/apps": z.array(r.ListedApp.extend({ status: r.ListedApp.shape.status.optional() })),
-  "GET /v1/apps/:app/status": r.Status.extend({ domains: r.Status.shape.domains.optional() }),
+  "GET /v1/apps/:app/status": r.Status.extend({
+    domains: r.Status.shape.domains.optional(),
+    release: r.Status.shape.release.unwrap().extend({ task: z.boolean().optional() }).nullable(),
+  }),
 } satisfies Partial<Record<RouteKey, z.ZodType>>;
 
 type Lenient = typeof LENIENT_ANSWERS;

@@ -33,7 +33,8 @@ export function AppPage({ name, tab, who }: { name: string; tab: string; who: Wh
         {s && (
           <p class="muted">
             {s.app.type}
-            {s.app.task ? " task" : ""} · {s.app.instances} × {s.app.flavor}
+            {(s.release ? s.release.task : s.app.task !== null) ? " task" : ""} · {s.app.instances} ×{" "}
+            {s.app.flavor}
             {s.release ? ` · release v${s.release.number}` : " · never deployed"}
           </p>
         )}

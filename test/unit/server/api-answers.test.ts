@@ -124,6 +124,7 @@ describe("the API's answers are the route table's", () => {
     await deploy("POST", "/v1/apps/web/deployments", 202, { withoutCache: true });
     const status = await ok("GET", "/v1/apps/web/status", 200);
     assert.equal(status.state, "running");
+    assert.equal((status.release as { task?: unknown }).task, false, "the serving release is no task");
     assert.equal((await ok("GET", "/v1/apps/web/releases", 200)).length, 2);
     await ok("GET", "/v1/apps/web/deployments", 200);
     await ok("GET", "/v1/apps/web/deployments/latest", 200);
