@@ -150,8 +150,9 @@ function Scale({ status, refresh }: { status: Status; refresh: () => Promise<voi
 export function Deployments(props: { status: Status; writable: boolean; refresh: () => Promise<void> }) {
   const { status, writable } = props;
   const name = status.app.name;
-  const list = useData(() => api("GET /v1/apps/:app/deployments", { params: { app: name } }), [name], 2000);
-  const releases = useData(() => api("GET /v1/apps/:app/releases", { params: { app: name } }), [name], 5000);
+  const params = { app: name };
+  const list = useData(() => api("GET /v1/apps/:app/deployments", { params }), [name], 2000);
+  const releases = useData(() => api("GET /v1/apps/:app/releases", { params }), [name], 5000);
   const [picked, setPicked] = useState<string | null>(null);
   const deployments = list.data ?? [];
   const current = deployments.find(running);
@@ -171,7 +172,7 @@ export function Deployments(props: { status: Status; writable: boolean; refresh:
               busy="Queuing…"
               kind="primary"
               run={async () => {
-                await api("POST /v1/apps/:app/deployments", { params: { app: name }, body: {} });
+                await api("POST /v1/apps/:app/deployments", { params, body: {} });
                 await refreshAll();
               }}
             />
@@ -179,10 +180,7 @@ export function Deployments(props: { status: Status; writable: boolean; refresh:
               label="Redeploy without cache"
               busy="Queuing…"
               run={async () => {
-                await api("POST /v1/apps/:app/deployments", {
-                  params: { app: name },
-                  body: { withoutCache: true },
-                });
+                await api("POST /v1/apps/:app/deployments", { params, body: { withoutCache: true } });
                 await refreshAll();
               }}
             />
@@ -192,7 +190,7 @@ export function Deployments(props: { status: Status; writable: boolean; refresh:
               kind="danger"
               disabled={status.state === "stopped"}
               run={async () => {
-                await api("POST /v1/apps/:app/stop", { params: { app: name } });
+                await api("POST /v1/apps/:app/stop", { params });
                 await refreshAll();
               }}
             />
@@ -202,9 +200,8 @@ export function Deployments(props: { status: Status; writable: boolean; refresh:
                 busy="Cancelling…"
                 kind="danger"
                 run={async () => {
-                  await api("POST /v1/apps/:app/deployments/:id/cancel", {
-                    params: { app: name, id: current.id },
-                  });
+                  const at = { params: { ...params, id: current.id } };
+                  await api("POST /v1/apps/:app/deployments/:id/cancel", at);
                   await refreshAll();
                 }}
               />
@@ -284,9 +281,8 @@ export function Deployments(props: { status: Status; writable: boolean; refresh:
                     label={`Roll back to v${r.number}`}
                     busy="Queuing…"
                     run={async () => {
-                      await api("POST /v1/apps/:app/releases/:number/rollback", {
-                        params: { app: name, number: String(r.number) },
-                      });
+                      const at = { params: { ...params, number: String(r.number) } };
+                      await api("POST /v1/apps/:app/releases/:number/rollback", at);
                       await refreshAll();
                     }}
                   />

@@ -132,11 +132,9 @@ function SetCertificate({
 
 export function Domains(props: { app: App; writable: boolean; admin: boolean }) {
   const { app, writable, admin } = props;
-  const list = useData(
-    () => api("GET /v1/apps/:app/domains", { params: { app: app.name } }),
-    [app.name],
-    5000,
-  );
+  const params = { app: app.name };
+  const of = (domain: string) => ({ params: { ...params, domain } });
+  const list = useData(() => api("GET /v1/apps/:app/domains", { params }), [app.name], 5000);
   const [adding, setAdding] = useState("");
   const canClaim = writable && admin;
   if (app.task)
@@ -216,9 +214,7 @@ export function Domains(props: { app: App; writable: boolean; admin: boolean }) 
                             done="Renewed."
                             run={async () => {
                               try {
-                                await api("POST /v1/apps/:app/domains/:domain/renew", {
-                                  params: { app: app.name, domain: d.name },
-                                });
+                                await api("POST /v1/apps/:app/domains/:domain/renew", of(d.name));
                               } finally {
                                 await list.reload();
                               }
@@ -230,9 +226,7 @@ export function Domains(props: { app: App; writable: boolean; admin: boolean }) 
                             kind="danger"
                             ariaLabel={`Remove ${d.name}`}
                             run={async () => {
-                              await api("DELETE /v1/apps/:app/domains/:domain", {
-                                params: { app: app.name, domain: d.name },
-                              });
+                              await api("DELETE /v1/apps/:app/domains/:domain", of(d.name));
                               await list.reload();
                             }}
                           />
@@ -262,10 +256,7 @@ export function Domains(props: { app: App; writable: boolean; admin: boolean }) 
               kind="primary"
               disabled={adding.trim() === ""}
               run={async () => {
-                await api("POST /v1/apps/:app/domains", {
-                  params: { app: app.name },
-                  body: { name: adding.trim() },
-                });
+                await api("POST /v1/apps/:app/domains", { params, body: { name: adding.trim() } });
                 setAdding("");
                 await list.reload();
               }}
