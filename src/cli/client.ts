@@ -1,22 +1,29 @@
-import type { z } from "zod";
+import {
+  type AnyCallOptions,
+  type CallArgs,
+  type RouteEvent,
+  routeUrl,
+  type StreamKey,
+} from "../core/api/call.js";
+import { type Answer, ROUTES, type RouteKey, type RouteSpec } from "../core/api/routes.js";
+import { parseSse } from "../core/sse.js";
 import type { CliConfig } from "./config.js";
 import { ApiError, CliError } from "./errors.js";
-import { ApiErrorBodySchema } from "./schemas.js";
-import { parseSse, type SseEvent } from "./sse.js";
-
-export type Query = Record<string, string | number | boolean | undefined>;
-type Method = "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
-
-/** A path under /v1 built from segments, each URL-encoded (`:app` may be a name, a key a fingerprint). */
-export const apiPath = (...segments: string[]): string => `/v1/${segments.map(encodeURIComponent).join("/")}`;
-export const appPath = (app: string, ...rest: string[]): string => apiPath("apps", app, ...rest);
+import { ApiErrorBodySchema, answerSchema, type CliReplyOf } from "./schemas.js";
 
 /** Requests that are not streams give up after this long. */
 const REQUEST_TIMEOUT_MS = 120_000;
 
+/** The answer a route declares for `status`, else its first (an older server may answer another 2xx). */
+function declaredAnswer(key: RouteKey, status: number): Answer {
+  const spec: RouteSpec = ROUTES[key];
+  return spec.responses[status] ?? Object.values(spec.responses)[0] ?? {};
+}
+
 /**
- * The management API of docs/api.md over global fetch. Every answer is checked against its schema;
- * error answers become ApiError with the server's message and hint.
+ * The management API of docs/api.md over global fetch, one typed call per route of the table
+ * (core/api/routes.ts, ADR 0026): `call("GET /v1/apps/:app/status", { params: { app } })`. Every answer is
+ * checked against the route's schema; error answers become ApiError with the server's message and hint.
  */
 export class ApiClient {
   constructor(
@@ -24,72 +31,80 @@ export class ApiClient {
     private readonly fetchFn: typeof fetch = globalThis.fetch,
   ) {}
 
-  /** A JSON request whose answer is parsed with `schema`. */
-  async call<S extends z.ZodType>(
-    method: Method,
-    path: string,
-    schema: S,
-    opts: { body?: unknown; query?: Query } = {},
-  ): Promise<z.output<S>> {
-    const res = await this.send(method, path, opts, "application/json");
+  /** One request to the route `key`: its JSON answer parsed with the route's schema, its text, or nothing. */
+  call<K extends RouteKey>(key: K, ...args: CallArgs<K>): Promise<CliReplyOf<K>>;
+  async call(key: RouteKey, opts: AnyCallOptions = {}): Promise<unknown> {
+    const { method, url } = routeUrl(key, opts);
+    const declared = Object.values<Answer>(ROUTES[key].responses);
+    const accept =
+      declared.some((a) => a.json) || !declared.some((a) => a.text) ? "application/json" : "text/plain";
+    const res = await this.send(method, url, opts, accept);
+    const answer = declaredAnswer(key, res.status);
+    if (res.status === 204 || (!answer.json && !answer.text)) {
+      await res.arrayBuffer();
+      return undefined;
+    }
     const text = await res.text();
+    if (!answer.json) return text;
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
-      throw this.unexpected(method, path, "the answer is not JSON");
+      throw this.unexpected(method, url, "the answer is not JSON");
     }
-    const parsed = schema.safeParse(body);
+    const parsed = answerSchema(key, answer.json).safeParse(body);
     if (!parsed.success) {
       const issues = parsed.error.issues
         .slice(0, 3)
         .map((i) => `${i.path.join(".") || "body"}: ${i.message}`)
         .join("; ");
-      throw this.unexpected(method, path, issues);
+      throw this.unexpected(method, url, issues);
     }
     return parsed.data;
   }
 
-  /** A request answered with no body (204). */
-  async callNoContent(
-    method: Method,
-    path: string,
-    opts: { body?: unknown; query?: Query } = {},
-  ): Promise<void> {
-    const res = await this.send(method, path, opts, "application/json");
-    await res.arrayBuffer();
-  }
-
-  /** A `text/plain` answer. */
-  async text(path: string, query?: Query): Promise<string> {
-    const res = await this.send("GET", path, { query }, "text/plain");
-    return res.text();
-  }
-
-  /** A `text/event-stream` answer, event by event, until the server ends it. */
-  async *events(path: string, query?: Query): AsyncGenerator<SseEvent> {
-    const res = await this.send("GET", path, { query }, "text/event-stream", false);
+  /**
+   * The server-sent events of a route that streams (`follow=true`), each `data` parsed with the route's event
+   * schema, until the server ends the stream.
+   */
+  events<K extends StreamKey>(key: K, ...args: CallArgs<K>): AsyncGenerator<RouteEvent<K>>;
+  async *events(
+    key: StreamKey,
+    opts: AnyCallOptions = {},
+  ): AsyncGenerator<{ event: "data" | "end"; data: unknown }> {
+    const { method, url } = routeUrl(key, { ...opts, query: { ...opts.query, follow: true } });
+    const answer = declaredAnswer(key, 200);
+    const res = await this.send(method, url, {}, "text/event-stream", false);
     if (!res.body) return;
     try {
-      yield* parseSse(res.body);
+      for await (const ev of parseSse(res.body)) {
+        const schema = ev.event === "end" ? answer.end : ev.event === "message" ? answer.sse : undefined;
+        if (!schema) continue;
+        let data: unknown;
+        try {
+          data = schema.parse(JSON.parse(ev.data));
+        } catch {
+          throw this.unexpected(method, url, `an event that does not parse: ${ev.data.slice(0, 120)}`);
+        }
+        yield { event: ev.event === "end" ? "end" : "data", data };
+      }
     } catch (e) {
+      if (e instanceof CliError) throw e;
       throw new CliError(
-        `the connection to ${this.config.url} broke while following ${path}: ${causeText(e)}`,
+        `the connection to ${this.config.url} broke while following ${url}: ${causeText(e)}`,
         "run the command again to pick up where it stopped",
       );
     }
   }
 
   private async send(
-    method: Method,
+    method: string,
     path: string,
-    opts: { body?: unknown; query?: Query },
+    opts: { body?: unknown },
     accept: string,
     timeout = true,
   ): Promise<Response> {
     const url = new URL(this.config.url + path);
-    for (const [k, v] of Object.entries(opts.query ?? {}))
-      if (v !== undefined) url.searchParams.set(k, String(v));
     const headers: Record<string, string> = { authorization: `Bearer ${this.config.token}`, accept };
     if (opts.body !== undefined) headers["content-type"] = "application/json";
     let res: Response;
@@ -113,7 +128,7 @@ export class ApiClient {
     return res;
   }
 
-  private async errorOf(res: Response, method: Method, path: string): Promise<ApiError> {
+  private async errorOf(res: Response, method: string, path: string): Promise<ApiError> {
     const text = await res.text().catch(() => "");
     let body: unknown;
     try {
@@ -136,7 +151,7 @@ export class ApiClient {
     );
   }
 
-  private unexpected(method: Method, path: string, detail: string): CliError {
+  private unexpected(method: string, path: string, detail: string): CliError {
     return new CliError(
       `unexpected answer from the server to ${method} ${path}: ${detail}`,
       "this CLI and the server may be different versions of Pier",

@@ -1,22 +1,10 @@
 import { TERMINAL_STATES } from "../core/model.js";
-import { appPath } from "./client.js";
 import type { Context } from "./command.js";
 import { CliError } from "./errors.js";
 import { json } from "./output.js";
-import { type ApiDeployment, DeployLogLineSchema, DeploymentSchema } from "./schemas.js";
+import type { ApiDeployment } from "./schemas.js";
 
 export type LogLine = { at: string; line: string };
-
-function parseEvent<T>(data: string, parse: (v: unknown) => T, what: string): T {
-  try {
-    return parse(JSON.parse(data));
-  } catch {
-    throw new CliError(
-      `unexpected ${what} in the server's log stream: ${data.slice(0, 120)}`,
-      "this CLI and the server may be different versions of Pier",
-    );
-  }
-}
 
 /**
  * Streams a deployment's log (SSE `data: {at, line}` events) to `onLine` until the server sends
@@ -29,12 +17,13 @@ export async function followDeployment(
   onLine: (line: LogLine) => void,
 ): Promise<ApiDeployment> {
   const client = ctx.client();
-  for await (const ev of client.events(appPath(app, "deployments", deploymentId, "log"), { follow: true })) {
-    if (ev.event === "end") return parseEvent(ev.data, (v) => DeploymentSchema.parse(v), "end event");
-    if (ev.event === "message") onLine(parseEvent(ev.data, (v) => DeployLogLineSchema.parse(v), "log line"));
+  const params = { app, id: deploymentId };
+  for await (const ev of client.events("GET /v1/apps/:app/deployments/:id/log", { params })) {
+    if (ev.event === "end") return ev.data;
+    onLine(ev.data);
   }
   // The stream closed without `end`: the deployment may still have finished.
-  const last = await client.call("GET", appPath(app, "deployments", deploymentId), DeploymentSchema);
+  const last = await client.call("GET /v1/apps/:app/deployments/:id", { params });
   if (TERMINAL_STATES.includes(last.state)) return last;
   throw new CliError(
     `the log stream closed before deployment ${deploymentId} finished (it is ${last.state})`,

@@ -1,9 +1,21 @@
 /**
- * The console's calls to the /v1 API: the token from the tab's sessionStorage in an Authorization header
- * (never in a URL), errors as {@link ApiError} with the server's message and hint, and server-sent events
- * read through fetch (EventSource cannot send the header).
+ * The console's calls to the /v1 API, one typed call per route of the table (core/api/call.ts, ADR 0026):
+ * `api("GET /v1/apps/:app/status", { params: { app } })`. The token from the tab's sessionStorage goes in an
+ * Authorization header (never in a URL), errors become {@link ApiError} with the server's message and hint,
+ * and server-sent events are read through fetch (EventSource cannot send the header). The route table is
+ * imported for its types only: no zod in the bundle.
  */
-import { parseSse, type SseEvent } from "../cli/sse.js";
+import {
+  type AnyCallOptions,
+  type CallArgs,
+  type CallOptions,
+  type ReplyOf,
+  type RouteEvent,
+  routeUrl,
+  type StreamKey,
+} from "../core/api/call.js";
+import type { RouteKey } from "../core/api/routes.js";
+import { parseSse } from "../core/sse.js";
 
 const KEY = "pierToken";
 
@@ -55,9 +67,9 @@ async function fail(r: Response): Promise<ApiError> {
   );
 }
 
-async function send(method: string, path: string, body: unknown, token: string, accept = "application/json") {
+async function send(method: string, url: string, body: unknown, token: string, accept = "application/json") {
   try {
-    return await fetch(`/v1${path}`, {
+    return await fetch(url, {
       method,
       headers: {
         authorization: `Bearer ${token}`,
@@ -76,28 +88,43 @@ async function send(method: string, path: string, body: unknown, token: string, 
   }
 }
 
-/** One API call; JSON in and out (a 204 gives undefined, a text answer its text). */
-export async function api<T>(
-  method: string,
-  path: string,
-  body?: unknown,
-  token = session.token(),
-): Promise<T> {
-  const r = await send(method, path, body, token);
+/** Besides the route's own options: the token to use (the one being signed in with), else the session's. */
+type Token = { token?: string };
+
+/**
+ * One call to the route `key`: JSON in and out (a 204 gives undefined, a text answer its text), typed from
+ * the route's declaration.
+ */
+export function api<K extends RouteKey>(key: K, ...args: CallArgs<K, Token>): Promise<ReplyOf<K>>;
+export async function api(key: RouteKey, opts: AnyCallOptions & Token = {}): Promise<unknown> {
+  const { method, url } = routeUrl(key, opts);
+  const r = await send(method, url, opts.body, opts.token ?? session.token());
   if (!r.ok) throw await fail(r);
-  if (r.status === 204) return undefined as T;
-  return ((r.headers.get("content-type") ?? "").includes("json") ? await r.json() : await r.text()) as T;
+  if (r.status === 204) return undefined;
+  return (r.headers.get("content-type") ?? "").includes("json") ? await r.json() : await r.text();
 }
 
-/** `/apps/<app>/<rest...>`, each part encoded. */
-export const appPath = (app: string, ...rest: string[]): string =>
-  `/apps/${[app, ...rest].map(encodeURIComponent).join("/")}`;
+/** An event of a stream as the server sent it, its data parsed (not checked: the console bundles no zod). */
+function routeEvent(ev: { event: string; data: string }): { event: "data" | "end"; data: unknown } | null {
+  if (ev.event !== "message" && ev.event !== "end") return null;
+  return { event: ev.event === "end" ? "end" : "data", data: JSON.parse(ev.data) };
+}
 
-/** The events of an SSE route (`?follow=true`), until the server ends it or `signal` aborts. */
-export async function* events(path: string, signal: AbortSignal): AsyncGenerator<SseEvent> {
+/** The events of an SSE route (`follow=true`), until the server ends it or `signal` aborts. */
+function events<K extends StreamKey>(
+  key: K,
+  opts: CallOptions<K>,
+  signal: AbortSignal,
+): AsyncGenerator<RouteEvent<K>>;
+async function* events(
+  key: StreamKey,
+  opts: AnyCallOptions,
+  signal: AbortSignal,
+): AsyncGenerator<{ event: "data" | "end"; data: unknown }> {
+  const { url } = routeUrl(key, { ...opts, query: { ...opts.query, follow: true } });
   let r: Response;
   try {
-    r = await fetch(`/v1${path}`, {
+    r = await fetch(url, {
       headers: { authorization: `Bearer ${session.token()}`, accept: "text/event-stream" },
       signal,
     });
@@ -120,7 +147,10 @@ export async function* events(path: string, signal: AbortSignal): AsyncGenerator
       reader.releaseLock();
     }
   }
-  yield* parseSse(chunks());
+  for await (const ev of parseSse(chunks())) {
+    const parsed = routeEvent(ev);
+    if (parsed) yield parsed;
+  }
 }
 
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -138,17 +168,22 @@ const sleep = (ms: number, signal: AbortSignal) =>
  * reconnects after `reset()` (the replay starts afresh), saying so through `status`. A refusal (4xx) is
  * thrown: retrying would not help.
  */
-export async function follow(
-  path: string,
+export async function follow<K extends StreamKey>(
+  key: K,
+  opts: CallOptions<K>,
   signal: AbortSignal,
-  handlers: { reset: () => void; event: (ev: SseEvent) => boolean; status: (problem: string | null) => void },
+  handlers: {
+    reset: () => void;
+    event: (ev: RouteEvent<K>) => boolean;
+    status: (problem: string | null) => void;
+  },
   quietRetryMs = 5000,
 ): Promise<void> {
   while (!signal.aborted) {
     handlers.reset();
     let wait = quietRetryMs;
     try {
-      for await (const ev of events(path, signal)) {
+      for await (const ev of events(key, opts, signal)) {
         handlers.status(null);
         if (handlers.event(ev)) return;
       }

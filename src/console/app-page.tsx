@@ -1,14 +1,14 @@
 /**
  * One app: its state and, in tabs, Information, Variables, Service Dependencies, Domains, Deployments, Logs.
  */
-import { api, appPath } from "./api.js";
+import { api } from "./api.js";
 import { Dependencies } from "./dependencies.js";
 import { Deployments } from "./deployments.js";
 import { Domains } from "./domains.js";
 import { Environment } from "./environment.js";
 import { Information } from "./information.js";
 import { RuntimeLogs } from "./runtime-logs.js";
-import type { Status, Whoami } from "./types.js";
+import type { Whoami } from "./types.js";
 import { Badge, ErrorLine, Loading, useData } from "./ui.js";
 
 const TABS: [string, string][] = [
@@ -21,7 +21,7 @@ const TABS: [string, string][] = [
 ];
 
 export function AppPage({ name, tab, who }: { name: string; tab: string; who: Whoami }) {
-  const status = useData(() => api<Status>("GET", appPath(name, "status")), [name], 3000);
+  const status = useData(() => api("GET /v1/apps/:app/status", { params: { app: name } }), [name], 3000);
   const s = status.data;
   const writable = !who.readOnly;
   return (
@@ -33,7 +33,8 @@ export function AppPage({ name, tab, who }: { name: string; tab: string; who: Wh
         {s && (
           <p class="muted">
             {s.app.type}
-            {s.app.task ? " task" : ""} · {s.app.instances} × {s.app.flavor}
+            {(s.release ? s.release.task : s.app.task !== null) ? " task" : ""} · {s.app.instances} ×{" "}
+            {s.app.flavor}
             {s.release ? ` · release v${s.release.number}` : " · never deployed"}
           </p>
         )}

@@ -5,7 +5,6 @@
 import { useState } from "preact/hooks";
 import { ADDON_KINDS, addonNameProblem } from "../core/addons.js";
 import { api, describe } from "./api.js";
-import type { Addon, App } from "./types.js";
 import { ErrorInline, ErrorLine, Loading, useData } from "./ui.js";
 
 const PROVIDERS: Record<string, string> = {
@@ -20,7 +19,7 @@ export function CreateAddon() {
   const [linked, setLinked] = useState<ReadonlySet<string>>(new Set());
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const apps = useData(() => api<App[]>("GET", "/apps"), [], 10_000);
+  const apps = useData(() => api("GET /v1/apps"), [], 10_000);
   const nameProblem = name === "" ? null : addonNameProblem(name);
 
   const toggle = (app: string) => {
@@ -33,7 +32,7 @@ export function CreateAddon() {
     setBusy(true);
     setError(null);
     try {
-      await api<Addon>("POST", "/addons", { kind, name, link: [...linked] });
+      await api("POST /v1/addons", { body: { kind, name, link: [...linked] } });
       location.hash = "#/";
     } catch (err) {
       setError(describe(err));

@@ -2,14 +2,14 @@
 import { useState } from "preact/hooks";
 import { appNameProblem } from "../core/names.js";
 import { api, describe } from "./api.js";
-import { type App, FLAVORS, RUNTIMES } from "./types.js";
-import { ErrorInline } from "./ui.js";
+import { FLAVORS, type Flavor, RUNTIMES, type Runtime } from "./types.js";
+import { chosen, ErrorInline } from "./ui.js";
 
 export function CreateApp() {
   const [name, setName] = useState("");
-  const [type, setType] = useState<string>("node");
-  const [flavor, setFlavor] = useState("");
-  const [buildFlavor, setBuildFlavor] = useState("");
+  const [type, setType] = useState<Runtime>("node");
+  const [flavor, setFlavor] = useState<Flavor | "">("");
+  const [buildFlavor, setBuildFlavor] = useState<Flavor | "">("");
   const [isTask, setIsTask] = useState(false);
   const [task, setTask] = useState("");
   const [busy, setBusy] = useState(false);
@@ -20,12 +20,14 @@ export function CreateApp() {
     setBusy(true);
     setError(null);
     try {
-      const app = await api<App>("POST", "/apps", {
-        name,
-        type,
-        ...(flavor ? { flavor } : {}),
-        ...(buildFlavor ? { buildFlavor } : {}),
-        ...(isTask && task.trim() ? { task: task.trim() } : {}),
+      const app = await api("POST /v1/apps", {
+        body: {
+          name,
+          type,
+          ...(flavor ? { flavor } : {}),
+          ...(buildFlavor ? { buildFlavor } : {}),
+          ...(isTask && task.trim() ? { task: task.trim() } : {}),
+        },
       });
       location.hash = `#/apps/${encodeURIComponent(app.name)}/information`;
     } catch (err) {
@@ -54,7 +56,11 @@ export function CreateApp() {
           {nameProblem ?? "Lower-case letters, digits and -; it becomes the app's host name."}
         </p>
         <label for="app-type">Runtime type</label>
-        <select id="app-type" value={type} onChange={(e) => setType(e.currentTarget.value)}>
+        <select
+          id="app-type"
+          value={type}
+          onChange={(e) => setType(chosen(RUNTIMES, e.currentTarget.value) ?? "node")}
+        >
           {RUNTIMES.map((r) => (
             <option key={r} value={r}>
               {r === "docker" ? "docker (a Dockerfile)" : r === "node" ? "node (Node.js)" : "phpserver (PHP)"}
@@ -64,7 +70,11 @@ export function CreateApp() {
         <div class="two">
           <div>
             <label for="app-flavor">Flavor</label>
-            <select id="app-flavor" value={flavor} onChange={(e) => setFlavor(e.currentTarget.value)}>
+            <select
+              id="app-flavor"
+              value={flavor}
+              onChange={(e) => setFlavor(chosen(FLAVORS, e.currentTarget.value) ?? "")}
+            >
               <option value="">default ({defaultFlavor})</option>
               {FLAVORS.filter((f) => type !== "phpserver" || f !== "pico").map((f) => (
                 <option key={f} value={f}>
@@ -78,7 +88,7 @@ export function CreateApp() {
             <select
               id="app-build-flavor"
               value={buildFlavor}
-              onChange={(e) => setBuildFlavor(e.currentTarget.value)}
+              onChange={(e) => setBuildFlavor(chosen(FLAVORS, e.currentTarget.value) ?? "")}
             >
               <option value="">default (M)</option>
               {FLAVORS.map((f) => (

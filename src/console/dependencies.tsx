@@ -4,14 +4,18 @@
  */
 import { useState } from "preact/hooks";
 import { publishedVariableProblem } from "../core/addons.js";
-import { api, appPath } from "./api.js";
-import type { Addon, App, Links } from "./types.js";
+import { api } from "./api.js";
+import type { App } from "./types.js";
 import { Action, ErrorInline, ErrorLine, Loading, Section, useData } from "./ui.js";
 
 export function Dependencies({ app, writable, admin }: { app: App; writable: boolean; admin: boolean }) {
-  const links = useData(() => api<Links>("GET", appPath(app.name, "links")), [app.name], 5000);
-  const addons = useData(() => api<Addon[]>("GET", "/addons"), [], 10_000);
-  const apps = useData(() => api<App[]>("GET", "/apps"), [], 10_000);
+  const links = useData(
+    () => api("GET /v1/apps/:app/links", { params: { app: app.name } }),
+    [app.name],
+    5000,
+  );
+  const addons = useData(() => api("GET /v1/addons"), [], 10_000);
+  const apps = useData(() => api("GET /v1/apps"), [], 10_000);
   const [addon, setAddon] = useState("");
   const [other, setOther] = useState("");
   if (!links.data) return links.error ? <ErrorLine error={links.error} /> : <Loading what="links" />;
@@ -39,7 +43,9 @@ export function Dependencies({ app, writable, admin }: { app: App; writable: boo
                     busy="Unlinking…"
                     ariaLabel={`Unlink ${a.name}`}
                     run={async () => {
-                      await api("DELETE", appPath(app.name, "links", "addons", a.name));
+                      await api("DELETE /v1/apps/:app/links/addons/:addon", {
+                        params: { app: app.name, addon: a.name },
+                      });
                       await links.reload();
                     }}
                   />
@@ -66,7 +72,10 @@ export function Dependencies({ app, writable, admin }: { app: App; writable: boo
               disabled={chosenAddon === ""}
               done={note}
               run={async () => {
-                await api("POST", appPath(app.name, "links", "addons"), { addon: chosenAddon });
+                await api("POST /v1/apps/:app/links/addons", {
+                  params: { app: app.name },
+                  body: { addon: chosenAddon },
+                });
                 setAddon("");
                 await Promise.all([links.reload(), addons.reload()]);
               }}
@@ -89,7 +98,9 @@ export function Dependencies({ app, writable, admin }: { app: App; writable: boo
                     busy="Unlinking…"
                     ariaLabel={`Unlink ${a.name}`}
                     run={async () => {
-                      await api("DELETE", appPath(app.name, "links", "apps", a.name));
+                      await api("DELETE /v1/apps/:app/links/apps/:target", {
+                        params: { app: app.name, target: a.name },
+                      });
                       await links.reload();
                     }}
                   />
@@ -116,7 +127,10 @@ export function Dependencies({ app, writable, admin }: { app: App; writable: boo
               disabled={chosenApp === ""}
               done={note}
               run={async () => {
-                await api("POST", appPath(app.name, "links", "apps"), { app: chosenApp });
+                await api("POST /v1/apps/:app/links/apps", {
+                  params: { app: app.name },
+                  body: { app: chosenApp },
+                });
                 setOther("");
                 await links.reload();
               }}
@@ -133,7 +147,7 @@ export function Dependencies({ app, writable, admin }: { app: App; writable: boo
 /** What this app publishes to the apps linked to it (their next deploy or restart gets it). */
 function Published({ app, writable }: { app: App; writable: boolean }) {
   const published = useData(
-    () => api<{ vars: Record<string, string> }>("GET", appPath(app.name, "published-config")),
+    () => api("GET /v1/apps/:app/published-config", { params: { app: app.name } }),
     [app.name],
     10_000,
   );
@@ -160,7 +174,9 @@ function Published({ app, writable }: { app: App; writable: boolean }) {
                   busy="Removing…"
                   ariaLabel={`Stop publishing ${n}`}
                   run={async () => {
-                    await api("DELETE", appPath(app.name, "published-config", n));
+                    await api("DELETE /v1/apps/:app/published-config/:name", {
+                      params: { app: app.name, name: n },
+                    });
                     await published.reload();
                   }}
                 />
@@ -191,7 +207,10 @@ function Published({ app, writable }: { app: App; writable: boolean }) {
             busy="Publishing…"
             disabled={name === "" || problem !== null}
             run={async () => {
-              await api("PUT", appPath(app.name, "published-config", name), { value });
+              await api("PUT /v1/apps/:app/published-config/:name", {
+                params: { app: app.name, name },
+                body: { value },
+              });
               setName("");
               setValue("");
               await published.reload();

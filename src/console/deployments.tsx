@@ -4,9 +4,9 @@
  * to.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, appPath, describe, follow } from "./api.js";
-import { type Deployment, FLAVORS, type Release, type Status, TERMINAL_STATES } from "./types.js";
-import { Action, Badge, duration, ErrorLine, Loading, Section, useData, when } from "./ui.js";
+import { api, describe, follow } from "./api.js";
+import { type Deployment, FLAVORS, type Flavor, type Status, TERMINAL_STATES } from "./types.js";
+import { Action, Badge, chosen, duration, ErrorLine, Loading, Section, useData, when } from "./ui.js";
 
 const running = (d: Deployment) => !TERMINAL_STATES.includes(d.state);
 
@@ -25,7 +25,9 @@ function DeploymentLog({ app, deployment }: { app: string; deployment: Deploymen
     setError(null);
     (async () => {
       if (!stillRunning) {
-        const text = await api<string>("GET", appPath(app, "deployments", deployment.id, "log"));
+        const text = await api("GET /v1/apps/:app/deployments/:id/log", {
+          params: { app, id: deployment.id },
+        });
         setLines(text.split("\n").filter((l, i, all) => l !== "" || i < all.length - 1));
         return;
       }
@@ -39,7 +41,8 @@ function DeploymentLog({ app, deployment }: { app: string; deployment: Deploymen
         if (batch.length) setLines((l) => [...l, ...batch]);
       };
       await follow(
-        `${appPath(app, "deployments", deployment.id, "log")}?follow=true`,
+        "GET /v1/apps/:app/deployments/:id/log",
+        { params: { app, id: deployment.id } },
         ac.signal,
         {
           reset: () => {
@@ -51,10 +54,10 @@ function DeploymentLog({ app, deployment }: { app: string; deployment: Deploymen
           event: (ev) => {
             if (ev.event === "end") {
               flushNow();
-              setEnd(JSON.parse(ev.data) as Deployment);
+              setEnd(ev.data);
               return true;
             }
-            buffered.push((JSON.parse(ev.data) as { line: string }).line);
+            buffered.push(ev.data.line);
             // Lines come in bursts (a build's output): one render per 100 ms.
             flush ??= setTimeout(flushNow, 100);
             return false;
@@ -99,7 +102,7 @@ function DeploymentLog({ app, deployment }: { app: string; deployment: Deploymen
 
 function Scale({ status, refresh }: { status: Status; refresh: () => Promise<void> }) {
   const [instances, setInstances] = useState(String(status.app.instances));
-  const [flavor, setFlavor] = useState<string>(status.app.flavor);
+  const [flavor, setFlavor] = useState<Flavor>(status.app.flavor);
   const n = Number(instances);
   const valid = Number.isInteger(n) && n >= 1 && n <= 20;
   return (
@@ -115,7 +118,11 @@ function Scale({ status, refresh }: { status: Status; refresh: () => Promise<voi
         onInput={(e) => setInstances(e.currentTarget.value)}
       />
       <label for="scale-flavor">Flavor</label>
-      <select id="scale-flavor" value={flavor} onChange={(e) => setFlavor(e.currentTarget.value)}>
+      <select
+        id="scale-flavor"
+        value={flavor}
+        onChange={(e) => setFlavor(chosen(FLAVORS, e.currentTarget.value) ?? flavor)}
+      >
         {FLAVORS.filter((f) => status.app.type !== "phpserver" || f !== "pico").map((f) => (
           <option key={f} value={f}>
             {f}
@@ -128,7 +135,10 @@ function Scale({ status, refresh }: { status: Status; refresh: () => Promise<voi
         disabled={!valid || (n === status.app.instances && flavor === status.app.flavor)}
         done="Scaling: see the new deployment."
         run={async () => {
-          await api("PATCH", appPath(status.app.name), { instances: n, flavor });
+          await api("PATCH /v1/apps/:app", {
+            params: { app: status.app.name },
+            body: { instances: n, flavor },
+          });
           await refresh();
         }}
       />
@@ -140,8 +150,9 @@ function Scale({ status, refresh }: { status: Status; refresh: () => Promise<voi
 export function Deployments(props: { status: Status; writable: boolean; refresh: () => Promise<void> }) {
   const { status, writable } = props;
   const name = status.app.name;
-  const list = useData(() => api<Deployment[]>("GET", appPath(name, "deployments")), [name], 2000);
-  const releases = useData(() => api<Release[]>("GET", appPath(name, "releases")), [name], 5000);
+  const params = { app: name };
+  const list = useData(() => api("GET /v1/apps/:app/deployments", { params }), [name], 2000);
+  const releases = useData(() => api("GET /v1/apps/:app/releases", { params }), [name], 5000);
   const [picked, setPicked] = useState<string | null>(null);
   const deployments = list.data ?? [];
   const current = deployments.find(running);
@@ -161,7 +172,7 @@ export function Deployments(props: { status: Status; writable: boolean; refresh:
               busy="Queuing…"
               kind="primary"
               run={async () => {
-                await api("POST", appPath(name, "deployments"), {});
+                await api("POST /v1/apps/:app/deployments", { params, body: {} });
                 await refreshAll();
               }}
             />
@@ -169,7 +180,7 @@ export function Deployments(props: { status: Status; writable: boolean; refresh:
               label="Redeploy without cache"
               busy="Queuing…"
               run={async () => {
-                await api("POST", appPath(name, "deployments"), { withoutCache: true });
+                await api("POST /v1/apps/:app/deployments", { params, body: { withoutCache: true } });
                 await refreshAll();
               }}
             />
@@ -179,7 +190,7 @@ export function Deployments(props: { status: Status; writable: boolean; refresh:
               kind="danger"
               disabled={status.state === "stopped"}
               run={async () => {
-                await api("POST", appPath(name, "stop"));
+                await api("POST /v1/apps/:app/stop", { params });
                 await refreshAll();
               }}
             />
@@ -189,7 +200,8 @@ export function Deployments(props: { status: Status; writable: boolean; refresh:
                 busy="Cancelling…"
                 kind="danger"
                 run={async () => {
-                  await api("POST", appPath(name, "deployments", current.id, "cancel"));
+                  const at = { params: { ...params, id: current.id } };
+                  await api("POST /v1/apps/:app/deployments/:id/cancel", at);
                   await refreshAll();
                 }}
               />
@@ -269,7 +281,8 @@ export function Deployments(props: { status: Status; writable: boolean; refresh:
                     label={`Roll back to v${r.number}`}
                     busy="Queuing…"
                     run={async () => {
-                      await api("POST", appPath(name, "releases", String(r.number), "rollback"));
+                      const at = { params: { ...params, number: String(r.number) } };
+                      await api("POST /v1/apps/:app/releases/:number/rollback", at);
                       await refreshAll();
                     }}
                   />

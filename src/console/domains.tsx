@@ -4,7 +4,7 @@
  * on the server: the API refuses app tokens), adding a domain and setting the user's own certificate.
  */
 import { useState } from "preact/hooks";
-import { api, appPath } from "./api.js";
+import { api } from "./api.js";
 import type { App, DomainView } from "./types.js";
 import { Action, Badge, ErrorLine, Loading, Section, useData, when } from "./ui.js";
 
@@ -116,7 +116,10 @@ function SetCertificate({
           disabled={chosen.trim() === "" || cert.trim() === "" || key.trim() === ""}
           done="Certificate set: it serves now."
           run={async () => {
-            await api("PUT", appPath(app.name, "domains", chosen.trim(), "certificate"), { cert, key });
+            await api("PUT /v1/apps/:app/domains/:domain/certificate", {
+              params: { app: app.name, domain: chosen.trim() },
+              body: { cert, key },
+            });
             setCert("");
             setKey("");
             await done();
@@ -129,7 +132,9 @@ function SetCertificate({
 
 export function Domains(props: { app: App; writable: boolean; admin: boolean }) {
   const { app, writable, admin } = props;
-  const list = useData(() => api<DomainView[]>("GET", appPath(app.name, "domains")), [app.name], 5000);
+  const params = { app: app.name };
+  const of = (domain: string) => ({ params: { ...params, domain } });
+  const list = useData(() => api("GET /v1/apps/:app/domains", { params }), [app.name], 5000);
   const [adding, setAdding] = useState("");
   const canClaim = writable && admin;
   if (app.task)
@@ -209,7 +214,7 @@ export function Domains(props: { app: App; writable: boolean; admin: boolean }) 
                             done="Renewed."
                             run={async () => {
                               try {
-                                await api("POST", appPath(app.name, "domains", d.name, "renew"));
+                                await api("POST /v1/apps/:app/domains/:domain/renew", of(d.name));
                               } finally {
                                 await list.reload();
                               }
@@ -221,7 +226,7 @@ export function Domains(props: { app: App; writable: boolean; admin: boolean }) 
                             kind="danger"
                             ariaLabel={`Remove ${d.name}`}
                             run={async () => {
-                              await api("DELETE", appPath(app.name, "domains", d.name));
+                              await api("DELETE /v1/apps/:app/domains/:domain", of(d.name));
                               await list.reload();
                             }}
                           />
@@ -251,7 +256,7 @@ export function Domains(props: { app: App; writable: boolean; admin: boolean }) 
               kind="primary"
               disabled={adding.trim() === ""}
               run={async () => {
-                await api("POST", appPath(app.name, "domains"), { name: adding.trim() });
+                await api("POST /v1/apps/:app/domains", { params, body: { name: adding.trim() } });
                 setAdding("");
                 await list.reload();
               }}

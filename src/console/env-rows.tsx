@@ -3,7 +3,7 @@
  * applies the changes, and the links' read-only variables. State stays in Environment; these only draw it.
  */
 import { isSecretVariable } from "../core/env.js";
-import { api, appPath } from "./api.js";
+import { api } from "./api.js";
 import { type Changes, masked, newKey, type Row } from "./env-form.js";
 import type { EnvAnswer } from "./types.js";
 import { Action, ErrorInline, Section } from "./ui.js";
@@ -179,7 +179,7 @@ export function ApplyBar(props: {
           label="Restart now"
           busy="Restarting…"
           done="Restart queued: see Deployments."
-          run={() => api("POST", appPath(props.app, "deployments"), {})}
+          run={() => api("POST /v1/apps/:app/deployments", { params: { app: props.app }, body: {} })}
         />
       )}
     </div>

@@ -6,7 +6,7 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { parseEnvImport } from "../core/env.js";
-import { ApiError, api, appPath, describe } from "./api.js";
+import { ApiError, api, describe } from "./api.js";
 import { changes, type Row, rowsOf, toLines } from "./env-form.js";
 import { ApplyBar, EnvRows, ExpertEditor, LinkedVariables } from "./env-rows.js";
 import type { App, EnvAnswer } from "./types.js";
@@ -18,12 +18,12 @@ import { ErrorLine, Loading, Section, useData } from "./ui.js";
  * drawn for a token that may write, whose tab now holds a read-only one, gets 403 on reveal: masked then.
  */
 async function loadEnv(app: string, writable: boolean): Promise<EnvAnswer> {
-  const path = appPath(app, "env");
-  if (!writable) return api<EnvAnswer>("GET", path);
+  const params = { app };
+  if (!writable) return api("GET /v1/apps/:app/env", { params });
   try {
-    return await api<EnvAnswer>("GET", `${path}?reveal=true`);
+    return await api("GET /v1/apps/:app/env", { params, query: { reveal: true } });
   } catch (e) {
-    if (e instanceof ApiError && e.status === 403) return api<EnvAnswer>("GET", path);
+    if (e instanceof ApiError && e.status === 403) return api("GET /v1/apps/:app/env", { params });
     throw e;
   }
 }
@@ -80,7 +80,10 @@ export function Environment({ app, writable }: { app: App; writable: boolean }) 
     setError(null);
     setSaved(null);
     try {
-      await api("PATCH", appPath(app.name, "env"), { set: diff.set, unset: diff.unset });
+      await api("PATCH /v1/apps/:app/env", {
+        params: { app: app.name },
+        body: { set: diff.set, unset: diff.unset },
+      });
       reset.current = true;
       await env.reload();
       setExpert(null);

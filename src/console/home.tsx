@@ -1,12 +1,12 @@
 /** The apps (type, state, release, running instances, URL) and, beside them, the add-ons. */
 import { api } from "./api.js";
-import type { Addon, ListedApp, Whoami } from "./types.js";
+import type { Whoami } from "./types.js";
 import { Badge, ErrorLine, Loading, Section, useData } from "./ui.js";
 
 export function Home({ who }: { who: Whoami }) {
   // One request for the list, states and releases included (the server asks the engine once for all apps).
-  const apps = useData(() => api<ListedApp[]>("GET", "/apps"), [], 5000);
-  const addons = useData(() => api<Addon[]>("GET", "/addons"), [], 5000);
+  const apps = useData(() => api("GET /v1/apps"), [], 5000);
+  const addons = useData(() => api("GET /v1/addons"), [], 5000);
   const canCreate = who.admin && !who.readOnly;
   return (
     <main class="home">

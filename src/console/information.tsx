@@ -1,15 +1,17 @@
 /** Information (contract 2.1, 4.1, 4.5): id, type, flavor, state, git URL, app URL, push commands, task. */
 import { useState } from "preact/hooks";
-import { api, appPath } from "./api.js";
-import type { DomainView, EnvAnswer, Status } from "./types.js";
-import { Action, Badge, CopyButton, Section, useData, when } from "./ui.js";
+import { isTask } from "../core/app-state.js";
+import { api } from "./api.js";
+import type { EnvAnswer, Status } from "./types.js";
+import { Action, Badge, CopyButton, type Loaded, Section, useData, when } from "./ui.js";
 
 export function Information({ status, writable }: { status: Status; writable: boolean }) {
   const { app } = status;
-  const env = useData(() => api<EnvAnswer>("GET", appPath(app.name, "env")), [app.name], 10_000);
-  const ccTask = env.data?.vars.CC_TASK === "true";
+  const env = useData(() => api("GET /v1/apps/:app/env", { params: { app: app.name } }), [app.name], 10_000);
+  // What the app is now: its serving release's flag; before its first release, what its first deploy makes it.
+  const taskNow = status.release ? status.release.task : isTask(app, env.data?.vars ?? {});
   const domains = useData(
-    () => (app.task ? Promise.resolve([]) : api<DomainView[]>("GET", appPath(app.name, "domains"))),
+    () => (app.task ? Promise.resolve([]) : api("GET /v1/apps/:app/domains", { params: { app: app.name } })),
     [app.name],
     10_000,
   );
@@ -41,7 +43,7 @@ export function Information({ status, writable }: { status: Status; writable: bo
           </dd>
           <dt>App URL</dt>
           <dd>
-            {app.task || ccTask ? (
+            {taskNow ? (
               <span class="muted">a task serves no HTTP</span>
             ) : (
               <a href={app.url} target="_blank" rel="noopener noreferrer">
@@ -49,7 +51,7 @@ export function Information({ status, writable }: { status: Status; writable: bo
               </a>
             )}
           </dd>
-          {!app.task && !ccTask && (domains.data ?? []).length > 0 && (
+          {!taskNow && (domains.data ?? []).length > 0 && (
             <>
               <dt>HTTPS</dt>
               <dd data-testid="https-urls">
@@ -81,39 +83,63 @@ export function Information({ status, writable }: { status: Status; writable: bo
           <CopyButton text={push} label="Copy the git push command" />
         </div>
       </Section>
-      <Section title="Task">
-        {app.task ? (
-          <p>
-            This app is a task: each deploy runs <code>{app.task}</code> once to completion (no HTTP, no
-            health check).
-          </p>
-        ) : (
-          <>
-            <p>
-              {ccTask
-                ? "This app runs as a task: each deploy runs its start command once to completion (CC_TASK=true)."
-                : "This app serves HTTP. As a task, each deploy runs its start command once to completion instead (no HTTP, no health check)."}
-            </p>
-            {writable && env.data && (
-              <Action
-                label={ccTask ? "Serve HTTP instead" : "Run as a task"}
-                busy="Saving…"
-                done="Saved: applies at the next deploy or restart."
-                run={async () => {
-                  await api(
-                    "PATCH",
-                    appPath(app.name, "env"),
-                    ccTask ? { unset: ["CC_TASK"] } : { set: { CC_TASK: "true" } },
-                  );
-                  await env.reload();
-                }}
-              />
-            )}
-          </>
-        )}
-      </Section>
+      <TaskSection status={status} writable={writable} env={env} />
       {writable && <DeleteApp name={app.name} />}
     </>
+  );
+}
+
+const AS_TASK = "its start command once to completion (no HTTP, no health check)";
+
+/**
+ * Whether the app is a task: what it is now is its serving release's flag (recorded by the deploy, ADR 0028);
+ * when its variables say otherwise (CC_TASK, the toggle), what the next deploy or restart makes it.
+ */
+function TaskSection(props: { status: Status; writable: boolean; env: Loaded<EnvAnswer> }) {
+  const { status, writable, env } = props;
+  const { app, release } = status;
+  if (app.task)
+    return (
+      <Section title="Task">
+        <p>
+          This app is a task: each deploy runs <code>{app.task}</code> once to completion (no HTTP, no health
+          check).
+        </p>
+      </Section>
+    );
+  const ccTask = env.data?.vars.CC_TASK === "true";
+  const next = env.data ? isTask(app, env.data.vars) : null;
+  const now = release
+    ? release.task
+      ? `This app runs as a task: release v${release.number} runs ${AS_TASK}.`
+      : "This app serves HTTP."
+    : "This app has no release yet.";
+  const nextText =
+    next === null || next === release?.task
+      ? null
+      : `${release ? "Its next deploy or restart" : "Its first deploy"} ${next ? `runs it as a task (CC_TASK=true): ${AS_TASK}` : "serves HTTP"}.`;
+  return (
+    <Section title="Task">
+      <p data-testid="task-now">{now}</p>
+      {nextText && <p data-testid="task-next">{nextText}</p>}
+      {!nextText && release && !release.task && (
+        <p class="muted small">As a task, each deploy runs {AS_TASK}.</p>
+      )}
+      {writable && env.data && (
+        <Action
+          label={ccTask ? "Serve HTTP instead" : "Run as a task"}
+          busy="Saving…"
+          done="Saved: applies at the next deploy or restart."
+          run={async () => {
+            await api("PATCH /v1/apps/:app/env", {
+              params: { app: app.name },
+              body: ccTask ? { unset: ["CC_TASK"] } : { set: { CC_TASK: "true" } },
+            });
+            await env.reload();
+          }}
+        />
+      )}
+    </Section>
   );
 }
 
@@ -140,7 +166,7 @@ function DeleteApp({ name }: { name: string }) {
           kind="danger"
           disabled={typed !== name}
           run={async () => {
-            await api("DELETE", appPath(name));
+            await api("DELETE /v1/apps/:app", { params: { app: name } });
             location.hash = "#/";
           }}
         />

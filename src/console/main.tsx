@@ -33,7 +33,7 @@ function SignIn({ onSignedIn }: { onSignedIn: (w: Whoami) => void }) {
     setBusy(true);
     setError(null);
     try {
-      const who = await api<Whoami>("GET", "/whoami", undefined, token.trim());
+      const who = await api("GET /v1/whoami", { token: token.trim() });
       session.save(token.trim());
       onSignedIn(who);
     } catch (err) {
@@ -87,7 +87,7 @@ function Console() {
   useEffect(() => {
     onUnauthorized(signOut);
     if (!session.token()) return;
-    api<Whoami>("GET", "/whoami")
+    api("GET /v1/whoami")
       .then(setWho)
       .catch(() => session.clear())
       .finally(() => setChecking(false));

@@ -1,6 +1,6 @@
 /** The instances (state, restarts, last exit) and their runtime logs, followed live. */
 import { useEffect, useRef, useState } from "preact/hooks";
-import { appPath, describe, follow } from "./api.js";
+import { describe, follow } from "./api.js";
 import type { Status } from "./types.js";
 import { Badge, ErrorLine, Section, when } from "./ui.js";
 
@@ -22,10 +22,10 @@ export function RuntimeLogs({ status }: { status: Status }) {
     setError(null);
     (async () => {
       setLive(true);
-      await follow(`${appPath(name, "logs")}?follow=true&tail=200`, ac.signal, {
+      const opts = { params: { app: name }, query: { tail: 200 } };
+      await follow("GET /v1/apps/:app/logs", opts, ac.signal, {
         reset: () => setLines([]),
-        event: (ev) => {
-          const l = JSON.parse(ev.data) as { at: string; line: string; instance: number };
+        event: ({ data: l }) => {
           const text = `${new Date(l.at).toLocaleTimeString()} [${l.instance}] ${l.line}`;
           setLines((all) => [...all.slice(-MAX_LINES + 1), text]);
           return false;

@@ -21,4 +21,5 @@ export type LinkedVariable = NonNullable<EnvAnswer["linked"]>[number];
 export type Whoami = z.output<typeof r.ApiToken>;
 export type Info = z.output<typeof r.Info>;
 
+export type { Flavor, Runtime } from "../core/model.js";
 export { FLAVORS, RUNTIMES, TERMINAL_STATES } from "../core/model.js";

@@ -188,3 +188,7 @@ export function duration(from: string | null, to: string | null): string {
   const s = Math.max(0, Math.round(((to ? Date.parse(to) : Date.now()) - Date.parse(from)) / 1000));
   return s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${s % 60} s`;
 }
+
+/** The option of `options` a `<select>` chose (its value is a string), or undefined. */
+export const chosen = <T extends string>(options: readonly T[], value: string): T | undefined =>
+  options.find((o) => o === value);

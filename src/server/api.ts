@@ -1,6 +1,6 @@
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { answerProblem } from "../core/api/check.js";
+import { answerProblem, checkedEvents, declaredAnswer, eventProblem } from "../core/api/check.js";
 import { ROUTE_KEYS, ROUTES } from "../core/api/routes.js";
 import { PierError } from "../core/errors.js";
 import { authorize, keyHandlers, tokenHandlers } from "./access.js";
@@ -29,10 +29,23 @@ const handlersOf = (deps: ApiDeps): Handlers => ({
   ...domainHandlers(deps),
 });
 
-/** Turns an answer that is not the table's into a 500 naming the difference (ADR 0026; the unit tests). */
+/**
+ * Turns an answer that is not the table's into a 500 naming the difference, and ends an event stream with
+ * an `error` event at its first event that is not (ADR 0026; the unit tests).
+ */
 const checkAnswers: MiddlewareHandler = async (c, next) => {
   await next();
   const { status, headers } = c.res;
+  const answer = declaredAnswer(c.req.method, c.req.path, status);
+  if (answer?.sse && c.res.body && (headers.get("content-type") ?? "").includes("text/event-stream")) {
+    const what = `An event of ${c.req.method} ${c.req.path}`;
+    const body = checkedEvents(c.res.body, (ev) => {
+      const problem = eventProblem(answer, ev);
+      return problem ? `${what} is not the route table's: ${problem}.` : null;
+    });
+    c.res = new Response(body, { status, headers });
+    return;
+  }
   const problem = await answerProblem({
     method: c.req.method,
     path: c.req.path,

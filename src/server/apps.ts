@@ -316,6 +316,7 @@ export class AppService {
             commit: release.commit,
             image: release.image,
             createdAt: release.createdAt,
+            task: release.task,
           }
         : null,
       deployment,

@@ -2,8 +2,7 @@
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { AcmeIssuer } from "../adapters/acme.js";
-import { kvProvider } from "../adapters/addons/kv.js";
-import { postgresqlProvider } from "../adapters/addons/postgresql.js";
+import { addonProviders } from "../adapters/addons/providers.js";
 import type { HaproxyEdge } from "../adapters/edge/haproxy.js";
 import { HaproxyTls } from "../adapters/edge/haproxy-tls.js";
 import type { DockerEngine } from "../adapters/engine/docker.js";
@@ -71,7 +70,7 @@ export function createServices(b: Base) {
     addons: store.addons(),
     engine,
     networks,
-    providers: { kv: kvProvider(engine), postgresql: postgresqlProvider(engine) },
+    providers: addonProviders(engine),
     logger: logger.child({ part: "addons" }),
     backupDir: config.backupDir,
     backupDays: config.backupDays,

@@ -634,6 +634,12 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
     await page.getByRole("button", { name: "Run as a task" }).click();
     await page.getByText("Saved: applies at the next deploy or restart.").waitFor();
     await page.getByRole("button", { name: "Serve HTTP instead" }).waitFor();
+    // worker has no release: what it is now, then what its first deploy makes it (the variable).
+    assert.equal(await page.getByTestId("task-now").textContent(), "This app has no release yet.");
+    await page
+      .getByTestId("task-next")
+      .getByText(/^Its first deploy runs it as a task \(CC_TASK=true\)/)
+      .waitFor();
     assert.equal((await pier.cliJson<Record<string, string>>(["env", "--app", "worker"])).CC_TASK, "true");
     // Delete: the button waits for the app's name.
     await go("apps/nightly/information");

@@ -1,15 +1,18 @@
 import { z } from "zod";
 import { shownValue } from "../../core/env.js";
-import { checkFlags, FORMAT, formatFlag, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
-import { apiPath } from "../client.js";
+import {
+  checkFlags,
+  FORMAT,
+  flavorFlag,
+  formatFlag,
+  HELP,
+  humanJson,
+  parseFlags,
+  takePositionals,
+} from "../args.js";
 import type { Command, Context } from "../command.js";
 import { CliError, UsageError } from "../errors.js";
 import { json, renderEnvHuman, renderEnvShell, table } from "../output.js";
-import { AddonEnvSchema, AddonSchema, AddonStatusSchema, BackupSchema } from "../schemas.js";
-
-// The answers, as the route table declares them (ADR 0026).
-const StatusSchema = AddonStatusSchema;
-const EnvSchema = AddonEnvSchema;
 
 /** A secret value shown as MASK unless --reveal; a URL keeps its shape with its password masked. */
 export const maskValue = shownValue;
@@ -53,8 +56,6 @@ const JOIN_TEXT: Record<string, string> = {
   pending: "reaches it after its next deploy or restart",
 };
 
-const addonPath = (name: string, ...rest: string[]) => apiPath("addons", name, ...rest);
-
 async function confirm(ctx: Context, what: string, name: string, yes: boolean | undefined, command: string) {
   if (yes) return;
   if (!ctx.stdinIsTTY) {
@@ -88,9 +89,10 @@ interface Sub {
 async function create({ ctx, rest, values, fmt }: Sub): Promise<number> {
   const [kind, name] = takePositionals("addon", rest, 2, 2, "KIND and NAME: pier addon create kv cache");
   const format = fmt();
+  const { flavor } = checkFlags("addon create", z.object({ flavor: flavorFlag.optional() }), values);
   ctx.err(`Creating ${kind} add-on ${name}...\n`);
-  const a = await ctx.client().call("POST", apiPath("addons"), AddonSchema, {
-    body: { kind, name, flavor: values.flavor, link: values.link },
+  const a = await ctx.client().call("POST /v1/addons", {
+    body: { kind: kind as string, name: name as string, flavor, link: values.link },
   });
   if (format === "json") ctx.out(json(a));
   else {
@@ -103,7 +105,7 @@ async function create({ ctx, rest, values, fmt }: Sub): Promise<number> {
 
 async function list({ ctx, rest, fmt }: Sub): Promise<number> {
   takePositionals("addon", rest, 0, 0, "");
-  const list = await ctx.client().call("GET", apiPath("addons"), z.array(AddonSchema));
+  const list = await ctx.client().call("GET /v1/addons");
   if (fmt() === "json") ctx.out(json(list));
   else if (list.length === 0) ctx.err("No add-ons. Create one with: pier addon create kv NAME\n");
   else
@@ -118,7 +120,7 @@ async function list({ ctx, rest, fmt }: Sub): Promise<number> {
 
 async function status({ ctx, rest, fmt }: Sub): Promise<number> {
   const [name] = takePositionals("addon", rest, 1, 1, "the add-on's NAME");
-  const s = await ctx.client().call("GET", addonPath(name as string), StatusSchema);
+  const s = await ctx.client().call("GET /v1/addons/:addon", { params: { addon: name as string } });
   if (fmt() === "json") ctx.out(json(s));
   else
     ctx.out(
@@ -137,8 +139,10 @@ async function status({ ctx, rest, fmt }: Sub): Promise<number> {
 async function env({ ctx, rest, values, fmt }: Sub): Promise<number> {
   const [name] = takePositionals("addon", rest, 1, 1, "the add-on's NAME");
   const format = fmt(formatFlag(["human", "json", "shell"]));
-  const reveal = values.reveal ? "?reveal=true" : "";
-  const e = await ctx.client().call("GET", `${addonPath(name as string, "env")}${reveal}`, EnvSchema);
+  const e = await ctx.client().call("GET /v1/addons/:addon/env", {
+    params: { addon: name as string },
+    query: { reveal: values.reveal },
+  });
   const vars = values.reveal
     ? e.vars
     : Object.fromEntries(Object.entries(e.vars).map(([k, v]) => [k, maskValue(k, v)]));
@@ -152,8 +156,9 @@ async function env({ ctx, rest, values, fmt }: Sub): Promise<number> {
 async function remove({ ctx, rest, values }: Sub): Promise<number> {
   const [name] = takePositionals("addon", rest, 1, 1, "the add-on's NAME");
   await confirm(ctx, `delete the add-on ${name} and its data`, name as string, values.yes, "addon");
-  await ctx.client().callNoContent("DELETE", addonPath(name as string), {
-    query: values.force ? { force: true } : undefined,
+  await ctx.client().call("DELETE /v1/addons/:addon", {
+    params: { addon: name as string },
+    query: { force: values.force },
   });
   ctx.out(`Deleted add-on ${name}.\n`);
   return 0;
@@ -206,14 +211,14 @@ async function backup(
   if (op === "create") {
     const [name] = takePositionals("addon", more, 1, 1, "the add-on's NAME");
     ctx.err(`Backing up ${name}...\n`);
-    const b = await api.call("POST", addonPath(name as string, "backups"), BackupSchema);
+    const b = await api.call("POST /v1/addons/:addon/backups", { params: { addon: name as string } });
     if (fmt() === "json") ctx.out(json(b));
     else ctx.out(`Backup ${b.id} of ${name}: ${b.bytes} bytes (${b.file}).\n`);
     return 0;
   }
   if (op === "list") {
     const [name] = takePositionals("addon", more, 1, 1, "the add-on's NAME");
-    const list = await api.call("GET", addonPath(name as string, "backups"), z.array(BackupSchema));
+    const list = await api.call("GET /v1/addons/:addon/backups", { params: { addon: name as string } });
     if (fmt() === "json") ctx.out(json(list));
     else if (list.length === 0) ctx.err(`No backups of ${name} yet: pier addon backup create ${name}\n`);
     else
@@ -241,11 +246,9 @@ async function backup(
       "addon",
     );
     ctx.err(`Restoring ${name} from ${id}...\n`);
-    const b = await api.call(
-      "POST",
-      addonPath(name as string, "backups", id as string, "restore"),
-      BackupSchema,
-    );
+    const b = await api.call("POST /v1/addons/:addon/backups/:backup/restore", {
+      params: { addon: name as string, backup: id as string },
+    });
     if (fmt() === "json") ctx.out(json(b));
     else ctx.out(`Restored ${name} from backup ${b.id} (${b.createdAt}).\n`);
     return 0;

@@ -1,9 +1,7 @@
 import { z } from "zod";
 import { checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
-import { apiPath } from "../client.js";
 import type { Command } from "../command.js";
 import { json, table } from "../output.js";
-import { AppListSchema } from "../schemas.js";
 
 export const apps: Command = {
   name: "apps",
@@ -22,7 +20,7 @@ Options:
     takePositionals("apps", positionals, 0, 0, "");
     const { format } = checkFlags("apps", z.object({ format: humanJson }), values);
 
-    const list = await ctx.client().call("GET", apiPath("apps"), z.array(AppListSchema));
+    const list = await ctx.client().call("GET /v1/apps");
     if (format === "json") {
       ctx.out(json(list));
     } else if (list.length === 0) {

@@ -1,10 +1,8 @@
 import { z } from "zod";
 import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
-import { appPath } from "../client.js";
 import type { Command } from "../command.js";
 import { resolveApp } from "../link-file.js";
 import { json } from "../output.js";
-import { DeploymentSchema } from "../schemas.js";
 
 export const cancelDeploy: Command = {
   name: "cancel-deploy",
@@ -24,9 +22,9 @@ Options:
     const { format } = checkFlags("cancel-deploy", z.object({ format: humanJson }), values);
     const app = resolveApp(values.app, ctx.cwd, "cancel-deploy");
 
-    const d = await ctx
-      .client()
-      .call("POST", appPath(app.ref, "deployments", "current", "cancel"), DeploymentSchema);
+    const d = await ctx.client().call("POST /v1/apps/:app/deployments/:id/cancel", {
+      params: { app: app.ref, id: "current" },
+    });
     if (format === "json") ctx.out(json(d));
     else ctx.out(`Deployment ${d.id}: ${d.state}.\n`);
     return 0;

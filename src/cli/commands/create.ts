@@ -11,12 +11,10 @@ import {
   parseFlags,
   takePositionals,
 } from "../args.js";
-import { apiPath } from "../client.js";
 import type { Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { findLinkFile, LINK_FILE, writeLinkFile } from "../link-file.js";
 import { json } from "../output.js";
-import { AppSchema } from "../schemas.js";
 
 const flagsSchema = z.object({
   type: z.enum(RUNTIMES, {
@@ -71,7 +69,7 @@ Options:
     if (problem) throw new UsageError(problem, { command: "create" });
 
     ctx.err(`Creating app ${name}...\n`);
-    const app = await ctx.client().call("POST", apiPath("apps"), AppSchema, {
+    const app = await ctx.client().call("POST /v1/apps", {
       body: {
         name,
         type: f.type,

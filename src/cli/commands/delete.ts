@@ -1,9 +1,7 @@
 import { APP, HELP, parseFlags, takePositionals } from "../args.js";
-import { appPath } from "../client.js";
 import type { Command } from "../command.js";
 import { CliError, UsageError } from "../errors.js";
 import { resolveApp } from "../link-file.js";
-import { AppSchema } from "../schemas.js";
 
 export const del: Command = {
   name: "delete",
@@ -35,7 +33,7 @@ Options:
           hint: `pass --yes to delete app ${app.ref} without being asked`,
         });
       }
-      const found = await ctx.client().call("GET", appPath(app.ref), AppSchema);
+      const found = await ctx.client().call("GET /v1/apps/:app", { params: { app: app.ref } });
       name = found.name;
       ctx.err(`This deletes app ${found.name} (${found.id}): instances, images, git repository, routes.\n`);
       const answer = await ctx.prompt(`Type the app's name to confirm: `);
@@ -44,7 +42,7 @@ Options:
       }
     }
 
-    await ctx.client().callNoContent("DELETE", appPath(app.ref));
+    await ctx.client().call("DELETE /v1/apps/:app", { params: { app: app.ref } });
     ctx.out(`Deleted app ${name}.\n`);
     if (app.linkPath)
       ctx.err(`Note: ${app.linkPath} still names this app; remove it or run \`pier link\`.\n`);

@@ -1,10 +1,8 @@
 import { z } from "zod";
 import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
-import { appPath } from "../client.js";
 import type { Command } from "../command.js";
 import { resolveApp } from "../link-file.js";
 import { json, table } from "../output.js";
-import { DeploymentSchema } from "../schemas.js";
 
 export const deployments: Command = {
   name: "deployments",
@@ -25,7 +23,7 @@ Options:
     const { format } = checkFlags("deployments", z.object({ format: humanJson }), values);
     const app = resolveApp(values.app, ctx.cwd, "deployments");
 
-    const list = await ctx.client().call("GET", appPath(app.ref, "deployments"), z.array(DeploymentSchema));
+    const list = await ctx.client().call("GET /v1/apps/:app/deployments", { params: { app: app.ref } });
     if (format === "json") {
       ctx.out(json(list));
     } else if (list.length === 0) {

@@ -1,14 +1,13 @@
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
-import { appPath } from "../client.js";
 import type { Command, Context } from "../command.js";
 import { CliError, UsageError } from "../errors.js";
 import { resolveApp } from "../link-file.js";
 import { json, table } from "../output.js";
-import { DomainSchema } from "../schemas.js";
+import type { CliReplyOf } from "../schemas.js";
 
-type DomainView = z.infer<typeof DomainSchema>;
+type DomainView = CliReplyOf<"GET /v1/apps/:app/domains">[number];
 
 const USAGE = `Usage: pier domain [--app A] [--format human|json]
        pier domain add NAME [--app A]
@@ -82,7 +81,7 @@ export const domain: Command = {
       case "list": {
         takePositionals("domain", rest, 0, 0, "");
         const app = resolveApp(values.app, ctx.cwd, "domain");
-        const list = await api().call("GET", appPath(app.ref, "domains"), z.array(DomainSchema));
+        const list = await api().call("GET /v1/apps/:app/domains", { params: { app: app.ref } });
         if (format === "json") ctx.out(json(list));
         else if (list.length === 0) ctx.err("No custom domains. Add one with: pier domain add NAME\n");
         else {
@@ -112,14 +111,19 @@ export const domain: Command = {
           "the domain NAME: pier domain add www.example.com",
         );
         const app = resolveApp(values.app, ctx.cwd, "domain");
-        const d = await api().call("POST", appPath(app.ref, "domains"), DomainSchema, { body: { name } });
+        const d = await api().call("POST /v1/apps/:app/domains", {
+          params: { app: app.ref },
+          body: { name: name as string },
+        });
         out(d, `Added ${d.name} to ${d.app}: ${d.url} once its certificate is obtained (see pier domain).`);
         return 0;
       }
       case "rm": {
         const [name] = takePositionals("domain", rest, 1, 1, "the domain NAME");
         const app = resolveApp(values.app, ctx.cwd, "domain");
-        await api().callNoContent("DELETE", appPath(app.ref, "domains", name as string));
+        await api().call("DELETE /v1/apps/:app/domains/:domain", {
+          params: { app: app.ref, domain: name as string },
+        });
         ctx.out(`Removed ${name} from ${app.ref}.\n`);
         return 0;
       }
@@ -127,11 +131,10 @@ export const domain: Command = {
         const [name] = takePositionals("domain", rest, 1, 1, "the domain NAME");
         const app = resolveApp(values.app, ctx.cwd, "domain");
         ctx.err(`Obtaining a new certificate for ${name}...\n`);
-        const d = await api().call(
-          "POST",
-          `${appPath(app.ref, "domains", name as string, "renew")}${values.acme ? "?acme=true" : ""}`,
-          DomainSchema,
-        );
+        const d = await api().call("POST /v1/apps/:app/domains/:domain/renew", {
+          params: { app: app.ref, domain: name as string },
+          query: { acme: values.acme },
+        });
         out(d, `Renewed: ${describe(d)}, serial ${d.serial ?? "?"}.`);
         return 0;
       }
@@ -165,9 +168,10 @@ async function certSet(
     throw new UsageError("--cert FILE and --key FILE are both needed", { command: "domain" });
   const app = resolveApp(values.app, ctx.cwd, "domain");
   const body = { cert: await readPem(values.cert, "certificate"), key: await readPem(values.key, "key") };
-  const d = await ctx
-    .client()
-    .call("PUT", appPath(app.ref, "domains", name as string, "certificate"), DomainSchema, { body });
+  const d = await ctx.client().call("PUT /v1/apps/:app/domains/:domain/certificate", {
+    params: { app: app.ref, domain: name as string },
+    body,
+  });
   if (format === "json") ctx.out(json(d));
   else
     ctx.out(

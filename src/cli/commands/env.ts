@@ -10,12 +10,10 @@ import {
   parseFlags,
   takePositionals,
 } from "../args.js";
-import { appPath } from "../client.js";
 import type { Command, Context } from "../command.js";
 import { CliError, UsageError } from "../errors.js";
 import { resolveApp } from "../link-file.js";
 import { json, renderEnvHuman, renderEnvShell } from "../output.js";
-import { EnvSchema, EnvVarSchema } from "../schemas.js";
 import { maskValue } from "./addon.js";
 
 const APPLY_HINT = "Changes apply at the next deploy: run `pier restart` to apply them now.\n";
@@ -82,8 +80,6 @@ Options:
 };
 
 /** The links' variables of the answer (absent when the app has none). */
-const LinkedSchema = EnvSchema.shape.linked.unwrap().default([]);
-
 /** A value as the server masks it until revealed: the mask, or a URL whose password is the mask. */
 const isMasked = (v: string) => v === MASK || urlPasswords(v).includes(MASK);
 
@@ -102,10 +98,10 @@ async function listVars(
   reveal: boolean,
 ): Promise<number> {
   // The server masks secret values unless asked to reveal them (ADR 0024); a read-only token gets 403.
-  const path = `${appPath(app, "env")}${reveal ? "?reveal=true" : ""}`;
-  const answer = await ctx.client().call("GET", path, EnvSchema);
-  const { vars } = answer;
-  const linked = LinkedSchema.parse((answer as { linked?: unknown }).linked);
+  const { vars, linked = [] } = await ctx.client().call("GET /v1/apps/:app/env", {
+    params: { app },
+    query: { reveal: reveal || undefined },
+  });
   // The links' variables, grouped by where they come from. JSON keeps the app's own variables only (what
   // `env import` reads back); `pier addon env` and `pier service` show the links'.
   const groups = new Map<string, Record<string, string>>();
@@ -140,7 +136,10 @@ async function setVar(
   value: string,
   format: string,
 ): Promise<number> {
-  const answer = await ctx.client().call("PUT", appPath(app, "env", name), EnvVarSchema, { body: { value } });
+  const answer = await ctx.client().call("PUT /v1/apps/:app/env/:name", {
+    params: { app, name },
+    body: { value },
+  });
   if (format === "json") ctx.out(json(answer));
   else ctx.out(`Set ${answer.name}.\n`);
   ctx.err(APPLY_HINT);
@@ -149,7 +148,10 @@ async function setVar(
 
 async function removeVars(ctx: Context, app: string, names: string[], format: string): Promise<number> {
   // One PATCH: all names are removed, or none (one bad name rejects the call).
-  const answer = await ctx.client().call("PATCH", appPath(app, "env"), EnvSchema, { body: { unset: names } });
+  const answer = await ctx.client().call("PATCH /v1/apps/:app/env", {
+    params: { app },
+    body: { unset: names },
+  });
   if (format === "json") ctx.out(json(answer.vars));
   else ctx.out(`Removed ${names.join(", ")}.\n`);
   ctx.err(APPLY_HINT);
@@ -171,9 +173,10 @@ async function importVars(ctx: Context, app: string, format: string): Promise<nu
       "pier env import < .env  (NAME=value lines or JSON)",
     );
   }
-  const answer = await ctx
-    .client()
-    .call("PATCH", appPath(app, "env"), EnvSchema, { body: { set: parsed.vars } });
+  const answer = await ctx.client().call("PATCH /v1/apps/:app/env", {
+    params: { app },
+    body: { set: parsed.vars },
+  });
   if (format === "json") ctx.out(json(answer.vars));
   else ctx.out(`Set ${names.length} variable${names.length === 1 ? "" : "s"}: ${names.join(", ")}.\n`);
   ctx.err(APPLY_HINT);

@@ -10,12 +10,11 @@ import {
   parseFlags,
   takePositionals,
 } from "../args.js";
-import { appPath } from "../client.js";
 import type { Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { resolveApp } from "../link-file.js";
 import { json, table } from "../output.js";
-import { LimitsSchema } from "../schemas.js";
+import type { CliReplyOf } from "../schemas.js";
 
 /** `default` puts a limit back to the server's default (null in the API). */
 const orDefault = <T extends z.ZodType>(schema: T) =>
@@ -80,15 +79,15 @@ Options:
     const app = resolveApp(values.app, ctx.cwd, "limits");
     const view =
       sub === "set"
-        ? await ctx.client().call("PATCH", appPath(app.ref, "limits"), LimitsSchema, { body })
-        : await ctx.client().call("GET", appPath(app.ref, "limits"), LimitsSchema);
+        ? await ctx.client().call("PATCH /v1/apps/:app/limits", { params: { app: app.ref }, body })
+        : await ctx.client().call("GET /v1/apps/:app/limits", { params: { app: app.ref } });
     if (f.format === "json") ctx.out(json(view));
     else ctx.out(render(view));
     return 0;
   },
 };
 
-function render(v: z.output<typeof LimitsSchema>): string {
+function render(v: CliReplyOf<"GET /v1/apps/:app/limits">): string {
   const source = (k: keyof typeof v.set) => (v.set[k] === null ? "server default" : "set by an admin");
   const rows = [
     ["largest flavor", v.limits.maxFlavor, source("maxFlavor"), `${v.used.flavor}`],

@@ -1,8 +1,6 @@
 import { HELP, parseFlags, takePositionals } from "../args.js";
-import { appPath } from "../client.js";
 import type { Command } from "../command.js";
 import { LINK_FILE, writeLinkFile } from "../link-file.js";
-import { AppSchema } from "../schemas.js";
 
 export const link: Command = {
   name: "link",
@@ -18,7 +16,7 @@ Options:
   async run(args, ctx) {
     const { positionals } = parseFlags("link", args, { ...HELP });
     const [ref] = takePositionals("link", positionals, 1, 1, "the app to link: pier link <name|id>");
-    const app = await ctx.client().call("GET", appPath(ref as string), AppSchema);
+    const app = await ctx.client().call("GET /v1/apps/:app", { params: { app: ref as string } });
     const path = writeLinkFile(ctx.cwd, app);
     ctx.out(`Linked ${ctx.cwd} to app ${app.name} (${app.id}) in ${path}.\n`);
     return 0;

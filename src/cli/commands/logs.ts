@@ -11,18 +11,12 @@ import {
   takePositionals,
   timeFlag,
 } from "../args.js";
-import { appPath, type Query } from "../client.js";
 import type { Command, Context } from "../command.js";
-import { CliError, UsageError } from "../errors.js";
+import { UsageError } from "../errors.js";
 import { followDeployment } from "../follow.js";
 import { resolveApp } from "../link-file.js";
 import { json, ndjson } from "../output.js";
-import {
-  DeploymentSchema,
-  type RuntimeLogLine,
-  RuntimeLogLineSchema,
-  RuntimeLogsSchema,
-} from "../schemas.js";
+import type { RuntimeLogLine } from "../schemas.js";
 
 const flagsSchema = z.object({
   format: humanJson,
@@ -86,11 +80,11 @@ async function deploymentLog(ctx: Context, app: string, ref: string, f: Flags): 
   // docs/api.md promises `latest` for GET .../deployments/:id only, so resolve it to an id first.
   const id =
     ref === "latest"
-      ? (await client.call("GET", appPath(app, "deployments", "latest"), DeploymentSchema)).id
+      ? (await client.call("GET /v1/apps/:app/deployments/:id", { params: { app, id: "latest" } })).id
       : ref;
 
   if (!f.follow) {
-    const text = await client.text(appPath(app, "deployments", id, "log"));
+    const text = await client.call("GET /v1/apps/:app/deployments/:id/log", { params: { app, id } });
     if (f.format === "json") {
       const lines = splitLines(text);
       ctx.out(json(lines.map((line) => ({ line }))));
@@ -109,30 +103,18 @@ async function deploymentLog(ctx: Context, app: string, ref: string, f: Flags): 
 
 async function runtimeLogs(ctx: Context, app: string, f: Flags): Promise<number> {
   const client = ctx.client();
-  const query: Query = { since: f.since, until: f.until, tail: f.tail };
-  const path = appPath(app, "logs");
+  const query = { since: f.since, until: f.until, tail: f.tail };
 
   if (!f.follow) {
-    const { lines } = await client.call("GET", path, RuntimeLogsSchema, { query });
+    const { lines } = await client.call("GET /v1/apps/:app/logs", { params: { app }, query });
     if (f.format === "json") ctx.out(json(lines));
     else if (lines.length === 0) ctx.err("No log lines in that range.\n");
     else ctx.out(lines.map(runtimeLine).join(""));
     return 0;
   }
 
-  for await (const ev of client.events(path, { ...query, follow: true })) {
-    if (ev.event !== "message") continue;
-    let parsed: RuntimeLogLine;
-    try {
-      parsed = RuntimeLogLineSchema.parse(JSON.parse(ev.data));
-    } catch {
-      throw new CliError(
-        `unexpected log line in the server's stream: ${ev.data.slice(0, 120)}`,
-        "this CLI and the server may be different versions of Pier",
-      );
-    }
-    ctx.out(f.format === "json" ? ndjson(parsed) : runtimeLine(parsed));
-  }
+  for await (const { data } of client.events("GET /v1/apps/:app/logs", { params: { app }, query }))
+    ctx.out(f.format === "json" ? ndjson(data) : runtimeLine(data));
   ctx.err("The server closed the log stream.\n");
   return 0;
 }

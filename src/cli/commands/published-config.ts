@@ -1,12 +1,10 @@
 import { z } from "zod";
 import { MASK } from "../../core/env.js";
 import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
-import { appPath } from "../client.js";
 import type { Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { resolveApp } from "../link-file.js";
 import { json, renderEnvHuman } from "../output.js";
-import { VarsSchema } from "../schemas.js";
 import { maskValue } from "./addon.js";
 
 export const publishedConfig: Command = {
@@ -39,12 +37,10 @@ Options:
     const api = ctx.client();
     if (sub === "list") {
       takePositionals("published-config", rest, 0, 0, "");
-      const reveal = values.reveal ? "?reveal=true" : "";
-      const { vars: all } = await api.call(
-        "GET",
-        `${appPath(app.ref, "published-config")}${reveal}`,
-        VarsSchema,
-      );
+      const { vars: all } = await api.call("GET /v1/apps/:app/published-config", {
+        params: { app: app.ref },
+        query: { reveal: values.reveal },
+      });
       const vars = values.reveal
         ? all
         : Object.fromEntries(Object.entries(all).map(([k, v]) => [k, maskValue(k, v)]));
@@ -57,14 +53,10 @@ Options:
     }
     if (sub === "set") {
       const [name, value] = takePositionals("published-config", rest, 2, 2, "NAME and VALUE");
-      const r = await api.call(
-        "PUT",
-        appPath(app.ref, "published-config", name as string),
-        z.looseObject({}),
-        {
-          body: { value },
-        },
-      );
+      const r = await api.call("PUT /v1/apps/:app/published-config/:name", {
+        params: { app: app.ref, name: name as string },
+        body: { value: value as string },
+      });
       if (format === "json") ctx.out(json(r));
       else ctx.out(`Published ${name}.\n`);
       ctx.err("Linked apps get it at their next deploy or restart.\n");
@@ -72,7 +64,9 @@ Options:
     }
     if (sub === "rm") {
       const [name] = takePositionals("published-config", rest, 1, 1, "the NAME");
-      await api.callNoContent("DELETE", appPath(app.ref, "published-config", name as string));
+      await api.call("DELETE /v1/apps/:app/published-config/:name", {
+        params: { app: app.ref, name: name as string },
+      });
       if (format === "json") ctx.out(json({ removed: name }));
       else ctx.out(`No longer published: ${name}.\n`);
       return 0;

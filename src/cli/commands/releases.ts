@@ -1,11 +1,10 @@
 import { z } from "zod";
 import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
-import { appPath } from "../client.js";
 import type { Command } from "../command.js";
 import { awaitDeployment, reportDeployment } from "../follow.js";
 import { resolveApp } from "../link-file.js";
 import { json, table } from "../output.js";
-import { DeploymentSchema, ReleaseSchema as ReleaseRecord } from "../schemas.js";
+import { ReleaseSchema as ReleaseRecord } from "../schemas.js";
 import { exitOnFlag } from "./restart.js";
 
 /** The fields `pier releases` shows (and prints with --format json), from the table's Release. */
@@ -39,7 +38,8 @@ Options:
     takePositionals("releases", positionals, 0, 0, "");
     const { format } = checkFlags("releases", z.object({ format: humanJson }), values);
     const app = resolveApp(values.app, ctx.cwd, "releases");
-    const list = await ctx.client().call("GET", appPath(app.ref, "releases"), z.array(ReleaseSchema));
+    const all = await ctx.client().call("GET /v1/apps/:app/releases", { params: { app: app.ref } });
+    const list = z.array(ReleaseSchema).parse(all);
     if (format === "json") ctx.out(json(list));
     else {
       ctx.out(
@@ -83,9 +83,9 @@ Options:
     const [release] = takePositionals("rollback", positionals, 1, 1, "<vN>");
     const f = checkFlags("rollback", z.object({ format: humanJson, "exit-on": exitOnFlag }), values);
     const app = resolveApp(values.app, ctx.cwd, "rollback");
-    const queued = await ctx
-      .client()
-      .call("POST", appPath(app.ref, "releases", release ?? "", "rollback"), DeploymentSchema, { body: {} });
+    const queued = await ctx.client().call("POST /v1/apps/:app/releases/:number/rollback", {
+      params: { app: app.ref, number: release as string },
+    });
     const final = await awaitDeployment(ctx, app.ref, queued, f["exit-on"]);
     reportDeployment(ctx, f.format, app.ref, final);
     return 0;

@@ -1,10 +1,8 @@
 import { z } from "zod";
 import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
-import { appPath } from "../client.js";
 import type { Command } from "../command.js";
 import { awaitDeployment, reportDeployment } from "../follow.js";
 import { resolveApp } from "../link-file.js";
-import { DeploymentSchema } from "../schemas.js";
 
 export const exitOnFlag = z
   .enum(["deploy-start", "deploy-end"], { error: "must be deploy-start or deploy-end" })
@@ -42,7 +40,8 @@ Options:
     );
     const app = resolveApp(values.app, ctx.cwd, "restart");
 
-    const queued = await ctx.client().call("POST", appPath(app.ref, "deployments"), DeploymentSchema, {
+    const queued = await ctx.client().call("POST /v1/apps/:app/deployments", {
+      params: { app: app.ref },
       body: { withoutCache: f["without-cache"] },
     });
     const final = await awaitDeployment(ctx, app.ref, queued, f["exit-on"]);

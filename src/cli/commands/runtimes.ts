@@ -1,12 +1,7 @@
 import { z } from "zod";
 import { checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
-import { apiPath } from "../client.js";
 import type { Command } from "../command.js";
 import { json, table } from "../output.js";
-import { NodeVersionsSchema } from "../schemas.js";
-
-/** One Node.js version as `pier runtimes` prints it, from the table's answer. */
-const VersionSchema = z.object(NodeVersionsSchema.shape.versions.element.shape);
 
 export const runtimes: Command = {
   name: "runtimes",
@@ -37,9 +32,7 @@ Options:
       ctx.err(`pier: versions are listed for the node runtime only ('${runtime}' was given).\n`);
       return 2;
     }
-    const { versions } = await ctx
-      .client()
-      .call("GET", apiPath("runtimes", "node"), z.object({ versions: z.array(VersionSchema) }));
+    const { versions } = await ctx.client().call("GET /v1/runtimes/node");
     const seen = new Set<number>();
     const shown = all ? versions : versions.filter((v) => !seen.has(v.major) && seen.add(v.major));
     if (format === "json") {

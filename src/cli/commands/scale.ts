@@ -10,13 +10,11 @@ import {
   parseFlags,
   takePositionals,
 } from "../args.js";
-import { appPath } from "../client.js";
 import type { Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { awaitDeployment, reportDeployment } from "../follow.js";
 import { resolveApp } from "../link-file.js";
 import { json } from "../output.js";
-import { ScaleAnswerSchema } from "../schemas.js";
 import { exitOnFlag } from "./restart.js";
 
 export const scale: Command = {
@@ -67,7 +65,8 @@ Options:
     }
     const app = resolveApp(values.app, ctx.cwd, "scale");
 
-    const answer = await ctx.client().call("PATCH", appPath(app.ref), ScaleAnswerSchema, {
+    const answer = await ctx.client().call("PATCH /v1/apps/:app", {
+      params: { app: app.ref },
       body: { instances: f.instances, flavor: f.flavor, buildFlavor: f["build-flavor"] },
     });
     const a = answer.app;

@@ -1,11 +1,9 @@
 import { z } from "zod";
 import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
-import { appPath } from "../client.js";
 import type { Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { resolveApp } from "../link-file.js";
 import { json, table } from "../output.js";
-import { LinksSchema } from "../schemas.js";
 
 const NEXT = "The next deploy or `pier restart` applies it; running instances are not changed.\n";
 
@@ -38,7 +36,7 @@ Options:
     const app = resolveApp(values.app, ctx.cwd, "service");
     const api = ctx.client();
     const show = async () => {
-      const l = await api.call("GET", appPath(app.ref, "links"), LinksSchema);
+      const l = await api.call("GET /v1/apps/:app/links", { params: { app: app.ref } });
       if (format === "json") ctx.out(json(l));
       else if (l.addons.length + l.apps.length === 0)
         ctx.err(`${app.ref} has no links. Link one with: pier service link-addon NAME --app ${app.ref}\n`);
@@ -67,10 +65,11 @@ Options:
           1,
           sub === "link-addon" ? "the ADDON" : "the OTHER_APP",
         );
-        const kind = sub === "link-addon" ? "addons" : "apps";
-        const l = await api.call("POST", appPath(app.ref, "links", kind), LinksSchema, {
-          body: sub === "link-addon" ? { addon: target } : { app: target },
-        });
+        const params = { app: app.ref };
+        const l =
+          sub === "link-addon"
+            ? await api.call("POST /v1/apps/:app/links/addons", { params, body: { addon: target as string } })
+            : await api.call("POST /v1/apps/:app/links/apps", { params, body: { app: target as string } });
         if (format === "json") ctx.out(json(l));
         else ctx.out(`Linked ${target} to ${app.ref}.\n`);
         ctx.err(NEXT);
@@ -85,8 +84,14 @@ Options:
           1,
           sub === "unlink-addon" ? "the ADDON" : "the OTHER_APP",
         );
-        const kind = sub === "unlink-addon" ? "addons" : "apps";
-        await api.callNoContent("DELETE", appPath(app.ref, "links", kind, target as string));
+        if (sub === "unlink-addon")
+          await api.call("DELETE /v1/apps/:app/links/addons/:addon", {
+            params: { app: app.ref, addon: target as string },
+          });
+        else
+          await api.call("DELETE /v1/apps/:app/links/apps/:target", {
+            params: { app: app.ref, target: target as string },
+          });
         if (format === "json") ctx.out(json({ unlinked: target }));
         else ctx.out(`Unlinked ${target} from ${app.ref}.\n`);
         ctx.err(NEXT);

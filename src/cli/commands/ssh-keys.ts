@@ -1,11 +1,10 @@
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
-import { apiPath, appPath } from "../client.js";
 import type { Command, Context } from "../command.js";
 import { CliError, UsageError } from "../errors.js";
 import { json, table } from "../output.js";
-import { SshKeySchema } from "../schemas.js";
+import type { SshKey } from "../schemas.js";
 
 export const sshKeys: Command = {
   name: "ssh-keys",
@@ -71,10 +70,12 @@ Options:
         "the key's id or fingerprint: pier ssh-keys rm <id|fingerprint>",
       );
       if (app !== undefined) {
-        await ctx.client().callNoContent("DELETE", appPath(app, "ssh-keys", key as string));
+        await ctx
+          .client()
+          .call("DELETE /v1/apps/:app/ssh-keys/:key", { params: { app, key: key as string } });
         ctx.out(`Removed SSH key ${key} from ${app}.\n`);
       } else {
-        await ctx.client().callNoContent("DELETE", apiPath("ssh-keys", key as string));
+        await ctx.client().call("DELETE /v1/ssh-keys/:key", { params: { key: key as string } });
         ctx.out(`Removed SSH key ${key}.\n`);
       }
       return 0;
@@ -85,7 +86,7 @@ Options:
   },
 };
 
-type Key = z.output<typeof SshKeySchema>;
+type Key = SshKey;
 
 /** `admin (push)`, or the apps a key is granted on, each `name (push|fetch)`. */
 const access = (readOnly: boolean) => (readOnly ? "fetch" : "push");
@@ -97,8 +98,10 @@ export const scopeText = (k: Key): string =>
       : k.apps.map((a) => `${a.name} (${access(a.readOnly)})`).join(", ");
 
 async function list(ctx: Context, app: string | undefined, format: "human" | "json"): Promise<number> {
-  const path = app === undefined ? apiPath("ssh-keys") : appPath(app, "ssh-keys");
-  const keys = await ctx.client().call("GET", path, z.array(SshKeySchema));
+  const keys =
+    app === undefined
+      ? await ctx.client().call("GET /v1/ssh-keys")
+      : await ctx.client().call("GET /v1/apps/:app/ssh-keys", { params: { app } });
   if (format === "json") ctx.out(json(keys));
   else if (keys.length === 0)
     ctx.err(
@@ -149,10 +152,11 @@ async function add(
     // Never send a private key anywhere.
     throw new CliError(`${file} is a private key; nothing was sent`, `give the public key: ${file}.pub`);
   }
-  const path = app === undefined ? apiPath("ssh-keys") : appPath(app, "ssh-keys");
-  const key = await ctx.client().call("POST", path, SshKeySchema, {
-    body: { publicKey, ...(name !== undefined ? { name } : {}), ...(readOnly ? { readOnly } : {}) },
-  });
+  const body = { publicKey, ...(name !== undefined ? { name } : {}), ...(readOnly ? { readOnly } : {}) };
+  const key =
+    app === undefined
+      ? await ctx.client().call("POST /v1/ssh-keys", { body })
+      : await ctx.client().call("POST /v1/apps/:app/ssh-keys", { params: { app }, body });
   if (format === "json") ctx.out(json(key));
   else if (app === undefined)
     ctx.out(

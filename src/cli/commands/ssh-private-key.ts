@@ -1,12 +1,10 @@
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
-import { appPath } from "../client.js";
 import type { Command, Context } from "../command.js";
 import { CliError, UsageError } from "../errors.js";
 import { resolveApp } from "../link-file.js";
 import { json } from "../output.js";
-import { SshPrivateKeySchema } from "../schemas.js";
 
 export const sshPrivateKey: Command = {
   name: "ssh-private-key",
@@ -36,10 +34,10 @@ Options:
     const [sub = "show", ...rest] = positionals;
     const { format } = checkFlags("ssh-private-key", z.object({ format: humanJson }), values);
     const app = resolveApp(values.app, ctx.cwd, "ssh-private-key");
-    const path = appPath(app.ref, "ssh-private-key");
+    const params = { app: app.ref };
     if (sub === "show") {
       takePositionals("ssh-private-key", rest, 0, 0, "");
-      const info = await ctx.client().call("GET", path, SshPrivateKeySchema);
+      const info = await ctx.client().call("GET /v1/apps/:app/ssh-private-key", { params });
       if (format === "json") ctx.out(json(info));
       else ctx.out(`${info.type} ${info.fingerprint}\npublic key: ${info.publicKey}\n`);
       return 0;
@@ -52,11 +50,11 @@ Options:
         1,
         "the private key file: pier ssh-private-key set ~/.ssh/deploy_key",
       );
-      return set(ctx, path, file as string, format);
+      return set(ctx, params, file as string, format);
     }
     if (sub === "rm") {
       takePositionals("ssh-private-key", rest, 0, 0, "");
-      await ctx.client().callNoContent("DELETE", path);
+      await ctx.client().call("DELETE /v1/apps/:app/ssh-private-key", { params });
       ctx.out("Removed the app's private SSH key; the next deploy builds without it.\n");
       return 0;
     }
@@ -66,14 +64,19 @@ Options:
   },
 };
 
-async function set(ctx: Context, path: string, file: string, format: "human" | "json"): Promise<number> {
+async function set(
+  ctx: Context,
+  params: { app: string },
+  file: string,
+  format: "human" | "json",
+): Promise<number> {
   let privateKey: string;
   try {
     privateKey = file === "-" ? await ctx.readStdin() : await readFile(file, "utf8");
   } catch (e) {
     throw new CliError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
   }
-  const info = await ctx.client().call("PUT", path, SshPrivateKeySchema, { body: { privateKey } });
+  const info = await ctx.client().call("PUT /v1/apps/:app/ssh-private-key", { params, body: { privateKey } });
   if (format === "json") ctx.out(json(info));
   else
     ctx.out(

@@ -1,10 +1,8 @@
 import { z } from "zod";
 import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
-import { appPath } from "../client.js";
 import type { Command } from "../command.js";
 import { resolveApp } from "../link-file.js";
 import { json, table } from "../output.js";
-import { StatusSchema } from "../schemas.js";
 
 export const status: Command = {
   name: "status",
@@ -25,7 +23,7 @@ Options:
     const { format } = checkFlags("status", z.object({ format: humanJson }), values);
     const app = resolveApp(values.app, ctx.cwd, "status");
 
-    const s = await ctx.client().call("GET", appPath(app.ref, "status"), StatusSchema);
+    const s = await ctx.client().call("GET /v1/apps/:app/status", { params: { app: app.ref } });
     if (format === "json") {
       ctx.out(json(s));
       return 0;

@@ -1,10 +1,8 @@
 import { z } from "zod";
 import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
-import { appPath } from "../client.js";
 import type { Command } from "../command.js";
 import { resolveApp } from "../link-file.js";
 import { json } from "../output.js";
-import { AppSchema } from "../schemas.js";
 
 export const stop: Command = {
   name: "stop",
@@ -24,7 +22,7 @@ Options:
     const { format } = checkFlags("stop", z.object({ format: humanJson }), values);
     const app = resolveApp(values.app, ctx.cwd, "stop");
 
-    const stopped = await ctx.client().call("POST", appPath(app.ref, "stop"), AppSchema);
+    const stopped = await ctx.client().call("POST /v1/apps/:app/stop", { params: { app: app.ref } });
     if (format === "json") ctx.out(json(stopped));
     else ctx.out(`Stopped app ${stopped.name}. Start it again with: pier restart\n`);
     return 0;

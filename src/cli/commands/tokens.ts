@@ -1,10 +1,9 @@
 import { z } from "zod";
 import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
-import { apiPath } from "../client.js";
 import type { Command, Context } from "../command.js";
 import { UsageError } from "../errors.js";
 import { json, table } from "../output.js";
-import { ApiTokenSchema, NewApiTokenSchema } from "../schemas.js";
+import type { ApiToken } from "../schemas.js";
 
 export const tokens: Command = {
   name: "tokens",
@@ -48,9 +47,9 @@ Options:
     }
     if (sub === "create") {
       const [name] = takePositionals("tokens", rest, 1, 1, "the token's name: pier tokens create ci-deploy");
-      const t = await ctx.client().call("POST", apiPath("tokens"), NewApiTokenSchema, {
+      const t = await ctx.client().call("POST /v1/tokens", {
         body: {
-          name,
+          name: name as string,
           ...(values.app !== undefined ? { app: values.app } : {}),
           ...(values["read-only"] ? { readOnly: true } : {}),
         },
@@ -66,7 +65,7 @@ Options:
     }
     if (sub === "revoke") {
       const [name] = takePositionals("tokens", rest, 1, 1, "the token's name: pier tokens revoke ci-deploy");
-      await ctx.client().callNoContent("DELETE", apiPath("tokens", name as string));
+      await ctx.client().call("DELETE /v1/tokens/:name", { params: { name: name as string } });
       ctx.out(`Revoked token ${name}: it no longer works.\n`);
       return 0;
     }
@@ -76,11 +75,10 @@ Options:
   },
 };
 
-const scope = (t: z.output<typeof ApiTokenSchema>) =>
-  `${t.app ? `app ${t.app.name}` : "admin"}${t.readOnly ? ", read-only" : ""}`;
+const scope = (t: ApiToken) => `${t.app ? `app ${t.app.name}` : "admin"}${t.readOnly ? ", read-only" : ""}`;
 
 async function list(ctx: Context, format: "human" | "json"): Promise<number> {
-  const all = await ctx.client().call("GET", apiPath("tokens"), z.array(ApiTokenSchema));
+  const all = await ctx.client().call("GET /v1/tokens");
   if (format === "json") ctx.out(json(all));
   else
     ctx.out(

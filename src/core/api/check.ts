@@ -5,8 +5,9 @@
  */
 import { z } from "zod";
 import { matchKey } from "../permissions.js";
+import { parseSse, type SseEvent } from "../sse.js";
 import { ErrorBody } from "./records.js";
-import { ROUTE_KEYS, ROUTES, type RouteSpec } from "./routes.js";
+import { type Answer, ROUTE_KEYS, ROUTES, type RouteSpec } from "./routes.js";
 
 export interface SeenAnswer {
   method: string;
@@ -69,4 +70,59 @@ export async function answerProblem(a: SeenAnswer): Promise<string | null> {
   if (answer.json) return jsonProblem(answer.json, await a.text());
   const text = await a.text();
   return text === "" ? null : "the table declares no body";
+}
+
+/**
+ * Null when an event of a stream is one the route declares (each `data` event its `sse` schema, the `end`
+ * event its `end` schema), else what differs.
+ */
+export function eventProblem(answer: Answer, ev: SseEvent): string | null {
+  const schema = ev.event === "message" ? answer.sse : ev.event === "end" ? answer.end : undefined;
+  if (!schema) return `an event '${ev.event}' is not declared`;
+  return jsonProblem(schema, ev.data);
+}
+
+/** The answer the table declares for a request's route and status (null when there is none). */
+export function declaredAnswer(method: string, path: string, status: number): Answer | null {
+  const { route } = matchKey(ROUTE_KEYS, method, path);
+  if (route === null) return null;
+  const spec: RouteSpec = ROUTES[route as keyof typeof ROUTES];
+  return spec.responses[status] ?? null;
+}
+
+/**
+ * An event stream passed through unchanged while each event is checked with {@link eventProblem}: at the
+ * first one that differs, an `error` event naming the difference (the error body) ends the stream.
+ */
+export function checkedEvents(
+  body: ReadableStream<Uint8Array>,
+  problemOf: (ev: SseEvent) => string | null,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  const read: Uint8Array[] = [];
+  async function* chunks(): AsyncGenerator<Uint8Array> {
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      read.push(value);
+      yield value;
+    }
+  }
+  const events = parseSse(chunks());
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await events.next();
+      const problem = next.done ? null : problemOf(next.value);
+      // The chunks that held the event go out once it is checked: one that differs is not passed on.
+      const chunks = read.splice(0);
+      if (!problem) for (const chunk of chunks) controller.enqueue(chunk);
+      if (next.done) return controller.close();
+      if (!problem) return;
+      const error = { error: { code: "INTERNAL", message: problem } };
+      controller.enqueue(new TextEncoder().encode(`event: error\ndata: ${JSON.stringify(error)}\n\n`));
+      controller.close();
+      await reader.cancel();
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
 }

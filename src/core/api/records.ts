@@ -110,7 +110,8 @@ export const Instance = z.looseObject({
 export const Status = z.looseObject({
   app: App,
   state: AppState,
-  release: ReleaseRef.extend({ image: z.string() }).nullable(),
+  /** The serving release; `task`: it runs once to completion, no HTTP (what the app is now, ADR 0028). */
+  release: ReleaseRef.extend({ image: z.string(), task: z.boolean() }).nullable(),
   deployment: Deployment.nullable(),
   instances: z.array(Instance),
   tcp: z.looseObject({ host: z.string(), port: z.number() }).nullable(),

@@ -185,6 +185,18 @@ describe("commands", () => {
     );
   });
 
+  test("logs -f: an event that is not the route's declared line is an error, not a line printed", async () => {
+    const r = await pier(["logs", "-a", "web", "-f"], {
+      "GET /v1/apps/web/logs?follow=true": { status: 200, text: `data: ${JSON.stringify({ at: "x" })}\n\n` },
+    });
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, "");
+    assert.match(
+      r.stderr,
+      /unexpected answer from the server to GET \/v1\/apps\/web\/logs\?follow=true: an event that does not parse: \{"at":"x"\}/,
+    );
+  });
+
   test("scale: PATCH with the new size; no deployment returned, nothing to follow", async () => {
     const r = await pier(["scale", "-a", "web", "--instances", "2", "--build-flavor", "L"], {
       "PATCH /v1/apps/web": { status: 200, body: { app: { ...APP, instances: 2 }, deployment: null } },

@@ -37,13 +37,17 @@ export function deployServices(d: {
   runtime: Runtime;
   repo: string;
   logger: Logger;
+  /** Default: no limit in the way. */
+  limits?: AppLimits;
 }): { deployer: Deployer; apps: AppService } {
   const { store, instances, logger, repo } = d;
   const { engine } = d;
-  const limits = new AppLimits({
-    store,
-    defaults: { maxFlavor: "XL", maxInstances: 20, maxMemoryMiB: 2 ** 20 },
-  });
+  const limits =
+    d.limits ??
+    new AppLimits({
+      store,
+      defaults: { maxFlavor: "XL", maxInstances: 20, maxMemoryMiB: 2 ** 20 },
+    });
   const deployer = new Deployer({
     store,
     limits,

@@ -1,107 +1,19 @@
-// Issue 15 through the API (Hono's app.request, a real store): an app token cannot pass its app's ceiling
+// Issue 15 through the API (Hono's app.request over the fakes, api-setup.ts): an app token cannot pass its app's ceiling
 // nor change it, an admin token raises it, and variables past a cap are refused with nothing changed.
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import pino from "pino";
-import { kvProvider } from "../../../src/adapters/addons/kv.js";
-import { postgresqlProvider } from "../../../src/adapters/addons/postgresql.js";
-import { SecretBox } from "../../../src/adapters/secret-box.js";
-import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
-import { hashToken } from "../../../src/server/access.js";
-import { AddonService } from "../../../src/server/addons.js";
-import { createApi } from "../../../src/server/api.js";
-import { AppService } from "../../../src/server/apps.js";
-import type { DeployLogs } from "../../../src/server/deploy-logs.js";
-import type { Deployer } from "../../../src/server/deployer.js";
-import type { DomainService } from "../../../src/server/domains.js";
-import { Instances } from "../../../src/server/instances.js";
-import { AppLimits } from "../../../src/server/limits.js";
-import { FakeEdge } from "../../support/fake-edge.js";
-import { FakeEngine } from "../../support/fake-engine.js";
-
-type Answer = {
-  status: number;
-  body: Record<string, unknown> & { error?: { code: string; message: string; hint?: string } };
-};
+import { type ApiAnswer as Answer, type ApiOverFakes, apiOverFakes } from "./api-setup.js";
 
 describe("an app's ceiling and the caps on variables, through the API", () => {
-  const dir = mkdtempSync(join(tmpdir(), "pier-limits-"));
-  const store = new SqliteStore(join(dir, "pier.db"), SecretBox.fromKey(randomBytes(32)));
-  // The defaults of the hostile probe's host: 23 GiB of memory, pid_max 32768.
-  const limits = new AppLimits({ store, defaults: { maxFlavor: "L", maxInstances: 2, maxMemoryMiB: 12052 } });
-  const engine = new FakeEngine();
-  const instances = new Instances({
-    engine,
-    edge: new FakeEdge(),
-    store,
-    networks: { ensure: async () => undefined, remove: async () => undefined },
-    domain: "localhost",
-    stopGraceMs: 10,
-  });
-  const apps = new AppService({
-    store,
-    engine,
-    deployer: { isBusy: () => false } as Partial<Deployer> as Deployer,
-    instances,
-    limits,
-    logger: pino({ level: "silent" }),
-    repoDir: (id) => join(dir, `${id}.git`),
-    gitUrl: (id) => `git+ssh://git@localhost/${id}.git`,
-    appUrl: (name) => `http://${name}.localhost`,
-    stopGraceMs: 10,
-    domain: "localhost",
-    buildNetwork: null,
-  });
-  // The add-on service over the same store and engine; no add-on is made here.
-  const addons = new AddonService({
-    store,
-    addons: store.addons(),
-    engine,
-    networks: { ensure: async () => undefined, released: async () => undefined },
-    providers: { kv: kvProvider(engine), postgresql: postgresqlProvider(engine) },
-    logger: pino({ level: "silent" }),
-    backupDir: dir,
-    backupDays: 7,
-  });
+  let s: ApiOverFakes;
   const published = async () => {
-    const web = await store.findApp("web");
-    return Object.keys(web ? await store.addons().getPublished(web.id) : {});
+    const web = await s.store.findApp("web");
+    return Object.keys(web ? await s.store.addons().getPublished(web.id) : {});
   };
-  const api = createApi({
-    store,
-    apps,
-    addons,
-    domains: {} as DomainService,
-    logs: {} as DeployLogs,
-    limits,
-    logger: pino({ level: "silent" }),
-    nodeVersions: async () => [],
-    info: {
-      version: "0",
-      domain: "localhost",
-      httpPort: 80,
-      httpsPort: 443,
-      sshPort: 22,
-      gitHost: "localhost",
-    },
-    maxBodyBytes: 4 * 2 ** 20,
-    checkAnswers: true,
-  });
   const ADMIN = "admin-token-0123456789abcdef";
   const TENANT = "tenant-token-0123456789abcdef";
-  const call = async (token: string, method: string, path: string, body?: unknown): Promise<Answer> => {
-    const r = await api.request(path, {
-      method,
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await r.text();
-    return { status: r.status, body: text ? JSON.parse(text) : {} };
-  };
+  const call = (token: string, method: string, path: string, body?: unknown): Promise<Answer> =>
+    s.call(token, method, path, body);
   const refused = (a: Answer, status: number, code: string, message: RegExp, hint?: RegExp) => {
     assert.equal(a.status, status, JSON.stringify(a.body));
     assert.equal(a.body.error?.code, code);
@@ -110,23 +22,16 @@ describe("an app's ceiling and the caps on variables, through the API", () => {
   };
 
   before(async () => {
-    const app = await apps.create({ name: "web", type: "docker" });
-    const token = (name: string, t: string, appId: string | null) =>
-      store.addApiToken({
-        id: `tok-${name}`,
-        name,
-        hash: hashToken(t),
-        appId,
-        readOnly: false,
-        bootstrap: false,
-      });
-    await token("root", ADMIN, null);
-    await token("web-ci", TENANT, app.id);
+    // The defaults of the hostile probe's host: 23 GiB of memory, pid_max 32768.
+    s = await apiOverFakes({
+      defaults: { maxFlavor: "L", maxInstances: 2, maxMemoryMiB: 12052 },
+      maxBodyBytes: 4 * 2 ** 20,
+    });
+    const app = await s.apps.create({ name: "web", type: "docker" });
+    await s.token("root", ADMIN);
+    await s.token("web-ci", TENANT, { appId: app.id });
   });
-  after(() => {
-    store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => s.close());
 
   const size = async () => {
     const a = (await call(ADMIN, "GET", "/v1/apps/web")).body;

@@ -2,19 +2,12 @@
 // OpenAPI document are its, and docs/api.md lists exactly them.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { describe, it } from "node:test";
+import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import pino from "pino";
 import { ROUTE_KEYS } from "../../../src/core/api/routes.js";
 import { ROUTE_ACCESS } from "../../../src/core/permissions.js";
-import type { Store } from "../../../src/core/ports.js";
-import type { AddonService } from "../../../src/server/addons.js";
-import { createApi } from "../../../src/server/api.js";
-import type { AppService } from "../../../src/server/apps.js";
-import type { DeployLogs } from "../../../src/server/deploy-logs.js";
-import type { DomainService } from "../../../src/server/domains.js";
-import type { AppLimits } from "../../../src/server/limits.js";
 import type { buildOpenApi } from "../../../src/server/openapi.js";
+import { type ApiOverFakes, apiOverFakes } from "./api-setup.js";
 
 const PUBLIC = new Set(["GET /v1/info", "GET /v1/openapi.json"]);
 const API_MD = fileURLToPath(new URL("../../../../docs/api.md", import.meta.url));
@@ -27,33 +20,19 @@ function documented(): string[] {
 }
 
 describe("the API's routes", () => {
-  // Registering routes calls none of the dependencies.
-  const api = createApi({
-    store: {} as Store,
-    apps: {} as AppService,
-    addons: {} as AddonService,
-    domains: {} as DomainService,
-    logs: {} as DeployLogs,
-    limits: {} as AppLimits,
-    logger: pino({ level: "silent" }),
-    nodeVersions: async () => [],
-    info: {
-      version: "0",
-      domain: "localhost",
-      httpPort: 80,
-      httpsPort: 443,
-      sshPort: 22,
-      gitHost: "localhost",
-    },
-    maxBodyBytes: 2 ** 20,
+  let s: ApiOverFakes;
+  let registered: string[] = [];
+  before(async () => {
+    s = await apiOverFakes();
+    registered = [
+      ...new Set(
+        s.api.routes
+          .filter((r) => r.method !== "ALL" && r.path.startsWith("/v1/"))
+          .map((r) => `${r.method} ${r.path}`),
+      ),
+    ];
   });
-  const registered = [
-    ...new Set(
-      api.routes
-        .filter((r) => r.method !== "ALL" && r.path.startsWith("/v1/"))
-        .map((r) => `${r.method} ${r.path}`),
-    ),
-  ];
+  after(() => s.close());
 
   it("the server registers exactly the table's routes", () => {
     assert.ok(registered.length > 50, "the routes were read");
@@ -72,7 +51,7 @@ describe("the API's routes", () => {
   });
 
   it("the OpenAPI document has every route, with the schema of its answers", async () => {
-    const r = await api.request("/v1/openapi.json");
+    const r = await s.api.request("/v1/openapi.json");
     assert.equal(r.status, 200);
     const doc = (await r.json()) as ReturnType<typeof buildOpenApi> & {
       paths: Record<string, Record<string, { responses: Record<string, { content?: object }> }>>;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { parseSse, type SseEvent } from "../../../src/cli/sse.js";
+import { parseSse, type SseEvent } from "../../../src/core/sse.js";
 
 async function collect(chunks: (string | Uint8Array)[]): Promise<SseEvent[]> {
   const events: SseEvent[] = [];

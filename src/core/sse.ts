@@ -1,4 +1,4 @@
-import { readLines } from "../core/lines.js";
+import { readLines } from "./lines.js";
 
 /** A server-sent event: `event` defaults to `message`; `data` lines are joined with `\n`. */
 export interface SseEvent {
