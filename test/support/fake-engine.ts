@@ -4,11 +4,18 @@
 // state, count its calls and hold or fail a call with `before`.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import {
+  type SandboxInfo,
+  type SandboxSpec,
+  type SlotHolders,
+  SlotKeeper,
+} from "../../src/adapters/engine/slot-keeper.js";
 import { PierError } from "../../src/core/errors.js";
 import { LABEL, labelTarget, ROLE } from "../../src/core/labels.js";
 import { releaseRepository } from "../../src/core/model.js";
 import type {
   BuildContainer,
+  BuildSlot,
   ContainerBuild,
   Engine,
   EngineEvent,
@@ -21,8 +28,7 @@ import type {
   ReleaseVolume,
   RoutableInstance,
   RouteTarget,
-  SandboxInfo,
-  SandboxSpec,
+  SlotShape,
 } from "../../src/core/ports.js";
 import { RELEASE_VOLUME_ROLE } from "../../src/core/release-volumes.js";
 import { type Cidr, overlaps, parseCidr } from "../../src/core/subnets.js";
@@ -30,8 +36,13 @@ import { interpret } from "./fake-shell.js";
 
 type Labels = Record<string, string>;
 
+/** The engine ports, and the network holders of its slots (the same SlotKeeper as the Docker adapter's). */
+type Methods = Engine & SlotHolders;
+
 /** Runs before a call of `method` with its arguments: a test holds the call (await) or fails it (throw). */
-export type BeforeHooks = { [K in keyof Engine]?: (...args: Parameters<Engine[K]>) => void | Promise<void> };
+export type BeforeHooks = {
+  [K in keyof Methods]?: (...args: Parameters<Methods[K]>) => void | Promise<void>;
+};
 
 /** Where an instance or a sandbox answers: its published HTTP port and its address on its network. */
 export interface Served {
@@ -55,7 +66,7 @@ const matches = (labels: Labels, filter: Labels) => Object.entries(filter).every
 const tick = () => new Promise<void>((r) => setImmediate(r));
 const argText = (a: unknown) => (a === undefined ? "" : typeof a === "string" ? a : JSON.stringify(a));
 
-export class FakeEngine implements Engine {
+export class FakeEngine implements Engine, SlotHolders {
   /** Every call, as `method firstArgument` (a string as it is, anything else as JSON). */
   calls: string[] = [];
   before: BeforeHooks = {};
@@ -83,14 +94,19 @@ export class FakeEngine implements Engine {
   private readonly listeners = new Set<(e: EngineEvent) => void>();
   private readonly logWaiters = new Set<() => void>();
 
+  /** When each sandbox started last, by id. */
+  private readonly sandboxStarts = new Map<string, string>();
+  /** Which sandbox an instance or a build joins: the Docker adapter's choice, over this fake's sandboxes. */
+  private readonly slots = new SlotKeeper(this);
+
   constructor(private readonly opts: FakeEngineOptions = {}) {}
 
   /** Records the call and runs its `before` hook. */
-  private async enter<K extends keyof Engine>(method: K, ...args: Parameters<Engine[K]>): Promise<void> {
+  private async enter<K extends keyof Methods>(method: K, ...args: Parameters<Methods[K]>): Promise<void> {
     this.calls.push(`${method} ${argText(args[0])}`.trimEnd());
     if (this.down)
       throw new PierError("ENGINE_ERROR", "The fake engine does not answer.", "Set down = false.");
-    const hook = this.before[method] as ((...a: Parameters<Engine[K]>) => void | Promise<void>) | undefined;
+    const hook = this.before[method] as ((...a: Parameters<Methods[K]>) => void | Promise<void>) | undefined;
     await hook?.(...args);
   }
 
@@ -135,8 +151,13 @@ export class FakeEngine implements Engine {
     this.emit("die", i, code);
   }
 
-  private emit(type: "die" | "start", c: InstanceInfo | SandboxInfo, exitCode: number | null): void {
-    const e = { type, containerId: c.id, labels: { ...c.labels }, exitCode, at: new Date().toISOString() };
+  private emit(
+    type: "die" | "start",
+    c: { id: string; labels: Labels; slot?: boolean },
+    exitCode: number | null,
+  ): void {
+    const at = new Date().toISOString();
+    const e = { type, containerId: c.id, slot: c.slot === true, labels: { ...c.labels }, exitCode, at };
     for (const l of this.listeners) l(e);
   }
 
@@ -179,6 +200,7 @@ export class FakeEngine implements Engine {
     prepared?: PreparedBuild,
   ): Promise<void> {
     await this.enter("buildRelease", b, onLine, signal, prepared);
+    if (!prepared && b.slot) await this.slots.buildHolder(b.slot);
     const script = prepared ? this.preparedScript(prepared) : b.script;
     const run = interpret(["sh", "-c", script]);
     for (const l of run.lines) onLine(l);
@@ -213,6 +235,7 @@ export class FakeEngine implements Engine {
 
   async prepareBuild(b: BuildContainer & { scriptPath: string }): Promise<PreparedBuild> {
     await this.enter("prepareBuild", b);
+    const holder = b.slot ? await this.slots.buildHolder(b.slot) : null;
     this.startedBuilds.push(b);
     for (const v of b.volumes) if (!this.volumes.has(v.name)) this.volumes.set(v.name, v.labels ?? b.labels);
     const id = this.nextId("build");
@@ -220,7 +243,7 @@ export class FakeEngine implements Engine {
     this.buildContainers.push({
       id,
       name: id,
-      labels: { ...b.labels, [LABEL.role]: ROLE.build },
+      labels: { ...b.labels, [LABEL.role]: ROLE.build, ...(holder ? { [LABEL.sandbox]: holder } : {}) },
       state: "running",
       running: true,
       startedAt: new Date().toISOString(),
@@ -235,7 +258,10 @@ export class FakeEngine implements Engine {
 
   async preparedBuildAlive(prepared: PreparedBuild): Promise<boolean> {
     await this.enter("preparedBuildAlive", prepared);
-    return this.buildContainers.some((c) => c.id === prepared.ref && c.running);
+    const c = this.buildContainers.find((x) => x.id === prepared.ref && x.running);
+    // Its network is its sandbox's: one that stopped left it without one.
+    const holder = c?.labels[LABEL.sandbox];
+    return c !== undefined && (!holder || this.sandboxes.some((s) => s.id === holder && s.running));
   }
 
   async imageFromFiles(b: ContainerBuild): Promise<void> {
@@ -389,6 +415,7 @@ export class FakeEngine implements Engine {
       networkAddress: at.networkAddress,
     };
     this.sandboxes.push(s);
+    this.sandboxStarts.set(id, new Date().toISOString());
     return { ...s, labels: { ...s.labels } };
   }
 
@@ -404,44 +431,87 @@ export class FakeEngine implements Engine {
     this.sandboxes = this.sandboxes.filter((s) => s.id !== id);
   }
 
-  async startSandbox(id: string): Promise<void> {
-    await this.enter("startSandbox", id);
+  async sandboxState(id: string): Promise<{ running: boolean; startedAt: string | null } | null> {
+    await this.enter("sandboxState", id);
     const s = this.sandboxes.find((x) => x.id === id);
-    if (!s) throw new PierError("NOT_FOUND", `No such container: ${id}`);
-    s.running = true;
+    return s ? { running: s.running, startedAt: this.sandboxStarts.get(id) ?? null } : null;
+  }
+
+  /** A sandbox stops (an engine restart, a kill) or starts again (its start is an engine event). */
+  setSandboxRunning(id: string, running: boolean): void {
+    const s = this.sandboxes.find((x) => x.id === id);
+    if (!s || s.running === running) return;
+    s.running = running;
+    if (running) this.sandboxStarts.set(id, new Date().toISOString());
+    this.emit(running ? "start" : "die", { ...s, slot: true }, running ? null : 137);
+  }
+
+  // Instance slots: the choice is the SlotKeeper's, as on Docker.
+
+  async prepareSlots(appId: string, shape: SlotShape, count: number): Promise<void> {
+    await this.enter("prepareSlots", appId, shape, count);
+    await this.slots.prepare(appId, shape, count);
+  }
+
+  async prepareBuildSlot(slot: BuildSlot): Promise<void> {
+    await this.enter("prepareBuildSlot", slot);
+    await this.slots.buildHolder(slot);
+  }
+
+  async rejoinSlots(
+    serving: ReadonlyMap<string, string>,
+    opts: { graceMs: number; slot?: string },
+  ): Promise<Map<string, number>> {
+    await this.enter("rejoinSlots", serving, opts);
+    return this.slots.rejoin(serving, opts);
+  }
+
+  async removeSlots(appId: string): Promise<void> {
+    await this.enter("removeSlots", appId);
+    await this.slots.removeAll(appId);
+  }
+
+  async removeStraySlots(known: ReadonlySet<string>): Promise<void> {
+    await this.enter("removeStraySlots", known);
+    await this.slots.removeStrays(known);
   }
 
   // Instances.
 
   async runInstance(spec: InstanceSpec): Promise<InstanceInfo> {
     await this.enter("runInstance", spec);
-    const sandbox = spec.sandbox && this.sandboxes.find((s) => s.id === spec.sandbox?.id);
-    if (spec.sandbox && !sandbox?.running)
+    if (!spec.slot) return this.runIn(spec, null);
+    const shape = { httpPort: spec.httpPort, tcpPort: spec.tcpPort, network: spec.network };
+    return this.slots.withSlot(spec.slot.appId, shape, (sandbox) => this.runIn(spec, sandbox));
+  }
+
+  private async runIn(spec: InstanceSpec, sandbox: SandboxInfo | null): Promise<InstanceInfo> {
+    if (sandbox && !this.sandboxes.find((s) => s.id === sandbox.id)?.running)
       throw new PierError(
         "ENGINE_ERROR",
-        `The instance ${spec.name} did not start: cannot join network of a non running container: ${spec.sandbox.id}`,
+        `The instance ${spec.name} did not start: cannot join network of a non running container: ${sandbox.id}`,
       );
     if (!this.images.has(spec.image)) throw new PierError("ENGINE_ERROR", `No such image: ${spec.image}`);
     this.instanceSpecs.push(spec);
     const id = this.nextId("instance");
-    const info = this.newInstance(id, spec, await this.placeOf(spec));
+    const info = this.newInstance(id, spec, sandbox, await this.placeOf(spec, sandbox));
     this.instances.push(info);
     this.emit("start", info, null);
     this.started(info, spec);
     return { ...info, labels: { ...info.labels } };
   }
 
-  private async placeOf(spec: InstanceSpec): Promise<Served> {
+  private async placeOf(spec: InstanceSpec, sandbox: SandboxInfo | null): Promise<Served> {
     const at = await this.served("instance", spec);
-    if (!spec.sandbox || at.own) return at;
-    return { http: spec.sandbox.http, networkAddress: spec.sandbox.networkAddress };
+    if (!sandbox || at.own) return at;
+    return { http: sandbox.http, networkAddress: sandbox.networkAddress };
   }
 
-  private newInstance(id: string, spec: InstanceSpec, at: Served): InstanceInfo {
+  private newInstance(id: string, spec: InstanceSpec, sandbox: SandboxInfo | null, at: Served): InstanceInfo {
     // As the engine does, an instance gets its image's labels under the ones Pier sets.
     const image = this.images.get(spec.image)?.labels ?? {};
     const labels: Labels = { ...image, ...spec.labels, [LABEL.role]: ROLE.instance };
-    if (spec.sandbox) labels[LABEL.sandbox] = spec.sandbox.id;
+    if (sandbox) labels[LABEL.sandbox] = sandbox.id;
     if (spec.httpPort !== null) labels[LABEL.httpPort] = String(spec.httpPort);
     if (spec.tcpPort !== null) labels[LABEL.tcpPort] = String(spec.tcpPort);
     return {
@@ -493,6 +563,9 @@ export class FakeEngine implements Engine {
     await this.enter("startInstance", id);
     const c = this.known(id);
     if (c.running) return;
+    // An instance in a sandbox needs it running first.
+    const holder = c.labels[LABEL.sandbox];
+    if (holder) this.setSandboxRunning(holder, true);
     Object.assign(c, {
       running: true,
       state: "running",

@@ -47,7 +47,7 @@ describe("the API's answers are the route table's", () => {
     routeProblem: () => null,
     refreshEdge: async () => undefined,
     prepare: async () => undefined,
-    buildSandbox: async () => "",
+    prepareBuildSlot: async () => undefined,
   };
   const apps = new AppService({
     store,
