@@ -90,12 +90,11 @@ export class Instances {
   }
 
   /** What each app serves now (its current release's deployment), for the apps that run. */
-  private async serving(appIds: readonly string[]): Promise<Map<string, string>> {
+  private async serving(apps: readonly (App | null)[]): Promise<Map<string, string>> {
     const serving = new Map<string, string>();
-    for (const appId of appIds) {
-      const app = await this.deps.store.findApp(appId);
-      const release = app && !app.stopped ? await this.deps.store.currentRelease(appId) : null;
-      if (release) serving.set(appId, release.deploymentId);
+    for (const app of apps) {
+      const release = app && !app.stopped ? await this.deps.store.currentRelease(app.id) : null;
+      if (app && release) serving.set(app.id, release.deploymentId);
     }
     return serving;
   }
@@ -106,7 +105,7 @@ export class Instances {
    * into the new one; stopped ones are started. How many.
    */
   async rejoin(appId: string, slot: string): Promise<number> {
-    const serving = await this.serving([appId]);
+    const serving = await this.serving([await this.deps.store.findApp(appId)]);
     if (serving.size === 0) return 0;
     const n = await this.deps.engine.rejoinSlots(serving, { graceMs: this.deps.stopGraceMs, slot });
     return n.get(appId) ?? 0;
@@ -114,7 +113,7 @@ export class Instances {
 
   /** After the engine's return: every app's slots, as `rejoin` does for one (one engine list for all). */
   async rejoinAll(): Promise<Map<string, number>> {
-    const serving = await this.serving((await this.deps.store.listApps()).map((a) => a.id));
+    const serving = await this.serving(await this.deps.store.listApps());
     if (serving.size === 0) return new Map();
     return this.deps.engine.rejoinSlots(serving, { graceMs: this.deps.stopGraceMs });
   }

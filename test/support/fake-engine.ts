@@ -24,6 +24,9 @@ import { interpret } from "./fake-shell.js";
 
 export type { BeforeHooks, FakeEngineOptions, Served } from "./fake-engine-state.js";
 
+/** When a sandbox a test seeded (not one the fake made) started: before anything else. */
+const SEEDED = "1970-01-01T00:00:00.000Z";
+
 export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
   /** Which sandbox an instance or a build joins: the Docker adapter's choice, over this fake's sandboxes. */
   private readonly slots = new SlotKeeper(this);
@@ -132,7 +135,7 @@ export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
   async sandboxState(id: string): Promise<{ running: boolean; startedAt: string | null } | null> {
     await this.enter("sandboxState", id);
     const s = this.sandboxes.find((x) => x.id === id);
-    return s ? { running: s.running, startedAt: this.sandboxStarts.get(id) ?? null } : null;
+    return s ? { running: s.running, startedAt: this.sandboxStarts.get(id) ?? SEEDED } : null;
   }
 
   /** A sandbox stops (an engine restart, a kill) or starts again (its start is an engine event). */

@@ -149,4 +149,36 @@ describe("instance slots", () => {
     release();
     assert.equal(slotOf(await starting), "a");
   });
+
+  it("a restarted slot: the serving deployment's instances in it that stopped or started before it start again, no others", async () => {
+    const engine = engineWith([fits("a"), fits("b")]);
+    const old = "2026-01-01T00:00:00.000Z";
+    const seed = (id: string, slot: string, deployment: string, running: boolean) =>
+      engine.addInstance({
+        id,
+        labels: { "pier.app": "app-1", "pier.deployment": deployment, "pier.sandbox": slot },
+        running,
+        startedAt: old,
+      });
+    seed("stale", "a", "d2", true);
+    seed("stopped", "b", "d2", false);
+    seed("retired", "a", "d1", false);
+    engine.setSandboxRunning("a", false);
+    engine.setSandboxRunning("a", true);
+    const one = await engine.rejoinSlots(new Map([["app-1", "d2"]]), { graceMs: 0, slot: "a" });
+    assert.deepEqual([...one], [["app-1", 1]]);
+    assert.deepEqual(
+      engine.calls.filter((c) => /^(re)?startInstance/.test(c)),
+      ["restartInstance stale"],
+      "the retired deployment's instance stays stopped",
+    );
+    const all = await engine.rejoinSlots(new Map([["app-1", "d2"]]), { graceMs: 0 });
+    assert.deepEqual([...all], [["app-1", 1]], "b's stopped instance; a's was rejoined already");
+    assert.equal(engine.instances.find((i) => i.id === "stopped")?.running, true);
+    assert.deepEqual(
+      await engine.rejoinSlots(new Map(), { graceMs: 0 }),
+      new Map(),
+      "an app that serves nothing",
+    );
+  });
 });
