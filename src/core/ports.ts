@@ -286,8 +286,19 @@ export interface BuildContainer {
   flavor: string;
   memoryBytes: number;
   labels: Record<string, string>;
-  /** The app's build sandbox (its id) whose network the build joins; null: the engine's default bridge. */
-  sandbox: string | null;
+  /** The app's build slot, whose network the build joins; null: the engine's default network. */
+  slot: BuildSlot | null;
+}
+
+/**
+ * Where an app's builds run on the network: on `network` (PIER_BUILD_NETWORK, or the app's own network, so
+ * one tenant's build never shares a network with another's). The engine keeps one slot per app ready for
+ * them (Docker: a sandbox container whose network namespace build containers join), so a build starts
+ * without the engine's network set-up. The network exists before a build or prepareBuildSlot names it.
+ */
+export interface BuildSlot {
+  appId: string;
+  network: string;
 }
 
 /**
@@ -311,33 +322,17 @@ export interface InstanceSpec {
   /** Restarted by the engine when it exits (with backoff): the instances of a web app. Not for tasks. */
   restart: boolean;
   /**
-   * The sandbox whose network the instance joins (its address and published ports), or null: the
-   * instance gets its own on `network`.
+   * Start in one of the app's free instance slots for these ports and network (InstanceSlots; one is made
+   * when none is free), or null: the instance gets its own place on `network` (a task).
    */
-  sandbox: SandboxInfo | null;
+  slot: { appId: string } | null;
 }
 
-/**
- * A sandbox holds a network namespace on an app's network, with the app's ports published, for one
- * instance at a time (as a Kubernetes pod's sandbox does). Starting an instance in a ready sandbox skips
- * the engine's network set-up (about 0.3 s of each start); each instance slot has two, so a deploy's new
- * instance starts beside the old one.
- */
-export interface SandboxSpec {
-  name: string;
-  labels: Record<string, string>;
-  network: { name: string; ipv6Subnet: string | null };
+/** The ports an app's instance slots publish and the network they are on. */
+export interface SlotShape {
   httpPort: number | null;
   tcpPort: number | null;
-}
-
-export interface SandboxInfo {
-  id: string;
-  labels: Record<string, string>;
-  running: boolean;
-  http: RouteTarget | null;
-  tcp: RouteTarget | null;
-  networkAddress: string | null;
+  network: { name: string; ipv6Subnet: string | null };
 }
 
 export interface InstanceInfo {
@@ -381,6 +376,8 @@ export interface InstanceLogLine {
 export interface EngineEvent {
   type: "die" | "start";
   containerId: string;
+  /** The event is an instance slot's (its start: the instances in it may have lost their network). */
+  slot: boolean;
   labels: Record<string, string>;
   exitCode: number | null;
   at: string;
@@ -406,7 +403,7 @@ export interface ReleaseImages {
    * Builds the release image `build.tag`: the commit's files are put where the build says, its script runs
    * under the build flavor's limits with its volumes and binds, and the result is the image (unless
    * `build.commit` is false). With `prepared` (made by prepareBuild with the same volumes, binds, limits
-   * and sandbox, not yet used), the build runs there, and its script is the file at its `scriptPath`.
+   * and slot, not yet used), the build runs there, and its script is the file at its `scriptPath`.
    * A prepared build serves one build: used or failed, it is gone.
    */
   buildRelease(
@@ -491,16 +488,33 @@ export interface AppNetworks {
 }
 
 /**
- * An instance slot's network holder (SandboxSpec): made ahead so that an instance or a build starts
- * without the engine's network set-up. Listed, started again after an engine restart, removed.
+ * Instance slots (ADR 0021, 0025): an app's web instances start in slots made ahead, so that a start skips
+ * the engine's network set-up (about 0.3 s); a slot holds one running instance, which keeps the slot's
+ * address and published ports, and an app keeps two per instance, so a deploy's new instance starts beside
+ * the old one. Which slot an instance gets, and what a slot is (Docker: a sandbox container holding a
+ * network namespace), are the engine's. The app's network exists before its slots are prepared.
  */
-export interface Sandboxes {
-  createSandbox(spec: SandboxSpec): Promise<SandboxInfo>;
-  /** The sandboxes with these labels (from one engine call). */
-  listSandboxes(labels: Record<string, string>): Promise<SandboxInfo[]>;
-  /** Removes a sandbox (an instance still in it loses its network). Gone already: nothing to do. */
-  removeSandbox(id: string): Promise<void>;
-  startSandbox(id: string): Promise<void>;
+export interface InstanceSlots {
+  /**
+   * Keeps `count` free slots of this shape ready for the app: missing ones are made, free ones of another
+   * shape and free ones beyond `count` go. A slot handed to a start under way is not free, and stays.
+   */
+  prepareSlots(appId: string, shape: SlotShape, count: number): Promise<void>;
+  /** Makes the app's build slot ready ahead of its first build (its network exists). */
+  prepareBuildSlot(slot: BuildSlot): Promise<void>;
+  /**
+   * Slots started again (they stopped, or the engine restarted): the instances in them of the deployment
+   * `serving` names for their app that stopped, or that started before their slot (they lost its network),
+   * start again. `slot` (an event's `containerId`) limits it to one slot. How many, per app.
+   */
+  rejoinSlots(
+    serving: ReadonlyMap<string, string>,
+    opts: { graceMs: number; slot?: string },
+  ): Promise<Map<string, number>>;
+  /** Removes every slot of the app, its build slot too (it is deleted). */
+  removeSlots(appId: string): Promise<void>;
+  /** Removes the slots of apps not in `known` (deleted while Pier was away). */
+  removeStraySlots(known: ReadonlySet<string>): Promise<void>;
 }
 
 /**
@@ -516,10 +530,11 @@ export interface ReleaseInstances {
   /** SIGTERM, wait up to graceMs, then SIGKILL; then remove. */
   removeInstance(id: string, graceMs: number): Promise<void>;
   stopInstance(id: string, graceMs: number): Promise<void>;
+  /** Starts a stopped instance (its slot first, when that stopped too). Running already: nothing to do. */
   startInstance(id: string): Promise<void>;
   /** Stops (SIGTERM, then SIGKILL after graceMs) and starts the instance again. */
   restartInstance(id: string, graceMs: number): Promise<void>;
-  /** The instances with these labels (sandboxes are not instances). */
+  /** The instances with these labels (slots and builds are not instances). */
   listInstances(labels: Record<string, string>): Promise<InstanceInfo[]>;
   /** What routing needs of every instance with these labels, from one engine call (no inspect each). */
   listRoutable(labels: Record<string, string>): Promise<RoutableInstance[]>;
@@ -555,7 +570,7 @@ export interface Engine
   extends ReleaseImages,
     AppVolumes,
     AppNetworks,
-    Sandboxes,
+    InstanceSlots,
     ReleaseInstances,
     EngineEvents,
     AddonServers {}

@@ -39,7 +39,7 @@ export class AppService {
       limits: AppLimits;
       /** PIER_DOMAIN: apps answer at <name>.<domain>. */
       domain: string;
-      /** PIER_BUILD_NETWORK, or null (the app's network): where Node.js builds' sandbox sits. */
+      /** PIER_BUILD_NETWORK, or null (the app's network): where the app's build slot sits. */
       buildNetwork: string | null;
       /** Add-ons leave a deleted app's networks (ADR 0015). */
       detachAddons?: (appId: string) => Promise<void>;
@@ -110,16 +110,16 @@ export class AppService {
         .catch((err: Error) =>
           this.deps.logger.warn({ err: err.message }, "edge not updated for the new app"),
         );
-      // Sandboxes for the first deploy (default ports), made while the user prepares the first push; the
-      // second deploy's are made after the first.
+      // Instance slots for the first deploy (default ports), made while the user prepares the first push;
+      // the second deploy's are made after the first.
       void this.deps.instances
         .prepare(app.id, { httpPort: 8080, tcpPort: null, ipv6Subnet: null }, app.instances)
         .then(() =>
           app.type === "node" || app.type === "phpserver"
-            ? this.deps.instances.buildSandbox(app.id, this.deps.buildNetwork)
+            ? this.deps.instances.prepareBuildSlot(app.id, this.deps.buildNetwork)
             : null,
         )
-        .catch((err: Error) => this.deps.logger.warn({ err: err.message }, "sandboxes not prepared"));
+        .catch((err: Error) => this.deps.logger.warn({ err: err.message }, "instance slots not prepared"));
     }
     return app;
   }
@@ -259,7 +259,7 @@ export class AppService {
       ["edge", () => this.deps.instances.refreshEdge(app.id)],
       ["certificates", () => this.deps.dropCertificates?.() ?? Promise.resolve()],
       ["instances", () => this.deps.instances.remove(instances)],
-      ["sandboxes", () => this.deps.instances.removeSandboxes(app.id)],
+      ["instance slots", () => this.deps.instances.removeSlots(app.id)],
       [
         "images",
         async () => {

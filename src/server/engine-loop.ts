@@ -1,15 +1,15 @@
 // The engine's events for as long as Pier runs, and what brings the apps back when the engine returns:
-// instances' exits are recorded, a restarted sandbox gets its instances back, and when the stream ends
-// (dockerd restarted) Pier waits for the engine, reconciles, then rejoins instances to their sandboxes.
+// instances' exits are recorded, a restarted instance slot gets its instances back, and when the stream
+// ends (dockerd restarted) Pier waits for the engine, reconciles, then rejoins instances to their slots.
 import type { Logger } from "pino";
 import { instanceNumber, isBuildContainer, LABEL } from "../core/labels.js";
 import type { Engine, EngineEvent, Store } from "../core/ports.js";
 import type { Instances } from "./instances.js";
 
 export interface EngineLoopDeps {
-  engine: Pick<Engine, "events" | "ping" | "listSandboxes">;
+  engine: Pick<Engine, "events" | "ping">;
   store: Pick<Store, "recordExit">;
-  instances: Pick<Instances, "rejoin">;
+  instances: Pick<Instances, "rejoin" | "rejoinAll">;
   /** The reconciler over every app (src/server/reconciler.ts). */
   reconcileAll: () => Promise<void>;
   logger: Logger;
@@ -17,12 +17,12 @@ export interface EngineLoopDeps {
   pollMs?: number;
 }
 
-/** One event: a sandbox's start rejoins its instances; an instance's death is recorded (builds' are not). */
+/** One event: a slot's start rejoins its instances; an instance's death is recorded (builds' are not). */
 export async function onEngineEvent(deps: EngineLoopDeps, e: EngineEvent): Promise<void> {
   const { store, instances, logger } = deps;
   const appId = e.labels[LABEL.app];
   if (!appId) return;
-  if (e.labels[LABEL.role] === "sandbox") {
+  if (e.slot) {
     if (e.type !== "start") return;
     const n = await instances.rejoin(appId, e.containerId).catch((err) => {
       logger.warn({ err, appId }, "could not restart the instances of a restarted sandbox");
@@ -56,22 +56,18 @@ async function waitForEngine(deps: EngineLoopDeps, signal: AbortSignal): Promise
 }
 
 /**
- * After the engine's return: the reconciler first, then the sandboxes' instances. The sandboxes' "start"
- * events of the engine's restart came before the new stream: an instance the engine started before its
- * sandbox sits in a stale network namespace. Those restart into the new one (one engine list for all apps).
+ * After the engine's return: the reconciler first, then the slots' instances. The slots' "start" events of
+ * the engine's restart came before the new stream: an instance the engine started before its slot sits in
+ * a stale network namespace. Those restart into the new one (one engine list for all apps).
  */
 export async function afterEngineReturn(deps: EngineLoopDeps): Promise<void> {
-  const { engine, instances, logger } = deps;
+  const { instances, logger } = deps;
   await deps
     .reconcileAll()
     .catch((err) => logger.warn({ err }, "reconcile after the engine came back failed"));
-  const sandboxes = await engine.listSandboxes({ [LABEL.sandboxFor]: "instances" }).catch(() => []);
-  for (const s of sandboxes.filter((x) => x.running)) {
-    const appId = s.labels[LABEL.app];
-    if (!appId) continue;
-    const n = await instances.rejoin(appId, s.id).catch(() => 0);
+  const rejoined = await instances.rejoinAll().catch(() => new Map<string, number>());
+  for (const [appId, n] of rejoined)
     if (n > 0) logger.info({ appId, instances: n }, "instances rejoined their restarted sandbox");
-  }
   logger.info("engine back: reconciled");
 }
 

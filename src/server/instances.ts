@@ -3,14 +3,14 @@ import { PierError } from "../core/errors.js";
 import { LABEL } from "../core/labels.js";
 import { type App, FLAVOR_MEMORY_MIB } from "../core/model.js";
 import type {
+  BuildSlot,
   Edge,
   InstanceInfo,
+  InstanceSlots,
   InstanceSpec,
   ReleaseInstances,
   RoutableInstance,
   Route,
-  Sandboxes,
-  SandboxInfo,
   Store,
 } from "../core/ports.js";
 import type { Networks } from "./networks.js";
@@ -38,7 +38,7 @@ export interface ReleaseToRun {
 export class Instances {
   constructor(
     private readonly deps: {
-      engine: ReleaseInstances & Sandboxes;
+      engine: ReleaseInstances & InstanceSlots;
       edge: Edge;
       store: Store;
       /** Makes and removes the app networks, each with a subnet of Pier's pool. */
@@ -50,186 +50,86 @@ export class Instances {
     },
   ) {}
 
-  /** Sandbox preparations under way, per app: a deploy waits for them instead of making its own. */
-  private readonly preparing = new Map<string, Promise<SandboxInfo[]>>();
-
   /**
-   * Sandboxes handed to a start that has not finished yet: busy, though no instance runs in them yet. A
-   * preparation running meanwhile (the previous deploy's, after its release went live) must neither hand
-   * them out again nor remove them as surplus (the start would fail: "cannot join network of a non running
-   * container").
+   * Keeps the instance slots of an app's next deploy ready ahead of it (at creation, and after a deploy
+   * retired the previous instances): two per instance, so a deploy always finds the new instances' slots
+   * ready (the engine makes missing ones, and removes those of other ports and the surplus after a
+   * scale-down).
    */
-  private readonly claimed = new Set<string>();
-
-  /**
-   * Free sandboxes for `count` new instances of the app with these ports and network, made when missing.
-   * A sandbox is free when no running instance is in it. Sandboxes for other ports or networks go.
-   */
-  sandboxes(
-    appId: string,
-    want: { httpPort: number | null; tcpPort: number | null; ipv6Subnet: string | null },
-    count: number,
-    pruneSurplus = false,
-    claim = false,
-  ): Promise<SandboxInfo[]> {
-    const run = (this.preparing.get(appId) ?? Promise.resolve([]))
-      .catch(() => [])
-      .then(() => this.sandboxesNow(appId, want, count, pruneSurplus))
-      .then((free) => {
-        if (claim) for (const s of free) this.claimed.add(s.id);
-        return free;
-      });
-    this.preparing.set(appId, run);
-    const forget = () => {
-      if (this.preparing.get(appId) === run) this.preparing.delete(appId);
-    };
-    run.then(forget, forget);
-    return run;
-  }
-
-  private async sandboxesNow(
-    appId: string,
-    want: { httpPort: number | null; tcpPort: number | null; ipv6Subnet: string | null },
-    count: number,
-    pruneSurplus: boolean,
-  ): Promise<SandboxInfo[]> {
-    const { engine } = this.deps;
-    const network = appNetworkName(appId, want.ipv6Subnet);
-    const [all, instances] = await Promise.all([
-      engine.listSandboxes({ [LABEL.app]: appId, [LABEL.sandboxFor]: "instances" }),
-      this.list(appId),
-    ]);
-    const busy = new Set([
-      ...instances.filter((i) => i.running || i.state === "restarting").map((i) => i.labels[LABEL.sandbox]),
-      ...this.claimed,
-    ]);
-    const fits = (s: SandboxInfo) =>
-      s.labels[LABEL.network] === network &&
-      s.labels[LABEL.httpPort] === (want.httpPort === null ? "" : String(want.httpPort)) &&
-      s.labels[LABEL.tcpPort] === (want.tcpPort === null ? "" : String(want.tcpPort));
-    // Sandboxes of other settings, with no instance running in them, are not needed any more.
-    await Promise.all(all.filter((s) => !fits(s) && !busy.has(s.id)).map((s) => engine.removeSandbox(s.id)));
-    const ready = all.filter((s) => fits(s) && s.running && !busy.has(s.id));
-    // After a scale-down, the sandboxes of instance slots that are gone.
-    if (pruneSurplus) await Promise.all(ready.slice(count).map((s) => engine.removeSandbox(s.id)));
-    const free = ready.slice(0, count);
-    if (free.length < count) {
-      await this.deps.networks.ensure(network, appId, want.ipv6Subnet);
-      const made = await Promise.all(
-        Array.from({ length: count - free.length }, () =>
-          engine.createSandbox({
-            name: `pier-sandbox-${appId}-${randomUUID().slice(0, 8)}`,
-            labels: { [LABEL.app]: appId, [LABEL.sandboxFor]: "instances" },
-            network: { name: network, ipv6Subnet: want.ipv6Subnet },
-            httpPort: want.httpPort,
-            tcpPort: want.tcpPort,
-          }),
-        ),
-      );
-      free.push(...made);
-    }
-    return free;
-  }
-
-  /**
-   * Makes the sandboxes of an app's next deploy ahead of it (at creation, and after a deploy retired the
-   * previous instances): two per instance, so a deploy always finds the new instances' sandboxes ready.
-   */
-  prepare(
+  async prepare(
     appId: string,
     want: { httpPort: number | null; tcpPort: number | null; ipv6Subnet: string | null },
     instances: number,
   ): Promise<void> {
-    return this.sandboxes(appId, want, instances, true).then(() => undefined);
+    const network = appNetworkName(appId, want.ipv6Subnet);
+    await this.deps.networks.ensure(network, appId, want.ipv6Subnet);
+    await this.deps.engine.prepareSlots(
+      appId,
+      {
+        httpPort: want.httpPort,
+        tcpPort: want.tcpPort,
+        network: { name: network, ipv6Subnet: want.ipv6Subnet },
+      },
+      instances,
+    );
   }
 
-  /** Build sandboxes under way, per app. */
-  private readonly buildSandboxes = new Map<string, Promise<string>>();
-
   /**
-   * The sandbox an app's build containers join, made once: a build container then starts without network
-   * set-up. It is on PIER_BUILD_NETWORK when set, else on the app's own network, so one tenant's build
-   * never shares a network with another's. One build runs at a time per app. Returns the container id.
+   * Where the app's builds run: on PIER_BUILD_NETWORK when set, else on the app's own network (made here),
+   * so one tenant's build never shares a network with another's.
    */
-  buildSandbox(appId: string, buildNetwork: string | null): Promise<string> {
+  async buildSlot(appId: string, buildNetwork: string | null): Promise<BuildSlot> {
     const network = buildNetwork ?? appNetworkName(appId, null);
-    const run = (this.buildSandboxes.get(appId) ?? Promise.resolve(""))
-      .catch(() => "")
-      .then(async () => {
-        const { engine } = this.deps;
-        const all = await engine.listSandboxes({ [LABEL.app]: appId, [LABEL.sandboxFor]: "build" });
-        const ready = all.find((s) => s.running && s.labels[LABEL.network] === network);
-        await Promise.all(all.filter((s) => s !== ready).map((s) => engine.removeSandbox(s.id)));
-        if (ready) return ready.id;
-        if (!buildNetwork) await this.deps.networks.ensure(network, appId, null);
-        const made = await engine.createSandbox({
-          name: `pier-build-sandbox-${appId}-${randomUUID().slice(0, 8)}`,
-          labels: { [LABEL.app]: appId, [LABEL.sandboxFor]: "build" },
-          network: { name: network, ipv6Subnet: null },
-          httpPort: null,
-          tcpPort: null,
-        });
-        return made.id;
-      });
-    this.buildSandboxes.set(appId, run);
-    const forget = () => {
-      if (this.buildSandboxes.get(appId) === run) this.buildSandboxes.delete(appId);
-    };
-    run.then(forget, forget);
-    return run;
+    if (!buildNetwork) await this.deps.networks.ensure(network, appId, null);
+    return { appId, network };
+  }
+
+  /** Makes the app's build slot ready ahead of its first build (at creation). */
+  async prepareBuildSlot(appId: string, buildNetwork: string | null): Promise<void> {
+    await this.deps.engine.prepareBuildSlot(await this.buildSlot(appId, buildNetwork));
+  }
+
+  /** What each app serves now (its current release's deployment), for the apps that run. */
+  private async serving(apps: readonly (App | null)[]): Promise<Map<string, string>> {
+    const serving = new Map<string, string>();
+    for (const app of apps) {
+      const release = app && !app.stopped ? await this.deps.store.currentRelease(app.id) : null;
+      if (app && release) serving.set(app.id, release.deploymentId);
+    }
+    return serving;
   }
 
   /**
-   * A sandbox started again (it stopped, or the engine restarted): instances that joined its earlier
-   * network namespace have lost their network, and are restarted into the new one; stopped instances of
-   * the current release are started.
+   * A slot of the app started again (it stopped, or the engine restarted; `slot` is its engine event's
+   * id): instances of the current release that joined its earlier network have lost it, and are restarted
+   * into the new one; stopped ones are started. How many.
    */
-  async rejoin(appId: string, sandboxId: string): Promise<number> {
-    const sandbox = await this.deps.engine.inspectInstance(sandboxId);
-    if (!sandbox?.running || !sandbox.startedAt) return 0;
-    const release = await this.deps.store.currentRelease(appId);
-    const app = await this.deps.store.findApp(appId);
-    if (!release || !app || app.stopped) return 0;
-    const mine = (await this.list(appId)).filter(
-      (i) => i.labels[LABEL.sandbox] === sandboxId && i.labels[LABEL.deployment] === release.deploymentId,
-    );
-    const stale = mine.filter(
-      (i) => !i.running || (i.startedAt !== null && i.startedAt < sandbox.startedAt!),
-    );
-    await Promise.all(
-      stale.map((i) =>
-        i.running
-          ? this.deps.engine.restartInstance(i.id, this.deps.stopGraceMs)
-          : this.deps.engine.startInstance(i.id),
-      ),
-    );
-    return stale.length;
+  async rejoin(appId: string, slot: string): Promise<number> {
+    const serving = await this.serving([await this.deps.store.findApp(appId)]);
+    if (serving.size === 0) return 0;
+    const n = await this.deps.engine.rejoinSlots(serving, { graceMs: this.deps.stopGraceMs, slot });
+    return n.get(appId) ?? 0;
   }
 
-  /** Removes every sandbox of the app (it is deleted). */
-  async removeSandboxes(appId: string): Promise<void> {
-    await (this.preparing.get(appId) ?? Promise.resolve()).catch(() => undefined);
-    await (this.buildSandboxes.get(appId) ?? Promise.resolve()).catch(() => undefined);
-    const all = await this.deps.engine.listSandboxes({ [LABEL.app]: appId });
-    await Promise.all(all.map((s) => this.deps.engine.removeSandbox(s.id)));
+  /** After the engine's return: every app's slots, as `rejoin` does for one (one engine list for all). */
+  async rejoinAll(): Promise<Map<string, number>> {
+    const serving = await this.serving(await this.deps.store.listApps());
+    if (serving.size === 0) return new Map();
+    return this.deps.engine.rejoinSlots(serving, { graceMs: this.deps.stopGraceMs });
+  }
+
+  /** Removes every slot of the app (it is deleted). */
+  removeSlots(appId: string): Promise<void> {
+    return this.deps.engine.removeSlots(appId);
   }
 
   async start(r: ReleaseToRun, onLine: (line: string) => void): Promise<InstanceInfo[]> {
     const network = appNetworkName(r.appId, r.ipv6Subnet);
-    // Web instances start in ready sandboxes (no network set-up on the critical path); tasks get their own.
-    const sandboxes =
-      r.restart && r.httpPort !== null
-        ? await this.sandboxes(
-            r.appId,
-            { httpPort: r.httpPort, tcpPort: r.tcpPort, ipv6Subnet: r.ipv6Subnet },
-            r.instances,
-            false,
-            true,
-          )
-        : null;
+    // Web instances start in ready slots (no network set-up on the critical path); tasks get their own.
+    const inSlot = r.restart && r.httpPort !== null;
     const started: InstanceInfo[] = [];
     try {
-      if (!sandboxes) await this.deps.networks.ensure(network, r.appId, r.ipv6Subnet);
+      await this.deps.networks.ensure(network, r.appId, r.ipv6Subnet);
       for (let n = 0; n < r.instances; n++) {
         const instanceId = randomUUID();
         const spec: InstanceSpec = {
@@ -252,7 +152,7 @@ export class Instances {
           network: { name: network, ipv6Subnet: r.ipv6Subnet },
           mountDockerSocket: r.mountDockerSocket,
           restart: r.restart,
-          sandbox: sandboxes?.[n] ?? null,
+          slot: inSlot ? { appId: r.appId } : null,
         };
         const info = await this.deps.engine.runInstance(spec);
         onLine(
@@ -263,9 +163,6 @@ export class Instances {
     } catch (e) {
       await this.remove(started);
       throw e;
-    } finally {
-      // Running now (busy by their instances), or free again.
-      for (const s of sandboxes ?? []) this.claimed.delete(s.id);
     }
     return started;
   }

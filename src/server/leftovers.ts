@@ -5,7 +5,7 @@ import type { AppVolumes, EngineEvents, ReleaseImages, Store } from "../core/por
 
 /**
  * What deleted apps left behind (a delete that could not finish its clean-up, a crash in the middle of
- * one): their networks, volumes, images and repositories go. Instances and sandboxes of unknown apps are
+ * one): their networks, volumes, images and repositories go. Instances and slots of unknown apps are
  * the reconciler's. Runs at start, off the path that brings routes back.
  */
 export async function removeLeftovers(deps: {

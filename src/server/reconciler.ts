@@ -2,11 +2,10 @@ import type { Logger } from "pino";
 import { isBuildContainer, LABEL } from "../core/labels.js";
 import type { App } from "../core/model.js";
 import type {
+  InstanceSlots,
   ReleaseImages,
   ReleaseInstances,
   RoutableInstance,
-  Sandboxes,
-  SandboxInfo,
   Store,
 } from "../core/ports.js";
 import type { Deployer } from "./deployer.js";
@@ -33,19 +32,13 @@ const byApp = <T extends { labels: Record<string, string> }>(list: readonly T[])
   return m;
 };
 
-/** Starts the stopped ones of an app's serving instances, each in its sandbox started first. */
+/** Starts the stopped ones of an app's serving instances (the engine starts a stopped slot first). */
 async function startStopped(
-  engine: ReleaseInstances & Sandboxes,
+  engine: ReleaseInstances,
   logger: Logger,
   appId: string,
   serving: readonly RoutableInstance[],
-  own: readonly SandboxInfo[],
 ): Promise<void> {
-  // An instance in a sandbox needs it running first (both restart with the engine, in no set order).
-  for (const s of own) {
-    if (!s.running && serving.some((i) => i.labels[LABEL.sandbox] === s.id))
-      await engine.startSandbox(s.id).catch((err) => logger.warn({ err }, "could not start a sandbox"));
-  }
   for (const i of serving) {
     if (!i.running) {
       logger.info({ appId, instance: i.id }, "starting a stopped instance");
@@ -65,7 +58,7 @@ async function startStopped(
  */
 export async function reconcile(deps: {
   store: Store;
-  engine: ReleaseInstances & Sandboxes & Pick<ReleaseImages, "imageExists">;
+  engine: ReleaseInstances & Pick<InstanceSlots, "removeStraySlots"> & Pick<ReleaseImages, "imageExists">;
   instances: Instances;
   networks: Pick<Networks, "reconcile">;
   /** Only asked to deploy an app whose release has no instance and no image left. */
@@ -75,9 +68,8 @@ export async function reconcile(deps: {
   const { store, engine, instances, networks, deployer, logger } = deps;
   const apps = await store.listApps();
   const known = new Set(apps.map((a) => a.id));
-  const [containers, sandboxes] = await Promise.all([engine.listRoutable({}), engine.listSandboxes({})]);
+  const containers = await engine.listRoutable({});
   const containersOf = byApp(containers);
-  const sandboxesOf = byApp(sandboxes);
   const leftovers: RoutableInstance[] = [];
 
   const bringUp = async (app: App) => {
@@ -96,7 +88,7 @@ export async function reconcile(deps: {
     );
     leftovers.push(...all.filter((i) => !serving.includes(i)));
     if (!release || app.stopped || release.task) return;
-    await startStopped(engine, logger, app.id, serving, sandboxesOf.get(app.id) ?? []);
+    await startStopped(engine, logger, app.id, serving);
     if (serving.length === 0 && (await engine.imageExists(release.image))) {
       logger.warn(
         { appId: app.id, release: release.number },
@@ -124,14 +116,12 @@ export async function reconcile(deps: {
     logger.info({ count: leftovers.length }, "removing instances of other deployments");
     await instances.remove(leftovers);
   }
-  // Instances and sandboxes of apps that no longer exist, and their networks.
+  // Instances and slots of apps that no longer exist, and their networks.
   const strays = containers.filter((i) => !known.has(i.labels[LABEL.app] ?? ""));
   if (strays.length > 0) {
     logger.info({ count: strays.length }, "removing instances of deleted apps");
     await instances.remove(strays);
   }
-  await Promise.all(
-    sandboxes.filter((s) => !known.has(s.labels[LABEL.app] ?? "")).map((s) => engine.removeSandbox(s.id)),
-  );
+  await engine.removeStraySlots(known);
   await networks.reconcile(known);
 }

@@ -89,12 +89,11 @@ export async function createRuntimes(b: Base, instances: Instances) {
     cacheDir: config.cacheDir,
     proxy: config.proxy,
   });
-  const buildSandbox = (appId: string, buildNetwork: string | null) =>
-    instances.buildSandbox(appId, buildNetwork);
+  const buildSlot = (appId: string, buildNetwork: string | null) => instances.buildSlot(appId, buildNetwork);
   const warmBuilds = new WarmBuilds({
     engine,
     buildNetwork: config.buildNetwork,
-    buildSandbox,
+    buildSlot,
     findApp: (appId) => store.findApp(appId),
     currentImage: async (appId) => (await store.currentRelease(appId))?.image ?? null,
   });
@@ -112,9 +111,9 @@ export async function createRuntimes(b: Base, instances: Instances) {
       registryUrl: config.npmRegistry,
       pierGit,
       buildNetwork: config.buildNetwork,
-      buildSandbox,
+      buildSlot,
     }),
-    phpserver: new PhpRuntime({ engine, buildNetwork: config.buildNetwork, buildSandbox, warm: warmBuilds }),
+    phpserver: new PhpRuntime({ engine, buildNetwork: config.buildNetwork, buildSlot, warm: warmBuilds }),
   };
   return { registry, warmBuilds, runtimes };
 }

@@ -64,7 +64,7 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
       network: { name: network, ipv6Subnet: null },
       mountDockerSocket: false,
       restart: false,
-      sandbox: null,
+      slot: null,
       ...over,
     });
 
@@ -77,7 +77,7 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
     });
     after(async () => {
       for (const i of await engine.listInstances(labels)) await engine.removeInstance(i.id, 0);
-      for (const s of await engine.listSandboxes(labels)) await engine.removeSandbox(s.id);
+      await engine.removeSlots(t.prefix);
       await engine.removeNetworks(labels);
       await t.cleanUp();
     });
@@ -173,7 +173,6 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
       assert.equal(await engine.inspectInstance(id), null);
       await engine.stopInstance(id, 0);
       await engine.removeInstance(id, 0);
-      await engine.removeSandbox(id);
       await engine.discardPreparedBuild({ ref: id });
       assert.equal(await engine.preparedBuildAlive({ ref: id }), false);
       const notFound = (e: PierError) => e.code === "NOT_FOUND";
@@ -238,29 +237,59 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
       assert.ok((await engine.ownerAppIds()).has(t.prefix), "the app owns the network it still has");
     });
 
-    test("a sandbox holds an instance's network: the instance answers where the sandbox publishes", async () => {
-      const sandbox = await engine.createSandbox({
-        name: `${t.prefix}-sb`,
-        labels: { ...labels, [LABEL.sandboxFor]: "instances" },
-        network: { name: network, ipv6Subnet: null },
+    test("instance slots: web instances start in prepared slots, each its own; a stopped one frees its slot; only instances are listed", async () => {
+      const shape = { httpPort: 8080, tcpPort: null, network: { name: network, ipv6Subnet: null } };
+      const inSlot = { slot: { appId: t.prefix }, restart: true };
+      await engine.prepareSlots(t.prefix, shape, 2);
+      const a = await engine.runInstance(spec("exec sleep 600", inSlot));
+      const b = await engine.runInstance(spec("exec sleep 600", inSlot));
+      assert.ok(a.http && b.http, "each answers where its slot publishes");
+      assert.notDeepEqual(
+        a.http,
+        b.http,
+        "a slot holds one running instance: the second starts beside the first",
+      );
+      assert.deepEqual((await engine.inspectInstance(a.id))?.http, a.http);
+      assert.deepEqual((await engine.listRoutable(labels)).find((r) => r.id === a.id)?.http, a.http);
+      await engine.stopInstance(a.id, 0);
+      const c = await engine.runInstance(spec("exec sleep 600", inSlot));
+      assert.deepEqual(c.http, a.http, "a stopped instance does not hold its slot");
+      await engine.startInstance(b.id);
+      const listed = (await engine.listInstances(labels)).map((i) => i.id);
+      assert.deepEqual(
+        [a.id, b.id, c.id].filter((id) => listed.includes(id)),
+        [a.id, b.id, c.id],
+      );
+      assert.equal(listed.length, 3, "slots are not instances");
+      for (const id of [a.id, b.id, c.id]) await engine.removeInstance(id, 0);
+    });
+
+    test("an app's slots and build slot hold its network until removeSlots, and the slots of unknown apps go with removeStraySlots", async () => {
+      const shape = (appId: string) => ({
         httpPort: 8080,
         tcpPort: null,
+        network: { name: `${appId}-net`, ipv6Subnet: null },
       });
-      assert.equal(sandbox.running, true);
-      assert.ok(sandbox.http, "it publishes the HTTP port");
-      const listed = await engine.listSandboxes({ ...labels, [LABEL.sandboxFor]: "instances" });
+      for (const appId of [`${t.prefix}-kept`, `${t.prefix}-gone`]) {
+        await engine.ensureNetwork(`${appId}-net`, { [LABEL.app]: appId }, { ipv4: null, ipv6: null });
+        await engine.prepareSlots(appId, shape(appId), 1);
+        await engine.prepareBuildSlot({ appId, network: `${appId}-net` });
+        assert.deepEqual(await engine.removeNetworks({ [LABEL.app]: appId }), [], "its slots are on it");
+      }
+      await engine.removeStraySlots(new Set([t.prefix, `${t.prefix}-kept`]));
+      assert.deepEqual(await engine.removeNetworks({ [LABEL.app]: `${t.prefix}-gone` }), [
+        `${t.prefix}-gone-net`,
+      ]);
       assert.deepEqual(
-        listed.map((s) => s.id),
-        [sandbox.id],
+        await engine.removeNetworks({ [LABEL.app]: `${t.prefix}-kept` }),
+        [],
+        "a known app's stay",
       );
-      assert.equal(listed[0]?.labels[LABEL.network], network);
-      assert.equal(listed[0]?.labels[LABEL.httpPort], "8080");
-      const run = await engine.runInstance(spec("exec sleep 600", { sandbox }));
-      assert.deepEqual(run.http, sandbox.http);
-      assert.ok(!(await engine.listInstances(labels)).some((i) => i.id === sandbox.id), "not an instance");
-      await engine.removeInstance(run.id, 0);
-      await engine.removeSandbox(sandbox.id);
-      assert.deepEqual(await engine.listSandboxes(labels), []);
+      await engine.removeSlots(`${t.prefix}-kept`);
+      assert.deepEqual(await engine.removeNetworks({ [LABEL.app]: `${t.prefix}-kept` }), [
+        `${t.prefix}-kept-net`,
+      ]);
+      await engine.removeSlots(`${t.prefix}-kept`);
     });
 
     test("an app's volumes: its release volumes are listed, one in use stays, the cache is dropped alone, all go with the app", async () => {
@@ -274,7 +303,7 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
         flavor: "S",
         memoryBytes: 64 * MiB,
         labels: { [LABEL.app]: appId },
-        sandbox: null,
+        slot: null,
         scriptPath: "/nothing.sh",
         volumes: [
           {
@@ -318,7 +347,8 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
         flavor: "S",
         memoryBytes: 256 * MiB,
         labels: { ...labels, [LABEL.deployment]: deployment },
-        sandbox: null,
+        // On the app's network, through its build slot.
+        slot: { appId: t.prefix, network },
         tag: releaseImageTag(t.prefix, deployment),
         contextDir: context,
         script,
@@ -371,7 +401,7 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
         flavor: "S",
         memoryBytes: 256 * MiB,
         labels: { ...labels, [LABEL.deployment]: "d1" },
-        sandbox: null,
+        slot: null,
         tag,
         contextDir: dir,
         script: "true",

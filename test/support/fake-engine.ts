@@ -1,319 +1,46 @@
-// The one in-memory engine of the unit tests (issue 16): it implements every engine port and passes the
-// same conformance suite as the Docker adapter (test/conformance/engine.ts, run by
-// test/unit/adapters/fake-engine.test.ts and test/e2e/engine-conformance.test.ts). Tests seed it, read its
-// state, count its calls and hold or fail a call with `before`.
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import {
+  type SandboxInfo,
+  type SandboxSpec,
+  type SlotHolders,
+  SlotKeeper,
+} from "../../src/adapters/engine/slot-keeper.js";
 import { PierError } from "../../src/core/errors.js";
 import { LABEL, labelTarget, ROLE } from "../../src/core/labels.js";
-import { releaseRepository } from "../../src/core/model.js";
 import type {
   AddonServerInfo,
   AddonServerSpec,
-  BuildContainer,
-  ContainerBuild,
+  BuildSlot,
   Engine,
   EngineEvent,
-  ImageBuild,
   InstanceInfo,
   InstanceLogLine,
   InstanceSpec,
   NetworkSubnets,
-  PreparedBuild,
-  ReleaseVolume,
   RoutableInstance,
-  RouteTarget,
-  SandboxInfo,
-  SandboxSpec,
+  SlotShape,
 } from "../../src/core/ports.js";
-import { RELEASE_VOLUME_ROLE } from "../../src/core/release-volumes.js";
 import { type Cidr, overlaps, parseCidr } from "../../src/core/subnets.js";
 import { FakeAddonServers } from "./fake-addon-servers.js";
+import { FakeBuilds } from "./fake-builds.js";
+import { type Labels, matches, type Served, tick } from "./fake-engine-state.js";
 import { interpret } from "./fake-shell.js";
 
-type Labels = Record<string, string>;
+export type { BeforeHooks, FakeEngineOptions, Served } from "./fake-engine-state.js";
 
-/** Runs before a call of `method` with its arguments: a test holds the call (await) or fails it (throw). */
-export type BeforeHooks = { [K in keyof Engine]?: (...args: Parameters<Engine[K]>) => void | Promise<void> };
+/** When a sandbox a test seeded (not one the fake made) started: before anything else. */
+const SEEDED = "1970-01-01T00:00:00.000Z";
 
-/** Where an instance or a sandbox answers: its published HTTP port and its address on its network. */
-export interface Served {
-  http: RouteTarget | null;
-  networkAddress: string | null;
-}
-
-export interface FakeEngineOptions {
-  /**
-   * Where a new sandbox, or an instance outside a sandbox, answers. Default: a loopback port no one listens
-   * on, and an address of its own. An instance in a sandbox answers where its sandbox does, unless this
-   * gives it its own (`own: true`).
-   */
-  serve?: (
-    kind: "instance" | "sandbox",
-    spec: InstanceSpec | SandboxSpec,
-  ) => Promise<Served & { own?: boolean }>;
-}
-
-const matches = (labels: Labels, filter: Labels) => Object.entries(filter).every(([k, v]) => labels[k] === v);
-const tick = () => new Promise<void>((r) => setImmediate(r));
-const argText = (a: unknown) => (a === undefined ? "" : typeof a === "string" ? a : JSON.stringify(a));
-
-export class FakeEngine implements Engine {
-  /** Every call, as `method firstArgument` (a string as it is, anything else as JSON). */
-  calls: string[] = [];
-  before: BeforeHooks = {};
-  /** ping and every call after it fail while the engine is down. */
-  down = false;
-  images = new Map<string, { id: string; labels: Labels }>();
-  volumes = new Map<string, Labels>();
-  networks: NetworkSubnets[] = [];
-  /** Subnets the engine still holds for networks on their way out: refused, yet not listed. */
-  heldSubnets: string[] = [];
-  instances: InstanceInfo[] = [];
-  sandboxes: SandboxInfo[] = [];
-  /** Builds prepared ahead (prepareBuild), running until used or discarded. */
-  buildContainers: InstanceInfo[] = [];
-  /** The specs prepareBuild was given, in order. */
-  startedBuilds: (BuildContainer & { scriptPath: string })[] = [];
-  /** The spec of each build prepared ahead, by its ref (its script's bind, its volumes). */
-  private readonly preparedSpecs = new Map<string, BuildContainer & { scriptPath: string }>();
-  /** The specs createSandbox and runInstance were given, in order. */
-  sandboxSpecs: SandboxSpec[] = [];
-  instanceSpecs: InstanceSpec[] = [];
-  /** Containers created so far (instances, sandboxes, build containers). */
-  created = 0;
+export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
+  /** Which sandbox an instance or a build joins: the Docker adapter's choice, over this fake's sandboxes. */
+  private readonly slots = new SlotKeeper(this);
   /** The add-on servers (test/support/fake-addon-servers.ts): their state, specs and played clients. */
   readonly addonServers = new FakeAddonServers({
     hasImage: (tag) => this.images.has(tag),
     hasNetwork: (name) => this.networks.some((n) => n.name === name),
   });
-  private readonly logLines = new Map<string, InstanceLogLine[]>();
-  private readonly listeners = new Set<(e: EngineEvent) => void>();
-  private readonly logWaiters = new Set<() => void>();
 
-  constructor(private readonly opts: FakeEngineOptions = {}) {}
-
-  /** Records the call and runs its `before` hook. */
-  private async enter<K extends keyof Engine>(method: K, ...args: Parameters<Engine[K]>): Promise<void> {
-    this.calls.push(`${method} ${argText(args[0])}`.trimEnd());
-    if (this.down)
-      throw new PierError("ENGINE_ERROR", "The fake engine does not answer.", "Set down = false.");
-    const hook = this.before[method] as ((...a: Parameters<Engine[K]>) => void | Promise<void>) | undefined;
-    await hook?.(...args);
-  }
-
-  /** Seeds an instance (as if an earlier Pier had run it). */
-  addInstance(i: Partial<InstanceInfo> & { id: string; labels: Labels }): InstanceInfo {
-    const info: InstanceInfo = {
-      name: i.id,
-      state: i.running === false ? "exited" : "running",
-      running: true,
-      startedAt: null,
-      restarts: 0,
-      exitCode: null,
-      http: null,
-      tcp: null,
-      networkAddress: null,
-      ...i,
-    };
-    this.instances.push(info);
-    return info;
-  }
-
-  /** Appends a line to an instance's log (as its process would print it). */
-  print(id: string, line: string, stream: "stdout" | "stderr" = "stdout"): void {
-    const lines = this.logLines.get(id) ?? [];
-    lines.push({ at: new Date().toISOString(), stream, line });
-    this.logLines.set(id, lines);
-    const waiting = [...this.logWaiters];
-    this.logWaiters.clear();
-    for (const w of waiting) w();
-  }
-
-  /** Seeds an image (a release built earlier, a base image). */
-  addImage(tag: string, labels: Labels = {}): void {
-    this.images.set(tag, { id: `sha256:${tag}`, labels: { ...labels } });
-  }
-
-  /** The instance's process ends with `code` (a crash, or a task's end). */
-  exit(id: string, code: number): void {
-    const i = this.container(id);
-    if (!i?.running) return;
-    Object.assign(i, { running: false, state: "exited", exitCode: code });
-    this.emit("die", i, code);
-  }
-
-  private emit(type: "die" | "start", c: InstanceInfo | SandboxInfo, exitCode: number | null): void {
-    const e = { type, containerId: c.id, labels: { ...c.labels }, exitCode, at: new Date().toISOString() };
-    for (const l of this.listeners) l(e);
-  }
-
-  private container(id: string): InstanceInfo | undefined {
-    return this.instances.find((i) => i.id === id) ?? this.buildContainers.find((b) => b.id === id);
-  }
-
-  private known(id: string): InstanceInfo {
-    const c = this.container(id);
-    if (!c) throw new PierError("NOT_FOUND", `There is no instance ${id} on the engine.`);
-    return c;
-  }
-
-  private nextId(prefix: string): string {
-    this.created++;
-    return `${prefix}-${this.created}`;
-  }
-
-  private async served(kind: "instance" | "sandbox", spec: InstanceSpec | SandboxSpec) {
-    if (this.opts.serve) return this.opts.serve(kind, spec);
-    if (spec.httpPort === null) return { http: null, networkAddress: `10.255.0.${this.created % 250}` };
-    return {
-      http: { host: "127.0.0.1", port: 20_000 + this.created },
-      networkAddress: `10.255.0.${this.created % 250}`,
-    };
-  }
-
-  // Release images.
-
-  async buildImage(b: ImageBuild, onLine: (line: string) => void, signal: AbortSignal): Promise<void> {
-    await this.enter("buildImage", b, onLine, signal);
-    onLine(`Successfully tagged ${b.tag}`);
-    this.images.set(b.tag, { id: `sha256:${b.tag}`, labels: { ...b.labels } });
-  }
-
-  async buildRelease(
-    b: ContainerBuild,
-    onLine: (line: string) => void,
-    signal: AbortSignal,
-    prepared?: PreparedBuild,
-  ): Promise<void> {
-    await this.enter("buildRelease", b, onLine, signal, prepared);
-    const script = prepared ? this.preparedScript(prepared) : b.script;
-    const run = interpret(["sh", "-c", script]);
-    for (const l of run.lines) onLine(l);
-    if (run.exitCode !== 0 && run.exitCode !== null)
-      throw new PierError("BUILD_FAILED", `The build exited with code ${run.exitCode}.`);
-    if (b.commit !== false) this.commit(b);
-  }
-
-  private commit(b: ContainerBuild): void {
-    this.images.set(b.tag, { id: `sha256:${b.tag}`, labels: { ...b.labels, [LABEL.role]: ROLE.release } });
-  }
-
-  /**
-   * A prepared build is used up; its script is the file at its scriptPath, read through the bind that holds
-   * it (as the container reads it). One that is gone, or a script that is not there, fails the build.
-   */
-  private preparedScript(prepared: PreparedBuild): string {
-    const alive = this.buildContainers.some((c) => c.id === prepared.ref && c.running);
-    const spec = this.preparedSpecs.get(prepared.ref);
-    this.buildContainers = this.buildContainers.filter((c) => c.id !== prepared.ref);
-    if (!alive || !spec) throw new PierError("ENGINE_ERROR", `No such container: ${prepared.ref}`);
-    const bind = spec.binds.find((m) => spec.scriptPath.startsWith(`${m.target}/`));
-    try {
-      return readFileSync(
-        join(bind?.source ?? "/nonexistent", spec.scriptPath.slice(bind?.target.length ?? 0)),
-        "utf8",
-      );
-    } catch {
-      throw new PierError("BUILD_FAILED", `The build failed: ${spec.scriptPath}: not found.`);
-    }
-  }
-
-  async prepareBuild(b: BuildContainer & { scriptPath: string }): Promise<PreparedBuild> {
-    await this.enter("prepareBuild", b);
-    this.startedBuilds.push(b);
-    for (const v of b.volumes) if (!this.volumes.has(v.name)) this.volumes.set(v.name, v.labels ?? b.labels);
-    const id = this.nextId("build");
-    this.preparedSpecs.set(id, b);
-    this.buildContainers.push({
-      id,
-      name: id,
-      labels: { ...b.labels, [LABEL.role]: ROLE.build },
-      state: "running",
-      running: true,
-      startedAt: new Date().toISOString(),
-      restarts: 0,
-      exitCode: null,
-      http: null,
-      tcp: null,
-      networkAddress: null,
-    });
-    return { ref: id };
-  }
-
-  async preparedBuildAlive(prepared: PreparedBuild): Promise<boolean> {
-    await this.enter("preparedBuildAlive", prepared);
-    return this.buildContainers.some((c) => c.id === prepared.ref && c.running);
-  }
-
-  async imageFromFiles(b: ContainerBuild): Promise<void> {
-    await this.enter("imageFromFiles", b);
-    this.commit(b);
-  }
-
-  async discardPreparedBuild(prepared: PreparedBuild): Promise<void> {
-    await this.enter("discardPreparedBuild", prepared);
-    this.buildContainers = this.buildContainers.filter((c) => c.id !== prepared.ref);
-  }
-
-  async imageExists(tag: string): Promise<boolean> {
-    await this.enter("imageExists", tag);
-    return this.images.has(tag);
-  }
-
-  async imageInfo(tag: string): Promise<{ id: string; labels: Labels } | null> {
-    await this.enter("imageInfo", tag);
-    const i = this.images.get(tag);
-    return i ? { id: i.id, labels: { ...i.labels } } : null;
-  }
-
-  async removeImage(tag: string): Promise<void> {
-    await this.enter("removeImage", tag);
-    this.images.delete(tag);
-  }
-
-  async releaseImages(appId: string): Promise<string[]> {
-    await this.enter("releaseImages", appId);
-    return [...this.images.keys()].filter((t) => t.startsWith(`${releaseRepository(appId)}:`));
-  }
-
-  // Volumes.
-
-  async dropDependencyCache(appId: string): Promise<void> {
-    await this.enter("dropDependencyCache", appId);
-    this.dropVolumes({ [LABEL.app]: appId, [LABEL.cache]: "deps" });
-  }
-
-  async releaseVolumes(appId: string): Promise<ReleaseVolume[]> {
-    await this.enter("releaseVolumes", appId);
-    return [...this.volumes]
-      .filter(([, own]) => matches(own, { [LABEL.app]: appId, [LABEL.role]: RELEASE_VOLUME_ROLE }))
-      .map(([name, own]) => ({ name, deploymentId: own[LABEL.deployment] ?? null }));
-  }
-
-  async removeReleaseVolume(name: string): Promise<boolean> {
-    await this.enter("removeReleaseVolume", name);
-    if (this.volumeInUse(name)) return false;
-    this.volumes.delete(name);
-    return true;
-  }
-
-  async removeAppVolumes(appId: string): Promise<void> {
-    await this.enter("removeAppVolumes", appId);
-    this.dropVolumes({ [LABEL.app]: appId });
-  }
-
-  /** Removes the volumes with these labels; one still in use stays (as the engine refuses it). */
-  private dropVolumes(labels: Labels): void {
-    for (const [name, own] of this.volumes)
-      if (matches(own, labels) && !this.volumeInUse(name)) this.volumes.delete(name);
-  }
-
-  /** Whether a build container that is still there mounts the volume. */
-  private volumeInUse(name: string): boolean {
-    return [...this.preparedSpecs].some(
-      ([id, b]) => b.volumes.some((v) => v.name === name) && this.buildContainers.some((c) => c.id === id),
-    );
+  protected buildHolder(slot: BuildSlot): Promise<string> {
+    return this.slots.buildHolder(slot);
   }
 
   // Networks.
@@ -398,6 +125,7 @@ export class FakeEngine implements Engine {
       networkAddress: at.networkAddress,
     };
     this.sandboxes.push(s);
+    this.sandboxStarts.set(id, new Date().toISOString());
     return { ...s, labels: { ...s.labels } };
   }
 
@@ -413,44 +141,87 @@ export class FakeEngine implements Engine {
     this.sandboxes = this.sandboxes.filter((s) => s.id !== id);
   }
 
-  async startSandbox(id: string): Promise<void> {
-    await this.enter("startSandbox", id);
+  async sandboxState(id: string): Promise<{ running: boolean; startedAt: string | null } | null> {
+    await this.enter("sandboxState", id);
     const s = this.sandboxes.find((x) => x.id === id);
-    if (!s) throw new PierError("NOT_FOUND", `No such container: ${id}`);
-    s.running = true;
+    return s ? { running: s.running, startedAt: this.sandboxStarts.get(id) ?? SEEDED } : null;
+  }
+
+  /** A sandbox stops (an engine restart, a kill) or starts again (its start is an engine event). */
+  setSandboxRunning(id: string, running: boolean): void {
+    const s = this.sandboxes.find((x) => x.id === id);
+    if (!s || s.running === running) return;
+    s.running = running;
+    if (running) this.sandboxStarts.set(id, new Date().toISOString());
+    this.emit(running ? "start" : "die", { ...s, slot: true }, running ? null : 137);
+  }
+
+  // Instance slots: the choice is the SlotKeeper's, as on Docker.
+
+  async prepareSlots(appId: string, shape: SlotShape, count: number): Promise<void> {
+    await this.enter("prepareSlots", appId, shape, count);
+    await this.slots.prepare(appId, shape, count);
+  }
+
+  async prepareBuildSlot(slot: BuildSlot): Promise<void> {
+    await this.enter("prepareBuildSlot", slot);
+    await this.slots.buildHolder(slot);
+  }
+
+  async rejoinSlots(
+    serving: ReadonlyMap<string, string>,
+    opts: { graceMs: number; slot?: string },
+  ): Promise<Map<string, number>> {
+    await this.enter("rejoinSlots", serving, opts);
+    return this.slots.rejoin(serving, opts);
+  }
+
+  async removeSlots(appId: string): Promise<void> {
+    await this.enter("removeSlots", appId);
+    await this.slots.removeAll(appId);
+  }
+
+  async removeStraySlots(known: ReadonlySet<string>): Promise<void> {
+    await this.enter("removeStraySlots", known);
+    await this.slots.removeStrays(known);
   }
 
   // Instances.
 
   async runInstance(spec: InstanceSpec): Promise<InstanceInfo> {
     await this.enter("runInstance", spec);
-    const sandbox = spec.sandbox && this.sandboxes.find((s) => s.id === spec.sandbox?.id);
-    if (spec.sandbox && !sandbox?.running)
+    if (!spec.slot) return this.runIn(spec, null);
+    const shape = { httpPort: spec.httpPort, tcpPort: spec.tcpPort, network: spec.network };
+    return this.slots.withSlot(spec.slot.appId, shape, (sandbox) => this.runIn(spec, sandbox));
+  }
+
+  private async runIn(spec: InstanceSpec, sandbox: SandboxInfo | null): Promise<InstanceInfo> {
+    if (sandbox && !this.sandboxes.find((s) => s.id === sandbox.id)?.running)
       throw new PierError(
         "ENGINE_ERROR",
-        `The instance ${spec.name} did not start: cannot join network of a non running container: ${spec.sandbox.id}`,
+        `The instance ${spec.name} did not start: cannot join network of a non running container: ${sandbox.id}`,
       );
     if (!this.images.has(spec.image)) throw new PierError("ENGINE_ERROR", `No such image: ${spec.image}`);
     this.instanceSpecs.push(spec);
     const id = this.nextId("instance");
-    const info = this.newInstance(id, spec, await this.placeOf(spec));
+    const info = this.newInstance(id, spec, sandbox, await this.placeOf(spec, sandbox));
     this.instances.push(info);
     this.emit("start", info, null);
     this.started(info, spec);
     return { ...info, labels: { ...info.labels } };
   }
 
-  private async placeOf(spec: InstanceSpec): Promise<Served> {
+  private async placeOf(spec: InstanceSpec, sandbox: SandboxInfo | null): Promise<Served> {
     const at = await this.served("instance", spec);
-    if (!spec.sandbox || at.own) return at;
-    return { http: spec.sandbox.http, networkAddress: spec.sandbox.networkAddress };
+    if (!sandbox || at.own) return at;
+    return { http: sandbox.http, networkAddress: sandbox.networkAddress };
   }
 
-  private newInstance(id: string, spec: InstanceSpec, at: Served): InstanceInfo {
+  private newInstance(id: string, spec: InstanceSpec, sandbox: SandboxInfo | null, at: Served): InstanceInfo {
     // As the engine does, an instance gets its image's labels under the ones Pier sets.
     const image = this.images.get(spec.image)?.labels ?? {};
     const labels: Labels = { ...image, ...spec.labels, [LABEL.role]: ROLE.instance };
-    if (spec.sandbox) labels[LABEL.sandbox] = spec.sandbox.id;
+    if (sandbox) labels[LABEL.sandbox] = sandbox.id;
     if (spec.httpPort !== null) labels[LABEL.httpPort] = String(spec.httpPort);
     if (spec.tcpPort !== null) labels[LABEL.tcpPort] = String(spec.tcpPort);
     return {
@@ -502,6 +273,9 @@ export class FakeEngine implements Engine {
     await this.enter("startInstance", id);
     const c = this.known(id);
     if (c.running) return;
+    // An instance in a sandbox needs it running first.
+    const holder = c.labels[LABEL.sandbox];
+    if (holder) this.setSandboxRunning(holder, true);
     Object.assign(c, {
       running: true,
       state: "running",
@@ -616,6 +390,7 @@ export class FakeEngine implements Engine {
     const ids = [...this.networks.map((n) => n.labels), ...this.volumes.values()].map((l) => l[LABEL.app]);
     return new Set(ids.filter((id): id is string => !!id));
   }
+
   // Add-on servers (test/support/fake-addon-servers.ts).
 
   async runAddonServer(spec: AddonServerSpec): Promise<void> {

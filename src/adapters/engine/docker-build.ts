@@ -263,13 +263,17 @@ async function ensureVolumes(docker: Docker, own: Record<string, string>, b: Bui
  */
 const READABLE = ["--mode=a+rX"];
 
-/** Creates a build container whose command `cmd` reads the commit's files from its stdin. */
+/**
+ * Creates a build container whose command `cmd` reads the commit's files from its stdin; it joins the
+ * network namespace of `holder`, the app's build sandbox (null: the engine's default network).
+ */
 async function createBuildContainer(
   docker: Docker,
   own: Record<string, string>,
   b: BuildContainer,
   cmd: string,
   hostCpus: number,
+  holder: string | null,
 ): Promise<Docker.Container> {
   const cpu = cpuLimits(b.memoryBytes, hostCpus);
   await ensureVolumes(docker, own, b);
@@ -284,7 +288,7 @@ async function createBuildContainer(
     // hooks install tools globally (`npm i -g pnpm`, `corepack enable`). ADR 0023.
     User: BUILD_USER,
     Env: Object.entries(b.env).map(([k, v]) => `${k}=${v}`),
-    Labels: { ...b.labels, ...own, [LABEL.role]: ROLE.build },
+    Labels: { ...b.labels, ...own, [LABEL.role]: ROLE.build, ...(holder ? { [LABEL.sandbox]: holder } : {}) },
     HostConfig: {
       Memory: b.memoryBytes,
       MemorySwap: b.memoryBytes,
@@ -301,7 +305,7 @@ async function createBuildContainer(
       // on disk is bounded too, or a chatty build would fill the disk while the deploy log drops its lines.
       LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
       // Its network is the build sandbox's (a container's network namespace).
-      ...(b.sandbox ? { NetworkMode: `container:${b.sandbox}` } : {}),
+      ...(holder ? { NetworkMode: `container:${holder}` } : {}),
     },
   });
 }
@@ -316,9 +320,10 @@ export async function startBuildContainer(
   own: Record<string, string>,
   b: BuildContainer & { scriptPath: string },
   hostCpus: number,
+  holder: string | null,
 ): Promise<string> {
   const cmd = `mkdir -p ${shellQuote(b.appDir)}\ntar -x -C ${shellQuote(b.appDir)}\n. ${shellQuote(b.scriptPath)}`;
-  const container = await createBuildContainer(docker, own, b, cmd, hostCpus);
+  const container = await createBuildContainer(docker, own, b, cmd, hostCpus, holder);
   try {
     await container.start();
   } catch (e) {
@@ -340,6 +345,7 @@ export async function buildInContainer(
   onLine: (line: string) => void,
   signal: AbortSignal,
   hostCpus: number,
+  holder: string | null,
   started?: string,
 ): Promise<void> {
   // The commit's files reach the container through its stdin, as a tar that the container unpacks itself:
@@ -354,6 +360,7 @@ export async function buildInContainer(
         b,
         `mkdir -p ${shellQuote(target)}\ntar -x -C ${shellQuote(target)}\n${b.script}`,
         hostCpus,
+        holder,
       );
   const onAbort = () => void container.kill().catch(() => undefined);
   signal.addEventListener("abort", onAbort, { once: true });

@@ -1,4 +1,3 @@
-import { createServer } from "node:net";
 import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
@@ -19,7 +18,17 @@ import {
   isNotFound,
   startBuildContainer,
 } from "./docker-build.js";
+import {
+  freeLoopbackPort,
+  infoOf,
+  isSandbox,
+  listedTarget,
+  targetText,
+  unlessGone,
+} from "./docker-common.js";
 import { type LogSink, logLines, pumpLogs } from "./docker-logs.js";
+import { DockerSandboxes } from "./docker-sandboxes.js";
+import { type SandboxInfo, SlotKeeper } from "./slot-keeper.js";
 
 export { cleanBuildLine } from "./docker-build.js";
 
@@ -27,6 +36,7 @@ import type {
   AddonServerInfo,
   AddonServerSpec,
   BuildContainer,
+  BuildSlot,
   ContainerBuild,
   Engine,
   EngineEvent,
@@ -37,9 +47,7 @@ import type {
   PreparedBuild,
   ReleaseVolume,
   RoutableInstance,
-  RouteTarget,
-  SandboxInfo,
-  SandboxSpec,
+  SlotShape,
 } from "../../core/ports.js";
 
 /** Every object Pier creates carries this label; Pier touches nothing without it. */
@@ -47,33 +55,6 @@ export const MANAGED_LABEL = LABEL.managed;
 
 /** Which Pier installation (data dir) owns an object: two installations can share one engine. */
 export const SCOPE_LABEL = LABEL.scope;
-
-/** A free TCP port on the host's loopback, so an instance keeps its address across engine restarts. */
-function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => (addr && typeof addr === "object" ? resolve(addr.port) : reject(new Error("no port"))));
-    });
-  });
-}
-
-/** What Pier reads of an inspected container. */
-type InspectLike = Pick<
-  Docker.ContainerInspectInfo,
-  "Id" | "Name" | "Config" | "State" | "RestartCount" | "NetworkSettings"
->;
-
-/** Waits for an engine call on an object that may be gone already (then there is nothing to do). */
-async function unlessGone(call: Promise<unknown>): Promise<void> {
-  try {
-    await call;
-  } catch (e) {
-    if (!isNotFound(e)) throw e;
-  }
-}
 
 /**
  * Waits for an engine call on an instance that must exist: the engine's 404 becomes NOT_FOUND (and its
@@ -103,51 +84,6 @@ function bodyOnly(
   return { name, _query: { name }, _body: { ...spec, name } };
 }
 
-const ROLE_SANDBOX = "sandbox";
-const isSandbox = (labels: Record<string, string> | undefined) => labels?.[LABEL.role] === ROLE_SANDBOX;
-
-const targetText = (t: RouteTarget | null) => (t ? `${t.host}:${t.port}` : "");
-
-function infoOf(c: InspectLike): InstanceInfo {
-  const labels = c.Config.Labels ?? {};
-  const inSandbox = labels[LABEL.sandbox] !== undefined;
-  const ports = c.NetworkSettings.Ports ?? {};
-  const published = (port: string | undefined): RouteTarget | null => {
-    if (!port) return null;
-    const b = ports[`${port}/tcp`]?.[0];
-    return b ? { host: b.HostIp === "0.0.0.0" ? "127.0.0.1" : b.HostIp, port: Number(b.HostPort) } : null;
-  };
-  const nets = Object.values(c.NetworkSettings.Networks ?? {});
-  return {
-    id: c.Id,
-    name: c.Name.replace(/^\//, ""),
-    labels,
-    state: c.State.Status,
-    running: c.State.Running,
-    startedAt: c.State.StartedAt && !c.State.StartedAt.startsWith("0001") ? c.State.StartedAt : null,
-    restarts: c.RestartCount,
-    // While the engine waits to restart it, the exit code is the last run's.
-    exitCode: c.State.Running && c.State.Status !== "restarting" ? null : c.State.ExitCode,
-    http: inSandbox ? labelTarget(labels, LABEL.httpTarget) : published(labels[LABEL.httpPort]),
-    tcp: inSandbox ? labelTarget(labels, LABEL.tcpTarget) : published(labels[LABEL.tcpPort]),
-    networkAddress: inSandbox
-      ? labels[LABEL.address] || null
-      : (nets.find((n) => n.IPAddress)?.IPAddress ?? null),
-  };
-}
-
-/** What Pier reads of a listed container. */
-type ListedContainer = Pick<Docker.ContainerInfo, "Id" | "Labels" | "State" | "Ports" | "NetworkSettings">;
-
-/** A published port as `docker ps` lists it. */
-function listedTarget(c: ListedContainer, port: string | undefined): RouteTarget | null {
-  const p = Number(port);
-  const b = c.Ports.find((x) => x.PrivatePort === p && x.Type === "tcp" && x.PublicPort);
-  return b?.PublicPort
-    ? { host: !b.IP || b.IP === "0.0.0.0" ? "127.0.0.1" : b.IP, port: b.PublicPort }
-    : null;
-}
-
 export class DockerEngine implements Engine {
   private readonly docker: Docker;
   /** The add-on servers' verbs (src/adapters/engine/docker-addons.ts), on the same client. */
@@ -163,7 +99,18 @@ export class DockerEngine implements Engine {
   ) {
     this.docker = new Docker({ socketPath: opts.socketPath });
     this.addons = new DockerAddonServers(this.docker, opts.scope);
+    this.sandboxes = new DockerSandboxes(this.docker, this, {
+      own: this.ownLabels,
+      filters: (labels) => this.labelFilters(labels),
+      image: opts.sandboxImage,
+    });
+    this.slots = new SlotKeeper(this.sandboxes);
   }
+
+  /** The containers that hold the network of instance slots and build slots. */
+  private readonly sandboxes: DockerSandboxes;
+  /** Which sandbox an instance or a build joins (the InstanceSlots port). */
+  private readonly slots: SlotKeeper;
 
   private get ownLabels(): Record<string, string> {
     return { [MANAGED_LABEL]: "true", [SCOPE_LABEL]: this.opts.scope };
@@ -197,7 +144,9 @@ export class DockerEngine implements Engine {
     prepared?: PreparedBuild,
   ): Promise<void> {
     const cpus = await this.cpus();
-    return buildInContainer(this.docker, this.ownLabels, b, onLine, signal, cpus, prepared?.ref);
+    // A prepared build is in its sandbox already.
+    const holder = prepared || !b.slot ? null : await this.slots.buildHolder(b.slot);
+    return buildInContainer(this.docker, this.ownLabels, b, onLine, signal, cpus, holder, prepared?.ref);
   }
 
   async imageFromFiles(b: ContainerBuild): Promise<void> {
@@ -205,13 +154,17 @@ export class DockerEngine implements Engine {
   }
 
   async prepareBuild(b: BuildContainer & { scriptPath: string }): Promise<PreparedBuild> {
-    return { ref: await startBuildContainer(this.docker, this.ownLabels, b, await this.cpus()) };
+    const holder = b.slot ? await this.slots.buildHolder(b.slot) : null;
+    return { ref: await startBuildContainer(this.docker, this.ownLabels, b, await this.cpus(), holder) };
   }
 
   async preparedBuildAlive(prepared: PreparedBuild): Promise<boolean> {
     try {
       const c = await this.docker.getContainer(prepared.ref).inspect();
-      return c.State.Running && c.Config.Labels?.[LABEL.role] === ROLE.build;
+      if (!c.State.Running || c.Config.Labels?.[LABEL.role] !== ROLE.build) return false;
+      // Its network is its sandbox's: one that stopped (an engine restart) left it without one.
+      const holder = c.Config.Labels[LABEL.sandbox];
+      return !holder || (await this.sandboxes.sandboxState(holder))?.running === true;
     } catch (e) {
       if (isNotFound(e)) return false;
       throw e;
@@ -409,15 +362,22 @@ export class DockerEngine implements Engine {
   }
 
   async runInstance(s: InstanceSpec): Promise<InstanceInfo> {
+    if (!s.slot) return this.runIn(s, null);
+    const shape = { httpPort: s.httpPort, tcpPort: s.tcpPort, network: s.network };
+    return this.slots.withSlot(s.slot.appId, shape, (sandbox) => this.runIn(s, sandbox));
+  }
+
+  /** Creates and starts the instance, in `sandbox`'s network namespace or on its own on its network. */
+  private async runIn(s: InstanceSpec, sandbox: SandboxInfo | null): Promise<InstanceInfo> {
     const ports: Record<string, { HostIp: string; HostPort: string }[]> = {};
     const exposed: Record<string, object> = {};
     // Its own role, over the one its image may carry (a committed build's, before ADR 0021).
     const labels: Record<string, string> = { ...s.labels, ...this.ownLabels, [LABEL.role]: ROLE.instance };
-    if (s.sandbox) {
-      labels[LABEL.sandbox] = s.sandbox.id;
-      labels[LABEL.httpTarget] = targetText(s.sandbox.http);
-      labels[LABEL.tcpTarget] = targetText(s.sandbox.tcp);
-      labels[LABEL.address] = s.sandbox.networkAddress ?? "";
+    if (sandbox) {
+      labels[LABEL.sandbox] = sandbox.id;
+      labels[LABEL.httpTarget] = targetText(sandbox.http);
+      labels[LABEL.tcpTarget] = targetText(sandbox.tcp);
+      labels[LABEL.address] = sandbox.networkAddress ?? "";
       if (s.httpPort !== null) labels[LABEL.httpPort] = String(s.httpPort);
       if (s.tcpPort !== null) labels[LABEL.tcpPort] = String(s.tcpPort);
     } else if (s.httpPort !== null) {
@@ -425,7 +385,7 @@ export class DockerEngine implements Engine {
       ports[`${s.httpPort}/tcp`] = [{ HostIp: "127.0.0.1", HostPort: String(await freeLoopbackPort()) }];
       labels[LABEL.httpPort] = String(s.httpPort);
     }
-    if (!s.sandbox && s.tcpPort !== null && s.tcpPort !== s.httpPort) {
+    if (!sandbox && s.tcpPort !== null && s.tcpPort !== s.httpPort) {
       exposed[`${s.tcpPort}/tcp`] = {};
       ports[`${s.tcpPort}/tcp`] = [{ HostIp: "0.0.0.0", HostPort: "" }];
       labels[LABEL.tcpPort] = String(s.tcpPort);
@@ -451,7 +411,7 @@ export class DockerEngine implements Engine {
           PidsLimit: INSTANCE_PIDS,
           Init: true,
           RestartPolicy: s.restart ? { Name: "unless-stopped" } : { Name: "no" },
-          NetworkMode: s.sandbox ? `container:${s.sandbox.id}` : s.network.name,
+          NetworkMode: sandbox ? `container:${sandbox.id}` : s.network.name,
           SecurityOpt: ["no-new-privileges"],
           LogConfig: { Type: "json-file", Config: { "max-size": "10m", "max-file": "3" } },
           Binds: [...mounts, ...(s.mountDockerSocket ? ["/var/run/docker.sock:/var/run/docker.sock"] : [])],
@@ -471,85 +431,29 @@ export class DockerEngine implements Engine {
     return info;
   }
 
-  async createSandbox(s: SandboxSpec): Promise<SandboxInfo> {
-    const ports: Record<string, { HostIp: string; HostPort: string }[]> = {};
-    const exposed: Record<string, object> = {};
-    const labels: Record<string, string> = {
-      ...s.labels,
-      ...this.ownLabels,
-      [LABEL.role]: ROLE_SANDBOX,
-      [LABEL.network]: s.network.name,
-      [LABEL.httpPort]: s.httpPort === null ? "" : String(s.httpPort),
-      [LABEL.tcpPort]: s.tcpPort === null ? "" : String(s.tcpPort),
-    };
-    if (s.httpPort !== null) {
-      exposed[`${s.httpPort}/tcp`] = {};
-      ports[`${s.httpPort}/tcp`] = [{ HostIp: "127.0.0.1", HostPort: String(await freeLoopbackPort()) }];
-    }
-    if (s.tcpPort !== null && s.tcpPort !== s.httpPort) {
-      exposed[`${s.tcpPort}/tcp`] = {};
-      ports[`${s.tcpPort}/tcp`] = [{ HostIp: "0.0.0.0", HostPort: "" }];
-    }
-    const container = await this.docker.createContainer({
-      name: s.name,
-      Image: this.opts.sandboxImage,
-      Cmd: ["sleep", "infinity"],
-      Labels: labels,
-      ExposedPorts: exposed,
-      HostConfig: {
-        PortBindings: ports,
-        Memory: 32 * 2 ** 20,
-        MemorySwap: 32 * 2 ** 20,
-        PidsLimit: 8,
-        CapDrop: [...DROPPED_CAPABILITIES],
-        Init: true,
-        RestartPolicy: { Name: "unless-stopped" },
-        NetworkMode: s.network.name,
-        SecurityOpt: ["no-new-privileges"],
-        ReadonlyRootfs: true,
-        LogConfig: { Type: "json-file", Config: { "max-size": "1m", "max-file": "1" } },
-      },
-    });
-    try {
-      await container.start();
-    } catch (e) {
-      await container.remove({ force: true }).catch(() => undefined);
-      throw new PierError("ENGINE_ERROR", `The sandbox ${s.name} did not start: ${(e as Error).message}`);
-    }
-    const c = await container.inspect();
-    const info = infoOf(c);
-    return {
-      id: c.Id,
-      labels,
-      running: c.State.Running,
-      http: info.http,
-      tcp: info.tcp,
-      networkAddress: info.networkAddress,
-    };
+  // Instance slots: the choice is the SlotKeeper's, the sandboxes DockerSandboxes'.
+
+  prepareSlots(appId: string, shape: SlotShape, count: number): Promise<void> {
+    return this.slots.prepare(appId, shape, count);
   }
 
-  async listSandboxes(labels: Record<string, string>): Promise<SandboxInfo[]> {
-    const list = await this.docker.listContainers({
-      all: true,
-      filters: { label: this.labelFilters({ ...labels, [LABEL.role]: ROLE_SANDBOX }) },
-    });
-    return list.map((c) => ({
-      id: c.Id,
-      labels: c.Labels ?? {},
-      running: c.State === "running",
-      http: listedTarget(c, c.Labels?.[LABEL.httpPort]),
-      tcp: listedTarget(c, c.Labels?.[LABEL.tcpPort]),
-      networkAddress:
-        Object.values(c.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress ?? null,
-    }));
+  async prepareBuildSlot(slot: BuildSlot): Promise<void> {
+    await this.slots.buildHolder(slot);
   }
 
-  async removeSandbox(id: string): Promise<void> {
-    await unlessGone(this.docker.getContainer(id).remove({ force: true }));
+  rejoinSlots(
+    serving: ReadonlyMap<string, string>,
+    opts: { graceMs: number; slot?: string },
+  ): Promise<Map<string, number>> {
+    return this.slots.rejoin(serving, opts);
   }
 
-  async startSandbox(id: string): Promise<void> {
-    await this.startInstance(id);
+  removeSlots(appId: string): Promise<void> {
+    return this.slots.removeAll(appId);
+  }
+
+  removeStraySlots(known: ReadonlySet<string>): Promise<void> {
+    return this.slots.removeStrays(known);
   }
 
   async inspectInstance(id: string): Promise<InstanceInfo | null> {
@@ -575,6 +479,11 @@ export class DockerEngine implements Engine {
   }
 
   async startInstance(id: string): Promise<void> {
+    const c = await onInstance(id, () => this.docker.getContainer(id).inspect());
+    if (c.State.Running) return;
+    // An instance in a sandbox needs it running first (both restart with the engine, in no set order).
+    const holder = c.Config.Labels?.[LABEL.sandbox];
+    if (holder && c.Config.Labels?.[LABEL.role] === ROLE.instance) await this.sandboxes.startSandbox(holder);
     try {
       await onInstance(id, () => this.docker.getContainer(id).start());
     } catch (e) {
@@ -711,6 +620,7 @@ export class DockerEngine implements Engine {
           onEvent({
             type: ev.Action === "die" ? "die" : "start",
             containerId: ev.id,
+            slot: isSandbox(attrs),
             labels: attrs,
             exitCode: attrs.exitCode !== undefined ? Number(attrs.exitCode) : null,
             at: new Date(ev.time * 1000).toISOString(),

@@ -42,7 +42,7 @@ export interface CleanUpDeps {
 
 /**
  * After a success, off the pusher's path: instances retired by an earlier deploy (stopped, kept for their
- * logs) go, the running ones stop (SIGTERM, grace); unused networks go; the next deploy's sandboxes are
+ * logs) go, the running ones stop (SIGTERM, grace); unused networks go; the next deploy's instance slots are
  * made ready (the retired instances' are free again); then the images no kept release needs.
  * `active` names the app's deployment under way when the images are pruned (its image is kept).
  */

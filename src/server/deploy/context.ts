@@ -77,7 +77,7 @@ export interface Started {
   instances: InstanceInfo[];
 }
 
-/** What the next deploy's sandboxes are prepared for, after a web deploy; null after a task. */
+/** What the next deploy's instance slots are prepared for, after a web deploy; null after a task. */
 export interface NextShape {
   httpPort: number | null;
   tcpPort: number | null;

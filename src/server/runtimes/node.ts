@@ -13,7 +13,7 @@ import { FLAVOR_MEMORY_MIB } from "../../core/model.js";
 import { markVersions, type NodeVersion } from "../../core/node-versions.js";
 import { packageManagerPackage, parsePackageManager } from "../../core/package-json.js";
 import { type NodeBuildPlan, planNodeBuild } from "../../core/plan-node.js";
-import type { AppVolumes, ContainerBuild, ReleaseImages } from "../../core/ports.js";
+import type { AppVolumes, BuildSlot, ContainerBuild, ReleaseImages } from "../../core/ports.js";
 import { renderEnvFile, shellQuote } from "../../core/shell.js";
 import type { Toolchains } from "../toolchains.js";
 import {
@@ -72,8 +72,8 @@ export class NodeRuntime implements Runtime {
       pierGit: { socketPath: string; hostKey: string; prefixes: string[] };
       /** PIER_BUILD_NETWORK: the network build containers join, or null. */
       buildNetwork: string | null;
-      /** The app's build sandbox (its container id), on PIER_BUILD_NETWORK or the app's network: builds join it. */
-      buildSandbox: (appId: string, buildNetwork: string | null) => Promise<string>;
+      /** The app's build slot, on PIER_BUILD_NETWORK or the app's network: builds join it. */
+      buildSlot: (appId: string, buildNetwork: string | null) => Promise<BuildSlot>;
     },
   ) {}
 
@@ -160,7 +160,7 @@ export class NodeRuntime implements Runtime {
         contextDir: dir,
         script: nodeBuildScript(plan, base !== null, rootScripts),
         binds,
-        sandbox: await this.deps.buildSandbox(app.id, this.deps.buildNetwork),
+        slot: await this.deps.buildSlot(app.id, this.deps.buildNetwork),
         plan: { ...plan, runEnv: { ...plan.runEnv, ...COREPACK_RUN_ENV } },
       });
       await this.runBuild(ctx, spec);

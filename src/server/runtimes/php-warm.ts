@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { LABEL } from "../../core/labels.js";
 import type { App } from "../../core/model.js";
 import { PHP_IMAGE } from "../../core/plan-php.js";
-import type { AppVolumes, PreparedBuild, ReleaseImages } from "../../core/ports.js";
+import type { AppVolumes, BuildSlot, PreparedBuild, ReleaseImages } from "../../core/ports.js";
 import { RELEASE_VOLUME_ROLE, releaseVolume, releaseVolumeName } from "../../core/release-volumes.js";
 import { APP_HOME, buildContainer } from "./runtime.js";
 
@@ -31,7 +31,8 @@ export interface WarmBuild {
   volume: string;
   own: boolean;
   toolchainId: string;
-  sandbox: string;
+  /** The build slot it joined. */
+  slot: BuildSlot;
   memoryBytes: number;
   timer: NodeJS.Timeout | null;
 }
@@ -50,7 +51,7 @@ export const vendorVolume = (appId: string, id: string, name: string, depsKey: s
 
 /**
  * Build containers of PHP apps started ahead: when a push to an app begins, its next build's container
- * (pier/php:8.4, the app's cache, its sandbox, its build flavor) is created and started while the pack is
+ * (pier/php:8.4, the app's cache, its build slot, its build flavor) is created and started while the pack is
  * received, and waits on its stdin. Its vendor/ is a guess: the current release's volume when it has one
  * (a redeploy most often keeps composer.lock), else a new volume (a first deploy). The build takes it when
  * the guess was right (it shares that volume, or installs into a new one); otherwise, or after `idleMs`
@@ -63,7 +64,7 @@ export class WarmBuilds {
     private readonly deps: {
       engine: ReleaseImages & AppVolumes;
       buildNetwork: string | null;
-      buildSandbox: (appId: string, buildNetwork: string | null) => Promise<string>;
+      buildSlot: (appId: string, buildNetwork: string | null) => Promise<BuildSlot>;
       findApp: (appId: string) => Promise<App | null>;
       /** The image of the app's current release, or null. */
       currentImage: (appId: string) => Promise<string | null>;
@@ -140,14 +141,14 @@ export class WarmBuilds {
     }
     const runtime = await engine.imageInfo(PHP_IMAGE);
     if (!runtime) return null;
-    const sandbox = await this.deps.buildSandbox(appId, this.deps.buildNetwork);
+    const slot = await this.deps.buildSlot(appId, this.deps.buildNetwork);
     const id = `warm-${randomBytes(6).toString("hex")}`;
     const volume = shared?.name ?? releaseVolumeName(appId, id, "vendor");
     const dir = await mkdtemp(join(tmpdir(), "pier-build-env-"));
     const spec = buildContainer({
       app,
       from: PHP_IMAGE,
-      sandbox,
+      slot,
       binds: [{ source: dir, target: WARM_DIR }],
       volumes: [vendorVolume(appId, id, volume, null)],
       labels: { [LABEL.app]: appId, [LABEL.deployment]: id },
@@ -167,7 +168,7 @@ export class WarmBuilds {
       volume,
       own: shared === null,
       toolchainId: runtime.id,
-      sandbox,
+      slot,
       memoryBytes: spec.memoryBytes,
       timer: null,
     };

@@ -15,7 +15,7 @@ import {
   planPhpBuild,
 } from "../../core/plan-php.js";
 import { planVendor, type VendorPlan } from "../../core/plan-php-vendor.js";
-import type { AppVolumes, ContainerBuild, ReleaseImages } from "../../core/ports.js";
+import type { AppVolumes, BuildSlot, ContainerBuild, ReleaseImages } from "../../core/ports.js";
 import { releaseVolume, releaseVolumeName, VOLUME_LABEL, volumeLabel } from "../../core/release-volumes.js";
 import { renderEnvFile, shellQuote } from "../../core/shell.js";
 import {
@@ -66,8 +66,8 @@ export class PhpRuntime implements Runtime {
       engine: ReleaseImages & AppVolumes;
       /** PIER_BUILD_NETWORK: the network build containers join, or null. */
       buildNetwork: string | null;
-      /** The app's build sandbox (its container id): builds join its network namespace. */
-      buildSandbox: (appId: string, buildNetwork: string | null) => Promise<string>;
+      /** The app's build slot: builds join its network. */
+      buildSlot: (appId: string, buildNetwork: string | null) => Promise<BuildSlot>;
       /** Build containers started while pushes are received. None: each build starts its own. */
       warm?: WarmBuilds;
     },
@@ -103,9 +103,9 @@ export class PhpRuntime implements Runtime {
     claim: { settled: boolean },
   ): Promise<string> {
     const { app, deployment: d, sourceDir: dir, write } = ctx;
-    // The app's build sandbox is looked up (made at create) while the commit is inspected and planned.
-    const sandbox = this.deps.buildSandbox(app.id, this.deps.buildNetwork);
-    sandbox.catch(() => undefined);
+    // The app's build slot (its network made at create) is looked up while the commit is inspected and planned.
+    const slotOf = this.deps.buildSlot(app.id, this.deps.buildNetwork);
+    slotOf.catch(() => undefined);
     const { plan, paths, composerJson } = await planCommit(ctx);
     const runtime = await this.runtimeImage();
     const depsKey = await phpDepsKey(dir, paths, plan, composerJson, runtime.id);
@@ -114,11 +114,11 @@ export class PhpRuntime implements Runtime {
     const onlyInstall = plan.buildSteps.every((s) => s.install);
     // vendor/ shared as it is and no other step: nothing runs, the image is the commit's files (no container).
     const nothingToRun = vendorPlanned.kind === "shared" && onlyInstall;
-    const sandboxId = await sandbox;
+    const slot = await slotOf;
     const warm = await this.warmFor(ctx, aheadOf, claim, {
       nothingToRun,
       vendorPlanned,
-      sandboxId,
+      slot,
       runtimeId: runtime.id,
     });
     const vendor: VendorPlan = warm?.own === true ? { kind: "install", volume: warm.volume } : vendorPlanned;
@@ -154,7 +154,7 @@ export class PhpRuntime implements Runtime {
         onlyInstall,
         script,
         secrets,
-        sandboxId,
+        slot,
         runtimeId: runtime.id,
       });
       if (nothingToRun) {
@@ -186,7 +186,7 @@ export class PhpRuntime implements Runtime {
 
   /**
    * The container started while the push was received, when it serves this build: made as this build would
-   * make its own (image, sandbox, build flavor) and guessing its vendor/ right (a new volume for an install,
+   * make its own (image, build slot, build flavor) and guessing its vendor/ right (a new volume for an install,
    * or the current release's volume that this build shares). One that does not serve goes. With nothing to
    * run it is not waited for (its start may still be under way): it goes meanwhile.
    */
@@ -194,7 +194,7 @@ export class PhpRuntime implements Runtime {
     ctx: BuildContext,
     aheadOf: Promise<WarmBuild | null>,
     claim: { settled: boolean },
-    o: { nothingToRun: boolean; vendorPlanned: VendorPlan; sandboxId: string; runtimeId: string },
+    o: { nothingToRun: boolean; vendorPlanned: VendorPlan; slot: BuildSlot; runtimeId: string },
   ): Promise<WarmBuild | null> {
     const { app, deployment: d } = ctx;
     const { vendorPlanned } = o;
@@ -215,7 +215,7 @@ export class PhpRuntime implements Runtime {
       guessed &&
       !d.withoutCache &&
       ahead.toolchainId === o.runtimeId &&
-      ahead.sandbox === o.sandboxId &&
+      ahead.slot.network === o.slot.network &&
       ahead.memoryBytes === FLAVOR_MEMORY_MIB[app.buildFlavor] * 2 ** 20
         ? ahead
         : null;
@@ -395,7 +395,7 @@ function phpRelease(o: {
   onlyInstall: boolean;
   script: string;
   secrets: string;
-  sandboxId: string;
+  slot: BuildSlot;
   runtimeId: string;
 }): ContainerBuild {
   const { ctx, plan, vendor } = o;
@@ -423,7 +423,7 @@ function phpRelease(o: {
       // Whether a redeploy with the same dependencies runs anything (the next push's guess, php-warm.ts).
       [REDEPLOY_RUNS_LABEL]: String(!o.onlyInstall || (plan.composer?.dumpAutoload ?? null) !== null),
     },
-    sandbox: o.sandboxId,
+    slot: o.slot,
     plan,
   });
 }

@@ -4,7 +4,7 @@ import { PierError } from "../../core/errors.js";
 import { APP_USER, WRITABLE_LABEL, WRITABLE_PATHS } from "../../core/instance-fs.js";
 import { LABEL, labelNumber } from "../../core/labels.js";
 import { type App, type Deployment, FLAVOR_MEMORY_MIB, releaseImageTag } from "../../core/model.js";
-import type { BuildContainer, ContainerBuild, ReleaseImages } from "../../core/ports.js";
+import type { BuildContainer, BuildSlot, ContainerBuild, ReleaseImages } from "../../core/ports.js";
 import { type Worker, withWorkers } from "../../core/workers.js";
 
 /** How a release of a runtime is served; read from the app's variables before the build. */
@@ -98,7 +98,7 @@ export const STAGE = "/tmp/pier-src";
 /**
  * The build container of a Node.js or PHP release: the toolchain image (or the current release's, when
  * its dependencies are reusable) runs `script` on the commit's files, with the app's dependency cache,
- * in the app's build sandbox, limited by its build flavor; its result is the release image.
+ * in the app's build slot, limited by its build flavor; its result is the release image.
  */
 export function appBuild(o: {
   app: App;
@@ -114,7 +114,7 @@ export function appBuild(o: {
   volumes?: ContainerBuild["volumes"];
   /** More labels of the release image (the release volume it names). */
   labels?: Record<string, string>;
-  sandbox: string;
+  slot: BuildSlot;
   plan: { start: readonly string[]; workers: readonly Worker[]; runEnv: Record<string, string> };
 }): ContainerBuild {
   const { app, base } = o;
@@ -122,7 +122,7 @@ export function appBuild(o: {
     ...buildContainer({
       app,
       from: base?.image ?? o.toolchainImage,
-      sandbox: o.sandbox,
+      slot: o.slot,
       binds: o.binds,
       volumes: o.volumes ?? [],
     }),
@@ -153,12 +153,12 @@ export function appBuild(o: {
 
 /**
  * The container part of a build (fixed at its creation): the image, the app's dependency cache and
- * `volumes`, the read-only `binds`, the app's build sandbox and the build flavor's limits.
+ * `volumes`, the read-only `binds`, the app's build slot and the build flavor's limits.
  */
 export function buildContainer(o: {
   app: App;
   from: string;
-  sandbox: string;
+  slot: BuildSlot;
   binds: BuildContainer["binds"];
   volumes: BuildContainer["volumes"];
   labels?: Record<string, string>;
@@ -177,8 +177,8 @@ export function buildContainer(o: {
       ...o.volumes,
     ],
     binds: o.binds,
-    // The app's build sandbox holds the network namespace (no network set-up per build).
-    sandbox: o.sandbox,
+    // The app's build slot holds the network (no network set-up per build).
+    slot: o.slot,
     flavor: app.buildFlavor,
     memoryBytes: FLAVOR_MEMORY_MIB[app.buildFlavor] * 2 ** 20,
     labels: o.labels ?? { [LABEL.app]: app.id },

@@ -3,10 +3,10 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import pino from "pino";
-import type { EngineEvent, SandboxInfo } from "../../../src/core/ports.js";
+import type { EngineEvent } from "../../../src/core/ports.js";
 import { type EngineLoopDeps, onEngineEvent, startEngineLoop } from "../../../src/server/engine-loop.js";
 
-function deps(script: { streams: EngineEvent[][]; pingFails?: number; sandboxes?: SandboxInfo[] }) {
+function deps(script: { streams: EngineEvent[][]; pingFails?: number; rejoinAll?: Map<string, number> }) {
   const seen = { exits: [] as unknown[], rejoined: [] as string[], reconciles: 0, pings: 0, streams: 0 };
   let pingFails = script.pingFails ?? 0;
   const d: EngineLoopDeps = {
@@ -22,13 +22,17 @@ function deps(script: { streams: EngineEvent[][]; pingFails?: number; sandboxes?
         seen.pings++;
         if (pingFails-- > 0) throw new Error("connect ENOENT /var/run/docker.sock");
       },
-      listSandboxes: async () => script.sandboxes ?? [],
     },
     store: { recordExit: async (e) => void seen.exits.push(e) },
     instances: {
       rejoin: async (appId, sandboxId) => {
         seen.rejoined.push(`${appId}/${sandboxId}`);
         return 1;
+      },
+      rejoinAll: async () => {
+        const all = script.rejoinAll ?? new Map<string, number>();
+        for (const appId of all.keys()) seen.rejoined.push(`${appId}/*`);
+        return all;
       },
     },
     reconcileAll: async () => {
@@ -44,9 +48,11 @@ const event = (
   type: EngineEvent["type"],
   labels: Record<string, string>,
   exitCode: number | null = null,
+  slot = false,
 ) => ({
   type,
   containerId: "c-1",
+  slot,
   labels,
   exitCode,
   at: "2026-01-01T00:00:00.000Z",
@@ -66,13 +72,13 @@ describe("the engine's events", () => {
     ],
     ["a container of no app is ignored", event("die", {}, 1), { exits: 0, rejoined: 0 }],
     [
-      "a sandbox that starts again gets its instances back",
-      event("start", { "pier.app": "a", "pier.role": "sandbox" }),
+      "an instance slot that starts again gets its instances back",
+      event("start", { "pier.app": "a", "pier.role": "sandbox" }, null, true),
       { exits: 0, rejoined: 1 },
     ],
     [
-      "a sandbox's death is not an instance's",
-      event("die", { "pier.app": "a", "pier.role": "sandbox" }, 0),
+      "a slot's death is not an instance's",
+      event("die", { "pier.app": "a", "pier.role": "sandbox" }, 0, true),
       { exits: 0, rejoined: 0 },
     ],
   ];
@@ -94,26 +100,14 @@ describe("the engine's events", () => {
 });
 
 describe("when the engine's stream ends (dockerd restarted)", () => {
-  test("Pier waits for the engine, reconciles, rejoins running sandboxes' instances, and follows again", async () => {
-    const sandbox = (id: string, running: boolean): SandboxInfo => ({
-      id,
-      labels: { "pier.app": "a" },
-      running,
-      http: null,
-      tcp: null,
-      networkAddress: null,
-    });
-    const { d, seen } = deps({
-      streams: [[]],
-      pingFails: 2,
-      sandboxes: [sandbox("s-1", true), sandbox("s-2", false)],
-    });
+  test("Pier waits for the engine, reconciles, rejoins every app's instances to their slots, and follows again", async () => {
+    const { d, seen } = deps({ streams: [[]], pingFails: 2, rejoinAll: new Map([["a", 1]]) });
     const loop = startEngineLoop(d);
     for (let i = 0; i < 200 && seen.streams < 2; i++) await new Promise((r) => setTimeout(r, 5));
     loop.stop();
     assert.equal(seen.pings, 3, "asked until it answered");
     assert.equal(seen.reconciles, 1);
-    assert.deepEqual(seen.rejoined, ["a/s-1"]);
+    assert.deepEqual(seen.rejoined, ["a/*"]);
     assert.equal(seen.streams, 2, "follows the new stream");
   });
 

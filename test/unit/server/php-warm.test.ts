@@ -26,7 +26,7 @@ function setup(o: { app?: App | null; current?: string | null; idleMs?: number }
   const warm = new WarmBuilds({
     engine,
     buildNetwork: null,
-    buildSandbox: async () => "sandbox-1",
+    buildSlot: async (appId) => ({ appId, network: "pier-app-1" }),
     findApp: async () => (o.app === undefined ? app() : o.app),
     currentImage: async () => o.current ?? null,
     ...(o.idleMs !== undefined ? { idleMs: o.idleMs } : {}),
@@ -51,7 +51,7 @@ describe("WarmBuilds: PHP build containers started while a push is received", ()
     const spec = engine.startedBuilds[0]!;
     assert.equal(spec.scriptPath, WARM_SCRIPT);
     assert.equal(spec.from, "pier/php:8.4");
-    assert.equal(spec.sandbox, "sandbox-1");
+    assert.deepEqual(spec.slot, { appId: "app-1", network: "pier-app-1" });
     assert.equal(spec.memoryBytes, 4096 * 2 ** 20, "the M build flavor");
     assert.deepEqual(
       spec.volumes.map((v) => v.target),
@@ -59,7 +59,7 @@ describe("WarmBuilds: PHP build containers started while a push is received", ()
     );
     assert.equal(spec.volumes[1]!.name, w.volume);
     assert.equal(spec.volumes[1]!.labels?.["pier.role"], "release-volume");
-    assert.equal(w.sandbox, "sandbox-1");
+    assert.equal(w.slot.network, "pier-app-1");
     assert.ok(existsSync(w.dir), "its folder for build.env and the script");
     assert.equal(await warm.take("app-1"), null, "taken once");
     await warm.discard(w);

@@ -126,12 +126,14 @@ describe("at 100 apps", () => {
     ]);
     assert.deepEqual(
       engine.calls.filter((c) => c.startsWith("start")),
-      ["startSandbox s-7", "startInstance c-7"],
+      ["startInstance c-7"],
     );
+    assert.equal(engine.sandboxes.find((s) => s.id === "s-7")?.running, true, "its slot started first");
     assert.deepEqual(engine.calls.filter((c) => c.startsWith("remove")).sort(), [
       "removeInstance build",
       "removeInstance old",
       "removeInstance stray",
+      "removeStraySlots {}",
     ]);
     assert.equal(applied.length, 1);
     assert.equal(applied[0]?.length, APPS);

@@ -1,0 +1,83 @@
+// What the Docker adapter's files share: how a container is read (inspected or listed) into Pier's terms,
+// a free loopback port, and calls on objects that may be gone.
+import { createServer } from "node:net";
+import type Docker from "dockerode";
+import { LABEL, labelTarget } from "../../core/labels.js";
+import type { InstanceInfo, RouteTarget } from "../../core/ports.js";
+import { isNotFound } from "./docker-build.js";
+
+/** A free TCP port on the host's loopback, so an instance keeps its address across engine restarts. */
+export function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => (addr && typeof addr === "object" ? resolve(addr.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+/** What Pier reads of an inspected container. */
+export type InspectLike = Pick<
+  Docker.ContainerInspectInfo,
+  "Id" | "Name" | "Config" | "State" | "RestartCount" | "NetworkSettings"
+>;
+
+/** Waits for an engine call on an object that may be gone already (then there is nothing to do). */
+export async function unlessGone(call: Promise<unknown>): Promise<void> {
+  try {
+    await call;
+  } catch (e) {
+    if (!isNotFound(e)) throw e;
+  }
+}
+
+export const ROLE_SANDBOX = "sandbox";
+export const isSandbox = (labels: Record<string, string> | undefined) =>
+  labels?.[LABEL.role] === ROLE_SANDBOX;
+
+export const targetText = (t: RouteTarget | null) => (t ? `${t.host}:${t.port}` : "");
+
+export function infoOf(c: InspectLike): InstanceInfo {
+  const labels = c.Config.Labels ?? {};
+  const inSandbox = labels[LABEL.sandbox] !== undefined;
+  const ports = c.NetworkSettings.Ports ?? {};
+  const published = (port: string | undefined): RouteTarget | null => {
+    if (!port) return null;
+    const b = ports[`${port}/tcp`]?.[0];
+    return b ? { host: b.HostIp === "0.0.0.0" ? "127.0.0.1" : b.HostIp, port: Number(b.HostPort) } : null;
+  };
+  const nets = Object.values(c.NetworkSettings.Networks ?? {});
+  return {
+    id: c.Id,
+    name: c.Name.replace(/^\//, ""),
+    labels,
+    state: c.State.Status,
+    running: c.State.Running,
+    startedAt: c.State.StartedAt && !c.State.StartedAt.startsWith("0001") ? c.State.StartedAt : null,
+    restarts: c.RestartCount,
+    // While the engine waits to restart it, the exit code is the last run's.
+    exitCode: c.State.Running && c.State.Status !== "restarting" ? null : c.State.ExitCode,
+    http: inSandbox ? labelTarget(labels, LABEL.httpTarget) : published(labels[LABEL.httpPort]),
+    tcp: inSandbox ? labelTarget(labels, LABEL.tcpTarget) : published(labels[LABEL.tcpPort]),
+    networkAddress: inSandbox
+      ? labels[LABEL.address] || null
+      : (nets.find((n) => n.IPAddress)?.IPAddress ?? null),
+  };
+}
+
+/** What Pier reads of a listed container. */
+export type ListedContainer = Pick<
+  Docker.ContainerInfo,
+  "Id" | "Labels" | "State" | "Ports" | "NetworkSettings"
+>;
+
+/** A published port as `docker ps` lists it. */
+export function listedTarget(c: ListedContainer, port: string | undefined): RouteTarget | null {
+  const p = Number(port);
+  const b = c.Ports.find((x) => x.PrivatePort === p && x.Type === "tcp" && x.PublicPort);
+  return b?.PublicPort
+    ? { host: !b.IP || b.IP === "0.0.0.0" ? "127.0.0.1" : b.IP, port: b.PublicPort }
+    : null;
+}
