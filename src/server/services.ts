@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { AcmeIssuer } from "../adapters/acme.js";
 import { kvProvider } from "../adapters/addons/kv.js";
+import { mysqlProvider } from "../adapters/addons/mysql.js";
 import { postgresqlProvider } from "../adapters/addons/postgresql.js";
 import type { HaproxyEdge } from "../adapters/edge/haproxy.js";
 import { HaproxyTls } from "../adapters/edge/haproxy-tls.js";
@@ -72,7 +73,11 @@ export function createServices(b: Base) {
     addons: store.addons(),
     engine,
     networks,
-    providers: { kv: kvProvider(addonOpts), postgresql: postgresqlProvider(addonOpts) },
+    providers: {
+      kv: kvProvider(addonOpts),
+      postgresql: postgresqlProvider(addonOpts),
+      mysql: mysqlProvider(addonOpts),
+    },
     logger: logger.child({ part: "addons" }),
     backupDir: config.backupDir,
     backupDays: config.backupDays,

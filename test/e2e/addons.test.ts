@@ -379,9 +379,9 @@ echo json_encode(['port' => getenv('KV_PORT'), 'k' => $r->get('k'), 'php' => $r-
   });
 
   test("bad input: clear errors with the error shape, nothing lost", async () => {
-    const unknown = await pier.api("POST", "/v1/addons", { kind: "mysql", name: "x" });
+    const unknown = await pier.api("POST", "/v1/addons", { kind: "mongodb", name: "x" });
     assert.equal(unknown.status, 400);
-    assert.match(JSON.stringify(unknown.json), /unknown add-on kind 'mysql'/);
+    assert.match(JSON.stringify(unknown.json), /unknown add-on kind 'mongodb'/);
     const dup = await pier.api("POST", "/v1/addons", { kind: "kv", name: "cache" });
     assert.equal(dup.status, 409);
     const noApp = await pier.api("POST", "/v1/apps/nope/links/addons", { addon: "cache" });

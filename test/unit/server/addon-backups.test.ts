@@ -44,7 +44,7 @@ describe("AddonBackups on a clock", () => {
     const kv = provider("kv");
     const backups = new AddonBackups({
       addons,
-      providers: { kv, postgresql: provider("postgresql") },
+      providers: { kv, postgresql: provider("postgresql"), mysql: provider("mysql") },
       logger: pino({ level: "silent" }),
       backupDir: join(dir, "backups"),
       backupDays: 7,

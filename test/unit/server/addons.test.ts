@@ -78,7 +78,7 @@ function setup(name: string) {
       ensure: net,
       released: (names: readonly string[]) => store.releaseSubnets(names),
     },
-    providers: { kv, postgresql: new FakeProvider("postgresql") },
+    providers: { kv, postgresql: new FakeProvider("postgresql"), mysql: new FakeProvider("mysql") },
     logger: pino({ level: "silent" }),
     backupDir: join(dir, `${name}-backups`),
     backupDays: 7,
