@@ -79,4 +79,29 @@ describe("AddonBackups on a clock", () => {
     assert.deepEqual(clock.pending(), [], "stop() cancels the next round");
     store.close();
   });
+
+  it("names each kind's backup file for what it holds: an RDB snapshot, a pg_dump archive, a gzip'ed SQL dump", async () => {
+    const store = new SqliteStore(join(dir, "kinds.db"), SecretBox.fromFile(join(dir, "secret.key")));
+    const addons = store.addons();
+    const kinds: AddonKind[] = ["kv", "postgresql", "mysql"];
+    const providers = { kv: provider("kv"), postgresql: provider("postgresql"), mysql: provider("mysql") };
+    const backups = new AddonBackups({
+      addons,
+      providers,
+      logger: pino({ level: "silent" }),
+      backupDir: join(dir, "kinds-backups"),
+      backupDays: 7,
+      clock: new ManualClock(),
+    });
+    const files: string[] = [];
+    for (const kind of kinds) {
+      const a = await addons.createAddon(
+        { id: `adn-${kind}`, name: `a-${kind}`, kind, flavor: "nano" },
+        providers[kind].credentials(kind),
+      );
+      files.push((await backups.create(a)).file.replace(/^.*-bak-[0-9a-z]+/, ""));
+    }
+    assert.deepEqual(files, [".rdb", ".pgdump", ".sql.gz"]);
+    store.close();
+  });
 });
