@@ -3,7 +3,8 @@
 #   pier-addon serve        the server: one database PIER_ADDON_DB and one user PIER_ADDON_USER (password
 #                           PIER_ADDON_PASSWORD) with every privilege on that database and none elsewhere,
 #                           made at the first start; memory settings from PIER_ADDON_MEMORY_MB
-#   pier-addon ready        exits 0 once the final server answers and the database exists
+#   pier-addon ready        exits 0 once the final server answers (the database exists from then on,
+#                           unless its user drops it: a restore makes it again)
 #   pier-addon backup       a consistent dump of the database (mariadb-dump --single-transaction, with
 #                           routines, triggers and events), gzip-compressed, to stdout
 #   pier-addon restore F    checks the dump F, loads it whole into a new database, and only when that
@@ -146,6 +147,7 @@ restore() {
     "-- Dump completed"*) ;;
     *) fail "the dump is incomplete (its last line is not mariadb-dump's 'Dump completed'): the database is as it was" ;;
   esac
+  sql -e "CREATE DATABASE IF NOT EXISTS $(qi "$db") CHARACTER SET utf8mb4"
   charset=$(sql -e "SELECT CONCAT('CHARACTER SET ', DEFAULT_CHARACTER_SET_NAME, ' COLLATE ', DEFAULT_COLLATION_NAME) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = '$(lit "$db")'")
   sql -e "DROP DATABASE IF EXISTS $(qi "$new"); CREATE DATABASE $(qi "$new") $charset"
   if ! gzip -dc "$f" | sql --binary-mode "$new" 2>/tmp/load.err; then
@@ -176,7 +178,8 @@ case "${1:-serve}" in
     exec mariadbd --defaults-file="$conf"
     ;;
   ready)
-    sql -e 'SELECT 1' "$db" >/dev/null 2>&1
+    # The final server only: the first start's set-up server has a socket of its own.
+    sql -e 'SELECT 1' >/dev/null 2>&1
     ;;
   backup)
     # --single-transaction: one consistent snapshot of InnoDB tables without locking the app out. The

@@ -1,8 +1,8 @@
 // The mysql add-on's own guarantees (MariaDB from Debian; ADR 0015), beyond the cases every provider passes
 // (test/e2e/addon-providers.test.ts): the server runs as mysql with memory settings of its flavor, only the
 // add-on's user is reachable over the network and it sees its own database only, the password is in no log,
-// a backup brings back triggers, views, routines, events and foreign keys, and a corrupt dump (garbage, cut
-// short, failing half-way) changes nothing.
+// a backup brings back triggers, views, routines, events and foreign keys, a corrupt dump (garbage, cut
+// short, failing half-way) changes nothing, and a restore brings back a database its user dropped.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -213,5 +213,16 @@ describe("the mysql add-on", { timeout: 300_000 }, () => {
       assert.ok(!(await databases()).includes("my_db_restore"), `${what}: no staging database left`);
     }
     assert.equal((await p.status(id)).state, "running");
+  });
+
+  it("a database its user dropped is still running, and a restore brings it back", async () => {
+    const file = join(work, "before-drop.sql.gz");
+    await p.backup(id, file);
+    const state = await ok(STATE);
+    const drop = await client("DROP DATABASE my_db", { args: [] });
+    assert.equal(drop.code, 0, drop.stderr);
+    assert.equal((await p.status(id)).state, "running");
+    await p.restore(id, file);
+    assert.equal(await ok(STATE), state);
   });
 });
