@@ -84,9 +84,9 @@ export function addonVariables(kind: AddonKind, host: string, c: AddonCredential
       REDISCLI_AUTH: c.password,
     };
   }
-  const auth = `${encodeURIComponent(c.user)}:${encodeURIComponent(c.password)}@${host}:${port}/${encodeURIComponent(c.database)}`;
+  const afterScheme = `${encodeURIComponent(c.user)}:${encodeURIComponent(c.password)}@${host}:${port}/${encodeURIComponent(c.database)}`;
   if (kind === "mysql") {
-    const uri = `mysql://${auth}`;
+    const uri = `mysql://${afterScheme}`;
     return {
       MYSQL_ADDON_HOST: host,
       MYSQL_ADDON_PORT: port,
@@ -97,7 +97,7 @@ export function addonVariables(kind: AddonKind, host: string, c: AddonCredential
       DATABASE_URL: uri,
     };
   }
-  const uri = `postgresql://${auth}`;
+  const uri = `postgresql://${afterScheme}`;
   return {
     POSTGRESQL_ADDON_HOST: host,
     POSTGRESQL_ADDON_PORT: port,
