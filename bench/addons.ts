@@ -1,4 +1,4 @@
-// bench/addons: a kv and a postgresql add-on, measured from a linked app's network, against bare servers
+// bench/addons: a kv, a postgresql and a mysql add-on, measured from a linked app's network, against bare servers
 // in containers on the same network, in one run. The bare servers are the same images with the same
 // settings (the add-on's entrypoint and environment: the flavor's memory, so the same shared_buffers and
 // maxmemory, the same fsync and append-only settings) and their data on a named volume, as the add-on's;
@@ -6,7 +6,8 @@
 // add-on's own network. Both are reached the same way: by name, on the app's bridge (no published port,
 // no docker-proxy). kv: valkey-benchmark (redis-benchmark's valkey build) SET and GET; postgresql: pgbench
 // (TPC-B like, initialized once per server, a CHECKPOINT before each run so that no run pays for the
-// previous one's dirty pages). A warm-up run each, then rounds in alternating order (add-on first, then
+// previous one's dirty pages); mysql: mariadb-slap (from the image) running a TPC-B like transaction (an
+// update, a read and an insert in a transaction) on 100,000 accounts. A warm-up run each, then rounds in alternating order (add-on first, then
 // bare first, ...); it prints every run with the load average before it, the medians and their ratios
 // (target: at least 0.9x). The machine is shared: figures taken at a load above ~1.5 are not trustworthy.
 // Run: npm run build && node dist/bench/addons.js [flavor, default S] [seconds per pgbench run, default 10]
@@ -22,6 +23,18 @@ const ROUNDS = Number(process.argv[4] ?? 5);
 const DOCKER = "/usr/bin/docker";
 const KV_IMAGE = "pier/addon-kv:8";
 const PG_IMAGE = "pier/addon-postgresql:17";
+const MY_IMAGE = "pier/addon-mysql:11";
+/** mariadb-slap's run: 10 clients, 500 transactions per second of SECONDS (about SECONDS s here). */
+const MY_CLIENTS = 10;
+const MY_TRANSACTIONS = SECONDS * 500;
+const MY_TRANSACTION = [
+  "START TRANSACTION",
+  "SET @a = FLOOR(1 + RAND() * 100000)",
+  "UPDATE accounts SET balance = balance + 1 WHERE id = @a",
+  "SELECT balance FROM accounts WHERE id = @a",
+  "INSERT INTO history (aid, delta) VALUES (@a, 1)",
+  "COMMIT",
+];
 const PASSWORD = "bench-password";
 
 async function docker(args: string[], timeoutMs = 600_000): Promise<string> {
@@ -68,6 +81,64 @@ async function pgBench(network: string, container: string, url: string, seconds:
   return Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(out)?.[1] ?? 0);
 }
 
+interface MyServer {
+  host: string;
+  user: string;
+  password: string;
+  db: string;
+}
+const mariadb = (s: MyServer, tool: string, args: string[]) => [
+  tool,
+  "--no-defaults",
+  `--host=${s.host}`,
+  `--user=${s.user}`,
+  `--password=${s.password}`,
+  ...args,
+];
+
+/** The accounts and history tables, made once per server (as its user, over the network). */
+async function myInit(network: string, s: MyServer): Promise<void> {
+  const sql = `DROP TABLE IF EXISTS accounts, history;
+CREATE TABLE accounts (id INT PRIMARY KEY, balance INT NOT NULL DEFAULT 0, filler CHAR(84) NOT NULL DEFAULT '');
+INSERT INTO accounts (id) SELECT seq FROM seq_1_to_100000;
+CREATE TABLE history (id BIGINT AUTO_INCREMENT PRIMARY KEY, aid INT, delta INT, at TIMESTAMP DEFAULT CURRENT_TIMESTAMP);`;
+  await client(network, MY_IMAGE, mariadb(s, "mariadb", [s.db, "-e", sql]));
+}
+
+/** One mariadb-slap run of `transactions` transactions: transactions per second. */
+async function myBench(network: string, s: MyServer, transactions: number): Promise<number> {
+  const out = await client(
+    network,
+    MY_IMAGE,
+    mariadb(s, "mariadb-slap", [
+      `--create-schema=${s.db}`,
+      `--concurrency=${MY_CLIENTS}`,
+      "--iterations=1",
+      `--number-of-queries=${transactions * MY_TRANSACTION.length}`,
+      "--delimiter=;",
+      `--query=${MY_TRANSACTION.join(";")}`,
+    ]),
+  );
+  const seconds = Number(/Average number of seconds to run all queries: ([\d.]+)/.exec(out)?.[1] ?? 0);
+  return seconds > 0 ? transactions / seconds : 0;
+}
+
+/** A bare server: the add-on's image, entrypoint and settings, data on a volume, no limits, on `network`. */
+async function startBare(name: string, image: string, env: string[], network: string): Promise<void> {
+  await docker([
+    "run",
+    "-d",
+    "--name",
+    name,
+    "--network",
+    network,
+    "-v",
+    `${name}:/data`,
+    ...env.flatMap((e) => ["-e", e]),
+    image,
+  ]);
+}
+
 async function waitReady(name: string): Promise<void> {
   for (let i = 0; i < 300; i++) {
     const r = await run([DOCKER, "exec", name, "pier-addon", "ready"]);
@@ -106,118 +177,130 @@ async function alternate<T extends Record<string, number>>(
   return out;
 }
 
+type Vars = Record<string, string>;
+type Runs = Awaited<ReturnType<typeof alternate<Record<string, number>>>>;
+
+/** Pier with an app linked to one add-on of each kind, deployed (so they are on its network). */
+async function setUp(pier: Pier): Promise<{ network: string; kv: Vars; pg: Vars; my: Vars }> {
+  await pier.start();
+  await pier.addKey();
+  const app = await pier.cliJson<{ id: string }>(["create", "--type", "node", "bench"]);
+  const names = { kv: "cache", postgresql: "db", mysql: "my" } as const;
+  for (const [kind, name] of Object.entries(names)) {
+    const r = await pier.cli(["addon", "create", kind, name, "--link", "bench", "--flavor", FLAVOR]);
+    if (r.code !== 0) throw new Error(r.stderr);
+  }
+  // A deploy connects the linked add-ons to the app's network.
+  const dir = await pier.repo(
+    "bench",
+    {
+      "package.json": '{"name":"b","version":"1.0.0","scripts":{"start":"node s.js"}}\n',
+      "s.js": 'require("http").createServer((q,s)=>s.end("ok")).listen(8080,"0.0.0.0");\n',
+      ".gitignore": "/node_modules\n",
+    },
+    app.id,
+  );
+  const push = await pier.push(dir);
+  if (push.code !== 0) throw new Error(push.stderr);
+  // The daily backup round runs a minute after the server starts and backs up new add-ons at once:
+  // wait for it, so that no dump or snapshot runs during the measurements.
+  for (let i = 0; i < 120; i++) {
+    const lists = await Promise.all(
+      Object.values(names).map((n) => pier.cliJson<unknown[]>(["addon", "backup", "list", n])),
+    );
+    if (lists.every((l) => l.length > 0)) break;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  const env = (name: string) => pier.cliJson<Vars>(["addon", "env", name, "--reveal"]);
+  return { network: `pier-${app.id}`, kv: await env("cache"), pg: await env("db"), my: await env("my") };
+}
+
+async function measureKv(network: string, vars: Vars, bare: string): Promise<Runs> {
+  const runs = {
+    addon: () => kvBench(network, vars.KV_HOST as string, vars.KV_TOKEN as string),
+    bare: () => kvBench(network, bare, PASSWORD),
+  };
+  await runs.addon();
+  await runs.bare();
+  return alternate("kv", runs);
+}
+
+async function measurePg(network: string, vars: Vars, bare: string): Promise<Runs> {
+  const addon = { host: vars.POSTGRESQL_ADDON_HOST as string, url: vars.DATABASE_URL as string };
+  const plain = { host: bare, url: `postgresql://bench:${PASSWORD}@${bare}:5432/bench` };
+  for (const s of [addon, plain]) await client(network, PG_IMAGE, ["pgbench", "-i", "-q", "-s", "10", s.url]);
+  await pgBench(network, addon.host, addon.url, 5);
+  await pgBench(network, plain.host, plain.url, 5);
+  return alternate("postgresql", {
+    addon: async () => ({ tps: await pgBench(network, addon.host, addon.url, SECONDS) }),
+    bare: async () => ({ tps: await pgBench(network, plain.host, plain.url, SECONDS) }),
+  });
+}
+
+async function measureMy(network: string, vars: Vars, bare: string): Promise<Runs> {
+  const addon: MyServer = {
+    host: vars.MYSQL_ADDON_HOST as string,
+    user: vars.MYSQL_ADDON_USER as string,
+    password: vars.MYSQL_ADDON_PASSWORD as string,
+    db: vars.MYSQL_ADDON_DB as string,
+  };
+  const plain: MyServer = { host: bare, user: "bench", password: PASSWORD, db: "bench" };
+  for (const s of [addon, plain]) await myInit(network, s);
+  await myBench(network, addon, MY_TRANSACTIONS / 2);
+  await myBench(network, plain, MY_TRANSACTIONS / 2);
+  return alternate("mysql", {
+    addon: async () => ({ tps: await myBench(network, addon, MY_TRANSACTIONS) }),
+    bare: async () => ({ tps: await myBench(network, plain, MY_TRANSACTIONS) }),
+  });
+}
+
+function report(kv: Runs, pg: Runs, my: Runs, startLoad: number): void {
+  const m = (xs: Record<string, number>[], k: string) => median(xs.map((x) => x[k] ?? 0));
+  const rows = [
+    ["kv SET (requests/s)", m(kv.addon, "SET"), m(kv.bare, "SET")],
+    ["kv GET (requests/s)", m(kv.addon, "GET"), m(kv.bare, "GET")],
+    ["postgresql pgbench (tps)", m(pg.addon, "tps"), m(pg.bare, "tps")],
+    ["mysql mariadb-slap (tps)", m(my.addon, "tps"), m(my.bare, "tps")],
+  ] as const;
+  const loads = [...kv.loads, ...pg.loads, ...my.loads];
+  console.log(
+    `\nAdd-ons of flavor ${FLAVOR} and bare servers with the same settings, from the linked app's network:`,
+  );
+  console.log(
+    `medians of ${ROUNDS} runs each in alternating order (pgbench: scale 10, 10 clients, ${SECONDS} s per run; mariadb-slap: ${MY_CLIENTS} clients, ${MY_TRANSACTIONS} transactions per run)`,
+  );
+  console.log(`${"".padEnd(26)}${"add-on".padStart(12)}${"bare".padStart(12)}${"ratio".padStart(8)}`);
+  for (const [name, a, b] of rows)
+    console.log(
+      `${name.padEnd(26)}${a.toFixed(0).padStart(12)}${b.toFixed(0).padStart(12)}${ratio(a, b).padStart(8)}`,
+    );
+  console.log(
+    `(target: at least 0.90 for each; load average before the bench ${startLoad.toFixed(2)}, before the runs ${Math.min(...loads).toFixed(2)}-${Math.max(...loads).toFixed(2)}, median ${median(loads).toFixed(2)})`,
+  );
+}
+
 async function main(): Promise<void> {
   const pier = new Pier();
   const tag = randomBytes(4).toString("hex");
-  const bare = { kv: `pier-bench-kv-${tag}`, pg: `pier-bench-pg-${tag}` };
-  const memoryMb = String(FLAVOR_MEMORY_MIB[FLAVOR]);
+  const bare = { kv: `pier-bench-kv-${tag}`, pg: `pier-bench-pg-${tag}`, my: `pier-bench-my-${tag}` };
   const startLoad = load();
   try {
-    await pier.start();
-    await pier.addKey();
-    const app = await pier.cliJson<{ id: string }>(["create", "--type", "node", "bench"]);
-    for (const [kind, name] of [
-      ["kv", "cache"],
-      ["postgresql", "db"],
-    ] as const) {
-      const r = await pier.cli(["addon", "create", kind, name, "--link", "bench", "--flavor", FLAVOR]);
-      if (r.code !== 0) throw new Error(r.stderr);
-    }
-    // A deploy connects the linked add-ons to the app's network.
-    const dir = await pier.repo(
-      "bench",
-      {
-        "package.json": '{"name":"b","version":"1.0.0","scripts":{"start":"node s.js"}}\n',
-        "s.js": 'require("http").createServer((q,s)=>s.end("ok")).listen(8080,"0.0.0.0");\n',
-        ".gitignore": "/node_modules\n",
-      },
-      app.id,
-    );
-    const push = await pier.push(dir);
-    if (push.code !== 0) throw new Error(push.stderr);
-    const network = `pier-${app.id}`;
-    // The daily backup round runs a minute after the server starts and backs up new add-ons at once:
-    // wait for it, so that no pg_dump or snapshot runs during the measurements.
-    for (let i = 0; i < 120; i++) {
-      const lists = await Promise.all(
-        ["cache", "db"].map((n) => pier.cliJson<unknown[]>(["addon", "backup", "list", n])),
-      );
-      if (lists.every((l) => l.length > 0)) break;
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-    const kvVars = await pier.cliJson<Record<string, string>>(["addon", "env", "cache", "--reveal"]);
-    const pgVars = await pier.cliJson<Record<string, string>>(["addon", "env", "db", "--reveal"]);
-
+    const { network, ...vars } = await setUp(pier);
     // The bare servers: the same images, entrypoints and settings, data on a volume, no limits, on the
     // app's network.
-    for (const [name, image, env] of [
-      [bare.kv, KV_IMAGE, [`PIER_ADDON_PASSWORD=${PASSWORD}`]],
-      [
-        bare.pg,
-        PG_IMAGE,
-        [`PIER_ADDON_PASSWORD=${PASSWORD}`, "PIER_ADDON_USER=bench", "PIER_ADDON_DB=bench"],
-      ],
-    ] as const) {
-      await docker([
-        "run",
-        "-d",
-        "--name",
-        name,
-        "--network",
-        network,
-        "-v",
-        `${name}:/data`,
-        ...[...env, `PIER_ADDON_MEMORY_MB=${memoryMb}`].flatMap((e) => ["-e", e]),
-        image,
-      ]);
-    }
-    await waitReady(bare.kv);
-    await waitReady(bare.pg);
-
-    const kvRuns = {
-      addon: () => kvBench(network, kvVars.KV_HOST as string, kvVars.KV_TOKEN as string),
-      bare: () => kvBench(network, bare.kv, PASSWORD),
-    };
-    await kvRuns.addon();
-    await kvRuns.bare();
-    const kv = await alternate("kv", kvRuns);
-
-    const pgAddon = { host: pgVars.POSTGRESQL_ADDON_HOST as string, url: pgVars.DATABASE_URL as string };
-    const pgBare = { host: bare.pg, url: `postgresql://bench:${PASSWORD}@${bare.pg}:5432/bench` };
-    for (const s of [pgAddon, pgBare])
-      await client(network, PG_IMAGE, ["pgbench", "-i", "-q", "-s", "10", s.url]);
-    const pgRuns = {
-      addon: async () => ({ tps: await pgBench(network, pgAddon.host, pgAddon.url, SECONDS) }),
-      bare: async () => ({ tps: await pgBench(network, pgBare.host, pgBare.url, SECONDS) }),
-    };
-    await pgBench(network, pgAddon.host, pgAddon.url, 5);
-    await pgBench(network, pgBare.host, pgBare.url, 5);
-    const pg = await alternate("postgresql", pgRuns);
-
-    const m = (xs: Record<string, number>[], k: string) => median(xs.map((x) => x[k] ?? 0));
-    const rows = [
-      ["kv SET (requests/s)", m(kv.addon, "SET"), m(kv.bare, "SET")],
-      ["kv GET (requests/s)", m(kv.addon, "GET"), m(kv.bare, "GET")],
-      ["postgresql pgbench (tps)", m(pg.addon, "tps"), m(pg.bare, "tps")],
-    ] as const;
-    const loads = [...kv.loads, ...pg.loads];
-    console.log(
-      `\nAdd-ons of flavor ${FLAVOR} and bare servers with the same settings, from the linked app's network:`,
-    );
-    console.log(
-      `medians of ${ROUNDS} runs each in alternating order (pgbench: scale 10, 10 clients, ${SECONDS} s per run)`,
-    );
-    console.log(`${"".padEnd(26)}${"add-on".padStart(12)}${"bare".padStart(12)}${"ratio".padStart(8)}`);
-    for (const [name, a, b] of rows)
-      console.log(
-        `${name.padEnd(26)}${a.toFixed(0).padStart(12)}${b.toFixed(0).padStart(12)}${ratio(a, b).padStart(8)}`,
-      );
-    console.log(
-      `(target: at least 0.90 for each; load average before the bench ${startLoad.toFixed(2)}, before the runs ${Math.min(...loads).toFixed(2)}-${Math.max(...loads).toFixed(2)}, median ${median(loads).toFixed(2)})`,
-    );
+    const memory = `PIER_ADDON_MEMORY_MB=${FLAVOR_MEMORY_MIB[FLAVOR]}`;
+    const dbEnv = [`PIER_ADDON_PASSWORD=${PASSWORD}`, "PIER_ADDON_USER=bench", "PIER_ADDON_DB=bench", memory];
+    await startBare(bare.kv, KV_IMAGE, [`PIER_ADDON_PASSWORD=${PASSWORD}`, memory], network);
+    await startBare(bare.pg, PG_IMAGE, dbEnv, network);
+    await startBare(bare.my, MY_IMAGE, dbEnv, network);
+    for (const name of Object.values(bare)) await waitReady(name);
+    const kv = await measureKv(network, vars.kv, bare.kv);
+    const pg = await measurePg(network, vars.pg, bare.pg);
+    const my = await measureMy(network, vars.my, bare.my);
+    report(kv, pg, my, startLoad);
   } finally {
-    await run([DOCKER, "rm", "-f", bare.kv, bare.pg]);
-    await run([DOCKER, "volume", "rm", bare.kv, bare.pg]);
+    await run([DOCKER, "rm", "-f", ...Object.values(bare)]);
+    await run([DOCKER, "volume", "rm", ...Object.values(bare)]);
     await pier.destroy();
   }
 }

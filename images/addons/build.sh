@@ -2,6 +2,7 @@
 # Builds an add-on image from Debian trixie packages (docs/adr/0015-addons.md):
 #   build.sh kv          -> pier/addon-kv:8      (valkey-server 8.1 and valkey-tools)
 #   build.sh postgresql  -> pier/addon-postgresql:17 (postgresql-17)
+#   build.sh mysql       -> pier/addon-mysql:11  (mariadb-server 11.8 and its client tools)
 # Each image holds the server and its entrypoint (images/addons/<kind>-entrypoint.sh) and nothing else;
 # it runs as the server's own user. PIER_ADDON_GENERATION (set by scripts/setup.sh, or by Pier when it
 # builds an image on first use) is recorded as a label: a newer one rebuilds the image. About 40 s each.
@@ -9,12 +10,13 @@ set -euo pipefail
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
 check_ca
-kind=${1:?usage: build.sh kv|postgresql}
+kind=${1:?usage: build.sh kv|postgresql|mysql}
 generation=${PIER_ADDON_GENERATION:?}
 case "$kind" in
   kv) tag=pier/addon-kv:8 packages=valkey-server,valkey-tools user=valkey ;;
   postgresql) tag=pier/addon-postgresql:17 packages=postgresql-17,postgresql-client-17 user=postgres ;;
-  *) echo "build.sh: unknown add-on kind '$kind' (kv or postgresql)" >&2; exit 2 ;;
+  mysql) tag=pier/addon-mysql:11 packages=mariadb-server,mariadb-client user=mysql ;;
+  *) echo "build.sh: unknown add-on kind '$kind' (kv, postgresql or mysql)" >&2; exit 2 ;;
 esac
 
 mirror=$(debian_mirror 'bookworm|trixie')
@@ -29,6 +31,7 @@ mmdebstrap --quiet --variant=minbase --include="ca-certificates,$packages" \
   --customize-hook="cp '$here/$kind-entrypoint.sh' \"\$1/usr/local/bin/pier-addon\" && chmod 755 \"\$1/usr/local/bin/pier-addon\"" \
   --customize-hook="mkdir -p \"\$1/data\" \"\$1/backup\" && chroot \"\$1\" chown $user:$user /data /backup && chmod 700 \"\$1/data\"" \
   --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
+  --customize-hook='rm -rf "$1"/var/lib/mysql/*' \
   trixie "$work/rootfs.tar" "$mirror"
 "$docker" import \
   --change "LABEL pier.managed=true pier.addon.generation=$generation pier.addon.kind=$kind" \

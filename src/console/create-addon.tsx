@@ -3,18 +3,19 @@
  * a Link toggle each; finishing creation links the toggled apps.
  */
 import { useState } from "preact/hooks";
-import { ADDON_KINDS, addonNameProblem } from "../core/addons.js";
+import { ADDON_KINDS, type AddonKind, addonNameProblem } from "../core/addons.js";
 import { api, describe } from "./api.js";
 import { ErrorInline, ErrorLine, Loading, useData } from "./ui.js";
 
-const PROVIDERS: Record<string, string> = {
+const PROVIDERS: Record<AddonKind, string> = {
   kv: "kv: a Redis-protocol key-value store (port 6378, the token as password)",
   postgresql: "postgresql: PostgreSQL 17, one database and one user",
+  mysql: "mysql: MariaDB 11.8 (MySQL protocol), one database and one user",
 };
 
 export function CreateAddon() {
   const [step, setStep] = useState<"provider" | "applications">("provider");
-  const [kind, setKind] = useState<string>(ADDON_KINDS[0]);
+  const [kind, setKind] = useState<AddonKind>(ADDON_KINDS[0]);
   const [name, setName] = useState("");
   const [linked, setLinked] = useState<ReadonlySet<string>>(new Set());
   const [busy, setBusy] = useState(false);
@@ -59,7 +60,7 @@ export function CreateAddon() {
             {ADDON_KINDS.map((k) => (
               <label class="check" key={k}>
                 <input type="radio" name="kind" value={k} checked={kind === k} onChange={() => setKind(k)} />{" "}
-                {PROVIDERS[k] ?? k}
+                {PROVIDERS[k]}
               </label>
             ))}
           </fieldset>

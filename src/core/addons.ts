@@ -7,11 +7,18 @@ import { validateVariable } from "./env.js";
 import type { Flavor } from "./model.js";
 import { appNameProblem } from "./names.js";
 
-export const ADDON_KINDS = ["kv", "postgresql"] as const;
+export const ADDON_KINDS = ["kv", "postgresql", "mysql"] as const;
 export type AddonKind = (typeof ADDON_KINDS)[number];
 
 /** The port each kind listens on inside Pier's networks. kv: 6378 (contract section 8). */
-export const ADDON_PORTS: Record<AddonKind, number> = { kv: 6378, postgresql: 5432 };
+export const ADDON_PORTS: Record<AddonKind, number> = { kv: 6378, postgresql: 5432, mysql: 3306 };
+
+/** The extension of each kind's backup files: an RDB snapshot, a `pg_dump -Fc` archive, a gzip'ed SQL dump. */
+export const BACKUP_EXTENSIONS: Record<AddonKind, string> = {
+  kv: "rdb",
+  postgresql: "pgdump",
+  mysql: "sql.gz",
+};
 
 /** The host name linked apps reach an add-on at, on every network it is on. */
 export const addonHost = (id: string): string => `pier-addon-${id}`;
@@ -24,11 +31,11 @@ export const AUTO_BACKUP_DAYS = 7;
 
 /** What Pier generates for an add-on at creation; stored encrypted. */
 export interface AddonCredentials {
-  /** kv: empty (the token is the password). postgresql: the database's user. */
+  /** kv: empty (the token is the password). postgresql, mysql: the database's user. */
   user: string;
-  /** kv: the add-on token. postgresql: the user's password. */
+  /** kv: the add-on token. postgresql, mysql: the user's password. */
   password: string;
-  /** postgresql: the database's name. kv: empty. */
+  /** postgresql, mysql: the database's name. kv: empty. */
   database: string;
 }
 
@@ -80,7 +87,20 @@ export function addonVariables(kind: AddonKind, host: string, c: AddonCredential
       REDISCLI_AUTH: c.password,
     };
   }
-  const uri = `postgresql://${encodeURIComponent(c.user)}:${encodeURIComponent(c.password)}@${host}:${port}/${encodeURIComponent(c.database)}`;
+  const afterScheme = `${encodeURIComponent(c.user)}:${encodeURIComponent(c.password)}@${host}:${port}/${encodeURIComponent(c.database)}`;
+  if (kind === "mysql") {
+    const uri = `mysql://${afterScheme}`;
+    return {
+      MYSQL_ADDON_HOST: host,
+      MYSQL_ADDON_PORT: port,
+      MYSQL_ADDON_DB: c.database,
+      MYSQL_ADDON_USER: c.user,
+      MYSQL_ADDON_PASSWORD: c.password,
+      MYSQL_ADDON_URI: uri,
+      DATABASE_URL: uri,
+    };
+  }
+  const uri = `postgresql://${afterScheme}`;
   return {
     POSTGRESQL_ADDON_HOST: host,
     POSTGRESQL_ADDON_PORT: port,

@@ -1,7 +1,14 @@
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import { type Addon, type AddonBackup, type AddonKind, backupDue, expiredBackups } from "../core/addons.js";
+import {
+  type Addon,
+  type AddonBackup,
+  type AddonKind,
+  BACKUP_EXTENSIONS,
+  backupDue,
+  expiredBackups,
+} from "../core/addons.js";
 import { type Clock, type ClockTimer, systemClock } from "../core/clock.js";
 import { PierError } from "../core/errors.js";
 import type { AddonProvider, AddonRecordStore, BackupStore } from "../core/ports.js";
@@ -71,7 +78,7 @@ export class AddonBackups {
     return this.serial(a, async () => {
       await this.mustRun(a, "nothing was backed up");
       const id = newId("bak");
-      const file = `${new Date(this.clock.now()).toISOString().replace(/[:.]/g, "-")}-${id}.${a.kind === "kv" ? "rdb" : "pgdump"}`;
+      const file = `${new Date(this.clock.now()).toISOString().replace(/[:.]/g, "-")}-${id}.${BACKUP_EXTENSIONS[a.kind]}`;
       await mkdir(this.dirOf(a), { recursive: true, mode: 0o700 });
       const bytes = await this.provider(a).backup(a.id, join(this.dirOf(a), file));
       const b = await this.deps.addons.addBackup({

@@ -103,7 +103,7 @@ export class AddonService {
       throw new PierError(
         "INVALID_INPUT",
         `kind: unknown add-on kind '${input.kind}'.`,
-        "The kinds are kv (a Redis-protocol key-value store) and postgresql.",
+        "The kinds are kv (a Redis-protocol key-value store), postgresql and mysql (MariaDB).",
       );
     }
     const problem = addonNameProblem(input.name);

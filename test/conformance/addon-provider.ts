@@ -112,7 +112,10 @@ function providerCases(name: string, t: AddonProvidersUnderTest, p: AddonProvide
       assert.equal((await c.read(p.kind, own, host, creds)).stdout, "one");
       const wrong = await c.read(p.kind, own, host, { ...creds, password: "wrong-password" });
       assert.ok(wrong.code !== 0 || !wrong.stdout.includes("one"), "a wrong password is refused");
-      assert.match(wrong.stdout + wrong.stderr, /WRONGPASS|NOAUTH|password authentication failed/);
+      assert.match(
+        wrong.stdout + wrong.stderr,
+        /WRONGPASS|NOAUTH|password authentication failed|Access denied for user/,
+      );
       // The host name does not resolve on another network, nor does its address answer there.
       assert.notEqual((await c.read(p.kind, other, host, creds)).stdout, "one");
       const ip = (await t.servers.addonServer(id))?.addresses[own] ?? "";

@@ -1,12 +1,11 @@
-// The AddonProvider suite (test/conformance/addon-provider.ts) on the real engine: the kv and postgresql
-// providers over the Docker adapter's AddonServers, real servers, real clients (valkey-cli, psql) run in
-// throwaway containers on the networks under test.
+// The AddonProvider suite (test/conformance/addon-provider.ts) on the real engine: the kv, postgresql and
+// mysql providers over the Docker adapter's AddonServers, real servers, real clients (valkey-cli, psql,
+// mariadb) run in throwaway containers on the networks under test.
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { kvProvider } from "../../src/adapters/addons/kv.js";
-import { postgresqlProvider } from "../../src/adapters/addons/postgresql.js";
+import { addonProviders } from "../../src/adapters/addons/providers.js";
 import { DockerEngine } from "../../src/adapters/engine/docker.js";
 import { SecretBox } from "../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../src/adapters/store/sqlite.js";
@@ -50,6 +49,19 @@ const psql = (h: string, c: AddonCredentials, sql: string, ...opts: string[]) =>
   sql,
 ];
 
+/** The MariaDB client as an app connects: over tcp, the add-on's user, password and database. */
+const mariadb = (h: string, c: AddonCredentials, sql: string) => [
+  "mariadb",
+  "--no-defaults",
+  `--host=${h}`,
+  `--user=${c.user}`,
+  `--password=${c.password}`,
+  "--skip-column-names",
+  c.database,
+  "-e",
+  sql,
+];
+
 const CLIENTS: Record<AddonKind, Client> = {
   kv: {
     image: "pier/addon-kv:8",
@@ -70,6 +82,14 @@ const CLIENTS: Record<AddonKind, Client> = {
       ),
     read: (h, c) => psql(h, c, "SELECT v FROM t", "-v", "ON_ERROR_STOP=1", "-qAt"),
     hold: (h, c) => psql(h, c, "SELECT pg_sleep(60)"),
+  },
+  mysql: {
+    image: "pier/addon-mysql:11",
+    write: (h, c, v) =>
+      mariadb(h, c, `CREATE TABLE IF NOT EXISTS t (v text); DELETE FROM t; INSERT INTO t VALUES ('${v}');`),
+    read: (h, c) => mariadb(h, c, "SELECT v FROM t"),
+    // An open transaction that read the table holds it: the restore's RENAME TABLE must not wait for it.
+    hold: (h, c) => mariadb(h, c, "START TRANSACTION; SELECT COUNT(*) FROM t; SELECT SLEEP(60);"),
   },
 };
 
@@ -136,7 +156,7 @@ const networks = new Networks({
 });
 
 addonProviderConformance("the Docker adapter", {
-  providers: [kvProvider(engine), postgresqlProvider(engine)],
+  providers: Object.values(addonProviders(engine)),
   servers: engine,
   client: clients,
   async network(tag) {

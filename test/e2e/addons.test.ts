@@ -1,6 +1,7 @@
 // Add-ons and links end to end (issue 9): a Node.js app linked to a kv add-on writes and reads a key over
 // the Redis protocol (port 6378, the token as password), one linked to postgresql creates a table and reads
-// it back (the `pg` package from the npm registry), an app linked to another sees its published variables,
+// it back (the `pg` package from the npm registry), a PHP app reaches a mysql add-on (MariaDB) with mysqli
+// and pdo_mysql, an app linked to another sees its published variables,
 // unlinking removes them at the next restart; only linked apps reach an add-on; secrets are masked; bad
 // input gets clear errors; backups restore exactly; the data survives a restart of pier server.
 import assert from "node:assert/strict";
@@ -356,6 +357,93 @@ echo json_encode(['port' => getenv('KV_PORT'), 'k' => $r->get('k'), 'php' => $r-
     assert.equal(await body("web", "/kv/get"), "hello");
   });
 
+  test("a PHP app linked to mysql reaches it with mysqli and pdo_mysql from its variables; the password is masked; backups restore exactly", async () => {
+    const php = await pier.cliJson<{ id: string }>(["create", "--type", "phpserver", "phpmy"]);
+    const created = await pier.cliJson<{ kind: string; apps: string[] }>([
+      "addon",
+      "create",
+      "mysql",
+      "mydb",
+      "--link",
+      "phpmy",
+      "--flavor",
+      "pico",
+    ]);
+    assert.deepEqual([created.kind, created.apps], ["mysql", ["phpmy"]]);
+    await ok([
+      "env",
+      "set",
+      "CC_PRE_BUILD_HOOK",
+      'echo "build sees $MYSQL_ADDON_HOST:$MYSQL_ADDON_PORT password=$MYSQL_ADDON_PASSWORD url=$DATABASE_URL"',
+      "--app",
+      "phpmy",
+    ]);
+    // mysqli from the MYSQL_ADDON_* variables writes; PDO from DATABASE_URL reads.
+    const index = `<?php
+$m = new mysqli(getenv('MYSQL_ADDON_HOST'), getenv('MYSQL_ADDON_USER'), getenv('MYSQL_ADDON_PASSWORD'),
+  getenv('MYSQL_ADDON_DB'), (int) getenv('MYSQL_ADDON_PORT'));
+$m->set_charset('utf8mb4');
+$m->query('CREATE TABLE IF NOT EXISTS notes (body VARCHAR(100))');
+if (isset($_GET['add'])) {
+  $s = $m->prepare('INSERT INTO notes VALUES (?)');
+  $s->bind_param('s', $_GET['add']);
+  $s->execute();
+}
+$u = parse_url(getenv('DATABASE_URL'));
+$dsn = sprintf('mysql:host=%s;port=%d;dbname=%s;charset=utf8mb4', $u['host'], $u['port'], rawurldecode(ltrim($u['path'], '/')));
+$pdo = new PDO($dsn, rawurldecode($u['user']), rawurldecode($u['pass']), [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION]);
+header('Content-Type: application/json');
+echo json_encode([
+  'scheme' => $u['scheme'],
+  'driver' => $pdo->getAttribute(PDO::ATTR_DRIVER_NAME),
+  'server' => $m->server_info,
+  'notes' => $pdo->query('SELECT body FROM notes ORDER BY body')->fetchAll(PDO::FETCH_COLUMN),
+]);
+`;
+    const push = await pier.push(await pier.repo("phpmy", { "index.php": index }, php.id));
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /Linked variables from add-on mydb: MYSQL_ADDON_HOST, MYSQL_ADDON_PORT/);
+    assert.match(
+      push.stderr,
+      /build sees pier-addon-adn-[0-9a-f]+:3306 password=\*\*\*\* url=mysql:\/\/u_mydb:\*\*\*\*@pier-addon-adn-[0-9a-f]+:3306\/mydb/,
+    );
+    type Page = { scheme: string; driver: string; server: string; notes: string[] };
+    const page = async (path: string) => JSON.parse(await body("phpmy", path)) as Page;
+    const first = await page("/?add=caf%C3%A9");
+    assert.deepEqual([first.scheme, first.driver, first.notes], ["mysql", "mysql", ["café"]]);
+    assert.match(first.server, /MariaDB/);
+
+    const vars = await pier.cliJson<Record<string, string>>(["addon", "env", "mydb", "--reveal"]);
+    const password = vars.MYSQL_ADDON_PASSWORD as string;
+    assert.match(password, /^[0-9a-f]{64}$/);
+    assert.ok(!push.stderr.includes(password), "the deploy log masks the password");
+    const env = await ok(["env", "--app", "phpmy"]);
+    assert.match(env.stdout, /# from add-on mydb\n/);
+    assert.match(env.stdout, /MYSQL_ADDON_PASSWORD=\*\*\*\*\n/);
+    assert.match(env.stdout, /DATABASE_URL=mysql:\/\/u_mydb:\*\*\*\*@pier-addon/);
+    assert.ok(!env.stdout.includes(password), "pier env masks the password");
+
+    // A backup (mariadb-dump), listed; a later write; the restore brings back exactly the backup.
+    const b = await pier.cliJson<{ id: string; bytes: number }>(["addon", "backup", "create", "mydb"]);
+    assert.ok(b.bytes > 0);
+    assert.deepEqual((await page("/?add=later")).notes, ["café", "later"]);
+    const list = await pier.cliJson<{ id: string; automatic: boolean }[]>([
+      "addon",
+      "backup",
+      "list",
+      "mydb",
+    ]);
+    assert.deepEqual(
+      list.filter((x) => !x.automatic).map((x) => x.id),
+      [b.id],
+    );
+    await ok(["addon", "backup", "restore", "mydb", b.id, "--yes"]);
+    assert.deepEqual((await page("/")).notes, ["café"]);
+    const status = await pier.cliJson<{ state: string; port: number }>(["addon", "status", "mydb"]);
+    assert.deepEqual([status.state, status.port], ["running", 3306]);
+    await ok(["addon", "delete", "mydb", "--yes", "--force"]);
+  });
+
   test("an app linked to another sees its published variables; unlinking removes them at the next restart", async () => {
     await pier.cliJson(["create", "--type", "node", "api"]);
     await ok(["published-config", "set", "API_URL", "http://api.internal:8080", "--app", "api"]);
@@ -379,9 +467,9 @@ echo json_encode(['port' => getenv('KV_PORT'), 'k' => $r->get('k'), 'php' => $r-
   });
 
   test("bad input: clear errors with the error shape, nothing lost", async () => {
-    const unknown = await pier.api("POST", "/v1/addons", { kind: "mysql", name: "x" });
+    const unknown = await pier.api("POST", "/v1/addons", { kind: "mongodb", name: "x" });
     assert.equal(unknown.status, 400);
-    assert.match(JSON.stringify(unknown.json), /unknown add-on kind 'mysql'/);
+    assert.match(JSON.stringify(unknown.json), /unknown add-on kind 'mongodb'/);
     const dup = await pier.api("POST", "/v1/addons", { kind: "kv", name: "cache" });
     assert.equal(dup.status, 409);
     const noApp = await pier.api("POST", "/v1/apps/nope/links/addons", { addon: "cache" });

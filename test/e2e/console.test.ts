@@ -381,6 +381,9 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
     await pier.cliJson(["create", "--type", "docker", "worker"]);
     await go("");
     await page.getByRole("link", { name: "Create an add-on" }).click();
+    // Every kind is offered, each with what it is.
+    await page.getByRole("radio", { name: /^postgresql: PostgreSQL 17/ }).waitFor();
+    await page.getByRole("radio", { name: /^mysql: MariaDB 11\.8 \(MySQL protocol\)/ }).waitFor();
     await page.getByRole("radio", { name: /^kv/ }).check();
     await page.getByLabel("Name").fill("cache");
     await page.getByRole("button", { name: "Next: applications" }).click();

@@ -26,17 +26,19 @@ const USAGE = `Usage: pier addon create KIND NAME [--flavor F] [--link APP]...
        pier addon backup list NAME
        pier addon backup restore NAME BACKUP_ID [--yes]
 
-  KIND is kv (a Redis-protocol key-value store: valkey, port 6378, the token as password) or
-  postgresql (PostgreSQL 17: one database, one user). Each add-on is a server in its own container,
-  its data on a volume, its memory limited by its flavor (default nano).
+  KIND is kv (a Redis-protocol key-value store: valkey, port 6378, the token as password),
+  postgresql (PostgreSQL 17: one database, one user) or mysql (MariaDB 11.8: one database, one user;
+  MYSQL_ADDON_* and DATABASE_URL). Each add-on is a server in its own container, its data on a volume,
+  its memory limited by its flavor (default nano).
 
   create      makes the add-on (and links it to the --link apps: their next deploy or restart gets
               its variables)
   env         the variables a link injects; secrets masked unless --reveal
   delete      deletes the add-on and its data (asks for its name, or --yes); refused while apps are
               linked to it, unless --force. Its backups stay on disk.
-  backup      create: a backup now (pg_dump; a snapshot for kv); list; restore: replaces the add-on's
-              data by the backup (asks, or --yes); a restore that fails leaves the data as it was.
+  backup      create: a backup now (pg_dump, mariadb-dump, a snapshot for kv); list; restore: replaces
+              the add-on's data by the backup (asks, or --yes); a restore that fails leaves the data as
+              it was.
               A backup is also made every day and kept for PIER_BACKUP_DAYS days (default 7).
 
 Options:
@@ -175,7 +177,7 @@ const SUBCOMMANDS: Record<string, (sub: Sub) => Promise<number>> = {
 
 export const addon: Command = {
   name: "addon",
-  summary: "Add-ons: kv (Redis protocol) and postgresql; create, list, status, env, delete, backups",
+  summary: "Add-ons: kv (Redis protocol), postgresql, mysql; create, list, status, env, delete, backups",
   help: USAGE,
   async run(args, ctx) {
     const { values, positionals } = parseFlags("addon", args, {

@@ -18,7 +18,7 @@ export const service: Command = {
 
   service        lists the app's links
   link-addon     the app gets the add-on's variables (KV_*, REDIS_*, POSTGRESQL_ADDON_*,
-                 DATABASE_URL) and its instances and builds reach it (admin token)
+                 MYSQL_ADDON_*, DATABASE_URL) and its instances and builds reach it (admin token)
   link-app       the app gets the variables OTHER_APP publishes (pier published-config) (admin token)
   unlink-*       removes the link
 

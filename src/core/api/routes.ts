@@ -265,7 +265,7 @@ export const ROUTES = {
   },
   "POST /v1/addons": {
     access: "admin",
-    summary: "Create an add-on (kv or postgresql; admin token), optionally linked to apps",
+    summary: "Create an add-on (kv, postgresql or mysql; admin token), optionally linked to apps",
     body: schemas.createAddon,
     responses: { 201: json(r.Addon) },
   },

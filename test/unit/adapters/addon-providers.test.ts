@@ -1,16 +1,14 @@
-// The AddonProvider suite (test/conformance/addon-provider.ts) in the unit run: the real kv and postgresql
-// providers over the one fake engine, whose add-on servers play the images' entrypoint and protocol
+// The AddonProvider suite (test/conformance/addon-provider.ts) in the unit run: the real providers of every
+// kind over the one fake engine, whose add-on servers play the images' entrypoint and protocol
 // (test/support/fake-addon-servers.ts). The same providers pass it on the real engine
 // (test/e2e/addon-providers.test.ts).
-import { KV, kvProvider } from "../../../src/adapters/addons/kv.js";
-import { POSTGRESQL, postgresqlProvider } from "../../../src/adapters/addons/postgresql.js";
+import { ADDON_DEFINITIONS, addonProviders } from "../../../src/adapters/addons/providers.js";
 import { LABEL } from "../../../src/core/labels.js";
 import { type AddonClient, addonProviderConformance } from "../../conformance/addon-provider.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 
 const engine = new FakeEngine();
-engine.addImage(KV.image);
-engine.addImage(POSTGRESQL.image);
+for (const def of Object.values(ADDON_DEFINITIONS)) engine.addImage(def.image);
 const played = engine.addonServers;
 
 const clients: AddonClient = {
@@ -25,7 +23,7 @@ const clients: AddonClient = {
 };
 
 addonProviderConformance("the fake engine", {
-  providers: [kvProvider(engine), postgresqlProvider(engine)],
+  providers: Object.values(addonProviders(engine)),
   servers: engine,
   client: clients,
   async network(tag) {

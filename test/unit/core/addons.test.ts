@@ -40,8 +40,53 @@ describe("addonVariables", () => {
       DATABASE_URL: "postgresql://u_db:p%40ss@h:5432/db",
     });
   });
+  const my = addonVariables("mysql", "pier-addon-adn-2", {
+    user: "u_my_db",
+    password: "p@ss",
+    database: "my_db",
+  });
+  it("mysql: MYSQL_ADDON_* (port 3306) and DATABASE_URL as mysql://", () => {
+    assert.deepEqual(my, {
+      MYSQL_ADDON_HOST: "pier-addon-adn-2",
+      MYSQL_ADDON_PORT: "3306",
+      MYSQL_ADDON_DB: "my_db",
+      MYSQL_ADDON_USER: "u_my_db",
+      MYSQL_ADDON_PASSWORD: "p@ss",
+      MYSQL_ADDON_URI: "mysql://u_my_db:p%40ss@pier-addon-adn-2:3306/my_db",
+      DATABASE_URL: "mysql://u_my_db:p%40ss@pier-addon-adn-2:3306/my_db",
+    });
+  });
+  const cases: [string, { user: string; password: string; database: string }, string][] = [
+    [
+      "a plain hex password",
+      { user: "u_db", password: "0a1b", database: "db" },
+      "mysql://u_db:0a1b@h:3306/db",
+    ],
+    [
+      "the URL's reserved characters percent-encoded",
+      { user: "u:s@r", password: "p/a?s#s w:@%", database: "d/b" },
+      "mysql://u%3As%40r:p%2Fa%3Fs%23s%20w%3A%40%25@h:3306/d%2Fb",
+    ],
+    [
+      "non-ASCII as UTF-8",
+      { user: "u", password: "pässwörd", database: "db" },
+      "mysql://u:p%C3%A4ssw%C3%B6rd@h:3306/db",
+    ],
+  ];
+  for (const [name, c, uri] of cases) {
+    it(`mysql DATABASE_URL: ${name}; the other variables keep the raw values`, () => {
+      const v = addonVariables("mysql", "h", c);
+      assert.equal(v.DATABASE_URL, uri);
+      assert.equal(v.MYSQL_ADDON_URI, uri);
+      assert.deepEqual(
+        [v.MYSQL_ADDON_USER, v.MYSQL_ADDON_PASSWORD, v.MYSQL_ADDON_DB],
+        [c.user, c.password, c.database],
+      );
+      assert.equal(decodeURIComponent(new URL(uri).password), c.password);
+    });
+  }
   it("every secret of them is masked by the deploy log's masker", () => {
-    for (const vars of [kv, pg]) {
+    for (const vars of [kv, pg, my]) {
       const mask = secretMasker(vars);
       for (const [name, value] of Object.entries(vars)) {
         const secret = isSecretVariable(name) || /:\/\//.test(value);

@@ -6,10 +6,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import pino from "pino";
-import { KV, kvProvider } from "../../../src/adapters/addons/kv.js";
-import { POSTGRESQL, postgresqlProvider } from "../../../src/adapters/addons/postgresql.js";
+import { ADDON_DEFINITIONS, addonProviders } from "../../../src/adapters/addons/providers.js";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
+import type { AddonKind } from "../../../src/core/addons.js";
 import { AddonBackups } from "../../../src/server/addon-backups.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 import { ManualClock } from "../../support/manual-clock.js";
@@ -24,12 +24,12 @@ describe("AddonBackups on a clock", () => {
     const clock = new ManualClock();
     // The real providers over the one fake engine (its add-on servers play the images).
     const engine = new FakeEngine();
-    engine.addImage(KV.image);
-    engine.addImage(POSTGRESQL.image);
-    const kv = kvProvider(engine);
+    for (const def of Object.values(ADDON_DEFINITIONS)) engine.addImage(def.image);
+    const providers = addonProviders(engine);
+    const kv = providers.kv;
     const backups = new AddonBackups({
       addons,
-      providers: { kv, postgresql: postgresqlProvider(engine) },
+      providers,
       logger: pino({ level: "silent" }),
       backupDir: join(dir, "backups"),
       backupDays: 7,
@@ -72,6 +72,43 @@ describe("AddonBackups on a clock", () => {
       backups.stop();
     }
     assert.deepEqual(clock.pending(), [], "stop() cancels the next round");
+    store.close();
+  });
+
+  it("names each kind's backup file for what it holds: an RDB snapshot, a pg_dump archive, a gzip'ed SQL dump", async () => {
+    const store = new SqliteStore(join(dir, "kinds.db"), SecretBox.fromFile(join(dir, "secret.key")));
+    const addons = store.addons();
+    const kinds: AddonKind[] = ["kv", "postgresql", "mysql"];
+    const engine = new FakeEngine();
+    for (const def of Object.values(ADDON_DEFINITIONS)) engine.addImage(def.image);
+    await engine.ensureNetwork("kinds-net", {}, { ipv4: null, ipv6: null });
+    const providers = addonProviders(engine);
+    const backups = new AddonBackups({
+      addons,
+      providers,
+      logger: pino({ level: "silent" }),
+      backupDir: join(dir, "kinds-backups"),
+      backupDays: 7,
+      clock: new ManualClock(),
+    });
+    const files: string[] = [];
+    for (const kind of kinds) {
+      const credentials = providers[kind].credentials(kind);
+      const a = await addons.createAddon(
+        { id: `adn-${kind}`, name: `a-${kind}`, kind, flavor: "nano" },
+        credentials,
+      );
+      await providers[kind].provision({
+        id: a.id,
+        name: a.name,
+        flavor: "nano",
+        memoryBytes: 2 ** 28,
+        credentials,
+        network: "kinds-net",
+      });
+      files.push((await backups.create(a)).file.replace(/^.*-bak-[0-9a-z]+/, ""));
+    }
+    assert.deepEqual(files, [".rdb", ".pgdump", ".sql.gz"]);
     store.close();
   });
 });

@@ -7,8 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import pino from "pino";
-import { KV, kvProvider } from "../../../src/adapters/addons/kv.js";
-import { POSTGRESQL, postgresqlProvider } from "../../../src/adapters/addons/postgresql.js";
+import { ADDON_DEFINITIONS, addonProviders } from "../../../src/adapters/addons/providers.js";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import { LABEL } from "../../../src/core/labels.js";
@@ -23,8 +22,7 @@ function setup(name: string) {
   const store = new SqliteStore(join(dir, `${name}.db`), SecretBox.fromFile(join(dir, "secret.key")));
   // The real providers over the one fake engine, whose add-on servers play the images (ADR 0015).
   const engine = new FakeEngine();
-  engine.addImage(KV.image);
-  engine.addImage(POSTGRESQL.image);
+  for (const def of Object.values(ADDON_DEFINITIONS)) engine.addImage(def.image);
   /** Makes a network as Networks would (an app's `pier-<id>` is labelled with that id). */
   const net = async (
     n: string,
@@ -40,7 +38,7 @@ function setup(name: string) {
       ensure: net,
       released: (names: readonly string[]) => store.releaseSubnets(names),
     },
-    providers: { kv: kvProvider(engine), postgresql: postgresqlProvider(engine) },
+    providers: addonProviders(engine),
     logger: pino({ level: "silent" }),
     backupDir: join(dir, `${name}-backups`),
     backupDays: 7,
