@@ -227,17 +227,22 @@ describe("bounded queues", { timeout: 900_000 }, () => {
     });
 
   test("an idle authenticated SSH connection is closed after PIER_SSH_IDLE_TIMEOUT", async () => {
+    const line = "ssh connection closed: idle";
+    const before = pier.output.split(line).length;
     const c = await sshClient(false);
     const t0 = Date.now();
+    // The limit only bounds a hang: why it closed is the log line (ADR 0027), not how long it took.
     await new Promise<void>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error("still open after 10 s")), 10_000);
+      const t = setTimeout(() => reject(new Error("still open after 60 s")), 60_000);
       c.on("close", () => {
         clearTimeout(t);
         resolve();
       });
     });
     const took = Date.now() - t0;
-    assert.ok(took >= 1500 && took < 6000, `closed after ${took} ms`);
+    // Never before the setting (2 s, less the timer's tick): load can only make it later.
+    assert.ok(took >= 1500, `closed after ${took} ms, before PIER_SSH_IDLE_TIMEOUT`);
+    assert.equal(pier.output.split(line).length - before, 1, "closed for being idle, said in the log");
   });
 
   test("past PIER_SSH_MAX_CONNECTIONS_PER_KEY, the key's next connection is refused with a message", async () => {
