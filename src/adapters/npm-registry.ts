@@ -3,7 +3,7 @@ import { mkdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { rootCertificates } from "node:tls";
-import fetch from "npm-registry-fetch";
+import type fetch from "npm-registry-fetch";
 import { z } from "zod";
 import { maskUrlCredentials } from "../core/env.js";
 import { PierError } from "../core/errors.js";
@@ -36,6 +36,17 @@ export interface NpmRegistryOptions {
 }
 
 const DEFAULT_RETRY: RetryPolicy = { retries: 3, factor: 2, minTimeout: 1000, maxTimeout: 10_000 };
+
+/**
+ * npm's client, loaded at the first request rather than at start-up: its modules (make-fetch-happen,
+ * cacache, the agent) hold about 13 MiB of the server's memory, which a server that never builds a
+ * Node.js toolchain (Dockerfile and PHP apps only) need not pay (bench/RESULTS.md).
+ */
+let client: Promise<typeof fetch> | null = null;
+const npmFetch = () => {
+  client ??= import("npm-registry-fetch").then((m) => m.default);
+  return client;
+};
 
 /** The abbreviated packument: what Pier reads of it, each field checked. */
 const PackumentSchema = z.object({
@@ -76,8 +87,8 @@ export class NpmRegistry {
     };
   }
 
-  private get(url: string, extra: fetch.Options = {}): Promise<fetch.Response> {
-    return fetch(url, { ...this.base, ...extra });
+  private async get(url: string, extra: fetch.Options = {}): Promise<fetch.Response> {
+    return (await npmFetch())(url, { ...this.base, ...extra });
   }
 
   /** Every published version of a package, with engines and tarballs (abbreviated metadata). */
