@@ -76,9 +76,6 @@ function closedWithin(sock: Socket, limitMs: number): Promise<number> {
   });
 }
 
-/** How many times pier server's output holds `line` so far. */
-const logCount = (output: string, line: string) => output.split(line).length - 1;
-
 /** A TCP connection to 127.0.0.1:`port`, or to the unix socket at `port` (a path), that says nothing. */
 function rawConnect(port: number | string): Promise<Socket> {
   return new Promise((resolve, reject) => {
@@ -109,6 +106,8 @@ describe("hardening", { timeout: 900_000 }, () => {
     PIER_SSH_AUTH_TIMEOUT: "2",
     PIER_SSH_MAX_UNAUTHENTICATED: "4",
     PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE: "3",
+    // The auth timeout's close is said at info level.
+    PIER_LOG_LEVEL: "info",
   });
   const env = async (app: string, name: string, value: string) => {
     const r = await pier.cli(["env", "set", name, value, "--app", app]);
@@ -290,7 +289,7 @@ describe("hardening", { timeout: 900_000 }, () => {
 
   test("SSH: an unauthenticated connection is closed after PIER_SSH_AUTH_TIMEOUT", async () => {
     const line = "ssh connection closed: not authenticated in time";
-    const before = logCount(pier.output, line);
+    const before = pier.logCount(line);
     const silent = await rawConnect(pier.sshPort);
     const took = await closedWithin(silent, 60_000);
     // Never before the setting (2 s, less the timer's tick): load can only make it later.
@@ -300,7 +299,7 @@ describe("hardening", { timeout: 900_000 }, () => {
     talker.write("SSH-2.0-e2e\r\n");
     await closedWithin(talker, 60_000);
     assert.equal(
-      logCount(pier.output, line) - before,
+      (await pier.waitForLog(line, before + 2)) - before,
       2,
       "both closed for the auth timeout, said in the log",
     );
@@ -310,13 +309,13 @@ describe("hardening", { timeout: 900_000 }, () => {
     const open = (s: Socket) => !s.destroyed && !s.closed;
     // One address holds its 3 (PIER_SSH_MAX_UNAUTHENTICATED_PER_SOURCE): its 4th is refused.
     const line = "ssh connection refused: too many unauthenticated";
-    const before = logCount(pier.output, line);
+    const before = pier.logCount(line);
     const held = await Promise.all([0, 1, 2].map(() => rawConnect(pier.sshPort)));
     await new Promise((r) => setTimeout(r, 200));
     const extra = await rawConnect(pier.sshPort);
     await closedWithin(extra, 60_000);
     // Refused on arrival (the log line), not closed later by the auth timeout.
-    assert.equal(logCount(pier.output, line) - before, 1, "a 4th from one address is refused");
+    assert.equal((await pier.waitForLog(line, before + 1)) - before, 1, "a 4th from one address is refused");
     // The builds' unix socket has its own 4 slots (PIER_SSH_MAX_UNAUTHENTICATED): what holds the port does
     // not keep builds out, and a build holding its 4 does not keep pushes out.
     const socket = join(pier.dataDir, "run", "git-ssh.sock");
@@ -325,7 +324,7 @@ describe("hardening", { timeout: 900_000 }, () => {
     assert.ok(builds.every(open), "the builds' connections are taken");
     const fifth = await rawConnect(socket);
     await closedWithin(fifth, 60_000);
-    assert.equal(logCount(pier.output, line) - before, 2, "a 5th on the socket is refused");
+    assert.equal((await pier.waitForLog(line, before + 2)) - before, 2, "a 5th on the socket is refused");
     assert.ok([...held, ...builds].every(open), "the first ones are still open");
     for (const s of [...held, ...builds]) s.destroy();
   });

@@ -212,6 +212,22 @@ export class Pier {
     throw new Error(`pier server did not come up:\n${this.output}`);
   }
 
+  /** How many times the server's output holds `line` so far. */
+  logCount(line: string): number {
+    return this.output.split(line).length - 1;
+  }
+
+  /**
+   * Waits until the server's output holds `line` `times` times, or `limitMs` passed: its output comes
+   * through a pipe, after what the server did (a socket it closed may be seen closed first). Resolves the
+   * count, for the caller to assert.
+   */
+  async waitForLog(line: string, times: number, limitMs = 15_000): Promise<number> {
+    const end = Date.now() + limitMs;
+    while (this.logCount(line) < times && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    return this.logCount(line);
+  }
+
   /** The last `lines` lines of the server's output (every server this Pier started, in order). */
   tail(lines = TAIL_LINES): string {
     return this.output

@@ -172,6 +172,16 @@ describe("PHP worker mode as FrankenPHP's", { timeout: 600_000 }, () => {
         assert.ok(s[k] !== undefined && s[k] !== "", `${mode}: $_SERVER['${k}'] is set`);
       }
     }
+    // A Host with a port (an app whose URL names one, as WordPress's home may): HTTP_HOST keeps it in both
+    // modes (Debian's fastcgi_params passed nginx's $host, without it), SERVER_NAME does not.
+    for (const [mode, app] of Object.entries(modes)) {
+      const host = `${app}.localhost:${pier.httpPort}`;
+      const r = await send(pier.httpPort, host, "GET", "/?t=server", {}, "");
+      assert.equal(r.status, 200, r.body);
+      const s = (JSON.parse(r.body) as { server: Server }).server;
+      assert.equal(s.HTTP_HOST, host, `${mode}: $_SERVER['HTTP_HOST'] keeps the port`);
+      assert.equal(s.SERVER_NAME, `${app}.localhost`, `${mode}: $_SERVER['SERVER_NAME']`);
+    }
     // FrankenPHP's own: the entries it always sets, empty when they do not apply.
     const s = (await server(modes.worker, "/blog/1?t=server")).server;
     for (const k of ["AUTH_TYPE", "REMOTE_IDENT", "HTTPS", "SSL_PROTOCOL", "PATH_INFO"])

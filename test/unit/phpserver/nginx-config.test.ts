@@ -46,7 +46,11 @@ describe("phpserver's nginx configuration", () => {
     const php = block(await config(["--root", "/tmp"]), "location ~ [^/]\\.php");
     const include = php.indexOf("include /etc/nginx/fastcgi_params;");
     assert.ok(include >= 0);
-    for (const param of ["fastcgi_param SERVER_NAME $host;", "fastcgi_param REQUEST_SCHEME $fwd_scheme;"]) {
+    for (const param of [
+      "fastcgi_param SERVER_NAME $host;",
+      "fastcgi_param REQUEST_SCHEME $fwd_scheme;",
+      "fastcgi_param HTTP_HOST $http_host if_not_empty;",
+    ]) {
       assert.ok(php.indexOf(param) > include, `${param} comes after fastcgi_params`);
     }
   });
