@@ -6,11 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Hono } from "hono";
 import pino from "pino";
-import type { CertificateIssuer } from "../../../src/adapters/acme.js";
 import { ADDON_DEFINITIONS, addonProviders } from "../../../src/adapters/addons/providers.js";
-import type { CertificatePair } from "../../../src/core/domains.js";
 import type { Ceiling } from "../../../src/core/limits.js";
-import type { TlsEdge } from "../../../src/core/ports.js";
 import { type Cidr, parseCidr } from "../../../src/core/subnets.js";
 import { hashToken } from "../../../src/server/access.js";
 import { AddonService } from "../../../src/server/addons.js";
@@ -26,21 +23,10 @@ import type { ApiEnv } from "../../../src/server/routes/mount.js";
 import type { Runtime } from "../../../src/server/runtimes/runtime.js";
 import { FakeEdge, FakeTls } from "../../support/fake-edge.js";
 import type { FakeEngine } from "../../support/fake-engine.js";
+import { FakeIssuer } from "../../support/fake-issuer.js";
 import { ManualClock } from "../../support/manual-clock.js";
 import { MemoryStore } from "../../support/memory-store.js";
-import { LEAF, LEAF_KEY } from "../core/tls-fixtures.js";
 import { builtImage, deployEngine, deployServices, listen, oneCommitRepo } from "./fakes.js";
-
-/** An ACME server that issues the fixture's certificate (shop.example.test) at once. */
-class InstantIssuer implements CertificateIssuer {
-  readonly directory = "https://acme.test/dir";
-  async obtain(
-    _name: string,
-    _edge: Pick<TlsEdge, "setChallenge" | "removeChallenge">,
-  ): Promise<CertificatePair> {
-    return { certPem: LEAF, keyPem: LEAF_KEY };
-  }
-}
 
 export interface ApiAnswer {
   status: number;
@@ -141,7 +127,7 @@ export async function apiOverFakes(
   const domains = new DomainService({
     store: domainStore,
     tls: new FakeTls(),
-    issuer: new InstantIssuer(),
+    issuer: new FakeIssuer(),
     refreshEdge: (appId) => instances.refreshEdge(appId),
     logger,
     pierDomain: "localhost",

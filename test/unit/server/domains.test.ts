@@ -7,49 +7,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import pino from "pino";
-import { AcmeUnavailable, type CertificateIssuer } from "../../../src/adapters/acme.js";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
-import { type CertificatePair, edgePem } from "../../../src/core/domains.js";
+import { edgePem } from "../../../src/core/domains.js";
 import { PierError } from "../../../src/core/errors.js";
-import type { TlsEdge } from "../../../src/core/ports.js";
 import { DomainService } from "../../../src/server/domains.js";
 import { FakeTls } from "../../support/fake-edge.js";
+import { FakeIssuer } from "../../support/fake-issuer.js";
 import { ManualClock } from "../../support/manual-clock.js";
 import { LEAF, LEAF_KEY, OTHER_KEY } from "../core/tls-fixtures.js";
 import { storeApp } from "./store-apps.js";
 
 const dir = mkdtempSync(join(tmpdir(), "pier-domains-unit-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-class FakeIssuer implements CertificateIssuer {
-  readonly directory = "https://acme.test/dir";
-  calls: string[] = [];
-  refuse: string | null = null;
-  /** The server itself fails (no answer). */
-  down = false;
-  active = 0;
-  maxActive = 0;
-  async obtain(
-    name: string,
-    edge: Pick<TlsEdge, "setChallenge" | "removeChallenge">,
-  ): Promise<CertificatePair> {
-    this.calls.push(name);
-    this.active++;
-    this.maxActive = Math.max(this.maxActive, this.active);
-    await new Promise((r) => setTimeout(r, 2));
-    this.active--;
-    if (this.down) throw new AcmeUnavailable(`The ACME server ${this.directory} is unavailable: no answer`);
-    await edge.setChallenge("tok", "tok.thumb");
-    await edge.removeChallenge("tok");
-    if (this.refuse)
-      throw new PierError(
-        "ACME_ERROR",
-        `The ACME server ${this.directory} gave no certificate for ${name}: ${this.refuse}`,
-      );
-    return { certPem: LEAF, keyPem: LEAF_KEY };
-  }
-}
 
 let n = 0;
 async function setup(acme = true, retryBaseMs?: number) {
