@@ -248,7 +248,20 @@ export class AppService {
    * then everything it had on the engine and on disk goes. A leftover that cannot go now is logged, and
    * the next start of pier server removes what belongs to no app.
    */
-  async remove(app: App): Promise<void> {
+  remove(app: App): Promise<void> {
+    // A second delete of the app while the first runs (a user's second try, an HTTP client's retry) waits
+    // for that one and succeeds with it, as a DELETE may be repeated: it is not refused as a change.
+    const under = this.removing.get(app.id);
+    if (under) return under;
+    const run = this.removeNow(app).finally(() => this.removing.delete(app.id));
+    this.removing.set(app.id, run);
+    return run;
+  }
+
+  /** Deletions under way, by app id. */
+  private readonly removing = new Map<string, Promise<void>>();
+
+  private async removeNow(app: App): Promise<void> {
     const instances = await this.deps.deployer.exclusively(app, "deleted", async () => {
       const listed = await this.deps.instances.list(app.id);
       await this.deps.instances.transition(app.id, null, () => this.deps.store.deleteApp(app.id));

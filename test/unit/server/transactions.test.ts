@@ -239,6 +239,19 @@ describe("a failed step leaves every app exactly as it was", () => {
     assert.deepEqual(engine.instances, []);
   });
 
+  test("a second delete while the first runs waits for it and succeeds with it (a DELETE may be repeated)", async () => {
+    const first = apps.remove(app);
+    const again = apps.remove(app);
+    await Promise.all([first, again]);
+    assert.equal(await store.findApp(app.id), null);
+    assert.deepEqual(engine.instances, []);
+    assert.equal(
+      engine.calls.filter((c) => c.startsWith("removeAppVolumes")).length,
+      1,
+      "the app's things are removed once",
+    );
+  });
+
   test("a stop or a delete whose store write fails leaves the app serving, as it was", async () => {
     const before = await snapshot();
     failStore.add("updateApp");
