@@ -87,27 +87,16 @@ export function addonVariables(kind: AddonKind, host: string, c: AddonCredential
       REDISCLI_AUTH: c.password,
     };
   }
-  const afterScheme = `${encodeURIComponent(c.user)}:${encodeURIComponent(c.password)}@${host}:${port}/${encodeURIComponent(c.database)}`;
-  if (kind === "mysql") {
-    const uri = `mysql://${afterScheme}`;
-    return {
-      MYSQL_ADDON_HOST: host,
-      MYSQL_ADDON_PORT: port,
-      MYSQL_ADDON_DB: c.database,
-      MYSQL_ADDON_USER: c.user,
-      MYSQL_ADDON_PASSWORD: c.password,
-      MYSQL_ADDON_URI: uri,
-      DATABASE_URL: uri,
-    };
-  }
-  const uri = `postgresql://${afterScheme}`;
+  // The SQL databases: the same variables under the kind's name (MYSQL_*, POSTGRESQL_*), its URL scheme.
+  const prefix = kind.toUpperCase();
+  const uri = `${kind}://${encodeURIComponent(c.user)}:${encodeURIComponent(c.password)}@${host}:${port}/${encodeURIComponent(c.database)}`;
   return {
-    POSTGRESQL_ADDON_HOST: host,
-    POSTGRESQL_ADDON_PORT: port,
-    POSTGRESQL_ADDON_DB: c.database,
-    POSTGRESQL_ADDON_USER: c.user,
-    POSTGRESQL_ADDON_PASSWORD: c.password,
-    POSTGRESQL_ADDON_URI: uri,
+    [`${prefix}_ADDON_HOST`]: host,
+    [`${prefix}_ADDON_PORT`]: port,
+    [`${prefix}_ADDON_DB`]: c.database,
+    [`${prefix}_ADDON_USER`]: c.user,
+    [`${prefix}_ADDON_PASSWORD`]: c.password,
+    [`${prefix}_ADDON_URI`]: uri,
     DATABASE_URL: uri,
   };
 }

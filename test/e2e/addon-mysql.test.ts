@@ -5,35 +5,21 @@
 // short, failing half-way) changes nothing, and a restore brings back a database its user dropped.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { mysqlProvider } from "../../src/adapters/addons/mysql.js";
-import { DockerEngine } from "../../src/adapters/engine/docker.js";
-import { SecretBox } from "../../src/adapters/secret-box.js";
-import { SqliteStore } from "../../src/adapters/store/sqlite.js";
 import type { AddonCredentials } from "../../src/core/addons.js";
 import { FLAVOR_MEMORY_MIB } from "../../src/core/model.js";
-import { type Cidr, DEFAULT_SUBNET_POOL, parseCidr } from "../../src/core/subnets.js";
-import { Networks } from "../../src/server/networks.js";
+import { addonTestBed } from "./addon-bed.js";
 import { run } from "./harness.js";
 
-const SOCKET = "/var/run/docker.sock";
+const _SOCKET = "/var/run/docker.sock";
 const DOCKER = "/usr/bin/docker";
 const IMAGE = "pier/addon-mysql:11";
-const scope = `test-${randomBytes(4).toString("hex")}`;
-const work = mkdtempSync(join(tmpdir(), "pier-mysql-"));
-const store = new SqliteStore(join(work, "pier.db"), SecretBox.fromFile(join(work, "secret.key")));
-const engine = new DockerEngine({ socketPath: SOCKET, scope, sandboxImage: "pier/base:bookworm" });
-const networks = new Networks({
-  engine,
-  store,
-  pool: parseCidr(DEFAULT_SUBNET_POOL) as Cidr,
-  prefix: 26,
-  isolation: { add: async () => undefined, remove: async () => undefined },
-});
+const bed = addonTestBed("mysql");
+const { work, engine } = bed;
 
 const SEED = `
 CREATE TABLE parent (id INT PRIMARY KEY, name VARCHAR(50)) ENGINE=InnoDB;
@@ -60,7 +46,7 @@ describe("the mysql add-on", { timeout: 300_000 }, () => {
   const id = `adn-${randomBytes(6).toString("hex")}`;
   const creds = p.credentials("my-db");
   const host = p.host(id);
-  const network = `pier-test-${scope}-mysql`;
+  let network = "";
 
   /** The MariaDB client on the add-on's network, as an app connects (`user` and `password` may differ). */
   const client = (sql: string, c: Partial<AddonCredentials> & { args?: string[] } = {}) =>
@@ -111,7 +97,7 @@ describe("the mysql add-on", { timeout: 300_000 }, () => {
       .sort();
 
   before(async () => {
-    await networks.ensure(network, "test-mysql", null, { "pier.test": scope });
+    network = await bed.network("mysql");
     await p.provision({
       id,
       name: "my-db",
@@ -123,9 +109,7 @@ describe("the mysql add-on", { timeout: 300_000 }, () => {
   });
   after(async () => {
     await p.remove(id).catch(() => undefined);
-    await engine.removeNetworks({ "pier.test": scope }).then((gone) => store.releaseSubnets(gone));
-    store.close();
-    rmSync(work, { recursive: true, force: true });
+    await bed.cleanUp();
   });
 
   it("runs as mysql, with the flavor's memory in its buffer pool, and its password in no log", async () => {

@@ -1,25 +1,13 @@
-// The AddonProvider suite (test/conformance/addon-provider.ts) on the real engine: the kv, postgresql and
-// mysql providers over the Docker adapter's AddonServers, real servers, real clients (valkey-cli, psql,
-// mariadb) run in throwaway containers on the networks under test.
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { addonProviders } from "../../src/adapters/addons/providers.js";
-import { DockerEngine } from "../../src/adapters/engine/docker.js";
-import { SecretBox } from "../../src/adapters/secret-box.js";
-import { SqliteStore } from "../../src/adapters/store/sqlite.js";
 import type { AddonCredentials, AddonKind } from "../../src/core/addons.js";
 import { addonVariables } from "../../src/core/addons.js";
 import { LABEL } from "../../src/core/labels.js";
-import { type Cidr, DEFAULT_SUBNET_POOL, parseCidr } from "../../src/core/subnets.js";
-import { Networks } from "../../src/server/networks.js";
 import { type AddonClient, addonProviderConformance } from "../conformance/addon-provider.js";
+import { addonTestBed } from "./addon-bed.js";
 import { run } from "./harness.js";
 
-const SOCKET = "/var/run/docker.sock";
+const _SOCKET = "/var/run/docker.sock";
 const DOCKER = "/usr/bin/docker";
-const scope = `test-${randomBytes(4).toString("hex")}`;
 
 /** How a client talks to each kind: one command, run in a container of the add-on's image. */
 interface Client {
@@ -142,28 +130,14 @@ const clients: AddonClient = {
   },
 };
 
-const work = mkdtempSync(join(tmpdir(), "pier-addons-"));
-const store = new SqliteStore(join(work, "pier.db"), SecretBox.fromFile(join(work, "secret.key")));
-const engine = new DockerEngine({ socketPath: SOCKET, scope, sandboxImage: "pier/base:bookworm" });
-// The add-on servers on networks of Pier's pool: Pier's isolation rules (ADR 0019) are not what this file
-// tests (test/e2e/isolation-window.test.ts does), so none are added.
-const networks = new Networks({
-  engine,
-  store,
-  pool: parseCidr(DEFAULT_SUBNET_POOL) as Cidr,
-  prefix: 26,
-  isolation: { add: async () => undefined, remove: async () => undefined },
-});
+const bed = addonTestBed("addons");
+const { scope, engine } = bed;
 
 addonProviderConformance("the Docker adapter", {
   providers: Object.values(addonProviders(engine)),
   servers: engine,
   client: clients,
-  async network(tag) {
-    const name = `pier-test-${scope}-${tag}`;
-    await networks.ensure(name, `test-${tag}`, null, { "pier.test": scope });
-    return name;
-  },
+  network: (tag) => bed.network(tag),
   async lose(id) {
     await run([DOCKER, "rm", "-f", `pier-addon-${id}`]);
   },
@@ -171,9 +145,5 @@ addonProviderConformance("the Docker adapter", {
     const vols = await run([DOCKER, "volume", "ls", "-q", "--filter", `label=${LABEL.addon}=${id}`]);
     return vols.stdout.split("\n").filter(Boolean);
   },
-  async cleanUp() {
-    await engine.removeNetworks({ "pier.test": scope }).then((gone) => store.releaseSubnets(gone));
-    store.close();
-    rmSync(work, { recursive: true, force: true });
-  },
+  cleanUp: () => bed.cleanUp(),
 });

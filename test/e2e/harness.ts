@@ -92,17 +92,33 @@ export interface HttpResult {
 }
 
 export function httpGet(port: number, host: string, path = "/", timeoutMs = 10_000): Promise<HttpResult> {
+  return httpRequest(port, host, "GET", path, {}, "", timeoutMs);
+}
+
+/** One request to `port` on loopback with this Host (through the edge when it is an app's host name). */
+export function httpRequest(
+  port: number,
+  host: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body = "",
+  timeoutMs = 10_000,
+): Promise<HttpResult> {
   return new Promise((res, rej) => {
-    const req = request({ host: "127.0.0.1", port, path, headers: { host }, agent: false }, (r) => {
-      let body = "";
-      r.on("data", (c: Buffer) => {
-        body += c.toString();
-      });
-      r.on("end", () => res({ status: r.statusCode ?? 0, body, headers: r.headers }));
-    });
+    const req = request(
+      { host: "127.0.0.1", port, path, method, headers: { host, ...headers }, agent: false },
+      (r) => {
+        let text = "";
+        r.on("data", (c: Buffer) => {
+          text += c.toString();
+        });
+        r.on("end", () => res({ status: r.statusCode ?? 0, body: text, headers: r.headers }));
+      },
+    );
     req.setTimeout(timeoutMs, () => req.destroy(new Error("timeout")));
     req.on("error", rej);
-    req.end();
+    req.end(body);
   });
 }
 

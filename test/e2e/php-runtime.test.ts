@@ -6,7 +6,7 @@ import { symlinkSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { Pier, run } from "./harness.js";
+import { httpRequest, Pier, run } from "./harness.js";
 import { COMPOSER_APP, composerLock, INDEX } from "./php-fixtures.js";
 
 const DOCKER = "/usr/bin/docker";
@@ -94,31 +94,6 @@ interface WorkerBody {
   memory_limit: string;
   frankenphp_worker: string | null;
   frankenphp_worker_request: string | null;
-}
-
-function send(
-  port: number,
-  host: string,
-  method: string,
-  path: string,
-  headers: Record<string, string>,
-  body = "",
-): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
-  return new Promise((res, rej) => {
-    const req = request(
-      { host: "127.0.0.1", port, path, method, headers: { host, ...headers }, agent: false },
-      (r) => {
-        let b = "";
-        r.on("data", (c: Buffer) => {
-          b += c.toString();
-        });
-        r.on("end", () => res({ status: r.statusCode ?? 0, body: b, headers: r.headers }));
-      },
-    );
-    req.setTimeout(10_000, () => req.destroy(new Error("timeout")));
-    req.on("error", rej);
-    req.end(body);
-  });
 }
 
 interface Body {
@@ -505,7 +480,7 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
     assert.match(push.stderr, /Worker mode: worker\.php is loaded once per worker/);
     const host = "phpworker.localhost";
     const call = async (method: string, path: string, headers: Record<string, string> = {}, body = "") => {
-      const r = await send(pier.httpPort, host, method, path, headers, body);
+      const r = await httpRequest(pier.httpPort, host, method, path, headers, body);
       return { ...r, json: JSON.parse(r.body) as WorkerBody };
     };
     const a = await call("GET", "/?x=1");

@@ -6,39 +6,18 @@
 import assert from "node:assert/strict";
 import { request } from "node:http";
 import { after, before, describe, test } from "node:test";
-import { Pier } from "./harness.js";
+import { httpRequest, Pier } from "./harness.js";
 import { FRANKENPHP_APP } from "./php-fixtures.js";
 
-interface Answer {
-  status: number;
-  body: string;
-  headers: Record<string, string | string[] | undefined>;
-}
-
-function send(
+/** A request through the edge (15 s: some scripts here wait on purpose). */
+const send = (
   port: number,
   host: string,
   method: string,
   path: string,
   headers: Record<string, string> = {},
   body = "",
-): Promise<Answer> {
-  return new Promise((res, rej) => {
-    const req = request(
-      { host: "127.0.0.1", port, path, method, headers: { host, ...headers }, agent: false },
-      (r) => {
-        let b = "";
-        r.on("data", (c: Buffer) => {
-          b += c.toString();
-        });
-        r.on("end", () => res({ status: r.statusCode ?? 0, body: b, headers: r.headers }));
-      },
-    );
-    req.setTimeout(15_000, () => req.destroy(new Error("timeout")));
-    req.on("error", rej);
-    req.end(body);
-  });
-}
+) => httpRequest(port, host, method, path, headers, body, 15_000);
 
 /** Reads a server-sent-events stream until `events` have come, then leaves (closes the connection). */
 function readEventsAndLeave(port: number, host: string, path: string, events: number): Promise<string[]> {

@@ -2,13 +2,14 @@
 // kind over the one fake engine, whose add-on servers play the images' entrypoint and protocol
 // (test/support/fake-addon-servers.ts). The same providers pass it on the real engine
 // (test/e2e/addon-providers.test.ts).
-import { ADDON_DEFINITIONS, addonProviders } from "../../../src/adapters/addons/providers.js";
+import { addonProviders } from "../../../src/adapters/addons/providers.js";
 import { LABEL } from "../../../src/core/labels.js";
 import { type AddonClient, addonProviderConformance } from "../../conformance/addon-provider.js";
+import { withAddonImages } from "../../support/addon-images.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 
 const engine = new FakeEngine();
-for (const def of Object.values(ADDON_DEFINITIONS)) engine.addImage(def.image);
+withAddonImages(engine);
 const played = engine.addonServers;
 
 const clients: AddonClient = {

@@ -6,11 +6,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import pino from "pino";
-import { ADDON_DEFINITIONS, addonProviders } from "../../../src/adapters/addons/providers.js";
+import { addonProviders } from "../../../src/adapters/addons/providers.js";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import type { AddonKind } from "../../../src/core/addons.js";
 import { AddonBackups } from "../../../src/server/addon-backups.js";
+import { withAddonImages } from "../../support/addon-images.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 import { ManualClock } from "../../support/manual-clock.js";
 
@@ -24,7 +25,7 @@ describe("AddonBackups on a clock", () => {
     const clock = new ManualClock();
     // The real providers over the one fake engine (its add-on servers play the images).
     const engine = new FakeEngine();
-    for (const def of Object.values(ADDON_DEFINITIONS)) engine.addImage(def.image);
+    withAddonImages(engine);
     const providers = addonProviders(engine);
     const kv = providers.kv;
     const backups = new AddonBackups({
@@ -80,7 +81,7 @@ describe("AddonBackups on a clock", () => {
     const addons = store.addons();
     const kinds: AddonKind[] = ["kv", "postgresql", "mysql"];
     const engine = new FakeEngine();
-    for (const def of Object.values(ADDON_DEFINITIONS)) engine.addImage(def.image);
+    withAddonImages(engine);
     await engine.ensureNetwork("kinds-net", {}, { ipv4: null, ipv6: null });
     const providers = addonProviders(engine);
     const backups = new AddonBackups({

@@ -7,11 +7,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import pino from "pino";
-import { ADDON_DEFINITIONS, addonProviders } from "../../../src/adapters/addons/providers.js";
+import { addonProviders } from "../../../src/adapters/addons/providers.js";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import { LABEL } from "../../../src/core/labels.js";
 import { AddonService } from "../../../src/server/addons.js";
+import { withAddonImages } from "../../support/addon-images.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 import { storeApp } from "./store-apps.js";
 
@@ -22,7 +23,7 @@ function setup(name: string) {
   const store = new SqliteStore(join(dir, `${name}.db`), SecretBox.fromFile(join(dir, "secret.key")));
   // The real providers over the one fake engine, whose add-on servers play the images (ADR 0015).
   const engine = new FakeEngine();
-  for (const def of Object.values(ADDON_DEFINITIONS)) engine.addImage(def.image);
+  withAddonImages(engine);
   /** Makes a network as Networks would (an app's `pier-<id>` is labelled with that id). */
   const net = async (
     n: string,
