@@ -44,6 +44,7 @@ const plan: Plan = {
   healthPaths: ["/"],
   common: { APP_ID: app.id, INSTANCE_NUMBER: "0", INSTANCE_ID: "" },
   addonNetwork: null,
+  buckets: [],
 };
 const release = (n: number, image: string) =>
   ({ id: `rel-${n}`, number: n, image, commit: "b".repeat(40) }) as Release;
