@@ -118,7 +118,7 @@ export async function planRelease(
  * has no buckets) fails the deploy before anything is built or started, naming the variable.
  */
 export async function mountedBuckets(
-  ctx: Pick<StepContext, "deps" | "write">,
+  ctx: { deps: { links?: Pick<NonNullable<StepDeps["links"]>, "buckets"> }; write: (line: string) => void },
   app: App,
   vars: Record<string, string>,
 ): Promise<BucketMount[]> {
