@@ -62,15 +62,22 @@ describe("WordPress on a MySQL add-on and an fs add-on", { timeout: 1_200_000 },
     await pier.destroy();
   });
 
+  test("pushed before its database is linked, it fails the health gate: the installer's page answers 500", async () => {
+    await ok(["env", "import", "--app", "blog"], saltVariables());
+    // The installer's page answers 200 before and after the install, 500 when WordPress cannot reach its
+    // database or wp-config.php misses a variable (here: the add-on is not linked yet).
+    await ok(["env", "set", "CC_HEALTH_CHECK_PATH", "/wp-admin/install.php", "--app", "blog"]);
+    const push = await pier.push(repo);
+    assert.notEqual(push.code, 0, "the deploy fails");
+    assert.match(push.stderr, /- GET \/wp-admin\/install\.php returned 500\./);
+  });
+
   test("pushed with git to a PHP app linked to a MySQL and an fs add-on, it passes the health gate", async () => {
     await ok(["addon", "create", "mysql", "db", "--link", "blog"]);
     await ok(["addon", "create", "fs", "uploads", "--link", "blog"]);
     const bucket = (await pier.cliJson<Record<string, string>>(["addon", "env", "uploads"])).BUCKET_HOST;
     assert.ok(bucket, "the fs add-on gives its bucket's name");
-    await ok(["env", "import", "--app", "blog"], saltVariables());
     await ok(["env", "set", "CC_FS_BUCKET", `/wp-content/uploads:${bucket}`, "--app", "blog"]);
-    // The installer's page answers 200 before and after the install, and 500 without the database.
-    await ok(["env", "set", "CC_HEALTH_CHECK_PATH", "/wp-admin/install.php", "--app", "blog"]);
     const push = await pier.push(repo);
     assert.equal(push.code, 0, push.stderr);
     assert.match(push.stderr, /Response from GET \/wp-admin\/install\.php is 200/);
