@@ -10,6 +10,7 @@ import {
   lstatSync,
   mkdirSync,
   readdirSync,
+  readFileSync,
   readlinkSync,
   statSync,
   writeFileSync,
@@ -17,7 +18,7 @@ import {
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { crc32, deflateSync } from "node:zlib";
 import { debianPackages } from "../support/debian-packages.js";
-import { type HttpResult, httpRequest } from "./harness.js";
+import { type HttpResult, httpRequest, ROOT } from "./harness.js";
 
 /** The packages whose files the core is made of: the symlinks of `wordpress` point into the other ones. */
 const WORDPRESS_PACKAGES = [
@@ -41,7 +42,7 @@ const LEFT_OUT = new Set(["wp-config.php", ".htaccess"]);
 const CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt";
 
 /** The eight keys and salts of wp-config.php, each read from `WP_<name>`. */
-export const SALT_NAMES = [
+const SALT_NAMES = [
   "AUTH_KEY",
   "SECURE_AUTH_KEY",
   "LOGGED_IN_KEY",
@@ -52,43 +53,18 @@ export const SALT_NAMES = [
   "NONCE_SALT",
 ];
 
-/** The wp-config.php of the guide's WordPress section (docs/guide.md): nothing in it is secret. */
-export const WP_CONFIG = `<?php
-// WordPress on Pier: the database is the linked MySQL add-on, the keys and salts are the app's
-// variables, uploads go to the fs add-on mounted at wp-content/uploads (CC_FS_BUCKET).
-function pier_env(string $name): string
-{
-    $value = getenv($name);
-    if ($value === false || $value === '') {
-        error_log("wp-config.php: the variable $name is not set");
-        http_response_code(500);
-        exit("wp-config.php: the variable $name is not set (pier env set $name ..., then pier restart)\\n");
-    }
-    return $value;
+/**
+ * The wp-config.php the guide's WordPress section shows (docs/guide.md, its first php block): the test runs
+ * the very file a user copies from there. It reads the database from the MySQL add-on's variables and the
+ * eight keys and salts from `WP_<name>` variables (SALT_NAMES).
+ */
+export function guideWpConfig(): string {
+  const guide = readFileSync(join(ROOT, "docs/guide.md"), "utf8");
+  const section = guide.slice(guide.indexOf("\n## WordPress\n"));
+  const block = /```php\n([\s\S]*?)```/.exec(section)?.[1];
+  if (!block) throw new Error("docs/guide.md: no php block in its WordPress section");
+  return block;
 }
-
-define('DB_NAME', pier_env('MYSQL_ADDON_DB'));
-define('DB_USER', pier_env('MYSQL_ADDON_USER'));
-define('DB_PASSWORD', pier_env('MYSQL_ADDON_PASSWORD'));
-define('DB_HOST', pier_env('MYSQL_ADDON_HOST') . ':' . pier_env('MYSQL_ADDON_PORT'));
-define('DB_CHARSET', 'utf8mb4');
-define('DB_COLLATE', '');
-
-foreach (['${SALT_NAMES.join("', '")}'] as $name) {
-    define($name, pier_env("WP_$name"));
-}
-
-$table_prefix = 'wp_';
-
-// A release is read-only: plugins, themes and WordPress itself change by a git push, not from the admin.
-define('DISALLOW_FILE_MODS', true);
-define('WP_DEBUG', false);
-
-if (!defined('ABSPATH')) {
-    define('ABSPATH', __DIR__ . '/');
-}
-require_once ABSPATH . 'wp-settings.php';
-`;
 
 /** Where a symlink of the extracted packages leads, inside `root` (Debian's links are relative or absolute). */
 function linkTarget(root: string, link: string): string {
@@ -126,7 +102,7 @@ export function writeWordPressApp(root: string, dest: string): void {
   for (const name of readdirSync(core)) {
     if (!LEFT_OUT.has(name)) copyEntry(root, join(core, name), join(dest, name));
   }
-  writeFileSync(join(dest, "wp-config.php"), WP_CONFIG);
+  writeFileSync(join(dest, "wp-config.php"), guideWpConfig());
   mkdirSync(join(dest, "wp-content/uploads"), { recursive: true });
   writeFileSync(join(dest, "wp-content/uploads/.gitkeep"), "");
 }
