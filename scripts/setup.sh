@@ -116,10 +116,10 @@ if [ "$(label pier/php:8.4 pier.phpserver)" != "$(images/php/hash.sh)" ] || [ "$
   # The engine's notice that the classic builder is deprecated is its only output: shown only on failure.
   out=$(images/php/build.sh 2>&1) || { echo "$out" >&2; exit 1; }
 fi
-# The add-on images (docs/adr/0015-addons.md): valkey, PostgreSQL and MariaDB from Debian trixie, about
+# The add-on images (docs/adr/0015-addons.md): valkey, PostgreSQL, MariaDB and the fs buckets' tar from Debian trixie, about
 # 40 s each.
 export PIER_ADDON_GENERATION=3
-for addon in kv:pier/addon-kv:8 postgresql:pier/addon-postgresql:17 mysql:pier/addon-mysql:11; do
+for addon in kv:pier/addon-kv:8 postgresql:pier/addon-postgresql:17 mysql:pier/addon-mysql:11 fs:pier/addon-fs:1; do
   if [ "$(label "${addon#*:}" pier.addon.generation)" != "$PIER_ADDON_GENERATION" ]; then
     say "building ${addon#*:} (the ${addon%%:*} add-on, from Debian trixie packages)"
     images/addons/build.sh "${addon%%:*}"

@@ -3,6 +3,7 @@
 #   build.sh kv          -> pier/addon-kv:8      (valkey-server 8.1 and valkey-tools)
 #   build.sh postgresql  -> pier/addon-postgresql:17 (postgresql-17)
 #   build.sh mysql       -> pier/addon-mysql:11  (mariadb-server 11.8 and its client tools)
+#   build.sh fs          -> pier/addon-fs:1      (a file-system bucket: minbase's tar, gzip and find)
 # Each image holds the server and its entrypoint (images/addons/<kind>-entrypoint.sh) and nothing else;
 # it runs as the server's own user. PIER_ADDON_GENERATION (set by scripts/setup.sh, or by Pier when it
 # builds an image on first use) is recorded as a label: a newer one rebuilds the image. About 40 s each.
@@ -10,13 +11,16 @@ set -euo pipefail
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
 check_ca
-kind=${1:?usage: build.sh kv|postgresql|mysql}
+kind=${1:?usage: build.sh kv|postgresql|mysql|fs}
 generation=${PIER_ADDON_GENERATION:?}
 case "$kind" in
-  kv) tag=pier/addon-kv:8 packages=valkey-server,valkey-tools user=valkey ;;
-  postgresql) tag=pier/addon-postgresql:17 packages=postgresql-17,postgresql-client-17 user=postgres ;;
-  mysql) tag=pier/addon-mysql:11 packages=mariadb-server,mariadb-client user=mysql ;;
-  *) echo "build.sh: unknown add-on kind '$kind' (kv, postgresql or mysql)" >&2; exit 2 ;;
+  kv) tag=pier/addon-kv:8 packages=valkey-server,valkey-tools user=valkey mode=700 ;;
+  postgresql) tag=pier/addon-postgresql:17 packages=postgresql-17,postgresql-client-17 user=postgres mode=700 ;;
+  mysql) tag=pier/addon-mysql:11 packages=mariadb-server,mariadb-client user=mysql mode=700 ;;
+  # fs runs as the apps' own uid (ADR 0023): what they write is its own, and its /data (copied to a new
+  # volume with its owner) is theirs to write.
+  fs) tag=pier/addon-fs:1 packages=tar,gzip,findutils user=10000:10000 mode=755 ;;
+  *) echo "build.sh: unknown add-on kind '$kind' (kv, postgresql, mysql or fs)" >&2; exit 2 ;;
 esac
 
 mirror=$(debian_mirror 'bookworm|trixie')
@@ -29,7 +33,7 @@ echo "setup: mmdebstrap trixie ($packages) from $mirror" >&2
 mmdebstrap --quiet --variant=minbase --include="ca-certificates,$packages" \
   --customize-hook="'$here/../base/install-ca.sh' \"\$1\" '$work/extra-ca.crt'" \
   --customize-hook="cp '$here/$kind-entrypoint.sh' \"\$1/usr/local/bin/pier-addon\" && chmod 755 \"\$1/usr/local/bin/pier-addon\"" \
-  --customize-hook="mkdir -p \"\$1/data\" \"\$1/backup\" && chroot \"\$1\" chown $user:$user /data /backup && chmod 700 \"\$1/data\"" \
+  --customize-hook="mkdir -p \"\$1/data\" \"\$1/backup\" && chroot \"\$1\" chown ${user%%:*}:${user#*:} /data /backup && chmod $mode \"\$1/data\"" \
   --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
   --customize-hook='rm -rf "$1"/var/lib/mysql/*' \
   trixie "$work/rootfs.tar" "$mirror"

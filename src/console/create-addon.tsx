@@ -11,6 +11,7 @@ const PROVIDERS: Record<AddonKind, string> = {
   kv: "kv: a Redis-protocol key-value store (port 6378, the token as password)",
   postgresql: "postgresql: PostgreSQL 17, one database and one user",
   mysql: "mysql: MariaDB 11.8 (MySQL protocol), one database and one user",
+  fs: "fs: a file-system bucket, mounted in node and phpserver apps where CC_FS_BUCKET=<path>:<BUCKET_HOST> says",
 };
 
 export function CreateAddon() {

@@ -7,17 +7,28 @@ import { validateVariable } from "./env.js";
 import type { Flavor } from "./model.js";
 import { appNameProblem } from "./names.js";
 
-export const ADDON_KINDS = ["kv", "postgresql", "mysql"] as const;
+export const ADDON_KINDS = ["kv", "postgresql", "mysql", "fs"] as const;
 export type AddonKind = (typeof ADDON_KINDS)[number];
 
-/** The port each kind listens on inside Pier's networks. kv: 6378 (contract section 8). */
-export const ADDON_PORTS: Record<AddonKind, number> = { kv: 6378, postgresql: 5432, mysql: 3306 };
+/**
+ * The port each kind listens on inside Pier's networks. kv: 6378 (contract section 8). fs: NFS's 2049, which
+ * a Swarm driver will serve a bucket on from its node (issue 18); on one engine nothing listens: a bucket is
+ * its volume, mounted into the linked apps' instances (core/buckets.ts).
+ */
+export const ADDON_PORTS: Record<AddonKind, number> = { kv: 6378, postgresql: 5432, mysql: 3306, fs: 2049 };
 
-/** The extension of each kind's backup files: an RDB snapshot, a `pg_dump -Fc` archive, a gzip'ed SQL dump. */
+/** Whether a kind speaks a protocol on its port today (fs does not: it is mounted). */
+export const hasProtocol = (kind: AddonKind): boolean => kind !== "fs";
+
+/**
+ * The extension of each kind's backup files: an RDB snapshot, a `pg_dump -Fc` archive, a gzip'ed SQL dump,
+ * a gzip'ed tar of the bucket's files.
+ */
 export const BACKUP_EXTENSIONS: Record<AddonKind, string> = {
   kv: "rdb",
   postgresql: "pgdump",
   mysql: "sql.gz",
+  fs: "tar.gz",
 };
 
 /** The host name linked apps reach an add-on at, on every network it is on. */
@@ -31,11 +42,11 @@ export const AUTO_BACKUP_DAYS = 7;
 
 /** What Pier generates for an add-on at creation; stored encrypted. */
 export interface AddonCredentials {
-  /** kv: empty (the token is the password). postgresql, mysql: the database's user. */
+  /** kv, fs: empty (the token is the password). postgresql, mysql: the database's user. */
   user: string;
-  /** kv: the add-on token. postgresql, mysql: the user's password. */
+  /** kv: the add-on token. postgresql, mysql: the user's password. fs: empty (a bucket is mounted). */
   password: string;
-  /** postgresql, mysql: the database's name. kv: empty. */
+  /** postgresql, mysql: the database's name. kv, fs: empty. */
   database: string;
 }
 
@@ -72,6 +83,8 @@ export function isAddonKind(kind: string): kind is AddonKind {
  */
 export function addonVariables(kind: AddonKind, host: string, c: AddonCredentials): Record<string, string> {
   const port = String(ADDON_PORTS[kind]);
+  // The hosted platform's fs-bucket variable: the bucket's name, which CC_FS_BUCKET names (core/buckets.ts).
+  if (kind === "fs") return { BUCKET_HOST: host };
   if (kind === "kv") {
     const url = `redis://:${encodeURIComponent(c.password)}@${host}:${port}`;
     return {

@@ -4,6 +4,7 @@
  */
 
 import type { Addon, AddonBackup, AddonCredentials, AddonKind } from "./addons.js";
+import type { BucketMount } from "./buckets.js";
 import type { CertificatePair, Domain } from "./domains.js";
 import type { IsolationPlan } from "./isolation.js";
 import type { CeilingOverrides } from "./limits.js";
@@ -326,6 +327,13 @@ export interface InstanceSpec {
    * when none is free), or null: the instance gets its own place on `network` (a task).
    */
   slot: { appId: string } | null;
+  /**
+   * File-system buckets (fs add-ons, core/buckets.ts) mounted read-write at `target`: the add-on's data, the
+   * same for every instance that mounts it, kept until the add-on is removed. The engine maps the add-on to
+   * its data (Docker: its volume) and refuses an add-on that is not an fs add-on of this Pier. A target
+   * that does not exist in the image is made, also under a read-only root.
+   */
+  buckets: readonly BucketMount[];
 }
 
 /** The ports an app's instance slots publish and the network they are on. */

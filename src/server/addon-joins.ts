@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { Addon, AddonKind } from "../core/addons.js";
+import { type Addon, type AddonKind, hasProtocol } from "../core/addons.js";
 import { LABEL } from "../core/labels.js";
 import { FLAVOR_MEMORY_MIB } from "../core/model.js";
 import type { AddonProvider, AddonStore, AppNetworks, Store } from "../core/ports.js";
@@ -111,7 +111,8 @@ export class AddonJoins {
             else await p.disconnect(a.id, net);
           }
         });
-        if (want) lines.push(`Add-on ${a.name} (${a.kind}) is reachable at ${p.host(a.id)}:${p.port}.`);
+        if (want && hasProtocol(a.kind))
+          lines.push(`Add-on ${a.name} (${a.kind}) is reachable at ${p.host(a.id)}:${p.port}.`);
       } catch (e) {
         if (want)
           lines.push(

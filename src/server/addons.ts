@@ -1,6 +1,8 @@
 import {
   type Addon,
   type AddonBackup,
+  type AddonKind,
+  addonHost,
   addonNameProblem,
   addonVariables,
   DEFAULT_ADDON_FLAVOR,
@@ -10,6 +12,13 @@ import {
   publishedVariableProblem,
   type VariableSource,
 } from "../core/addons.js";
+import {
+  bucketOf,
+  isBucketVariable,
+  type LinkedBucket,
+  parseBucketVariable,
+  unlinkedProblem,
+} from "../core/buckets.js";
 import { PierError } from "../core/errors.js";
 import { LABEL } from "../core/labels.js";
 import { type App, FLAVOR_MEMORY_MIB, type Flavor } from "../core/model.js";
@@ -21,6 +30,16 @@ import { newId } from "./deployer.js";
 export interface AddonView extends Addon {
   /** The apps it is linked to, by name. */
   apps: string[];
+}
+
+/** An fs add-on is refused to a Docker app: the contract's Dockerfile runtime has no file-system buckets. */
+function linkable(kind: AddonKind, app: App): void {
+  if (kind === "fs" && app.type === "docker")
+    throw new PierError(
+      "INVALID_INPUT",
+      `${app.name} is a docker app, and the docker runtime has no file-system buckets (runtime contract, section 1): an fs add-on cannot be linked to it.`,
+      "Link it to a node or phpserver app; a Dockerfile app keeps its files in a database or a kv add-on.",
+    );
 }
 
 /** The add-on's state: the provider's, or `joining` while a running add-on is (re)joining its linked apps. */
@@ -103,7 +122,7 @@ export class AddonService {
       throw new PierError(
         "INVALID_INPUT",
         `kind: unknown add-on kind '${input.kind}'.`,
-        "The kinds are kv (a Redis-protocol key-value store), postgresql and mysql (MariaDB).",
+        "The kinds are kv (a Redis-protocol key-value store), postgresql, mysql (MariaDB) and fs (a file-system bucket).",
       );
     }
     const problem = addonNameProblem(input.name);
@@ -125,6 +144,7 @@ export class AddonService {
           "See `pier apps`.",
         );
       if (!apps.some((x) => x.id === app.id)) apps.push(app);
+      linkable(input.kind, app);
     }
     const provider = this.deps.providers[input.kind];
     const flavor = input.flavor ?? DEFAULT_ADDON_FLAVOR;
@@ -212,6 +232,7 @@ export class AddonService {
 
   async linkAddon(app: App, ref: string): Promise<void> {
     const a = await this.get(ref);
+    linkable(a.kind, app);
     if ((await this.deps.addons.linkedAddons(app.id)).some((x) => x.id === a.id))
       throw new PierError("CONFLICT", `The add-on '${a.name}' is linked to ${app.name} already.`);
     await this.deps.addons.linkAddon(app.id, a.id);
@@ -270,6 +291,35 @@ export class AddonService {
     for (const x of await this.deps.addons.linkedApps(appId))
       links.push({ source: { kind: "app", name: x.name }, vars: await this.deps.addons.getPublished(x.id) });
     return linkedEnvironment(vars, links);
+  }
+
+  /** The fs add-ons linked to an app: the buckets its CC_FS_BUCKET may name (core/buckets.ts). */
+  async buckets(appId: string): Promise<LinkedBucket[]> {
+    const linked = await this.deps.addons.linkedAddons(appId);
+    return linked
+      .filter((a) => a.kind === "fs")
+      .map((a) => ({ id: a.id, name: a.name, host: addonHost(a.id) }));
+  }
+
+  /**
+   * Why the variables `set` on an app cannot name buckets, at `pier env set` time (the deploy checks again:
+   * a link may go meanwhile): a malformed CC_FS_BUCKET*, a Docker app, a bucket not linked to the app.
+   */
+  async bucketProblems(app: App, set: Readonly<Record<string, string>>): Promise<string[]> {
+    const names = Object.keys(set).filter(isBucketVariable);
+    if (names.length === 0) return [];
+    if (app.type === "docker")
+      return [
+        `${names.join(", ")}: the docker runtime has no file-system buckets (runtime contract, section 1).`,
+      ];
+    const linked = await this.buckets(app.id);
+    const problems: string[] = [];
+    for (const name of names) {
+      const r = parseBucketVariable(name, set[name] ?? "");
+      if (typeof r === "string") problems.push(r);
+      else if (!bucketOf(r, linked)) problems.push(unlinkedProblem(r, app.name));
+    }
+    return problems;
   }
 
   /** The linked variables alone (for the deploy log's masker). */

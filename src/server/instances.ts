@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { BucketMount } from "../core/buckets.js";
 import { PierError } from "../core/errors.js";
 import { LABEL } from "../core/labels.js";
 import { type App, FLAVOR_MEMORY_MIB } from "../core/model.js";
@@ -32,6 +33,8 @@ export interface ReleaseToRun {
   ipv6Subnet: string | null;
   mountDockerSocket: boolean;
   restart: boolean;
+  /** The fs add-ons every instance mounts (CC_FS_BUCKET, core/buckets.ts). */
+  buckets: readonly BucketMount[];
 }
 
 /** Starts, lists and retires the instances of releases, and keeps the edge's routes in step with them. */
@@ -153,6 +156,7 @@ export class Instances {
           mountDockerSocket: r.mountDockerSocket,
           restart: r.restart,
           slot: inSlot ? { appId: r.appId } : null,
+          buckets: r.buckets,
         };
         const info = await this.deps.engine.runInstance(spec);
         onLine(

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import type { AddonCredentials, AddonKind } from "../../src/core/addons.js";
+import { type AddonCredentials, type AddonKind, hasProtocol } from "../../src/core/addons.js";
 import { FLAVOR_MEMORY_MIB } from "../../src/core/model.js";
 import type { AddonProvider, AddonServers, AddonSpec } from "../../src/core/ports.js";
 
@@ -106,34 +106,46 @@ function providerCases(name: string, t: AddonProvidersUnderTest, p: AddonProvide
       assert.equal((await p.status(id)).state, "running");
     });
 
-    it("answers with its password on its networks, refuses a wrong one, and is unreachable elsewhere", async () => {
-      const w = await c.write(p.kind, own, host, creds, "one");
-      assert.equal(w.code, 0, w.stderr);
-      assert.equal((await c.read(p.kind, own, host, creds)).stdout, "one");
-      const wrong = await c.read(p.kind, own, host, { ...creds, password: "wrong-password" });
-      assert.ok(wrong.code !== 0 || !wrong.stdout.includes("one"), "a wrong password is refused");
-      assert.match(
-        wrong.stdout + wrong.stderr,
-        /WRONGPASS|NOAUTH|password authentication failed|Access denied for user/,
-      );
-      // The host name does not resolve on another network, nor does its address answer there.
-      assert.notEqual((await c.read(p.kind, other, host, creds)).stdout, "one");
-      const ip = (await t.servers.addonServer(id))?.addresses[own] ?? "";
-      assert.match(ip, /^\d+\.\d+\.\d+\.\d+$/);
-      const byIp = await c.read(p.kind, other, ip, creds);
-      assert.notEqual(byIp.code, 0, "the add-on's address is not reachable from another network");
-    });
+    // fs speaks no protocol on one engine (a bucket is mounted: the engine suite holds the mount, the links
+    // who gets it); its network cases wait for the Swarm driver's NFS (issue 18).
+    const protocol = hasProtocol(p.kind) ? {} : { skip: `${p.kind} has no network protocol on one engine` };
 
-    it("is reachable from a network once connected to it, and no longer once disconnected", async () => {
-      await p.connect(id, other);
-      await p.connect(id, other); // twice: no error
-      assert.deepEqual((await p.status(id)).networks, [own, other].sort());
-      const r = await c.read(p.kind, other, host, creds);
-      assert.equal(r.stdout, "one", r.stderr);
-      await p.disconnect(id, other);
-      await p.disconnect(id, other);
-      assert.notEqual((await c.read(p.kind, other, host, creds)).stdout, "one");
-    });
+    it(
+      "answers with its password on its networks, refuses a wrong one, and is unreachable elsewhere",
+      protocol,
+      async () => {
+        const w = await c.write(p.kind, own, host, creds, "one");
+        assert.equal(w.code, 0, w.stderr);
+        assert.equal((await c.read(p.kind, own, host, creds)).stdout, "one");
+        const wrong = await c.read(p.kind, own, host, { ...creds, password: "wrong-password" });
+        assert.ok(wrong.code !== 0 || !wrong.stdout.includes("one"), "a wrong password is refused");
+        assert.match(
+          wrong.stdout + wrong.stderr,
+          /WRONGPASS|NOAUTH|password authentication failed|Access denied for user/,
+        );
+        // The host name does not resolve on another network, nor does its address answer there.
+        assert.notEqual((await c.read(p.kind, other, host, creds)).stdout, "one");
+        const ip = (await t.servers.addonServer(id))?.addresses[own] ?? "";
+        assert.match(ip, /^\d+\.\d+\.\d+\.\d+$/);
+        const byIp = await c.read(p.kind, other, ip, creds);
+        assert.notEqual(byIp.code, 0, "the add-on's address is not reachable from another network");
+      },
+    );
+
+    it(
+      "is reachable from a network once connected to it, and no longer once disconnected",
+      protocol,
+      async () => {
+        await p.connect(id, other);
+        await p.connect(id, other); // twice: no error
+        assert.deepEqual((await p.status(id)).networks, [own, other].sort());
+        const r = await c.read(p.kind, other, host, creds);
+        assert.equal(r.stdout, "one", r.stderr);
+        await p.disconnect(id, other);
+        await p.disconnect(id, other);
+        assert.notEqual((await c.read(p.kind, other, host, creds)).stdout, "one");
+      },
+    );
 
     it("keeps its data across a restart", async () => {
       await c.write(p.kind, own, host, creds, "two");

@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { after, before, test } from "node:test";
 import type { PierError } from "../../src/core/errors.js";
-import type { AddonServerSpec, Engine } from "../../src/core/ports.js";
+import { LABEL } from "../../src/core/labels.js";
+import type { AddonServerSpec, Engine, InstanceSpec } from "../../src/core/ports.js";
 
 /** What the engine suite hands over once its `before` ran. */
 export interface AddonServersUnderTest {
@@ -121,6 +122,69 @@ export function addonServerConformance(get: () => AddonServersUnderTest): void {
     await u.engine.removeAddonServer(s.id);
     await u.engine.runAddonServer(s);
     assert.notEqual((await u.engine.execInAddonServer(s.id, ["cat", "/data/kept.txt"])).exitCode, 0);
+    await u.engine.removeAddonServer(s.id);
+  });
+
+  /** An instance that mounts `buckets` and idles, on the suite's network (commands run in it by exec). */
+  const bucketUser = (n: string, buckets: InstanceSpec["buckets"]): InstanceSpec => ({
+    name: `${u.prefix}-bucket-user${n}`,
+    image: u.image,
+    env: {},
+    labels: { ...u.labels, [LABEL.deployment]: `bucket${n}` },
+    cmd: ["/bin/sh", "-c", "exec sleep 600"],
+    httpPort: null,
+    tcpPort: null,
+    memoryBytes: 64 * MiB,
+    network: { name: u.network, ipv6Subnet: null },
+    mountDockerSocket: false,
+    restart: false,
+    slot: null,
+    buckets,
+  });
+  const sh = async (id: string, script: string) => {
+    const lines: string[] = [];
+    const code = await u.engine.execInInstance(id, ["/bin/sh", "-c", script], (l) => void lines.push(l));
+    return { code, out: lines.join("\n") };
+  };
+
+  test("an fs add-on's data as a bucket: instances see each other's files, a new one the old one's, at a target the image lacks", async () => {
+    const s = spec("6", { kind: "fs" });
+    await u.engine.runAddonServer(s);
+    const target = "/srv/pier-bucket/uploads";
+    const buckets = [{ addonId: s.id, target }];
+    const a = await u.engine.runInstance(bucketUser("a", buckets));
+    const b = await u.engine.runInstance(bucketUser("b", buckets));
+    assert.equal((await sh(a.id, `echo from-a > ${target}/a.txt`)).code, 0);
+    assert.equal((await sh(b.id, `echo from-b > ${target}/b.txt`)).code, 0);
+    assert.deepEqual(await sh(b.id, `cat ${target}/a.txt`), { code: 0, out: "from-a" });
+    assert.deepEqual(await sh(a.id, `cat ${target}/b.txt`), { code: 0, out: "from-b" });
+    await u.engine.removeInstance(a.id, 0);
+    await u.engine.removeInstance(b.id, 0);
+    const c = await u.engine.runInstance(bucketUser("c", buckets));
+    assert.deepEqual(await sh(c.id, `cat ${target}/a.txt`), { code: 0, out: "from-a" });
+    // Not in an instance without the bucket.
+    const d = await u.engine.runInstance(bucketUser("d", []));
+    assert.notEqual((await sh(d.id, `cat ${target}/a.txt`)).out, "from-a");
+    await u.engine.removeInstance(c.id, 0);
+    await u.engine.removeInstance(d.id, 0);
+    await u.engine.removeAddonServer(s.id);
+  });
+
+  test("a bucket that is not an fs add-on's (another kind's data, none) is refused, and no instance runs", async () => {
+    const s = spec("7", { kind: "kv" });
+    await u.engine.runAddonServer(s);
+    const refused = (e: PierError) => e.code === "ADDON_NOT_FOUND";
+    await assert.rejects(
+      u.engine.runInstance(bucketUser("e", [{ addonId: s.id, target: "/srv/x" }])),
+      refused,
+    );
+    const none = `${u.prefix}-adn-none`;
+    await assert.rejects(
+      u.engine.runInstance(bucketUser("f", [{ addonId: none, target: "/srv/x" }])),
+      refused,
+    );
+    const left = await u.engine.listInstances(u.labels);
+    assert.equal(left.filter((i) => i.name.includes("bucket-user")).length, 0);
     await u.engine.removeAddonServer(s.id);
   });
 

@@ -65,6 +65,7 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
       mountDockerSocket: false,
       restart: false,
       slot: null,
+      buckets: [],
       ...over,
     });
 

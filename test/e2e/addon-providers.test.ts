@@ -16,6 +16,8 @@ interface Client {
   read(host: string, c: AddonCredentials): string[];
   /** A client that keeps a connection open for 60 s (a restore must not wait for it, nor fail). */
   hold(host: string, c: AddonCredentials): string[];
+  /** The docker options that reach the add-on other than its network (fs: its volume, as an app mounts it). */
+  reach?: (host: string) => string[];
 }
 
 const kvCli = (h: string, c: AddonCredentials, ...cmd: string[]) => [
@@ -79,15 +81,25 @@ const CLIENTS: Record<AddonKind, Client> = {
     // An open transaction that read the table holds it: the restore's RENAME TABLE must not wait for it.
     hold: (h, c) => mariadb(h, c, "START TRANSACTION; SELECT COUNT(*) FROM t; SELECT SLEEP(60);"),
   },
+  // A bucket is reached by its mount, as the instances of a linked app (uid 10000) mount it; no password.
+  fs: {
+    image: "pier/addon-fs:1",
+    write: (_h, _c, v) => ["sh", "-c", `echo ${v} > /bucket/value`],
+    read: () => ["cat", "/bucket/value"],
+    // A file held open, as an app's log or upload in progress.
+    hold: () => ["sh", "-c", "exec 3</bucket/value; sleep 60"],
+    reach: (h) => ["-v", `${h}-data:/bucket`],
+  },
 };
 
 /** Runs a client command in a throwaway container on `network` (bounded: an address that never answers). */
-async function client(kind: AddonKind, network: string, argv: string[]) {
+async function client(kind: AddonKind, network: string, host: string, argv: string[]) {
   const r = await run(
     [
       DOCKER,
       "run",
       "--rm",
+      ...(CLIENTS[kind].reach?.(host) ?? []),
       "--network",
       network,
       "--entrypoint",
@@ -102,8 +114,8 @@ async function client(kind: AddonKind, network: string, argv: string[]) {
 }
 
 const clients: AddonClient = {
-  write: (kind, network, host, c, value) => client(kind, network, CLIENTS[kind].write(host, c, value)),
-  read: (kind, network, host, c) => client(kind, network, CLIENTS[kind].read(host, c)),
+  write: (kind, network, host, c, value) => client(kind, network, host, CLIENTS[kind].write(host, c, value)),
+  read: (kind, network, host, c) => client(kind, network, host, CLIENTS[kind].read(host, c)),
   async holding(kind, network, host, c, work) {
     const holder = `pier-test-${scope}-${kind}-holder`;
     const hold = CLIENTS[kind].hold(host, c);
@@ -114,6 +126,7 @@ const clients: AddonClient = {
       "--rm",
       "--name",
       holder,
+      ...(CLIENTS[kind].reach?.(host) ?? []),
       "--network",
       network,
       "--entrypoint",

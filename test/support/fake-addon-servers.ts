@@ -4,7 +4,7 @@
 // (serve, ready, backup, restore, restore-stage) over a tiny key-value store kept with the server's data, so
 // that the real providers (src/adapters/addons/) run over it and pass test/conformance/addon-provider.ts.
 import { readFile } from "node:fs/promises";
-import { addonHost } from "../../src/core/addons.js";
+import { type AddonKind, addonHost } from "../../src/core/addons.js";
 import { PierError } from "../../src/core/errors.js";
 import type { AddonServerInfo, AddonServerSpec, AddonServers } from "../../src/core/ports.js";
 import { interpret } from "./fake-shell.js";
@@ -17,6 +17,8 @@ export interface FakeAddonWorld {
 
 /** An add-on's data: kept until its server is removed (on Docker, its volume). */
 export interface FakeAddonData {
+  /** The kind of the server that made it. */
+  kind: AddonKind | null;
   /** What clients wrote (the played server's keys). */
   keys: Map<string, string>;
   /** Files under the server's data path. */
@@ -93,10 +95,19 @@ export class FakeAddonServers implements AddonServers {
     return { code: 0, stdout: work(this.dataOf(s.spec.id).keys), stderr: "" };
   }
 
+  /**
+   * The files of an fs add-on's bucket, by path inside it (its data's keys: backed up and restored as
+   * the played entrypoint does every kind's), or null when `id` has no fs data (InstanceSpec.buckets).
+   */
+  bucket(id: string): Map<string, string> | null {
+    const d = this.data.get(id);
+    return d?.kind === "fs" ? d.keys : null;
+  }
+
   private dataOf(id: string): FakeAddonData {
     let d = this.data.get(id);
     if (!d) {
-      d = { keys: new Map(), files: new Map(), staged: null };
+      d = { kind: null, keys: new Map(), files: new Map(), staged: null };
       this.data.set(id, d);
     }
     return d;
@@ -135,7 +146,7 @@ export class FakeAddonServers implements AddonServers {
       this.network(spec.network);
       s = { spec, running: false, exitCode: null, startedAt: null, addresses: {}, files: new Map() };
       this.servers.set(spec.id, s);
-      this.dataOf(spec.id);
+      this.dataOf(spec.id).kind = spec.kind;
       await this.connectAddonServer(spec.id, spec.network);
     }
     for (const n of spec.joins) await this.connectAddonServer(spec.id, n);

@@ -23,7 +23,7 @@ import { type Cidr, overlaps, parseCidr } from "../../src/core/subnets.js";
 import { FakeAddonServers } from "./fake-addon-servers.js";
 import { FakeBuilds } from "./fake-builds.js";
 import { type Labels, matches, type Served, tick } from "./fake-engine-state.js";
-import { interpret } from "./fake-shell.js";
+import { interpret, type ShellFiles } from "./fake-shell.js";
 
 export type { BeforeHooks, FakeEngineOptions, Served } from "./fake-engine-state.js";
 
@@ -34,6 +34,8 @@ export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
   /** Which sandbox an instance or a build joins: the Docker adapter's choice, over this fake's sandboxes. */
   private readonly slots = new SlotKeeper(this);
   /** The add-on servers (test/support/fake-addon-servers.ts): their state, specs and played clients. */
+  /** What each instance's commands read and write (its buckets' files, its own). */
+  private readonly instanceFiles = new Map<string, ShellFiles>();
   readonly addonServers = new FakeAddonServers({
     hasImage: (tag) => this.images.has(tag),
     hasNetwork: (name) => this.networks.some((n) => n.name === name),
@@ -202,8 +204,10 @@ export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
         `The instance ${spec.name} did not start: cannot join network of a non running container: ${sandbox.id}`,
       );
     if (!this.images.has(spec.image)) throw new PierError("ENGINE_ERROR", `No such image: ${spec.image}`);
+    const files = this.filesOf(spec);
     this.instanceSpecs.push(spec);
     const id = this.nextId("instance");
+    this.instanceFiles.set(id, files);
     const info = this.newInstance(id, spec, sandbox, await this.placeOf(spec, sandbox));
     this.instances.push(info);
     this.emit("start", info, null);
@@ -239,9 +243,36 @@ export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
     };
   }
 
+  /**
+   * What an instance's commands read and write: under a bucket's target, the fs add-on's files (shared by
+   * every instance that mounts it, kept with the add-on's data); elsewhere its own scratch files. A bucket
+   * that is not an fs add-on's is refused, as the Docker adapter does.
+   */
+  private filesOf(spec: InstanceSpec): ShellFiles {
+    const own = new Map<string, string>();
+    const mounts = spec.buckets.map((b) => {
+      const keys = this.addonServers.bucket(b.addonId);
+      if (!keys)
+        throw new PierError("ADDON_NOT_FOUND", `The bucket of add-on ${b.addonId} is not an fs add-on's.`);
+      return { prefix: `${b.target}/`, keys };
+    });
+    const at = (path: string) => {
+      const m = mounts.find((x) => path.startsWith(x.prefix));
+      return m ? { keys: m.keys, key: path.slice(m.prefix.length) } : { keys: own, key: path };
+    };
+    return {
+      read: (path) => at(path).keys.get(at(path).key),
+      write: (path, text) => {
+        const { keys, key } = at(path);
+        keys.set(key, text);
+        return true;
+      },
+    };
+  }
+
   /** The command runs: what it prints goes to the log; a command that ends ends the instance. */
   private started(info: InstanceInfo, spec: InstanceSpec): void {
-    const run = interpret(spec.cmd ?? ["sleep", "infinity"]);
+    const run = interpret(spec.cmd ?? ["sleep", "infinity"], this.instanceFiles.get(info.id));
     for (const l of run.lines) this.print(info.id, l);
     if (run.exitCode !== null) this.exit(info.id, run.exitCode);
   }
@@ -257,6 +288,7 @@ export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
     this.halt(id);
     this.instances = this.instances.filter((c) => c.id !== id);
     this.logLines.delete(id);
+    this.instanceFiles.delete(id);
   }
 
   /** SIGTERM: a process that keeps running ends with 143. */
@@ -338,7 +370,7 @@ export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
     await this.enter("execInInstance", id, argv, onLine);
     const c = this.known(id);
     if (!c.running) throw new PierError("CONFLICT", `Container ${id} is not running`);
-    const run = interpret(argv);
+    const run = interpret(argv, this.instanceFiles.get(id));
     for (const l of run.lines) onLine(l);
     for (const l of run.logged) this.print(id, l);
     return run.exitCode ?? 0;

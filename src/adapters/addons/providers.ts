@@ -1,6 +1,7 @@
 import type { AddonKind } from "../../core/addons.js";
 import type { AddonProvider, AddonServers } from "../../core/ports.js";
 import { type AddonKindDefinition, ContainerAddons } from "./container.js";
+import { FS } from "./fs.js";
 import { KV } from "./kv.js";
 import { MYSQL } from "./mysql.js";
 import { POSTGRESQL } from "./postgresql.js";
@@ -10,6 +11,7 @@ export const ADDON_DEFINITIONS: Record<AddonKind, AddonKindDefinition> = {
   kv: KV,
   postgresql: POSTGRESQL,
   mysql: MYSQL,
+  fs: FS,
 };
 
 /** A provider of each kind over the engine's add-on servers. */

@@ -5,6 +5,7 @@ import { posix } from "node:path";
 import { PassThrough, Readable } from "node:stream";
 import type Docker from "dockerode";
 import { addonHost } from "../../core/addons.js";
+import type { BucketMount } from "../../core/buckets.js";
 import { PierError } from "../../core/errors.js";
 import { LABEL } from "../../core/labels.js";
 import { cpuLimits } from "../../core/model.js";
@@ -80,6 +81,39 @@ export class DockerAddonServers implements AddonServers {
 
   private volume(id: string): string {
     return `${addonHost(id)}-data`;
+  }
+
+  /**
+   * The binds of an instance's file-system buckets (InstanceSpec.buckets): each fs add-on's volume,
+   * read-write at its target. The volume must be an fs add-on's of this Pier: the engine would otherwise
+   * make an empty one (the app would write where no backup looks), and no other add-on's data (a
+   * database's files) may reach an app. Docker makes a missing target, also under a read-only root.
+   */
+  async bucketBinds(buckets: readonly BucketMount[]): Promise<string[]> {
+    const binds: string[] = [];
+    for (const b of buckets) {
+      const name = this.volume(b.addonId);
+      let labels: Record<string, string> = {};
+      try {
+        labels = (await this.docker.getVolume(name).inspect()).Labels ?? {};
+      } catch (e) {
+        if (!isNotFound(e)) throw e;
+      }
+      const mine = { [LABEL.addon]: b.addonId, [LABEL.addonKind]: "fs", [LABEL.addonScope]: this.scope };
+      if (Object.entries(mine).some(([k, v]) => labels[k] !== v))
+        throw new PierError(
+          "ADDON_NOT_FOUND",
+          `The bucket ${addonHost(b.addonId)} to mount at ${b.target} is not an fs add-on of this Pier (its volume is gone or another's).`,
+          "See `pier addon list`; link an fs add-on and name its BUCKET_HOST in CC_FS_BUCKET.",
+        );
+      if (!b.target.startsWith("/") || b.target.includes(":") || b.target.includes(","))
+        throw new PierError(
+          "INVALID_INPUT",
+          `The bucket's mount point '${b.target}' is not an absolute path.`,
+        );
+      binds.push(`${name}:${b.target}`);
+    }
+    return binds;
   }
 
   private labels(spec: AddonServerSpec): Record<string, string> {

@@ -392,7 +392,10 @@ export class DockerEngine implements Engine {
     }
     const imageLabels = (await this.imageInfo(s.image))?.labels ?? {};
     const fs = instanceFilesystem(imageLabels, s.memoryBytes);
-    const mounts = await this.releaseMount(s.image, imageLabels, s.labels[LABEL.app], fs);
+    const mounts = [
+      ...(await this.releaseMount(s.image, imageLabels, s.labels[LABEL.app], fs)),
+      ...(await this.addons.bucketBinds(s.buckets)),
+    ];
     const container = await this.docker.createContainer(
       bodyOnly(s.name, {
         Image: s.image,

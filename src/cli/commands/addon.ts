@@ -27,16 +27,18 @@ const USAGE = `Usage: pier addon create KIND NAME [--flavor F] [--link APP]...
        pier addon backup restore NAME BACKUP_ID [--yes]
 
   KIND is kv (a Redis-protocol key-value store: valkey, port 6378, the token as password),
-  postgresql (PostgreSQL 17: one database, one user) or mysql (MariaDB 11.8: one database, one user;
-  MYSQL_ADDON_* and DATABASE_URL). Each add-on is a server in its own container, its data on a volume,
-  its memory limited by its flavor (default nano).
+  postgresql (PostgreSQL 17: one database, one user), mysql (MariaDB 11.8: one database, one user;
+  MYSQL_ADDON_* and DATABASE_URL) or fs (a file-system bucket: a link gives BUCKET_HOST; the app mounts
+  it with CC_FS_BUCKET=<path>:<BUCKET_HOST>, e.g. /wp-content/uploads:pier-addon-adn-..., shared by all
+  its instances; node and phpserver apps only). Each add-on is a server in its own container, its data
+  on a volume, its memory limited by its flavor (default nano).
 
   create      makes the add-on (and links it to the --link apps: their next deploy or restart gets
               its variables)
   env         the variables a link injects; secrets masked unless --reveal
   delete      deletes the add-on and its data (asks for its name, or --yes); refused while apps are
               linked to it, unless --force. Its backups stay on disk.
-  backup      create: a backup now (pg_dump, mariadb-dump, a snapshot for kv); list; restore: replaces
+  backup      create: a backup now (pg_dump, mariadb-dump, a snapshot for kv, a tar.gz for fs); list; restore: replaces
               the add-on's data by the backup (asks, or --yes); a restore that fails leaves the data as
               it was.
               A backup is also made every day and kept for PIER_BACKUP_DAYS days (default 7).
@@ -129,7 +131,9 @@ async function status({ ctx, rest, fmt }: Sub): Promise<number> {
       [
         `${s.name} (${s.kind}, ${s.id}): ${s.state}`,
         `  flavor:    ${s.flavor}`,
-        `  address:   ${s.host}:${s.port} (from the linked apps' instances and builds)`,
+        s.kind === "fs"
+          ? `  bucket:    ${s.host} (mounted where the linked apps' CC_FS_BUCKET=<path>:${s.host} says)`
+          : `  address:   ${s.host}:${s.port} (from the linked apps' instances and builds)`,
         `  linked to: ${s.joins.length > 0 ? s.joins.map((j) => `${j.app} (${JOIN_TEXT[j.state] ?? j.state})`).join(", ") : "no app"}`,
         `  backups:   ${s.backups}`,
         "",
@@ -177,7 +181,8 @@ const SUBCOMMANDS: Record<string, (sub: Sub) => Promise<number>> = {
 
 export const addon: Command = {
   name: "addon",
-  summary: "Add-ons: kv (Redis protocol), postgresql, mysql; create, list, status, env, delete, backups",
+  summary:
+    "Add-ons: kv (Redis protocol), postgresql, mysql, fs (buckets); create, list, status, env, delete, backups",
   help: USAGE,
   async run(args, ctx) {
     const { values, positionals } = parseFlags("addon", args, {

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { LinkedEnvironment } from "../../core/addons.js";
+import type { BucketMount, LinkedBucket } from "../../core/buckets.js";
 import type { App, Deployment, Release } from "../../core/model.js";
 import type { Engine, InstanceInfo, Store } from "../../core/ports.js";
 import type { DeployLogs } from "../deploy-logs.js";
@@ -40,6 +41,8 @@ export interface StepDeps {
   links?: {
     environment(appId: string, own: Record<string, string>): Promise<LinkedEnvironment>;
     attach(appId: string, network: { name: string; ipv6Subnet: string | null }): Promise<string[]>;
+    /** The fs add-ons linked to the app: the buckets its CC_FS_BUCKET may name. */
+    buckets(appId: string): Promise<LinkedBucket[]>;
   };
 }
 
@@ -68,6 +71,8 @@ export interface Plan {
   common: Record<string, string>;
   /** The network linked add-ons joined, for the build; null without add-on links. */
   addonNetwork: string | null;
+  /** The fs add-ons the instances mount (CC_FS_BUCKET), checked to be linked to the app. */
+  buckets: BucketMount[];
 }
 
 /** The release's instances, started by the start step. */

@@ -31,6 +31,7 @@ export function releaseToRun(
     ipv6Subnet: settings.ipv6Subnet,
     mountDockerSocket: settings.mountDockerSocket,
     restart: !task,
+    buckets: plan.buckets,
   };
 }
 

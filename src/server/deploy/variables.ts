@@ -3,6 +3,7 @@
 
 import { type LinkedEnvironment, linkedLines } from "../../core/addons.js";
 import { isTask } from "../../core/app-state.js";
+import { type BucketMount, bucketMounts, isBucketVariable } from "../../core/buckets.js";
 import { healthCheckPaths, instanceEnvironment, platformVariables } from "../../core/env.js";
 import { ENV_CAP_HINT, instanceEnvProblem } from "../../core/env-limits.js";
 import { PierError } from "../../core/errors.js";
@@ -95,8 +96,55 @@ export async function planRelease(
     commitId: d.commit,
   });
   await checkLimits(ctx.deps, app, ctx.request, instanceEnvironment(vars, common, APP_HOME), task);
+  const buckets = await mountedBuckets(ctx, app, vars);
   const addonNetwork = await joinLinks(ctx, app, linked, settings.ipv6Subnet);
-  return { app, vars, linked, runtime, settings, task, healthPaths: health.paths, common, addonNetwork };
+  return {
+    app,
+    vars,
+    linked,
+    runtime,
+    settings,
+    task,
+    healthPaths: health.paths,
+    common,
+    addonNetwork,
+    buckets,
+  };
+}
+
+/**
+ * The buckets the instances mount (CC_FS_BUCKET*), each a linked fs add-on's: a malformed value, a bucket
+ * not linked to the app (or unlinked since the variable was set) or a Docker app (the contract: that runtime
+ * has no buckets) fails the deploy before anything is built or started, naming the variable.
+ */
+export async function mountedBuckets(
+  ctx: { deps: { links?: Pick<NonNullable<StepDeps["links"]>, "buckets"> }; write: (line: string) => void },
+  app: App,
+  vars: Record<string, string>,
+): Promise<BucketMount[]> {
+  const names = Object.keys(vars).filter(isBucketVariable);
+  if (names.length === 0) return [];
+  if (app.type === "docker")
+    throw new PierError(
+      "INVALID_VARIABLE",
+      `${names.join(", ")}: the docker runtime has no file-system buckets (runtime contract, section 1).`,
+      "Unset the variable, or use a node or phpserver app.",
+    );
+  const linked = (await ctx.deps.links?.buckets(app.id)) ?? [];
+  const { mounts, errors } = bucketMounts(vars, linked, app.name, APP_HOME);
+  if (errors.length > 0)
+    throw new PierError(
+      "INVALID_VARIABLE",
+      errors.join("; "),
+      "Link the fs add-on (pier service link-addon NAME --app APP) or fix the variable with `pier env set`.",
+    );
+  for (const m of mounts) {
+    const b = linked.find((x) => x.id === m.addonId);
+    ctx.write(
+      `The fs add-on ${b?.name ?? m.addonId} (bucket ${b?.host ?? m.addonId}) is mounted at ${m.target}.`,
+    );
+  }
+  return mounts;
 }
 
 /**

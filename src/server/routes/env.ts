@@ -33,6 +33,7 @@ export function envHandlers(deps: ApiDeps) {
       const problems = [
         ...Object.entries(set).map(([k, v]) => validateVariable(k, v) ?? maskedValueProblem(k, v)),
         ...(b.unset ?? []).map((k) => validateVariableName(k)),
+        ...(await deps.addons.bucketProblems(app, set)),
       ].filter((p): p is string => p !== null);
       if (problems.length > 0)
         throw new PierError("INVALID_VARIABLE", problems.join("; "), "Nothing was changed.");
@@ -43,8 +44,11 @@ export function envHandlers(deps: ApiDeps) {
       const app = await appOf(deps, c);
       const name = c.req.param("name") ?? "";
       const { value } = await req.body();
-      const problem = validateVariable(name, value) ?? maskedValueProblem(name, value);
-      if (problem) throw new PierError("INVALID_VARIABLE", problem);
+      const problem =
+        validateVariable(name, value) ??
+        maskedValueProblem(name, value) ??
+        (await deps.addons.bucketProblems(app, { [name]: value }))[0];
+      if (problem) throw new PierError("INVALID_VARIABLE", problem, "Nothing was changed.");
       await store.changeEnv(app.id, { [name]: value }, [], deps.limits.envCheck(app));
       return c.json({ name, value });
     },

@@ -12,14 +12,30 @@ const engine = new FakeEngine();
 withAddonImages(engine);
 const played = engine.addonServers;
 
+/** An fs bucket is reached by its mount (an instance's files: its data's keys), not over a network. */
+const bucket = (host: string) => {
+  const keys = played.bucket(host.replace(/^pier-addon-/, ""));
+  return keys && played.servers.has(host.replace(/^pier-addon-/, "")) ? keys : null;
+};
+const missing = { code: 1, stdout: "", stderr: "cat: /bucket/value: No such file or directory" };
+
 const clients: AddonClient = {
-  write: async (_kind, network, host, c, value) =>
-    played.client(network, host, c.password, (keys) => {
-      keys.set("k", value);
+  write: async (kind, network, host, c, value) => {
+    const keys = kind === "fs" ? bucket(host) : null;
+    if (keys) keys.set("value", value);
+    if (kind === "fs") return keys ? { code: 0, stdout: "", stderr: "" } : missing;
+    return played.client(network, host, c.password, (k) => {
+      k.set("k", value);
       return "OK";
-    }),
-  read: async (_kind, network, host, c) =>
-    played.client(network, host, c.password, (keys) => keys.get("k") ?? ""),
+    });
+  },
+  read: async (kind, network, host, c) => {
+    if (kind === "fs") {
+      const v = bucket(host)?.get("value");
+      return v === undefined ? missing : { code: 0, stdout: v, stderr: "" };
+    }
+    return played.client(network, host, c.password, (keys) => keys.get("k") ?? "");
+  },
   holding: (_kind, _network, _host, _c, work) => work(),
 };
 

@@ -76,10 +76,10 @@ describe("AddonBackups on a clock", () => {
     store.close();
   });
 
-  it("names each kind's backup file for what it holds: an RDB snapshot, a pg_dump archive, a gzip'ed SQL dump", async () => {
+  it("names each kind's backup file for what it holds: an RDB snapshot, a pg_dump archive, a gzip'ed SQL dump, a tar.gz of a bucket", async () => {
     const store = new SqliteStore(join(dir, "kinds.db"), SecretBox.fromFile(join(dir, "secret.key")));
     const addons = store.addons();
-    const kinds: AddonKind[] = ["kv", "postgresql", "mysql"];
+    const kinds: AddonKind[] = ["kv", "postgresql", "mysql", "fs"];
     const engine = new FakeEngine();
     withAddonImages(engine);
     await engine.ensureNetwork("kinds-net", {}, { ipv4: null, ipv6: null });
@@ -109,7 +109,7 @@ describe("AddonBackups on a clock", () => {
       });
       files.push((await backups.create(a)).file.replace(/^.*-bak-[0-9a-z]+/, ""));
     }
-    assert.deepEqual(files, [".rdb", ".pgdump", ".sql.gz"]);
+    assert.deepEqual(files, [".rdb", ".pgdump", ".sql.gz", ".tar.gz"]);
     store.close();
   });
 });

@@ -12,6 +12,7 @@ import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import { LABEL } from "../../../src/core/labels.js";
 import { AddonService } from "../../../src/server/addons.js";
+import { newApp } from "../../conformance/store.js";
 import { withAddonImages } from "../../support/addon-images.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 import { storeApp } from "./store-apps.js";
@@ -186,7 +187,7 @@ describe("AddonService", () => {
   it("daily backups: one a day per add-on, automatic ones kept PIER_BACKUP_DAYS days; restore checks the owner", async () => {
     const { store, service } = setup("backups");
     const a = await service.create({ kind: "kv", name: "cache" });
-    const b = await service.create({ kind: "kv", name: "other" });
+    const b = await service.create({ kind: "fs", name: "other" });
     const day = (n: number) => new Date(Date.UTC(2026, 0, 1) + n * 86_400_000);
     const addons = store.addons();
     // Ten days of backups, made as the timer would (the clock is the test's).
@@ -206,6 +207,51 @@ describe("AddonService", () => {
     assert.ok(existsSync(join(dir, "backups-backups", a.id, left[0]!.file)));
     await assert.rejects(service.restore(b, left[0]!.id), /is of the add-on 'cache', not of 'other'/);
     await service.restore(a, left[0]!.id);
+    const fsLeft = await addons.listBackups(b.id);
+    assert.equal(fsLeft.length, 1, "an fs add-on's automatic backups rotate alike");
+    assert.match(fsLeft[0]!.file, /\.tar\.gz$/);
+    await service.restore(b, fsLeft[0]!.id);
+    store.close();
+  });
+
+  it("fs: a link gives BUCKET_HOST; a docker app is refused; CC_FS_BUCKET is checked against the app's links", async () => {
+    const { store, service } = setup("fs");
+    const web = await storeApp(store, "web");
+    const other = await storeApp(store, "other");
+    const dock = await store.createApp(newApp("dock", { type: "docker" }));
+    const up = await service.create({ kind: "fs", name: "uploads", link: ["web"] });
+    const host = `pier-addon-${up.id}`;
+    assert.deepEqual((await service.environment(web.id)).vars, { BUCKET_HOST: host });
+    assert.deepEqual(await service.buckets(web.id), [{ id: up.id, name: "uploads", host }]);
+    assert.deepEqual(await service.buckets(other.id), []);
+    // A Docker app: no link (at creation or later), no CC_FS_BUCKET; nothing made or linked.
+    const noBuckets = /dock is a docker app, and the docker runtime has no file-system buckets/;
+    await assert.rejects(service.linkAddon(dock, "uploads"), noBuckets);
+    await assert.rejects(service.create({ kind: "fs", name: "more", link: ["dock"] }), noBuckets);
+    assert.deepEqual(
+      (await service.list(null)).map((x) => x.name),
+      ["uploads"],
+    );
+    assert.deepEqual(await service.buckets(dock.id), []);
+    assert.deepEqual(await service.bucketProblems(dock, { CC_FS_BUCKET: `/up:${host}` }), [
+      "CC_FS_BUCKET: the docker runtime has no file-system buckets (runtime contract, section 1).",
+    ]);
+    // The app's own links only, by bucket name or add-on name; other variables are not looked at.
+    assert.deepEqual(
+      await service.bucketProblems(web, {
+        CC_FS_BUCKET: `/up:${host}`,
+        CC_FS_BUCKET_1: "/m:uploads",
+        A: "x",
+      }),
+      [],
+    );
+    assert.deepEqual(await service.bucketProblems(other, { CC_FS_BUCKET: `/up:${host}` }), [
+      `CC_FS_BUCKET names the bucket '${host}', which is not an fs add-on linked to other.`,
+    ]);
+    assert.match(
+      (await service.bucketProblems(web, { CC_FS_BUCKET_2: "/../x:uploads" }))[0] ?? "",
+      /CC_FS_BUCKET_2: the path '\/..\/x' must stay inside the app's folder/,
+    );
     store.close();
   });
 });

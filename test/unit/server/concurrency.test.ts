@@ -138,6 +138,7 @@ describe("concurrent operations on one app", () => {
         ipv6Subnet: null,
         mountDockerSocket: false,
         restart: true,
+        buckets: [],
       },
       () => undefined,
     );

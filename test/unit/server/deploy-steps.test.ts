@@ -7,7 +7,7 @@ import { type BuildStepContext, buildImage } from "../../../src/server/deploy/bu
 import type { DeployRequest, Plan } from "../../../src/server/deploy/context.js";
 import { runHook } from "../../../src/server/deploy/gate.js";
 import { releaseToRun } from "../../../src/server/deploy/start.js";
-import { checkSocket, runSettings } from "../../../src/server/deploy/variables.js";
+import { checkSocket, mountedBuckets, runSettings } from "../../../src/server/deploy/variables.js";
 import type { RunSettings, Runtime } from "../../../src/server/runtimes/runtime.js";
 
 const app: App = {
@@ -44,6 +44,7 @@ const plan: Plan = {
   healthPaths: ["/"],
   common: { APP_ID: app.id, INSTANCE_NUMBER: "0", INSTANCE_ID: "" },
   addonNetwork: null,
+  buckets: [],
 };
 const release = (n: number, image: string) =>
   ({ id: `rel-${n}`, number: n, image, commit: "b".repeat(40) }) as Release;
@@ -68,6 +69,47 @@ describe("the variables step", () => {
       message: /CC_MOUNT_DOCKER_SOCKET=true/,
     });
     assert.doesNotThrow(() => checkSocket({ ...app, allowDockerSocket: true }, mount));
+  });
+});
+
+describe("the buckets of a deploy (CC_FS_BUCKET)", () => {
+  const linked = [{ id: "adn-1", name: "uploads", host: "pier-addon-adn-1" }];
+  const context = (buckets = linked) => {
+    const lines: string[] = [];
+    return {
+      ctx: { deps: { links: { buckets: async () => buckets } }, write: (l: string) => void lines.push(l) },
+      lines,
+    };
+  };
+  const node: App = { ...app, type: "node" };
+
+  test("a linked bucket is mounted under /app, and the log says where", async () => {
+    const { ctx, lines } = context();
+    const vars = { CC_FS_BUCKET: "/wp-content/uploads:pier-addon-adn-1" };
+    assert.deepEqual(await mountedBuckets(ctx, node, vars), [
+      { addonId: "adn-1", target: "/app/wp-content/uploads" },
+    ]);
+    assert.deepEqual(lines, [
+      "The fs add-on uploads (bucket pier-addon-adn-1) is mounted at /app/wp-content/uploads.",
+    ]);
+    assert.deepEqual(await mountedBuckets(ctx, node, {}), [], "no variable, no mount");
+  });
+
+  test("a bucket unlinked since the variable was set fails the deploy, naming the variable and the bucket", async () => {
+    const { ctx, lines } = context([]);
+    await assert.rejects(mountedBuckets(ctx, node, { CC_FS_BUCKET: "/up:pier-addon-adn-1" }), {
+      code: "INVALID_VARIABLE",
+      message: "CC_FS_BUCKET names the bucket 'pier-addon-adn-1', which is not an fs add-on linked to web.",
+    });
+    assert.deepEqual(lines, []);
+  });
+
+  test("a docker app has no buckets (runtime contract, section 1)", async () => {
+    const { ctx } = context();
+    await assert.rejects(mountedBuckets(ctx, app, { CC_FS_BUCKET_1: "/up:pier-addon-adn-1" }), {
+      code: "INVALID_VARIABLE",
+      message: "CC_FS_BUCKET_1: the docker runtime has no file-system buckets (runtime contract, section 1).",
+    });
   });
 });
 

@@ -71,6 +71,7 @@ const web = (shape: SlotShape = WEB): InstanceSpec => ({
   mountDockerSocket: false,
   restart: true,
   slot: { appId: "app-1" },
+  buckets: [],
 });
 const slotOf = (i: InstanceInfo) => i.labels["pier.sandbox"];
 
