@@ -94,8 +94,9 @@ function copyTree(root: string, from: string, to: string): void {
 }
 
 /**
- * Writes WordPress into the work tree `dest` from `root` (wordpressRoot()): Debian's core (`usr/share/wordpress`) with its symlinks resolved, wp-config.php, and an empty
- * wp-content/uploads (the fs add-on's mount point must exist in the read-only release).
+ * Writes WordPress into the work tree `dest` from `root` (wordpressRoot()): Debian's core
+ * (`usr/share/wordpress`) with its symlinks resolved, and the guide's wp-config.php. No wp-content/uploads:
+ * the fs add-on's mount makes it.
  */
 export function writeWordPressApp(root: string, dest: string): void {
   const core = join(root, "usr/share/wordpress");
@@ -103,8 +104,6 @@ export function writeWordPressApp(root: string, dest: string): void {
     if (!LEFT_OUT.has(name)) copyEntry(root, join(core, name), join(dest, name));
   }
   writeFileSync(join(dest, "wp-config.php"), guideWpConfig());
-  mkdirSync(join(dest, "wp-content/uploads"), { recursive: true });
-  writeFileSync(join(dest, "wp-content/uploads/.gitkeep"), "");
 }
 
 /** `WP_<salt>=<random>` lines for `pier env import`, as a user makes them once per site. */

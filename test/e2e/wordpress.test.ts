@@ -132,7 +132,7 @@ describe("WordPress on a MySQL add-on and an fs add-on", { timeout: 1_200_000 },
     await stillThere("after a restart");
   });
 
-  test("with 2 instances, both serve the uploads, those made before and one made by either", async () => {
+  test("with 2 instances, both serve the uploads: those made before, and one made now through either", async () => {
     await ok(["scale", "--instances", "2", "--app", "blog"]);
     const status = await pier.cliJson<{ instances: unknown[] }>(["status", "--app", "blog"]);
     assert.equal(status.instances.length, 2, JSON.stringify(status));
