@@ -1,8 +1,8 @@
 // WordPress as the proof of PHP on Pier (issue 17, item 5), one flow as a user does it: WordPress 6.8 from
 // Debian's package pushed with git to a PHP app linked to a MySQL add-on and an fs add-on (its uploads),
 // health-gated, installed by its own installer over HTTP through the edge, a post published and an image
-// uploaded over XML-RPC and served back byte for byte; then a redeploy (a change pushed), a restart and two
-// instances, with the post and the uploads still there.
+// uploaded over XML-RPC and served back byte for byte; then a redeploy (a change pushed), a restart, a
+// rollback and two instances, with the post and the uploads still there.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Pier, run } from "./harness.js";
@@ -64,6 +64,12 @@ describe("WordPress on a MySQL add-on and an fs add-on", { timeout: 1_200_000 },
 
   test("pushed before its database is linked, it fails the health gate: the installer's page answers 500", async () => {
     await ok(["env", "import", "--app", "blog"], saltVariables());
+    const listed = (await ok(["env", "--app", "blog"])).stdout;
+    assert.equal(
+      listed.match(/^WP_\w+_(KEY|SALT)=\*\*\*\*$/gm)?.length,
+      8,
+      `the keys and salts are masked: ${listed}`,
+    );
     // The installer's page answers 200 before and after the install, 500 when WordPress cannot reach its
     // database or wp-config.php misses a variable (here: the add-on is not linked yet).
     await ok(["env", "set", "CC_HEALTH_CHECK_PATH", "/wp-admin/install.php", "--app", "blog"]);
@@ -115,7 +121,7 @@ describe("WordPress on a MySQL add-on and an fs add-on", { timeout: 1_200_000 },
     assert.ok(home.body.includes(TITLE), "the home page lists the post");
   });
 
-  test("a redeploy (a change pushed) and a restart keep the post and the upload", async () => {
+  test("a redeploy (a change pushed), a restart and a rollback keep the post and the upload", async () => {
     await pier.commit(
       repo,
       {
@@ -130,6 +136,13 @@ describe("WordPress on a MySQL add-on and an fs add-on", { timeout: 1_200_000 },
     await stillThere("after the redeploy");
     await ok(["restart", "--app", "blog"]);
     await stillThere("after a restart");
+    await ok(["rollback", "v1", "--app", "blog"]);
+    assert.doesNotMatch(
+      (await site.get("/")).body,
+      /Deployed with git push/,
+      "the release before the change",
+    );
+    await stillThere("after a rollback to the first release");
   });
 
   test("with 2 instances, both serve the uploads: those made before, and one made now through either", async () => {
