@@ -38,12 +38,19 @@ finish_swap() {
   fi
   move_entries "$new" "$data"
   rm -f "$journal"
-  rm -rf "$old" "$new"
+  clean_up
+}
+
+# What a restore left aside (done, or cut short before its swap began). A file the server may not delete
+# (written by root, in a release from before ADR 0023) stays; the swap is done all the same.
+clean_up() {
+  rm -rf "$old" "$new" 2>/dev/null || true
 }
 
 case "${1:-serve}" in
   serve)
     finish_swap
+    clean_up
     exec sleep infinity
     ;;
   ready)
@@ -56,14 +63,18 @@ case "${1:-serve}" in
   restore)
     f=${2:?usage: pier-addon restore FILE}
     finish_swap
-    rm -rf "$new" "$old"
+    clean_up
+    if [ -e "$new" ] || [ -e "$old" ]; then
+      echo "the previous restore's leftovers (/data/.pier-restore-*) cannot be deleted: the bucket's files are as they were" >&2
+      exit 1
+    fi
     if ! gzip -t "$f" 2>/dev/null; then
       echo "the backup is not a whole gzip'ed tar archive: the bucket's files are as they were" >&2
       exit 1
     fi
     mkdir "$new"
     if ! tar -C "$new" -xzpf "$f" 2>/tmp/restore.log; then
-      rm -rf "$new"
+      clean_up
       echo "the archive could not be extracted (the bucket's files are as they were):" >&2
       tail -n 3 /tmp/restore.log >&2
       exit 1

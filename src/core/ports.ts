@@ -636,7 +636,11 @@ export interface AddonServers {
   addonServer(id: string): Promise<AddonServerInfo | null>;
   /** Stops the process (SIGTERM, then SIGKILL after graceMs) and starts it again; its data stays. */
   restartAddonServer(id: string, graceMs: number): Promise<void>;
-  /** Removes the server and its data. Gone already: nothing to do. */
+  /**
+   * Removes the server and its data. Gone already: nothing to do. Data that a running instance mounts (an
+   * fs bucket) is refused with CONFLICT naming the instances, before anything is removed; stopped instances
+   * that mount it (retired ones) are removed with it.
+   */
   removeAddonServer(id: string): Promise<void>;
   /** Puts the server on a network (an app's), so that what runs there reaches it. Idempotent. */
   connectAddonServer(id: string, network: string): Promise<void>;

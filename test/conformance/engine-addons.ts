@@ -147,7 +147,7 @@ export function addonServerConformance(get: () => AddonServersUnderTest): void {
     return { code, out: lines.join("\n") };
   };
 
-  test("an fs add-on's data as a bucket: instances see each other's files, a new one the old one's, at a target the image lacks", async () => {
+  test("an fs add-on's data as a bucket: instances see each other's files, a new one the old one's, at a target the image lacks; not removed while mounted", async () => {
     const s = spec("6", { kind: "fs" });
     await u.engine.runAddonServer(s);
     const target = "/srv/pier-bucket/uploads";
@@ -165,9 +165,22 @@ export function addonServerConformance(get: () => AddonServersUnderTest): void {
     // Not in an instance without the bucket.
     const d = await u.engine.runInstance(bucketUser("d", []));
     assert.notEqual((await sh(d.id, `cat ${target}/a.txt`)).out, "from-a");
-    await u.engine.removeInstance(c.id, 0);
     await u.engine.removeInstance(d.id, 0);
+    // Its data mounted by a running instance is not removed, nor its server; once the instance stopped, both go.
+    await assert.rejects(
+      u.engine.removeAddonServer(s.id),
+      (e: PierError) => e.code === "CONFLICT" && e.message.includes(c.name),
+    );
+    assert.equal((await u.engine.addonServer(s.id))?.running, true);
+    assert.deepEqual(await sh(c.id, `cat ${target}/a.txt`), { code: 0, out: "from-a" });
+    await u.engine.stopInstance(c.id, 0);
     await u.engine.removeAddonServer(s.id);
+    assert.equal(await u.engine.addonServer(s.id), null);
+    assert.equal(
+      await u.engine.inspectInstance(c.id),
+      null,
+      "the stopped instance that mounted it went with it",
+    );
   });
 
   test("a bucket that is not an fs add-on's (another kind's data, none) is refused, and no instance runs", async () => {

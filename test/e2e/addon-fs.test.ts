@@ -3,12 +3,13 @@
 // instances writes a file over HTTP and both serve it; a redeploy, a restart, a rollback and a restart of
 // pier server keep it; backup, write, restore brings the old files back; a corrupt backup changes nothing; a
 // PHP app mounts the same bucket (its /app read-only too); a Dockerfile app is refused; a bucket that is not
-// linked is refused at `env set` and at deploy (nothing changed, the log naming it).
+// linked is refused at `env set` and at deploy (nothing changed, the log naming it); the bucket goes with the
+// add-on only, never from under running instances.
 import assert from "node:assert/strict";
 import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { Pier } from "./harness.js";
+import { Pier, run } from "./harness.js";
 
 const PKG = `${JSON.stringify({ name: "files", version: "1.0.0", scripts: { start: "node server.js" } }, null, 2)}\n`;
 
@@ -203,5 +204,20 @@ describe("the fs add-on", { timeout: 900_000 }, () => {
     );
     assert.deepEqual(await readEverywhere("a.txt"), { "0": "three", "1": "three" });
     await ok(["service", "link-addon", "uploads", "--app", "files"]);
+  });
+
+  test("the bucket goes only with the add-on, and not while running instances mount it", async () => {
+    const refused = await pier.cli(["addon", "delete", "uploads", "--yes", "--force"]);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, new RegExp(`The bucket ${bucket} is mounted by running instances \\(pier-`));
+    assert.deepEqual(await readEverywhere("a.txt"), { "0": "three", "1": "three" });
+    assert.equal((await pier.cliJson<{ state: string }>(["addon", "status", "uploads"])).state, "running");
+    for (const app of ["files", "blog"]) {
+      await ok(["env", "rm", "CC_FS_BUCKET", "--app", app]);
+      await ok(["restart", "--app", app]);
+    }
+    await ok(["addon", "delete", "uploads", "--yes", "--force"]);
+    const volume = await run(["/usr/bin/docker", "volume", "inspect", `${bucket}-data`]);
+    assert.notEqual(volume.code, 0, "the bucket's volume is gone with the add-on");
   });
 });

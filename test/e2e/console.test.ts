@@ -384,6 +384,7 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
     // Every kind is offered, each with what it is.
     await page.getByRole("radio", { name: /^postgresql: PostgreSQL 17/ }).waitFor();
     await page.getByRole("radio", { name: /^mysql: MariaDB 11\.8 \(MySQL protocol\)/ }).waitFor();
+    await page.getByRole("radio", { name: /^fs: a file-system bucket/ }).waitFor();
     await page.getByRole("radio", { name: /^kv/ }).check();
     await page.getByLabel("Name").fill("cache");
     await page.getByRole("button", { name: "Next: applications" }).click();

@@ -36,6 +36,8 @@ export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
   /** The add-on servers (test/support/fake-addon-servers.ts): their state, specs and played clients. */
   /** What each instance's commands read and write (its buckets' files, its own). */
   private readonly instanceFiles = new Map<string, ShellFiles>();
+  /** The add-ons whose data each instance mounts as a bucket. */
+  private readonly instanceBuckets = new Map<string, string[]>();
   readonly addonServers = new FakeAddonServers({
     hasImage: (tag) => this.images.has(tag),
     hasNetwork: (name) => this.networks.some((n) => n.name === name),
@@ -208,6 +210,10 @@ export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
     this.instanceSpecs.push(spec);
     const id = this.nextId("instance");
     this.instanceFiles.set(id, files);
+    this.instanceBuckets.set(
+      id,
+      spec.buckets.map((b) => b.addonId),
+    );
     const info = this.newInstance(id, spec, sandbox, await this.placeOf(spec, sandbox));
     this.instances.push(info);
     this.emit("start", info, null);
@@ -289,6 +295,7 @@ export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
     this.instances = this.instances.filter((c) => c.id !== id);
     this.logLines.delete(id);
     this.instanceFiles.delete(id);
+    this.instanceBuckets.delete(id);
   }
 
   /** SIGTERM: a process that keeps running ends with 143. */
@@ -442,6 +449,15 @@ export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
 
   async removeAddonServer(id: string): Promise<void> {
     await this.enter("removeAddonServer", id);
+    // Its data mounted as a bucket: running instances refuse it, stopped ones go with it (as on Docker).
+    const users = this.instances.filter((i) => this.instanceBuckets.get(i.id)?.includes(id));
+    const running = users.filter((i) => i.running);
+    if (running.length > 0)
+      throw new PierError(
+        "CONFLICT",
+        `The bucket ${id} is mounted by running instances (${running.map((i) => i.name).join(", ")}): it was not deleted.`,
+      );
+    for (const i of users) await this.removeInstance(i.id, 0);
     await this.addonServers.removeAddonServer(id);
   }
 

@@ -212,8 +212,28 @@ export class DockerAddonServers implements AddonServers {
   }
 
   async removeAddonServer(id: string): Promise<void> {
+    await this.releaseBucket(id);
     await unless(this.docker.getContainer(addonHost(id)).remove({ force: true }), 404);
     await unless(this.docker.getVolume(this.volume(id)).remove(), 404);
+  }
+
+  /**
+   * The instances that mount the add-on's volume as a bucket, but its own server: running ones refuse the
+   * removal (the engine would refuse the volume's, after the server went); stopped ones (retired instances
+   * kept for their logs) go, so that the volume can.
+   */
+  private async releaseBucket(id: string): Promise<void> {
+    const users = (
+      await this.docker.listContainers({ all: true, filters: { volume: [this.volume(id)] } })
+    ).filter((c) => !c.Names.includes(`/${addonHost(id)}`));
+    const running = users.filter((c) => c.State === "running" || c.State === "restarting");
+    if (running.length > 0)
+      throw new PierError(
+        "CONFLICT",
+        `The bucket ${addonHost(id)} is mounted by running instances (${running.map((c) => c.Names[0]?.slice(1)).join(", ")}): it was not deleted.`,
+        "Unset CC_FS_BUCKET (or unlink the add-on) and restart the apps that mount it, then delete it.",
+      );
+    for (const c of users) await unless(this.docker.getContainer(c.Id).remove({ force: true }), 404);
   }
 
   async connectAddonServer(id: string, network: string): Promise<void> {
