@@ -323,7 +323,8 @@ export function healthCheckPaths(vars: Record<string, string>): { paths: string[
 
 /**
  * Words that make a variable secret when a `_`/`-`-separated part of its name is, or ends with, one of them
- * (`DB_PASS`, `FTP_PASSWD`, `MYSQL_PWD`, `API_KEY`, `GOOGLE_CREDENTIALS`, `REDISCLI_AUTH`, `NPM_TOKEN`).
+ * (`DB_PASS`, `FTP_PASSWD`, `MYSQL_PWD`, `API_KEY`, `GOOGLE_CREDENTIALS`, `REDISCLI_AUTH`, `NPM_TOKEN`,
+ * `WP_NONCE_SALT`: WordPress's salts sign its cookies with its keys).
  */
 export const SECRET_WORDS: readonly string[] = [
   "PASSWORD",
@@ -335,6 +336,7 @@ export const SECRET_WORDS: readonly string[] = [
   "KEY",
   "AUTH",
   "CREDENTIAL",
+  "SALT",
 ];
 
 /**

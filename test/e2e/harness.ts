@@ -87,7 +87,10 @@ export function run(
 
 export interface HttpResult {
   status: number;
+  /** The body as UTF-8 text. */
   body: string;
+  /** The body's bytes as received (an image, a download). */
+  bytes: Buffer;
   headers: Record<string, string | string[] | undefined>;
 }
 
@@ -109,11 +112,14 @@ export function httpRequest(
     const req = request(
       { host: "127.0.0.1", port, path, method, headers: { host, ...headers }, agent: false },
       (r) => {
-        let text = "";
+        const chunks: Buffer[] = [];
         r.on("data", (c: Buffer) => {
-          text += c.toString();
+          chunks.push(c);
         });
-        r.on("end", () => res({ status: r.statusCode ?? 0, body: text, headers: r.headers }));
+        r.on("end", () => {
+          const bytes = Buffer.concat(chunks);
+          res({ status: r.statusCode ?? 0, body: bytes.toString(), bytes, headers: r.headers });
+        });
       },
     );
     req.setTimeout(timeoutMs, () => req.destroy(new Error("timeout")));
