@@ -340,8 +340,9 @@ leftovers() {
   local ns
   for ns in $(ip netns list | awk '{print $1}' | grep "^$PFX-" || true); do echo "network namespace $ns"; done
   ip link show "$HOST_IF" >/dev/null 2>&1 && echo "veth $HOST_IF"
-  grep -F " $LAB" /proc/self/mountinfo | awk '{print "mount " $5}'
-  ls -d /sys/fs/cgroup/*/"$PFX"-* 2>/dev/null | sed 's/^/cgroup /'
+  { pgrep -af -- "$LAB" || true; } | sed 's/^/process /'
+  { grep -F " $LAB" /proc/self/mountinfo || true; } | awk '{print "mount " $5}'
+  { ls -d /sys/fs/cgroup/*/"$PFX"-* 2>/dev/null || true; } | sed 's/^/cgroup /'
   [ -e "$LAB" ] && echo "directory $LAB"
   return 0
 }
@@ -356,7 +357,7 @@ cmd_down() {
   done
   ip link del "$HOST_IF" 2>/dev/null || true
   # Mounts of the lab seen from the host (none are expected: every node mounts in its own namespace).
-  for m in $(grep -F " $LAB" /proc/self/mountinfo | awk '{print $5}' | sort -r); do umount -l "$m" || true; done
+  for m in $({ grep -F " $LAB" /proc/self/mountinfo || true; } | awk '{print $5}' | sort -r); do umount -l "$m" || true; done
   # The nodes' cgroup parents, deepest first.
   find /sys/fs/cgroup/*/ -maxdepth 4 -depth -type d -path "*/$PFX-*" -exec rmdir {} + 2>/dev/null || true
   rm -rf "$LAB"
