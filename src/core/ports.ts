@@ -8,6 +8,7 @@ import type { CertificatePair, Domain } from "./domains.js";
 import type { IsolationPlan } from "./isolation.js";
 import type { CeilingOverrides } from "./limits.js";
 import type { ApiToken, App, Deployment, DeployState, Flavor, LogLine, Release, SshKey } from "./model.js";
+import type { ClusterNode, JoinToken, NodeRole } from "./nodes.js";
 
 /** One address an instance answers HTTP on (a loopback address of the host). */
 export interface RouteTarget {
@@ -788,4 +789,20 @@ export interface TlsEdge {
   /** Answers `GET /.well-known/acme-challenge/<token>` on the HTTP edge with `keyAuthorization`. */
   setChallenge(token: string, keyAuthorization: string): Promise<void>;
   removeChallenge(token: string): Promise<void>;
+}
+
+/**
+ * The machines of the engine's cluster (a Docker Swarm; ADR 0030): list them, what a new one needs to
+ * join, and whether each takes work. Asked of a manager.
+ */
+export interface Nodes {
+  /** Every node, in the engine's order. */
+  listNodes(): Promise<ClusterNode[]>;
+  /** The join token of `role` and the managers' addresses (host:port). A secret: never logged. */
+  joinToken(role: NodeRole): Promise<JoinToken>;
+  /**
+   * Sets a node's availability (by its name or id): `drain` moves its work to the others, `active` lets it
+   * take work again. Its new state. An unknown node: NODE_NOT_FOUND.
+   */
+  setAvailability(name: string, availability: "active" | "drain"): Promise<ClusterNode>;
 }
