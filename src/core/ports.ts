@@ -806,3 +806,18 @@ export interface Nodes {
    */
   setAvailability(name: string, availability: "active" | "drain"): Promise<ClusterNode>;
 }
+
+/**
+ * Where release images go so that every node of a swarm can pull them (ADR 0030): a registry Pier pushes
+ * to, deployed by digest.
+ */
+export interface ReleaseRegistry {
+  /** The registry's address (host:port). */
+  readonly address: string;
+  /**
+   * Pushes a local image of the engine Pier builds on (`repo:tag`) to the registry; its reference by digest
+   * (`<address>/<repo>@sha256:...`). An unknown image: NOT_FOUND; a registry that refuses (TLS, password):
+   * ENGINE_ERROR naming the registry and its reason (never the password).
+   */
+  publish(image: string): Promise<string>;
+}
