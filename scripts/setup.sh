@@ -33,6 +33,15 @@ if [ "${1:-}" = "--for-tests" ]; then
   command -v chromium >/dev/null || missing+=(chromium)
   command -v pebble >/dev/null || missing+=(pebble)
   command -v curl >/dev/null || missing+=(curl)
+  # The swarm lab's test image is a static busybox (httpd and wget in 2 MB), imported on the lab's manager.
+  [ -x /bin/busybox ] || missing+=(busybox-static)
+fi
+# A swarm (PIER_ENGINE=swarm, and the swarm lab of the tests: docs/adr/0030) needs the image registry the
+# nodes pull release images from: Debian's docker-registry (distribution 2.8), with htpasswd (bcrypt) for
+# its users.
+if [ "${1:-}" = "--for-tests" ] || [ "${PIER_ENGINE:-docker}" = swarm ]; then
+  command -v docker-registry >/dev/null || missing+=(docker-registry)
+  command -v htpasswd >/dev/null || missing+=(apache2-utils)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then say "missing Debian packages: ${missing[*]} (run as root, or install them)"; exit 1; fi

@@ -38,6 +38,8 @@ export type ErrorCode =
   | "ISOLATION_FAILED"
   | "CONFIG_INVALID"
   | "SECRET_UNREADABLE"
+  | "NODE_NOT_FOUND"
+  | "NO_SWARM"
   | "INTERNAL";
 
 export const STATUS_OF: Record<ErrorCode, number> = {
@@ -79,6 +81,9 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   ISOLATION_FAILED: 503,
   CONFIG_INVALID: 500,
   SECRET_UNREADABLE: 500,
+  NODE_NOT_FOUND: 404,
+  // The nodes' routes on a server whose engine is one dockerd (PIER_ENGINE=docker, ADR 0030).
+  NO_SWARM: 409,
   INTERNAL: 500,
 };
 

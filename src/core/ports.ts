@@ -9,6 +9,7 @@ import type { CertificatePair, Domain } from "./domains.js";
 import type { IsolationPlan } from "./isolation.js";
 import type { CeilingOverrides } from "./limits.js";
 import type { ApiToken, App, Deployment, DeployState, Flavor, LogLine, Release, SshKey } from "./model.js";
+import type { ClusterNode, JoinToken, NodeRole } from "./nodes.js";
 
 /** One address an instance answers HTTP on (a loopback address of the host). */
 export interface RouteTarget {
@@ -800,4 +801,35 @@ export interface TlsEdge {
   /** Answers `GET /.well-known/acme-challenge/<token>` on the HTTP edge with `keyAuthorization`. */
   setChallenge(token: string, keyAuthorization: string): Promise<void>;
   removeChallenge(token: string): Promise<void>;
+}
+
+/**
+ * The machines of the engine's cluster (a Docker Swarm; ADR 0030): list them, what a new one needs to
+ * join, and whether each takes work. Asked of a manager.
+ */
+export interface Nodes {
+  /** Every node, in the engine's order. */
+  listNodes(): Promise<ClusterNode[]>;
+  /** The join token of `role` and the managers' addresses (host:port). A secret: never logged. */
+  joinToken(role: NodeRole): Promise<JoinToken>;
+  /**
+   * Sets a node's availability (by its name or id): `drain` moves its work to the others, `active` lets it
+   * take work again. Its new state. An unknown node: NODE_NOT_FOUND.
+   */
+  setAvailability(name: string, availability: "active" | "drain"): Promise<ClusterNode>;
+}
+
+/**
+ * Where release images go so that every node of a swarm can pull them (ADR 0030): a registry Pier pushes
+ * to, deployed by digest.
+ */
+export interface ReleaseRegistry {
+  /** The registry's address (host:port). */
+  readonly address: string;
+  /**
+   * Pushes a local image of the engine Pier builds on (`repo:tag`) to the registry; its reference by digest
+   * (`<address>/<repo>@sha256:...`). An unknown image: NOT_FOUND; a registry that refuses (TLS, password):
+   * ENGINE_ERROR naming the registry and its reason (never the password).
+   */
+  publish(image: string): Promise<string>;
 }

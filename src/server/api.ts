@@ -7,6 +7,7 @@ import { authorize, keyHandlers, tokenHandlers } from "./access.js";
 import { addonHandlers, linkHandlers } from "./addon-routes.js";
 import { CONSOLE_ASSETS, CONSOLE_CSP, CONSOLE_HTML, consoleAsset } from "./console.js";
 import { domainHandlers } from "./domain-routes.js";
+import { nodeHandlers } from "./node-routes.js";
 import { appHandlers, privateKeyHandlers } from "./routes/apps.js";
 import { deploymentHandlers } from "./routes/deployments.js";
 import type { ApiDeps } from "./routes/deps.js";
@@ -27,6 +28,7 @@ const handlersOf = (deps: ApiDeps): Handlers => ({
   ...addonHandlers(deps),
   ...linkHandlers(deps),
   ...domainHandlers(deps),
+  ...nodeHandlers(deps),
 });
 
 /**

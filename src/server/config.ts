@@ -94,6 +94,7 @@ const schema = z.object({
     .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/, "must be the name of a Docker network")
     .optional(),
   PIER_DOCKER_SOCKET: z.string().default("/var/run/docker.sock"),
+  PIER_ENGINE: z.enum(["docker", "swarm"], { message: "must be docker or swarm" }).default("docker"),
   PIER_DOCKER_CLI: z.string().default(existsSync("/usr/bin/docker") ? "/usr/bin/docker" : "docker"),
   PIER_HAPROXY: z.string().default("haproxy"),
   PIER_DEPLOY_TIMEOUT: seconds(900),
@@ -214,6 +215,8 @@ export interface Config {
   /** A Docker network builds join (a registry mirror, an internal git server), or null: the default bridge. */
   buildNetwork: string | null;
   dockerSocket: string;
+  /** PIER_ENGINE: one dockerd (docker), or a Docker Swarm whose manager is PIER_DOCKER_SOCKET (ADR 0030). */
+  engine: "docker" | "swarm";
   dockerCli: string;
   haproxy: string;
   deployTimeoutMs: number;
@@ -314,6 +317,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, host: HostFacts
     proxy: { url: c.HTTPS_PROXY ?? c.https_proxy ?? null, noProxy: c.NO_PROXY ?? c.no_proxy ?? null },
     buildNetwork: c.PIER_BUILD_NETWORK ?? null,
     dockerSocket: c.PIER_DOCKER_SOCKET,
+    engine: c.PIER_ENGINE,
     dockerCli: c.PIER_DOCKER_CLI,
     haproxy: c.PIER_HAPROXY,
     deployTimeoutMs: c.PIER_DEPLOY_TIMEOUT * 1000,

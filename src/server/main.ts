@@ -5,6 +5,7 @@ import { type ServerType, serve } from "@hono/node-server";
 import type { Logger } from "pino";
 import { HaproxyEdge } from "../adapters/edge/haproxy.js";
 import { DockerEngine } from "../adapters/engine/docker.js";
+import { SwarmNodes } from "../adapters/engine/swarm-nodes.js";
 import { NftFirewall, noFirewall } from "../adapters/nft-isolation.js";
 import { claimPoolRoute } from "../adapters/pool-route.js";
 import { createPrivateFile, keepPrivate } from "../adapters/private-files.js";
@@ -23,6 +24,7 @@ import { startIsolation } from "./isolation.js";
 import { removeLeftovers } from "./leftovers.js";
 import { createLogger } from "./logging.js";
 import { Networks } from "./networks.js";
+import { NodeService } from "./nodes.js";
 import { pushHandler } from "./push-handler.js";
 import { reconcile } from "./reconciler.js";
 import { availableNodeVersions } from "./runtimes/node.js";
@@ -76,6 +78,23 @@ async function connectEngine(config: Config, scope: string): Promise<DockerEngin
       `Create it (docker network create ${config.buildNetwork}) or unset PIER_BUILD_NETWORK.`,
     );
   return engine;
+}
+
+/**
+ * PIER_ENGINE=swarm (ADR 0030): the engine must be a swarm manager, or pier server does not start. Its
+ * nodes; null on one dockerd.
+ */
+async function connectSwarm(config: Config): Promise<SwarmNodes | null> {
+  if (config.engine !== "swarm") return null;
+  const nodes = new SwarmNodes({ socketPath: config.dockerSocket });
+  const problem = await nodes.managerProblem();
+  if (problem)
+    throw new PierError(
+      "CONFIG_INVALID",
+      `PIER_ENGINE=swarm: ${problem} (PIER_DOCKER_SOCKET ${config.dockerSocket}).`,
+      "Make this machine's engine a swarm manager (docker swarm init, or join as a manager), point PIER_DOCKER_SOCKET at a manager, or unset PIER_ENGINE to run on one dockerd.",
+    );
+  return nodes;
 }
 
 /**
@@ -175,6 +194,7 @@ async function startApi(b: Base, s: Services, r: Runtimes, a: AppServices): Prom
     addons: s.addons,
     domains: s.domains,
     logs: s.logs,
+    nodes: new NodeService(b.nodes),
     logger: logger.child({ part: "api" }),
     maxBodyBytes: config.apiMaxBodyBytes,
     info: {
@@ -290,9 +310,10 @@ export async function startServer(
   const tokenFile = await adminToken(config, store);
   const scope = createHash("sha256").update(config.dataDir).digest("hex").slice(0, 12);
   const engine = await connectEngine(config, scope);
+  const nodes = await connectSwarm(config);
   const networks = await startNetworking(config, { engine, store, scope, logger });
   const edge = await startEdge(config, logger);
-  const base: Base = { config, logger, store, engine, networks, edge, scope };
+  const base: Base = { config, logger, store, engine, nodes, networks, edge, scope };
   const s = createServices(base);
   const r = await createRuntimes(base, s.instances);
   const a = createAppServices(base, s, r);

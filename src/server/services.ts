@@ -9,6 +9,7 @@ import type { DockerEngine } from "../adapters/engine/docker.js";
 import { NpmRegistry } from "../adapters/npm-registry.js";
 import type { SqliteStore } from "../adapters/store/sqlite.js";
 import { pierGitPrefixes } from "../core/build-git.js";
+import type { Nodes } from "../core/ports.js";
 import { AddonService } from "./addons.js";
 import { AppService } from "./apps.js";
 import type { Config } from "./config.js";
@@ -31,6 +32,8 @@ export interface Base {
   logger: Logger;
   store: SqliteStore;
   engine: DockerEngine;
+  /** The swarm's nodes (PIER_ENGINE=swarm, ADR 0030); null on one dockerd. */
+  nodes: Nodes | null;
   networks: Networks;
   edge: HaproxyEdge;
   scope: string;

@@ -11,6 +11,7 @@ import { help } from "./help.js";
 import { limits } from "./limits.js";
 import { link } from "./link.js";
 import { logs } from "./logs.js";
+import { nodes } from "./nodes.js";
 import { publishedConfig } from "./published-config.js";
 import { releases, rollback } from "./releases.js";
 import { restart } from "./restart.js";
@@ -45,6 +46,7 @@ export const COMMANDS: readonly Command[] = [
   service,
   publishedConfig,
   link,
+  nodes,
   sshKeys,
   sshPrivateKey,
   tokens,

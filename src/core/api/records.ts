@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { ADDON_KINDS } from "../addons.js";
 import { DEPLOY_STATES, FLAVORS, RUNTIMES } from "../model.js";
+import { NODE_AVAILABILITIES, NODE_ROLES, NODE_STATES } from "../nodes.js";
 
 const time = z.string();
 const flavor = z.enum(FLAVORS);
@@ -248,4 +249,24 @@ export const OpenApiDocument = z.looseObject({
   components: z.unknown(),
   security: z.unknown(),
   paths: z.record(z.string(), z.unknown()),
+});
+
+/** A machine of the swarm (ADR 0030). */
+export const ClusterNode = z.looseObject({
+  id: z.string(),
+  name: z.string(),
+  address: z.string(),
+  role: z.enum(NODE_ROLES),
+  leader: z.boolean(),
+  availability: z.enum(NODE_AVAILABILITIES),
+  state: z.enum(NODE_STATES),
+  labels: vars,
+});
+
+/** What a new machine runs to join the swarm; `token` and `command` hold the swarm's join secret. */
+export const JoinCommand = z.looseObject({
+  role: z.enum(NODE_ROLES),
+  command: z.string(),
+  token: z.string(),
+  managers: z.array(z.string()),
 });

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { MAX_INSTANCES } from "../limits.js";
 import { FLAVOR_MEMORY_MIB, FLAVORS, RUNTIMES } from "../model.js";
 import { appNameProblem } from "../names.js";
+import { NODE_ROLES } from "../nodes.js";
 
 /** The API's request bodies (ADR 0026): the route table names them, the routes validate with them. */
 export const schemas = {
@@ -79,6 +80,9 @@ export const schemas = {
   linkApp: z.object({ app: z.string().min(1) }),
   putPublished: z.object({ value: z.string() }),
   addDomain: z.object({ name: z.string().min(1).max(253) }),
+  joinCommand: z.object({
+    role: z.enum(NODE_ROLES, { message: `must be one of ${NODE_ROLES.join(", ")}` }).default("worker"),
+  }),
   setCertificate: z.object({
     /** PEM: the certificate, then its chain. */
     cert: z.string().min(1).max(65_536),

@@ -376,6 +376,30 @@ export const ROUTES = {
     body: schemas.setCertificate,
     responses: { 200: json(r.Domain) },
   },
+  // The swarm's machines (ADR 0030): the whole server's, so admin tokens only. The join command is a POST
+  // so that a read-only admin token cannot read the swarm's join secret.
+  "GET /v1/nodes": {
+    access: "admin",
+    summary:
+      "The swarm's nodes: name, address, role, availability, state, labels (409 NO_SWARM on one dockerd)",
+    responses: { 200: json(z.array(r.ClusterNode)) },
+  },
+  "POST /v1/nodes/join-command": {
+    access: "admin",
+    summary: "What a new machine runs to join the swarm (its token is a secret)",
+    body: schemas.joinCommand,
+    responses: { 200: json(r.JoinCommand) },
+  },
+  "POST /v1/nodes/:node/drain": {
+    access: "admin",
+    summary: "Move a node's work to the others (refused for the last active node)",
+    responses: { 200: json(r.ClusterNode) },
+  },
+  "POST /v1/nodes/:node/activate": {
+    access: "admin",
+    summary: "Let a drained node take work again",
+    responses: { 200: json(r.ClusterNode) },
+  },
 } as const satisfies Record<string, RouteSpec>;
 
 export type RouteKey = keyof typeof ROUTES;

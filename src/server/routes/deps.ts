@@ -6,6 +6,7 @@ import type { AppService } from "../apps.js";
 import type { DeployLogs } from "../deploy-logs.js";
 import type { DomainService } from "../domains.js";
 import type { AppLimits } from "../limits.js";
+import type { NodeService } from "../nodes.js";
 
 /** What the API's handlers work with (wired in main.ts). */
 export interface ApiDeps {
@@ -15,6 +16,8 @@ export interface ApiDeps {
   /** Custom domains and certificates (ADR 0018). */
   domains: DomainService;
   logs: DeployLogs;
+  /** The swarm's machines (ADR 0030); on one dockerd every call answers NO_SWARM. */
+  nodes: NodeService;
   /** Each app's ceiling and the caps on variables (ADR 0022). */
   limits: AppLimits;
   logger: Logger;

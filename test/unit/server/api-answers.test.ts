@@ -199,6 +199,14 @@ describe("the API's answers are the route table's", () => {
     await ok("DELETE", "/v1/apps/api", 204);
   });
 
+  test("the swarm's nodes answer as declared", async () => {
+    assert.equal(((await ok("GET", "/v1/nodes", 200)) as unknown as unknown[]).length, 3);
+    const join = await ok("POST", "/v1/nodes/join-command", 200, {});
+    assert.equal(join.role, "worker");
+    assert.equal((await ok("POST", "/v1/nodes/node2/drain", 200)).availability, "drain");
+    assert.equal((await ok("POST", "/v1/nodes/node2/activate", 200)).availability, "active");
+  });
+
   test("errors answer as declared: the error shape with its real status", async () => {
     const cases: [string, string, unknown, number, string][] = [
       ["GET", "/v1/apps/nope", undefined, 404, "APP_NOT_FOUND"],

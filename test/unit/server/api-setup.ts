@@ -19,12 +19,14 @@ import { DomainService } from "../../../src/server/domains.js";
 import { Instances } from "../../../src/server/instances.js";
 import { AppLimits } from "../../../src/server/limits.js";
 import { Networks } from "../../../src/server/networks.js";
+import { NodeService } from "../../../src/server/nodes.js";
 import type { ApiEnv } from "../../../src/server/routes/mount.js";
 import type { Runtime } from "../../../src/server/runtimes/runtime.js";
 import { withAddonImages } from "../../support/addon-images.js";
 import { FakeEdge, FakeTls } from "../../support/fake-edge.js";
 import type { FakeEngine } from "../../support/fake-engine.js";
 import { FakeIssuer } from "../../support/fake-issuer.js";
+import { FakeNodes } from "../../support/fake-nodes.js";
 import { ManualClock } from "../../support/manual-clock.js";
 import { MemoryStore } from "../../support/memory-store.js";
 import { builtImage, deployEngine, deployServices, listen, oneCommitRepo } from "./fakes.js";
@@ -69,6 +71,8 @@ export async function apiOverFakes(
     maxBodyBytes?: number;
     checkAnswers?: boolean;
     nodeVersions?: ApiDeps["nodeVersions"];
+    /** The swarm's nodes (a FakeNodes by default); null: one dockerd, the nodes' routes answer NO_SWARM. */
+    nodes?: FakeNodes | null;
   } = {},
 ): Promise<ApiOverFakes> {
   const dir = mkdtempSync(join(tmpdir(), "pier-api-"));
@@ -141,6 +145,7 @@ export async function apiOverFakes(
     addons,
     domains,
     logs: new DeployLogs(store),
+    nodes: new NodeService(o.nodes === undefined ? new FakeNodes() : o.nodes),
     limits,
     logger,
     nodeVersions: o.nodeVersions ?? (async () => [{ version: "22.16.0", major: 22, lts: "Jod", eol: false }]),

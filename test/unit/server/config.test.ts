@@ -222,3 +222,16 @@ describe("HTTPS_PROXY and NO_PROXY", () => {
       /^HTTPS_PROXY: must be a URL like http:\/\/proxy/,
     ));
 });
+
+describe("PIER_ENGINE (ADR 0030)", () => {
+  test("docker by default, swarm when asked", () => {
+    assert.equal(loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null" }).engine, "docker");
+    assert.equal(loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", PIER_ENGINE: "swarm" }).engine, "swarm");
+  });
+  test("anything else is named", () => {
+    assert.throws(
+      () => loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", PIER_ENGINE: "kubernetes" }),
+      (e: Error & { problems?: string[] }) => e.problems?.[0] === "PIER_ENGINE: must be docker or swarm",
+    );
+  });
+});

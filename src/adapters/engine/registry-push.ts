@@ -1,0 +1,79 @@
+// The ReleaseRegistry port over the engine Pier builds on (ADR 0030): a release image tagged for the
+// registry and pushed with the registry's credentials; what the nodes pull is its digest.
+import type Docker from "dockerode";
+import { PierError } from "../../core/errors.js";
+import type { ReleaseRegistry } from "../../core/ports.js";
+
+/** One event of the engine's push stream (the digest arrives in `aux`). */
+interface PushEvent {
+  status?: string;
+  error?: string;
+  errorDetail?: { message?: string };
+  aux?: { Tag?: string; Digest?: string };
+}
+
+/** `repo:tag` (no registry host): its repository and tag. */
+export function splitImage(image: string): { repo: string; tag: string } {
+  const colon = image.lastIndexOf(":");
+  const slash = image.lastIndexOf("/");
+  if (colon <= slash) return { repo: image, tag: "latest" };
+  return { repo: image.slice(0, colon), tag: image.slice(colon + 1) };
+}
+
+export class DockerRegistryPush implements ReleaseRegistry {
+  readonly address: string;
+  private readonly docker: Docker;
+  private readonly auth: { username: string; password: string };
+
+  constructor(opts: { docker: Docker; address: string; username: string; password: string }) {
+    this.docker = opts.docker;
+    this.address = opts.address;
+    this.auth = { username: opts.username, password: opts.password };
+  }
+
+  async publish(image: string): Promise<string> {
+    const { repo, tag } = splitImage(image);
+    const target = `${this.address}/${repo}`;
+    try {
+      await this.docker.getImage(image).tag({ repo: target, tag });
+    } catch (e) {
+      if ((e as { statusCode?: number }).statusCode === 404)
+        throw new PierError(
+          "NOT_FOUND",
+          `There is no image ${image} to push to the registry ${this.address}.`,
+        );
+      throw e;
+    }
+    const stream = await this.docker
+      .getImage(`${target}:${tag}`)
+      .push({}, undefined, { ...this.auth, serveraddress: this.address });
+    const digest = await this.digestOf(stream);
+    return `${target}@${digest}`;
+  }
+
+  /** Follows the push to its end: the digest it reports, or the engine's reason for failing. */
+  private digestOf(stream: NodeJS.ReadableStream): Promise<string> {
+    return new Promise((resolve, reject) => {
+      let digest: string | null = null;
+      let failure: string | null = null;
+      this.docker.modem.followProgress(
+        stream,
+        (err: Error | null) => {
+          const why = failure ?? err?.message ?? (digest ? null : "the engine reported no digest");
+          if (why === null && digest) return resolve(digest);
+          reject(
+            new PierError(
+              "ENGINE_ERROR",
+              `The release image could not be pushed to the registry ${this.address}: ${why}`,
+              "Check that the engine trusts the registry's CA (/etc/docker/certs.d) and that Pier's registry password is the registry's.",
+            ),
+          );
+        },
+        (ev: PushEvent) => {
+          if (ev.error) failure = ev.errorDetail?.message ?? ev.error;
+          if (ev.aux?.Digest) digest = ev.aux.Digest;
+        },
+      );
+    });
+  }
+}

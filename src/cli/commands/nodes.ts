@@ -1,0 +1,101 @@
+import { z } from "zod";
+import { checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
+import type { Command } from "../command.js";
+import { UsageError } from "../errors.js";
+import { json, table } from "../output.js";
+import type { CliReplyOf } from "../schemas.js";
+
+type NodeView = CliReplyOf<"GET /v1/nodes">[number];
+
+const USAGE = `Usage: pier nodes [--format human|json]
+       pier nodes join-command [--manager] [--format human|json]
+       pier nodes drain NAME
+       pier nodes activate NAME
+
+  The machines of the swarm Pier runs on (pier server with PIER_ENGINE=swarm on a swarm manager; on one
+  dockerd there are none). Admin tokens only.
+
+  (none)        every node: name, address, role, availability, state, labels
+  join-command  what a new machine runs to join the swarm (a worker; --manager: a manager). The token
+                in it lets a machine into the swarm: keep it secret
+  drain         moves a node's work to the other nodes (refused for the last active, ready node)
+  activate      lets a drained node take work again
+
+Options:
+      --manager                the join command of a manager (join-command)
+      --format human|json      output format (default human)
+  -h, --help                   show this help
+`;
+
+const labels = (l: Record<string, string>) =>
+  Object.entries(l)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
+
+function describeNode(n: NodeView): string {
+  return `${n.name} (${n.address}): ${n.role}${n.leader ? ", leader" : ""}, ${n.availability}, ${n.state}`;
+}
+
+export const nodes: Command = {
+  name: "nodes",
+  summary: "The swarm's machines: list, join-command, drain, activate",
+  help: USAGE,
+  async run(args, ctx) {
+    const { values, positionals } = parseFlags("nodes", args, {
+      ...HELP,
+      ...FORMAT,
+      manager: { type: "boolean" },
+    });
+    const [sub = "list", ...rest] = positionals;
+    const { format } = checkFlags(`nodes ${sub}`, z.object({ format: humanJson }), { format: values.format });
+    const api = () => ctx.client();
+    switch (sub) {
+      case "list": {
+        takePositionals("nodes", rest, 0, 0, "");
+        const list = await api().call("GET /v1/nodes");
+        if (format === "json") ctx.out(json(list));
+        else
+          ctx.out(
+            table(
+              ["NAME", "ADDRESS", "ROLE", "AVAILABILITY", "STATE", "LABELS"],
+              list.map((n) => [
+                n.name,
+                n.address,
+                n.leader ? `${n.role} (leader)` : n.role,
+                n.availability,
+                n.state,
+                labels(n.labels),
+              ]),
+            ),
+          );
+        return 0;
+      }
+      case "join-command": {
+        takePositionals("nodes", rest, 0, 0, "");
+        const j = await api().call("POST /v1/nodes/join-command", {
+          body: { role: values.manager ? "manager" : "worker" },
+        });
+        if (format === "json") ctx.out(json(j));
+        else {
+          ctx.err(`On the new machine (Debian's docker.io, dockerd running), to join as a ${j.role}:\n`);
+          ctx.out(`${j.command}\n`);
+          ctx.err("Keep the token secret: it lets a machine into the swarm. Check with: pier nodes\n");
+        }
+        return 0;
+      }
+      case "drain":
+      case "activate": {
+        const [name] = takePositionals("nodes", rest, 1, 1, `the node NAME: pier nodes ${sub} node2`);
+        const key = sub === "drain" ? "POST /v1/nodes/:node/drain" : "POST /v1/nodes/:node/activate";
+        const n = await api().call(key, { params: { node: name as string } });
+        if (format === "json") ctx.out(json(n));
+        else ctx.out(`${sub === "drain" ? "Drained" : "Activated"} ${describeNode(n)}.\n`);
+        return 0;
+      }
+      default:
+        throw new UsageError(`unknown nodes command '${sub}' (expected join-command, drain, activate)`, {
+          command: "nodes",
+        });
+    }
+  },
+};

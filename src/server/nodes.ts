@@ -1,0 +1,55 @@
+// The swarm's machines as `pier nodes` and the API see them (ADR 0030): the Nodes port with Pier's rules.
+import { PierError } from "../core/errors.js";
+import { findNode } from "../core/node-lookup.js";
+import { type ClusterNode, drainProblem, joinCommandLine, type NodeRole } from "../core/nodes.js";
+import type { Nodes } from "../core/ports.js";
+
+export interface JoinCommandView {
+  role: NodeRole;
+  command: string;
+  token: string;
+  managers: string[];
+}
+
+export class NodeService {
+  /** `nodes`: null when the engine is one dockerd (PIER_ENGINE=docker): every call answers NO_SWARM. */
+  constructor(private readonly nodes: Nodes | null) {}
+
+  private port(): Nodes {
+    if (this.nodes) return this.nodes;
+    throw new PierError(
+      "NO_SWARM",
+      "Pier runs on one dockerd (PIER_ENGINE=docker): there is no swarm, so no nodes.",
+      "To place apps on several machines, run pier server with PIER_ENGINE=swarm on a swarm manager (docker swarm init).",
+    );
+  }
+
+  list(): Promise<ClusterNode[]> {
+    return this.port().listNodes();
+  }
+
+  async joinCommand(role: NodeRole): Promise<JoinCommandView> {
+    const join = await this.port().joinToken(role);
+    return { role, command: joinCommandLine(join), token: join.token, managers: join.managers };
+  }
+
+  /** Drains `name`, unless it is the last active, ready node (then CONFLICT, saying why). */
+  async drain(name: string): Promise<ClusterNode> {
+    const port = this.port();
+    const all = await port.listNodes();
+    const node = findNode(all, name);
+    const problem = drainProblem(all, node);
+    if (problem)
+      throw new PierError(
+        "CONFLICT",
+        problem,
+        "Activate another node first (pier nodes activate NAME), or add one (pier nodes join-command).",
+      );
+    return port.setAvailability(node.id, "drain");
+  }
+
+  async activate(name: string): Promise<ClusterNode> {
+    const port = this.port();
+    return port.setAvailability(findNode(await port.listNodes(), name).id, "active");
+  }
+}

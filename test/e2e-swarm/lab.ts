@@ -1,0 +1,117 @@
+// The swarm lab (scripts/swarm-lab.sh, ADR 0030) as the swarm e2e files use it: up, kill, start, down,
+// the docker CLI against one of its nodes, and a bounded wait.
+import { execFile } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+const pexec = promisify(execFile);
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+const DOCKER = "/usr/bin/docker";
+
+export interface LabNode {
+  name: string;
+  address: string;
+  dockerHost: string;
+  running: boolean;
+}
+
+/** What `swarm-lab up N --json` prints. */
+export interface LabInfo {
+  dockerHost: string;
+  managerAddress: string;
+  hostAddress: string;
+  registry: { address: string; user: string; passwordFile: string; caFile: string };
+  /** A docker CLI configuration directory logged in to the registry. */
+  dockerConfig: string;
+  nodes: LabNode[];
+}
+
+/** Runs the lab script; rejects with its stderr when it fails. */
+export async function lab(...args: string[]): Promise<string> {
+  try {
+    const { stdout } = await pexec("bash", [join(ROOT, "scripts/swarm-lab.sh"), ...args], {
+      timeout: 180_000,
+      maxBuffer: 2 ** 24,
+    });
+    return stdout;
+  } catch (e) {
+    const err = e as { stderr?: string; message: string };
+    throw new Error(`swarm-lab ${args.join(" ")} failed: ${err.stderr ?? err.message}`);
+  }
+}
+
+export async function labUp(nodes: number): Promise<LabInfo> {
+  return JSON.parse(await lab("up", String(nodes), "--json")) as LabInfo;
+}
+
+/**
+ * The docker CLI against a node of the lab (by name, node1 being the manager), logged in to the registry.
+ * Its output without the final newline (a line may end with a space).
+ */
+export async function docker(info: LabInfo, node: string, args: string[]): Promise<string> {
+  const n = info.nodes.find((x) => x.name === node);
+  if (!n) throw new Error(`no lab node ${node}`);
+  try {
+    const { stdout } = await pexec(DOCKER, ["-H", n.dockerHost, ...args], {
+      env: { ...process.env, DOCKER_CONFIG: info.dockerConfig },
+      timeout: 120_000,
+      maxBuffer: 2 ** 24,
+    });
+    return stdout.replace(/\n$/, "");
+  } catch (e) {
+    const err = e as { stderr?: string; message: string };
+    throw new Error(`docker ${args.join(" ")} on ${node}: ${err.stderr ?? err.message}`);
+  }
+}
+
+/** Polls `check` until it gives a value (not undefined), at most `seconds`; the error says what was awaited. */
+export async function until<T>(
+  what: string,
+  seconds: number,
+  check: () => Promise<T | undefined>,
+): Promise<T> {
+  const end = Date.now() + seconds * 1000;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end)
+      throw new Error(`not within ${seconds} s: ${what}${last ? ` (last error: ${last})` : ""}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * A 2 MB image made from the host's static busybox (httpd, wget, nslookup), imported on a node: nothing
+ * else reaches the lab's nodes but what is pushed through its registry. Returns the tag.
+ */
+export async function importBusybox(info: LabInfo, node: string, tag: string): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), "pier-lab-image-"));
+  try {
+    const root = join(dir, "root");
+    mkdirSync(join(root, "bin"), { recursive: true });
+    mkdirSync(join(root, "usr/bin"), { recursive: true });
+    mkdirSync(join(root, "www"));
+    // Debian's busybox links its applets to /usr/bin/busybox.
+    copyFileSync("/bin/busybox", join(root, "usr/bin/busybox"));
+    await pexec("/bin/busybox", ["--install", "-s", join(root, "bin")]);
+    const tar = join(dir, "image.tar");
+    await pexec("tar", ["-C", root, "-cf", tar, "."]);
+    await docker(info, node, ["import", tar, tag]);
+    return tag;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** What `down` must have removed: an empty list when nothing is left. */
+export async function labLeftovers(): Promise<string[]> {
+  return (await lab("leftovers")).split("\n").filter((l) => l.trim() !== "");
+}

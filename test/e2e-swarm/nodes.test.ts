@@ -1,0 +1,115 @@
+// On the swarm lab's three nodes: the Swarm adapter tells a manager from a worker, pier server with
+// PIER_ENGINE=swarm refuses an engine that is no manager, `pier nodes` over a server on the manager, and
+// the adapter keeps the Nodes port's contract (test/conformance/nodes.ts).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { SwarmNodes } from "../../src/adapters/engine/swarm-nodes.js";
+import { nodesConformance } from "../conformance/nodes.js";
+import { Pier } from "../e2e/harness.js";
+import { type LabInfo, lab, labUp } from "./lab.js";
+
+const socket = (info: LabInfo, node: string) =>
+  info.nodes.find((n) => n.name === node)?.dockerHost.replace(/^unix:\/\//, "") ?? "";
+
+let info: LabInfo | null = null;
+const up = async () => {
+  if (!info) {
+    await lab("down");
+    info = await labUp(3);
+  }
+  return info;
+};
+
+test("a manager is one, a worker is not", async () => {
+  const i = await up();
+  assert.equal(await new SwarmNodes({ socketPath: socket(i, "node1") }).managerProblem(), null);
+  assert.equal(
+    await new SwarmNodes({ socketPath: socket(i, "node2") }).managerProblem(),
+    "the engine is a swarm worker, not a manager",
+  );
+  // A worker's engine refuses the nodes' calls: Pier says it is no manager.
+  await assert.rejects(
+    new SwarmNodes({ socketPath: socket(i, "node2") }).listNodes(),
+    /NO_SWARM|not a manager/,
+  );
+});
+
+test("pier server with PIER_ENGINE=swarm does not start on an engine that is no swarm manager, and says why", async () => {
+  const i = await up();
+  const cases: [string, RegExp][] = [
+    [
+      socket(i, "node2"),
+      /PIER_ENGINE=swarm: the engine is a swarm worker, not a manager \(PIER_DOCKER_SOCKET .*node2/,
+    ],
+    [
+      "/var/run/docker.sock",
+      /PIER_ENGINE=swarm: the engine is not part of a swarm \(its swarm state is 'inactive'\)/,
+    ],
+  ];
+  for (const [dockerSocket, message] of cases) {
+    const pier = new Pier({ PIER_ENGINE: "swarm", PIER_DOCKER_SOCKET: dockerSocket, PIER_ISOLATION: "off" });
+    try {
+      await assert.rejects(pier.start(), (e: Error) => {
+        assert.match(e.message, message);
+        assert.match(e.message, /hint: Make this machine's engine a swarm manager/);
+        return true;
+      });
+    } finally {
+      await pier.destroy();
+    }
+  }
+});
+
+test("pier nodes over pier server on the swarm's manager: list, join-command, drain, activate, bad input", async () => {
+  const i = await up();
+  const pier = new Pier({
+    PIER_ENGINE: "swarm",
+    PIER_DOCKER_SOCKET: socket(i, "node1"),
+    PIER_ISOLATION: "off",
+  });
+  try {
+    await pier.start();
+    const listed = await pier.cliJson<{ name: string; role: string; state: string }[]>(["nodes"]);
+    assert.deepEqual(listed.map((n) => `${n.name} ${n.role} ${n.state}`).sort(), [
+      "node1 manager ready",
+      "node2 worker ready",
+      "node3 worker ready",
+    ]);
+    const table = await pier.cli(["nodes"]);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stdout, /^NAME +ADDRESS +ROLE +AVAILABILITY +STATE +LABELS/);
+    assert.match(table.stdout, /node1 +192\.168\.250\.11 +manager \(leader\) +active +ready/);
+    const join = await pier.cli(["nodes", "join-command"]);
+    assert.equal(join.code, 0, join.stderr);
+    assert.match(join.stdout, /^docker swarm join --token SWMTKN-\S+ 192\.168\.250\.11:2377\n$/);
+    const drained = await pier.cli(["nodes", "drain", "node2"]);
+    assert.equal(drained.stdout, "Drained node2 (192.168.250.12): worker, drain, ready.\n");
+    assert.equal((await pier.cli(["nodes", "drain", "node3"])).code, 0);
+    const last = await pier.cli(["nodes", "drain", "node1"]);
+    assert.notEqual(last.code, 0);
+    assert.match(
+      last.stderr,
+      /Draining node1 would leave no active, ready node to run the apps' instances on/,
+    );
+    const unknown = await pier.cli(["nodes", "drain", "node9"]);
+    assert.notEqual(unknown.code, 0);
+    assert.match(unknown.stderr, /There is no node named 'node9' in the swarm/);
+    for (const n of ["node2", "node3"]) {
+      const a = await pier.cli(["nodes", "activate", n]);
+      assert.match(a.stdout, new RegExp(`^Activated ${n} .*active, ready\\.$`, "m"));
+    }
+  } finally {
+    await pier.destroy();
+  }
+});
+
+nodesConformance("Docker Swarm on the lab", async () => {
+  const i = await up();
+  return {
+    nodes: new SwarmNodes({ socketPath: socket(i, "node1") }),
+    worker: "node2",
+    cleanUp: async () => {
+      await lab("down");
+    },
+  };
+});

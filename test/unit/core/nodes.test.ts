@@ -1,0 +1,50 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { findNode } from "../../../src/core/node-lookup.js";
+import { type ClusterNode, drainProblem, joinCommandLine } from "../../../src/core/nodes.js";
+import { fakeSwarm } from "../../support/fake-nodes.js";
+
+const swarm = (changes: Partial<ClusterNode>[]): ClusterNode[] =>
+  fakeSwarm().map((n, i) => ({ ...n, ...(changes[i] ?? {}) }));
+
+describe("nodes", () => {
+  test("a node is found by name, then by id; an unknown one names the nodes there are", () => {
+    assert.equal(findNode(fakeSwarm(), "node2").id, "fake2");
+    assert.equal(findNode(fakeSwarm(), "fake3").name, "node3");
+    assert.throws(
+      () => findNode(fakeSwarm(), "node9"),
+      (e: Error & { code?: string; hint?: string }) =>
+        e.code === "NODE_NOT_FOUND" &&
+        e.message === "There is no node named 'node9' in the swarm." &&
+        e.hint === "The nodes are: node1, node2, node3 (pier nodes lists them).",
+    );
+  });
+
+  const cases: [string, Partial<ClusterNode>[], string, boolean][] = [
+    ["another active, ready node is left", [], "node2", false],
+    ["the two others drained", [{}, { availability: "drain" }, { availability: "drain" }], "node1", true],
+    ["the others down", [{}, { state: "down" }, { state: "down" }], "node1", true],
+    ["the others paused", [{}, { availability: "pause" }, { availability: "pause" }], "node1", true],
+    ["one other down, one active", [{}, { state: "down" }], "node1", false],
+    ["a drained node drained again", [{ availability: "drain" }, { availability: "drain" }], "node2", false],
+  ];
+  for (const [what, changes, name, refused] of cases)
+    test(`drain ${name}: ${what} -> ${refused ? "refused" : "allowed"}`, () => {
+      const all = swarm(changes);
+      const problem = drainProblem(all, findNode(all, name));
+      if (refused)
+        assert.match(problem ?? "", new RegExp(`^Draining ${name} would leave no active, ready node`));
+      else assert.equal(problem, null);
+    });
+
+  test("the join command names the token and the first manager", () => {
+    assert.equal(
+      joinCommandLine({
+        role: "worker",
+        token: "SWMTKN-1-x",
+        managers: ["192.0.2.11:2377", "192.0.2.12:2377"],
+      }),
+      "docker swarm join --token SWMTKN-1-x 192.0.2.11:2377",
+    );
+  });
+});
