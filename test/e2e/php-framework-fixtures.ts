@@ -253,7 +253,8 @@ class HomeController extends AbstractController
 `,
   "templates/home.html.twig": `<!doctype html>
 <html><head><title>Symfony on Pier</title></head>
-<body><h1>Hello from Symfony {{ version }}</h1><p>Rendered by Twig {{ constant('Twig\\\\Environment::VERSION') }}.</p></body></html>
+<body><h1>Hello from Symfony {{ version }}</h1><p>Rendered by Twig {{ constant('Twig\\\\Environment::VERSION') }}.</p>
+<p><a href="{{ url('hello', {name: 'pier'}) }}">hello</a></p></body></html>
 `,
   "src/Runtime/FrankenPhpRuntime.php": `<?php
 
@@ -502,6 +503,7 @@ use Illuminate\\Support\\Facades\\Route;
 
 Route::get('/', fn () => view('welcome', ['version' => app()->version()]));
 Route::get('/hello/{name}', [HelloController::class, 'show']);
+Route::get('/go', fn () => redirect('/hello/pier'));
 `,
   "resources/views/welcome.blade.php": `<!doctype html>
 <html><head><title>{{ config('app.name') }}</title></head>

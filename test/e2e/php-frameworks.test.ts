@@ -53,8 +53,9 @@ describe("Symfony 6.4 and Laravel 10 from Debian's packages, classic and in work
   timeout: 900_000,
 }, () => {
   const pier = new Pier();
+  /** A request as a browser sends it: its Host names the edge's port. */
   const get = (app: string, path: string, headers: Record<string, string> = {}) =>
-    httpRequest(pier.httpPort, `${app}.localhost`, "GET", path, headers, "", 20_000);
+    httpRequest(pier.httpPort, `${app}.localhost:${pier.httpPort}`, "GET", path, headers, "", 20_000);
   const hello = async (app: string, jar?: CookieJar): Promise<Hello> => {
     const r = await get(app, "/hello/pier", jar?.header);
     assert.equal(r.status, 200, r.body);
@@ -108,6 +109,11 @@ describe("Symfony 6.4 and Laravel 10 from Debian's packages, classic and in work
       assert.equal(home.status, 200, home.body);
       assert.match(home.body, /<h1>Hello from Symfony 6\.4\.\d+<\/h1>/);
       assert.match(home.body, /Rendered by Twig 3\.\d+\.\d+\./);
+      const link = `href="http://${app}.localhost:${pier.httpPort}/hello/pier"`;
+      assert.ok(
+        home.body.includes(link),
+        `an absolute URL keeps the host and port the client asked for: ${home.body}`,
+      );
       const missing = await get(app, "/nope");
       assert.equal(missing.status, 404);
       assert.match(missing.body, /<title>An Error Occurred: Not Found<\/title>/);
@@ -135,6 +141,13 @@ describe("Symfony 6.4 and Laravel 10 from Debian's packages, classic and in work
       assert.equal(home.status, 200, home.body);
       assert.match(home.body, /<h1>Hello from Laravel 10\.48\.\d+<\/h1>/);
       assert.match(home.body, /<title>PierLaravel<\/title>/);
+      const go = await get(app, "/go");
+      assert.equal(go.status, 302);
+      assert.equal(
+        go.headers.location,
+        `http://${app}.localhost:${pier.httpPort}/hello/pier`,
+        "url() keeps the port",
+      );
       const missing = await get(app, "/nope");
       assert.equal(missing.status, 404);
       assert.match(missing.body, /<title>Not Found<\/title>/);
