@@ -84,6 +84,9 @@ async function main(): Promise<void> {
   console.log(line("classic mode", classic));
   console.log(line("worker mode", worker));
   console.log(`  ratio (target >= 3x) ${(worker.rps / classic.rps).toFixed(2)}x`);
+  // CPU time per request moves less with the machine's other load than requests/s do.
+  if (classic.cpu !== null && worker.cpu !== null)
+    console.log(`  CPU per request, classic / worker: ${(classic.cpu / worker.cpu).toFixed(2)}x`);
 }
 
 main()
