@@ -27,7 +27,7 @@ class CookieJar {
   }
 }
 
-type Hello = { pid: number; hits: number; seen?: number; console?: boolean };
+type Hello = { pid: number; hits: number; seen?: number; console?: boolean; web?: boolean };
 
 const SYMFONY = { CC_WEBROOT: "/public", APP_CACHE_DIR: "/tmp/cache", APP_LOG_DIR: "/tmp/log" };
 const SYMFONY_WORKER = {
@@ -133,6 +133,11 @@ describe("Symfony 6.4 and Laravel 10 from Debian's packages, classic and in work
       [first, first + 1, first + 2],
     );
     assert.equal(new Set(worker.map((h) => h.pid)).size, 1, "one worker process served them");
+    assert.deepEqual(
+      [...classic, ...worker].map((h) => h.web),
+      [true, true, true, true, true, true],
+      "Symfony's runtime mode is web in both (kernel.runtime_mode.web)",
+    );
   });
 
   for (const app of ["lvclassic", "lvworker"]) {

@@ -78,7 +78,12 @@ class HomeController extends AbstractController
     #[Route('/hello/{name}', name: 'hello')]
     public function hello(string $name): JsonResponse
     {
-        return $this->json(['hello' => $name, 'pid' => getmypid(), 'hits' => ++$this->hits]);
+        return $this->json([
+            'hello' => $name,
+            'pid' => getmypid(),
+            'hits' => ++$this->hits,
+            'web' => $this->getParameter('kernel.runtime_mode.web'),
+        ]);
     }
 }
 `,
@@ -128,7 +133,8 @@ class FrankenPhpRunner implements RunnerInterface
     {
         // What the runtime put in $_SERVER at boot (.env, APP_ENV...) is added to each request's.
         $boot = array_filter($_SERVER, static fn ($k) => !str_starts_with($k, 'HTTP_'), ARRAY_FILTER_USE_KEY);
-        unset($boot['FRANKENPHP_WORKER']);
+        // Symfony's runtime mode says "web" (its default follows PHP_SAPI, which is cli in the workers).
+        $boot['APP_RUNTIME_MODE'] = 'web=1&worker=1';
         $request = $response = null;
         $handler = function () use ($boot, &$request, &$response): void {
             $_SERVER += $boot;
