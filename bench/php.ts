@@ -7,25 +7,24 @@
 //    composer.lock, against a bare `composer install` + phpserver to the first 200 (targets 1.3x, 0.6x).
 // The load comes from wrk (bench/wrk.ts). Each figure and ratio is printed. Run: npm run build && node dist/bench/php.js [seconds per load run]
 // [page|worker|deploy] (one part only).
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { type Agent, request } from "node:http";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { httpGet, Pier, run } from "../test/e2e/harness.js";
-import { ensureTools, wrk } from "./wrk.js";
+import {
+  CONCURRENCY,
+  cleanUp,
+  DOCKER,
+  IMAGE,
+  loadAverage,
+  load as loadFor,
+  serve,
+  stopAll,
+  tempDir,
+} from "./php-serve.js";
+import { ensureTools } from "./wrk.js";
 
-const DOCKER = "/usr/bin/docker";
-const IMAGE = "pier/php:8.4";
 const seconds = Number(process.argv[2] ?? 8);
-const CONCURRENCY = 16;
-const temps: string[] = [];
-const containers: string[] = [];
-const tempDir = () => {
-  const d = mkdtempSync(join(tmpdir(), "pier-bench-php-"));
-  chmodSync(d, 0o755); // Debian's nginx and php-fpm read it as www-data
-  temps.push(d);
-  return d;
-};
+const load = (host: string) => loadFor(host, seconds);
 
 const PAGE =
   "<?php\n$rows = [];\nfor ($i = 0; $i < 20; $i++) $rows[] = ['id' => $i, 'name' => \"item $i\"];\necho json_encode(['hello' => 'world', 'rows' => $rows]);\n";
@@ -59,103 +58,6 @@ function costlyApp(dir: string): void {
     join(dir, "worker.php"),
     `<?php\n$container = require __DIR__ . '/bootstrap.php';\nwhile (frankenphp_handle_request(function () use ($container) { ${answer} })) {}\n`,
   );
-}
-
-/** Starts a container serving `dir` at /app with this command; resolves its address once it answers 200. */
-async function serve(dir: string, cmd: string[], env: string[] = []): Promise<string> {
-  const r = await run([
-    DOCKER,
-    "run",
-    "-d",
-    "--rm",
-    "--cpus",
-    "1",
-    "-v",
-    `${dir}:/app`,
-    "-w",
-    "/app",
-    ...env.flatMap((e) => ["-e", e]),
-    IMAGE,
-    ...cmd,
-  ]);
-  if (r.code !== 0) throw new Error(`docker run: ${r.stderr}`);
-  const id = r.stdout.trim();
-  containers.push(id);
-  const ip = (
-    await run([DOCKER, "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", id])
-  ).stdout.trim();
-  containerByIp.set(ip, id);
-  const end = Date.now() + 60_000;
-  while (Date.now() < end) {
-    try {
-      if ((await get(ip, 8080)).status === 200) return ip;
-    } catch {
-      // not yet
-    }
-    await new Promise((res) => setTimeout(res, 50));
-  }
-  throw new Error(
-    `${cmd.join(" ")} did not answer 200 within 60 s: ${(await run([DOCKER, "logs", id])).stderr}`,
-  );
-}
-
-function get(host: string, port: number, agent?: Agent): Promise<{ status: number }> {
-  return new Promise((res, rej) => {
-    const req = request({ host, port, path: "/", agent: agent ?? false }, (r) => {
-      r.resume();
-      r.on("end", () => res({ status: r.statusCode ?? 0 }));
-    });
-    req.setTimeout(10_000, () => req.destroy(new Error("timeout")));
-    req.on("error", rej);
-    req.end();
-  });
-}
-
-/**
- * The CPU time a container has used, in microseconds (cgroup v1 or v2), or null when it cannot be read:
- * CPU per request barely moves with the other load on the machine, where requests/s does.
- */
-function cpuUsageMicros(ip: string): number | null {
-  const id = containerByIp.get(ip);
-  if (!id) return null;
-  for (const [file, parse] of [
-    [`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, (t: string) => Number(t) / 1000],
-    [
-      `/sys/fs/cgroup/system.slice/docker-${id}.scope/cpu.stat`,
-      (t: string) => Number(/usage_usec (\d+)/.exec(t)?.[1]),
-    ],
-  ] as const) {
-    try {
-      const v = parse(readFileSync(file, "utf8"));
-      if (Number.isFinite(v)) return v;
-    } catch {
-      // not this cgroup layout
-    }
-  }
-  return null;
-}
-const containerByIp = new Map<string, string>();
-
-/**
- * CONCURRENCY keep-alive connections of wrk for `seconds` (after a 1 s warm-up): requests/s, p99 in ms,
- * and the server's CPU time per request in microseconds (null if unknown).
- */
-async function load(host: string): Promise<{ rps: number; p99: number; cpu: number | null }> {
-  const url = `http://${host}:8080/`;
-  await wrk(url, { seconds: 1, connections: CONCURRENCY });
-  const cpu0 = cpuUsageMicros(host);
-  const r = await wrk(url, { seconds, connections: CONCURRENCY });
-  const cpu1 = cpuUsageMicros(host);
-  if (r.errors > 0 || r.requests === 0) throw new Error(`${r.errors} requests failed against ${host}`);
-  return {
-    rps: r.rps,
-    p99: r.p99ms,
-    cpu: cpu0 !== null && cpu1 !== null ? (cpu1 - cpu0) / r.requests : null,
-  };
-}
-
-async function stopAll(): Promise<void> {
-  for (const id of containers.splice(0)) await run([DOCKER, "rm", "-f", id]);
 }
 
 const STOCK_NGINX = `server {
@@ -405,8 +307,6 @@ async function pageBench(): Promise<void> {
     );
 }
 
-const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ")[0];
-
 async function workerBench(): Promise<void> {
   // 2. Costly bootstrap: worker mode against classic mode.
   const costly = tempDir();
@@ -505,6 +405,5 @@ main()
     process.exitCode = 1;
   })
   .finally(async () => {
-    await stopAll();
-    for (const d of temps) rmSync(d, { recursive: true, force: true });
+    await cleanUp();
   });

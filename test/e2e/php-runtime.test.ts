@@ -74,6 +74,7 @@ $handler = function () use ($booted, $bootWorker) {
         'user' => $_SESSION['user'] ?? null,
         'method' => $_SERVER['REQUEST_METHOD'],
         'memory_limit' => ini_get('memory_limit'),
+        'opcache' => is_array(opcache_get_status(false)),
         'frankenphp_worker' => $bootWorker,
         'frankenphp_worker_request' => $_SERVER['FRANKENPHP_WORKER'] ?? null,
     ]);
@@ -92,6 +93,7 @@ interface WorkerBody {
   user: string | null;
   method: string;
   memory_limit: string;
+  opcache: boolean;
   frankenphp_worker: string | null;
   frankenphp_worker_request: string | null;
 }
@@ -489,6 +491,7 @@ describe("PHP runtime (phpserver)", { timeout: 600_000 }, () => {
     assert.equal(b.json.booted, a.json.booted, "the bootstrap ran once");
     assert.deepEqual(b.json.get, { y: "2" }, "$_GET is the request's own");
     assert.equal(b.json.memory_limit, "99M", "php.ini applies to workers");
+    assert.equal(b.json.opcache, true, "OPcache caches the scripts in workers, as in php-fpm");
     assert.equal(
       b.json.frankenphp_worker,
       "1",

@@ -40,6 +40,19 @@ chown -R "$OWNER" /out
 
 const NAME = /^[a-z0-9][a-z0-9+.-]*$/;
 
+/** The cache entry of these packages: `<cache>/<set>-<hash of the sorted roots and the closure flag>`. */
+export function debianEntry(set: string, roots: string[], closure: boolean): string {
+  if (!NAME.test(set)) throw new Error(`debianPackages: set '${set}' is not a simple name`);
+  const bad = roots.filter((r) => !NAME.test(r));
+  if (roots.length === 0 || bad.length)
+    throw new Error(`debianPackages: bad package names: ${bad.join(", ")}`);
+  const hash = createHash("sha256")
+    .update(JSON.stringify({ roots: [...roots].sort(), closure }))
+    .digest("hex")
+    .slice(0, 12);
+  return join(debianCacheDir(), `${set}-${hash}`);
+}
+
 /** One build at a time per cache entry in this process (two test files run in two processes: see the rename). */
 const building = new Map<string, Promise<string>>();
 
@@ -54,16 +67,8 @@ export async function debianPackages(
   roots: string[],
   opts: { closure?: boolean } = {},
 ): Promise<string> {
-  if (!NAME.test(set)) throw new Error(`debianPackages: set '${set}' is not a simple name`);
-  const bad = roots.filter((r) => !NAME.test(r));
-  if (roots.length === 0 || bad.length)
-    throw new Error(`debianPackages: bad package names: ${bad.join(", ")}`);
   const closure = opts.closure ?? true;
-  const hash = createHash("sha256")
-    .update(JSON.stringify({ roots: [...roots].sort(), closure }))
-    .digest("hex")
-    .slice(0, 12);
-  const entry = join(debianCacheDir(), `${set}-${hash}`);
+  const entry = debianEntry(set, roots, closure);
   const pending = building.get(entry) ?? build(entry, roots, closure);
   building.set(entry, pending);
   return pending;
