@@ -2,11 +2,10 @@
 // docs/research/php-frameworks-from-debian.md): Debian trixie's packaged PHP code copied into lib/, each
 // package given a composer.json, required through composer path repositories, locked by composer itself
 // with no network. The apps' own files are in php-symfony-app.ts and php-laravel-app.ts.
-import assert from "node:assert/strict";
 import { cpSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
 import { debianPackages } from "../support/debian-packages.js";
-import { run } from "./harness.js";
+import { composerLock } from "./php-fixtures.js";
 import { LARAVEL_FILES } from "./php-laravel-app.js";
 import { SYMFONY_FILES } from "./php-symfony-app.js";
 
@@ -115,29 +114,6 @@ export function debianLib(root: string, app: string, version: string): object[] 
   ];
 }
 
-/** composer.lock written by composer itself, with no network (as a user without Packagist makes it). */
-export async function composerLockOffline(dir: string): Promise<void> {
-  const r = await run([
-    "/usr/bin/docker",
-    "run",
-    "--rm",
-    "--network",
-    "none",
-    "-v",
-    `${dir}:/app`,
-    "-w",
-    "/app",
-    "pier/php:8.4",
-    "composer",
-    "update",
-    "--no-install",
-    "--no-interaction",
-    "--no-progress",
-    "--no-audit",
-  ]);
-  assert.equal(r.code, 0, r.stderr);
-}
-
 /** A Symfony 6.4 app in `dir` (lib/ from Debian, composer.json, composer.lock, the skeleton's files). */
 export async function symfonyApp(dir: string): Promise<void> {
   const root = await debianPackages("symfony", SYMFONY_DEBS);
@@ -153,7 +129,7 @@ export async function symfonyApp(dir: string): Promise<void> {
     config: { "allow-plugins": { "symfony/runtime": true } },
   };
   writeFiles(dir, { ...SYMFONY_FILES, "composer.json": `${JSON.stringify(composer, null, 2)}\n` });
-  await composerLockOffline(dir);
+  await composerLock(dir);
 }
 
 /** A Laravel 10 app in `dir` (lib/ from Debian, composer.json, composer.lock, the skeleton's files). */
@@ -168,5 +144,5 @@ export async function laravelApp(dir: string): Promise<void> {
     autoload: { "psr-4": { "App\\": "app/" } },
   };
   writeFiles(dir, { ...LARAVEL_FILES, "composer.json": `${JSON.stringify(composer, null, 2)}\n` });
-  await composerLockOffline(dir);
+  await composerLock(dir);
 }
