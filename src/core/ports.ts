@@ -351,14 +351,18 @@ export interface InstanceInfo {
   tcp: RouteTarget | null;
   /** The instance's address on its app network (for the "is it listening" probe). */
   networkAddress: string | null;
+  /** The machine it runs on, on an engine of several (a swarm node's name); absent on one machine. */
+  node?: string;
 }
 
 export interface RoutableInstance {
   id: string;
   labels: Record<string, string>;
   running: boolean;
-  /** Where the HTTP port is published on the host (loopback). */
+  /** Where the HTTP port is published on the host (loopback), or on a swarm its task's overlay address. */
   http: RouteTarget | null;
+  /** The machine it runs on, on an engine of several (a swarm node's name); absent on one machine. */
+  node?: string;
 }
 
 export interface NetworkSubnets {
