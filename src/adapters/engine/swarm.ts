@@ -262,6 +262,8 @@ export class SwarmEngine
       if (signal.aborted) throw new PierError("ENGINE_ERROR", `Stopped waiting for ${s.Spec.Name}.`);
       const task = currentTask(await this.svc.tasks(s.ID));
       if (task && isTerminal(task)) return task.Status?.ContainerStatus?.ExitCode ?? 1;
+      // Removed while it was awaited: it will not end by itself any more.
+      if (!task && !(await this.svc.service(s.ID))) throw notFound(id);
       await new Promise((r) => setTimeout(r, 250));
     }
   }
