@@ -11,7 +11,10 @@ import type { CeilingOverrides } from "./limits.js";
 import type { ApiToken, App, Deployment, DeployState, Flavor, LogLine, Release, SshKey } from "./model.js";
 import type { ClusterNode, JoinToken, NodeRole } from "./nodes.js";
 
-/** One address an instance answers HTTP on (a loopback address of the host). */
+/**
+ * One address an instance answers HTTP on: a loopback address of the host (on a swarm, its task's address on
+ * the app's overlay network).
+ */
 export interface RouteTarget {
   host: string;
   port: number;
@@ -353,20 +356,24 @@ export interface InstanceInfo {
   startedAt: string | null;
   restarts: number;
   exitCode: number | null;
-  /** Where the HTTP port is published on the host (loopback). */
+  /** Where the HTTP port is published on the host (loopback), or on a swarm its task's overlay address. */
   http: RouteTarget | null;
-  /** Where the TCP port is published on the host. */
+  /** Where the TCP port is published on the host (on a swarm, the task's overlay address). */
   tcp: RouteTarget | null;
   /** The instance's address on its app network (for the "is it listening" probe). */
   networkAddress: string | null;
+  /** The machine it runs on, on an engine of several (a swarm node's name); absent on one machine. */
+  node?: string;
 }
 
 export interface RoutableInstance {
   id: string;
   labels: Record<string, string>;
   running: boolean;
-  /** Where the HTTP port is published on the host (loopback). */
+  /** Where the HTTP port is published on the host (loopback), or on a swarm its task's overlay address. */
   http: RouteTarget | null;
+  /** The machine it runs on, on an engine of several (a swarm node's name); absent on one machine. */
+  node?: string;
 }
 
 export interface NetworkSubnets {

@@ -1,8 +1,10 @@
 // What the Docker adapter's files share: how a container is read (inspected or listed) into Pier's terms,
 // a free loopback port, and calls on objects that may be gone.
 import { createServer } from "node:net";
+import { PassThrough } from "node:stream";
 import type Docker from "dockerode";
 import { LABEL, labelTarget } from "../../core/labels.js";
+import { LineReader } from "../../core/lines.js";
 import type { InstanceInfo, RouteTarget } from "../../core/ports.js";
 import { isNotFound } from "./docker-build.js";
 
@@ -80,4 +82,23 @@ export function listedTarget(c: ListedContainer, port: string | undefined): Rout
   return b?.PublicPort
     ? { host: !b.IP || b.IP === "0.0.0.0" ? "127.0.0.1" : b.IP, port: b.PublicPort }
     : null;
+}
+
+/** Starts an exec made on `docker`, hands its output (stdout and stderr) to `onLine`; its exit code. */
+export async function runExec(
+  docker: Docker,
+  ex: Docker.Exec,
+  onLine: (line: string) => void,
+): Promise<number> {
+  const stream = await ex.start({ hijack: true, stdin: false });
+  const out = new PassThrough();
+  docker.modem.demuxStream(stream, out, out);
+  const lines = new LineReader();
+  out.on("data", (c: Buffer) => {
+    for (const l of lines.push(c)) onLine(l);
+  });
+  await new Promise<void>((resolve) => stream.on("end", () => resolve()));
+  for (const l of lines.end()) onLine(l);
+  const r = await ex.inspect();
+  return r.ExitCode ?? 1;
 }

@@ -1,4 +1,3 @@
-import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { type InstanceFilesystem, instanceFilesystem } from "../../core/instance-fs.js";
@@ -23,6 +22,7 @@ import {
   infoOf,
   isSandbox,
   listedTarget,
+  runExec,
   targetText,
   unlessGone,
 } from "./docker-common.js";
@@ -549,17 +549,7 @@ export class DockerEngine implements Engine {
     const ex = await onInstance(id, () =>
       this.docker.getContainer(id).exec({ Cmd: argv, AttachStdout: true, AttachStderr: true }),
     );
-    const stream = await ex.start({ hijack: true, stdin: false });
-    const out = new PassThrough();
-    this.docker.modem.demuxStream(stream, out, out);
-    const lines = new LineReader();
-    out.on("data", (c: Buffer) => {
-      for (const l of lines.push(c)) onLine(l);
-    });
-    await new Promise<void>((resolve) => stream.on("end", () => resolve()));
-    for (const l of lines.end()) onLine(l);
-    const r = await ex.inspect();
-    return r.ExitCode ?? 1;
+    return runExec(this.docker, ex, onLine);
   }
 
   async logs(

@@ -1,0 +1,194 @@
+// The swarm's API as the Swarm driver reads it and waits on it (ADR 0030): a service and its tasks, the nodes,
+// a versioned spec change, a start or a stop seen through to its end. src/adapters/engine/swarm.ts turns
+// these into the ReleaseInstances verbs.
+import type Docker from "dockerode";
+import { PierError } from "../../core/errors.js";
+import { isNotFound } from "./docker-build.js";
+import { currentTask, isTerminal, type SwarmService, type SwarmTask, startOutcome } from "./swarm-tasks.js";
+
+/** A node of the swarm, as the driver names it to find its engine. */
+export interface SwarmNodeRef {
+  id: string;
+  name: string;
+  address: string;
+}
+
+/** What the waits and changes need besides the manager's engine. */
+export interface SwarmServicesOptions {
+  /** The credentials nodes pull with, handed to the swarm with each service (`--with-registry-auth`). */
+  pullAuth: { username: string; password: string; serveraddress: string } | null;
+  /** SIGTERM to SIGKILL of a task: fixed when its service is made (Pier's PIER_STOP_GRACE). */
+  stopGraceMs: number;
+  /** The engine of a node, where Pier may reach it (a command run in an instance needs it); else null. */
+  nodeEngine: (node: SwarmNodeRef) => Docker | null;
+  /** How long a start may take (pulling the image on a node included). Default 120 s. */
+  startTimeoutMs?: number;
+}
+
+/** Polls `probe` every 200 ms until it returns a value, at most `ms`; then `late()` is thrown. */
+export async function poll<T>(
+  ms: number,
+  probe: () => Promise<T | undefined>,
+  late: () => Error,
+): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const got = await probe();
+    if (got !== undefined) return got;
+    if (Date.now() > end) throw late();
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Unknown service ids become NOT_FOUND. */
+export function notFound(id: string): PierError {
+  return new PierError("NOT_FOUND", `There is no instance ${id} on the swarm.`);
+}
+
+export class SwarmServices {
+  constructor(
+    private readonly docker: Docker,
+    private readonly opts: SwarmServicesOptions,
+  ) {}
+
+  /**
+   * Waits until a new task of the service (one not in `known`, the tasks before the change) started: it
+   * runs, or it ran and ended (a task). A task that never started (rejected, no node fits, no such image)
+   * fails it with the engine's reason.
+   */
+  async started(id: string, name: string, known: ReadonlySet<string>): Promise<void> {
+    let last = "no task yet";
+    await poll(
+      this.opts.startTimeoutMs ?? 120_000,
+      async () => {
+        const task = currentTask((await this.tasks(id)).filter((t) => !known.has(t.ID)));
+        if (!task) return undefined;
+        last = `${task.Status?.State ?? "new"}${task.Status?.Err ? `: ${task.Status.Err}` : ""}`;
+        const outcome = startOutcome(task);
+        if (!outcome) return undefined;
+        if (!outcome.ran)
+          throw new PierError("ENGINE_ERROR", `The instance ${name} did not start: ${outcome.why}`);
+        return true;
+      },
+      () => new PierError("ENGINE_ERROR", `The instance ${name} did not start in time (its task: ${last}).`),
+    );
+  }
+
+  /** The tasks of these services (all tasks when one of them went meanwhile: the filter refuses it). */
+  async tasksOf(ids: string[]): Promise<SwarmTask[]> {
+    try {
+      return (await this.docker.listTasks({ filters: { service: ids } })) as SwarmTask[];
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+      return (await this.docker.listTasks()) as SwarmTask[];
+    }
+  }
+
+  /** The tasks of a service; none once it is gone. */
+  async tasks(serviceId: string): Promise<SwarmTask[]> {
+    try {
+      return (await this.docker.listTasks({ filters: { service: [serviceId] } })) as SwarmTask[];
+    } catch (e) {
+      if (isNotFound(e)) return [];
+      throw e;
+    }
+  }
+
+  async service(id: string): Promise<SwarmService | null> {
+    try {
+      return (await this.docker.getService(id).inspect()) as SwarmService;
+    } catch (e) {
+      if (isNotFound(e)) return null;
+      throw e;
+    }
+  }
+
+  /** Node id -> its name and whether it is up (ready), from one call. */
+  async nodes(): Promise<Map<string, { name: string; ready: boolean }>> {
+    const nodes = (await this.docker.listNodes()) as {
+      ID: string;
+      Description?: { Hostname?: string };
+      Status?: { State?: string };
+    }[];
+    return new Map(
+      nodes.map((n) => [n.ID, { name: n.Description?.Hostname ?? n.ID, ready: n.Status?.State === "ready" }]),
+    );
+  }
+
+  /** Changes a service's spec (retried when another change came first: the swarm versions its objects). */
+  async update(id: string, change: (s: SwarmService) => SwarmService["Spec"]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const s = await this.service(id);
+      if (!s) throw notFound(id);
+      try {
+        // dockerode sends `authconfig` as the X-Registry-Auth header (without new credentials, the swarm
+        // keeps the ones the service was made with), `_query` as the query and `_body` as the body.
+        await this.docker.getService(s.ID).update({
+          ...(this.opts.pullAuth ? { authconfig: this.opts.pullAuth } : {}),
+          _query: { version: s.Version?.Index ?? 0 },
+          _body: change(s),
+        });
+        return;
+      } catch (e) {
+        if (attempt >= 3 || !/out of sequence/i.test((e as Error).message)) throw e;
+      }
+    }
+  }
+
+  withReplicas(s: SwarmService, replicas: number, force: boolean): SwarmService["Spec"] {
+    const t = s.Spec.TaskTemplate;
+    return {
+      ...s.Spec,
+      Mode: { Replicated: { Replicas: replicas } },
+      TaskTemplate: force ? { ...t, ForceUpdate: (t.ForceUpdate ?? 0) + 1 } : t,
+    };
+  }
+
+  /**
+   * A task's grace is the one its service was made with: a shorter `graceMs` is kept by killing the task's
+   * container through its node's engine once it has passed, where that engine is reachable.
+   */
+  killAfter(task: SwarmTask | null, graceMs: number): void {
+    const cid = task?.Status?.ContainerStatus?.ContainerID;
+    if (!task || !cid || graceMs >= this.opts.stopGraceMs) return;
+    void this.engineOf(task).then((docker) => {
+      if (!docker) return;
+      setTimeout(() => {
+        docker
+          .getContainer(cid)
+          .kill()
+          .catch(() => undefined);
+      }, graceMs);
+    });
+  }
+
+  async engineOf(task: SwarmTask): Promise<Docker | null> {
+    if (!task.NodeID) return null;
+    const n = (await this.docker.getNode(task.NodeID).inspect()) as {
+      ID: string;
+      Description?: { Hostname?: string };
+      Status?: { Addr?: string };
+    };
+    return this.opts.nodeEngine({
+      id: n.ID,
+      name: n.Description?.Hostname ?? n.ID,
+      address: n.Status?.Addr ?? "",
+    });
+  }
+
+  /**
+   * Waits until every task of the service has ended (or the service is gone). A task on a node that is down
+   * runs nowhere Pier can reach: the manager keeps its last state until the node is back.
+   */
+  async settled(id: string, name: string): Promise<void> {
+    await poll(
+      this.opts.stopGraceMs + 30_000,
+      async () => {
+        const [tasks, nodes] = await Promise.all([this.tasks(id), this.nodes()]);
+        const live = tasks.filter((t) => !isTerminal(t) && (!t.NodeID || nodes.get(t.NodeID)?.ready));
+        return live.length === 0 ? true : undefined;
+      },
+      () => new PierError("ENGINE_ERROR", `The instance ${name} did not stop in time.`),
+    );
+  }
+}

@@ -1,0 +1,142 @@
+// An instance as a Swarm service (ADR 0030): the service spec one Pier instance becomes, planned from its
+// InstanceSpec without I/O, so that the table of cases in test/unit/adapters/swarm-spec.test.ts holds it.
+import { PierError } from "../../core/errors.js";
+import { instanceFilesystem } from "../../core/instance-fs.js";
+import { LABEL, ROLE } from "../../core/labels.js";
+import { INSTANCE_PIDS } from "../../core/limits.js";
+import { cpuLimits } from "../../core/model.js";
+import type { InstanceSpec } from "../../core/ports.js";
+import { releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
+import { DROPPED_CAPABILITIES } from "./docker-build.js";
+
+/** A mount of a service's container (the fields Pier sets). */
+export interface ServiceMount {
+  Type: "bind" | "tmpfs";
+  Target: string;
+  /** Empty for a tmpfs. */
+  Source: string;
+  ReadOnly?: boolean;
+  TmpfsOptions?: { SizeBytes: number; Mode: number };
+}
+
+/** The parts of the engine's service spec (API 1.41, Docker 20.10) Pier writes and reads back. */
+export interface ServiceSpec {
+  Name: string;
+  Labels: Record<string, string>;
+  TaskTemplate: {
+    ContainerSpec: {
+      Image: string;
+      Labels: Record<string, string>;
+      Args?: string[];
+      Env: string[];
+      Init: boolean;
+      StopGracePeriod: number;
+      CapabilityDrop: string[];
+      ReadOnly: boolean;
+      Mounts: ServiceMount[];
+    };
+    Resources: {
+      Limits: { MemoryBytes: number; NanoCPUs: number; Pids: number };
+      Reservations: { MemoryBytes: number };
+    };
+    RestartPolicy: { Condition: "any" | "none"; Delay?: number };
+    Placement: { Preferences: { Spread: { SpreadDescriptor: string } }[] };
+    Networks: { Target: string }[];
+    LogDriver: { Name: string; Options: Record<string, string> };
+    /** Bumped to replace the task with a new one (a restart). */
+    ForceUpdate?: number;
+  };
+  Mode: { Replicated: { Replicas: number } };
+  UpdateConfig: { Parallelism: number; Order: "stop-first"; FailureAction: "continue" };
+  EndpointSpec: { Mode: "dnsrr" };
+}
+
+/** What the plan needs besides the instance: resolved by the driver. */
+export interface ServicePlanInputs {
+  /** Pier's own labels (managed, scope). */
+  own: Record<string, string>;
+  /** The image as the nodes pull it: `<registry>/<repo>@sha256:...`. */
+  image: string;
+  /** The labels of the release image (its writable paths, a release volume it names). */
+  imageLabels: Record<string, string>;
+  /** The CPUs a flavor's share is capped at. */
+  cpus: number;
+  /** How long a task has between SIGTERM and SIGKILL (fixed when its service is made). */
+  stopGraceMs: number;
+}
+
+const NS_PER_MS = 1_000_000;
+
+/** The size in bytes a tmpfs option string (`rw,exec,size=N,mode=1777`) asks for. */
+function tmpfsSize(options: string): number {
+  const m = /(?:^|,)size=(\d+)(?:,|$)/.exec(options);
+  return m ? Number(m[1]) : 0;
+}
+
+/**
+ * The service one Pier instance runs as: 1 replica of the release image by digest, with the instance's
+ * labels on the service and its container, its memory as limit and reservation (the scheduler places by
+ * it), an init (SIGTERM reaches the app), `dnsrr` on the app's overlay (no IPVS), restarted whatever its exit
+ * when `restart` (as the Docker adapter's unless-stopped: a stop is a scale to 0, which no policy undoes).
+ */
+export function serviceSpec(s: InstanceSpec, p: ServicePlanInputs): ServiceSpec {
+  if (s.buckets.length > 0) {
+    throw new PierError(
+      "ENGINE_ERROR",
+      `The instance ${s.name} mounts an fs bucket, whose data lives on one machine: a swarm's instances run on any node.`,
+      "fs buckets on a swarm (served over NFS from their node, ADR 0015 and 0030) are not built yet: unlink the bucket, or run this app on one machine.",
+    );
+  }
+  if (releaseVolume(p.imageLabels)) {
+    throw new PierError(
+      "ENGINE_ERROR",
+      `The image ${s.image} keeps files in a release volume (label ${VOLUME_LABEL}), which lives on one machine: a swarm's instances run on any node.`,
+      "Deploy again with a Pier that puts vendor/ in the release image (ADR 0030).",
+    );
+  }
+  const labels: Record<string, string> = { ...s.labels, ...p.own, [LABEL.role]: ROLE.instance };
+  if (s.httpPort !== null) labels[LABEL.httpPort] = String(s.httpPort);
+  if (s.tcpPort !== null) labels[LABEL.tcpPort] = String(s.tcpPort);
+  const fs = instanceFilesystem(p.imageLabels, s.memoryBytes);
+  const mounts: ServiceMount[] = Object.entries(fs.tmpfs).map(([target, options]) => ({
+    Type: "tmpfs",
+    Source: "",
+    Target: target,
+    TmpfsOptions: { SizeBytes: tmpfsSize(options), Mode: 0o1777 },
+  }));
+  if (s.mountDockerSocket)
+    mounts.push({ Type: "bind", Source: "/var/run/docker.sock", Target: "/var/run/docker.sock" });
+  return {
+    Name: s.name,
+    Labels: labels,
+    TaskTemplate: {
+      ContainerSpec: {
+        Image: p.image,
+        Labels: labels,
+        // Args replaces the image's CMD (Command would replace its ENTRYPOINT): what Cmd does on Docker.
+        ...(s.cmd ? { Args: s.cmd } : {}),
+        Env: Object.entries({ ...s.env, TINI_KILL_PROCESS_GROUP: "1" }).map(([k, v]) => `${k}=${v}`),
+        Init: true,
+        StopGracePeriod: p.stopGraceMs * NS_PER_MS,
+        CapabilityDrop: [...DROPPED_CAPABILITIES],
+        ReadOnly: fs.readOnlyRoot,
+        Mounts: mounts,
+      },
+      Resources: {
+        Limits: {
+          MemoryBytes: s.memoryBytes,
+          NanoCPUs: cpuLimits(s.memoryBytes, p.cpus).nanoCpus,
+          Pids: INSTANCE_PIDS,
+        },
+        Reservations: { MemoryBytes: s.memoryBytes },
+      },
+      RestartPolicy: s.restart ? { Condition: "any", Delay: 1_000 * NS_PER_MS } : { Condition: "none" },
+      Placement: { Preferences: [{ Spread: { SpreadDescriptor: "node.id" } }] },
+      Networks: [{ Target: s.network.name }],
+      LogDriver: { Name: "json-file", Options: { "max-size": "10m", "max-file": "3" } },
+    },
+    Mode: { Replicated: { Replicas: 1 } },
+    UpdateConfig: { Parallelism: 1, Order: "stop-first", FailureAction: "continue" },
+    EndpointSpec: { Mode: "dnsrr" },
+  };
+}

@@ -1,0 +1,336 @@
+// The Docker Swarm instance driver, first slice (ADR 0030): ReleaseInstances as one 1-replica service per
+// Pier instance, AppNetworks as attachable overlays, InstanceSlots as nothing to keep (a task gets its own
+// network namespace on its overlay when it starts). Everything is asked of the manager, but a command run
+// inside an instance, which has no swarm API: it goes to the task's node's engine, where one is reachable.
+import type Docker from "dockerode";
+import { PierError } from "../../core/errors.js";
+import { LABEL } from "../../core/labels.js";
+import type {
+  AppNetworks,
+  BuildSlot,
+  EngineEvents,
+  InstanceInfo,
+  InstanceLogLine,
+  InstanceSlots,
+  InstanceSpec,
+  NetworkSubnets,
+  ReleaseInstances,
+  ReleaseRegistry,
+  RoutableInstance,
+  SlotShape,
+} from "../../core/ports.js";
+import { engineCpus, isNotFound } from "./docker-build.js";
+import { runExec } from "./docker-common.js";
+import { type LogSink, logLines, pumpLogs } from "./docker-logs.js";
+import { SwarmNetworks } from "./swarm-networks.js";
+import { notFound, poll, SwarmServices, type SwarmServicesOptions } from "./swarm-services.js";
+import { serviceSpec } from "./swarm-spec.js";
+import {
+  currentTask,
+  instanceOf,
+  isTerminal,
+  routableOf,
+  type SwarmService,
+  type SwarmTask,
+} from "./swarm-tasks.js";
+
+export interface SwarmEngineOptions extends SwarmServicesOptions {
+  /** The manager's engine. */
+  docker: Docker;
+  /** Which Pier installation owns an object (LABEL.scope). */
+  scope: string;
+  /**
+   * Publishes a release image the manager has (`repo:tag`) to the swarm's registry; an image named by
+   * digest already is used as it is. Null: images are used as named (each node must have them).
+   */
+  registry: ReleaseRegistry | null;
+}
+
+export class SwarmEngine
+  implements AppNetworks, InstanceSlots, ReleaseInstances, Pick<EngineEvents, "ping" | "ownerAppIds">
+{
+  private readonly docker: Docker;
+  private readonly networks: SwarmNetworks;
+  /** Services, tasks and nodes as the verbs read them and wait on them. */
+  private readonly svc: SwarmServices;
+  private readonly cpus: () => Promise<number>;
+  /** Local image id -> its reference by digest in the registry (a push of the same image changes nothing). */
+  private readonly published = new Map<string, string>();
+
+  constructor(private readonly opts: SwarmEngineOptions) {
+    this.docker = opts.docker;
+    this.networks = new SwarmNetworks(opts.docker, this.own);
+    this.svc = new SwarmServices(opts.docker, opts);
+    this.cpus = engineCpus(() => this.docker);
+  }
+
+  private get own(): Record<string, string> {
+    return { [LABEL.managed]: "true", [LABEL.scope]: this.opts.scope };
+  }
+
+  async ping(): Promise<void> {
+    try {
+      await this.docker.ping();
+    } catch (e) {
+      throw new PierError(
+        "ENGINE_ERROR",
+        `The swarm's manager does not answer: ${(e as Error).message}`,
+        "Start its dockerd, or point PIER_DOCKER_SOCKET at a manager.",
+      );
+    }
+  }
+
+  ownerAppIds(): Promise<Set<string>> {
+    return this.networks.ownerAppIds(LABEL.app);
+  }
+
+  // AppNetworks: src/adapters/engine/swarm-networks.ts.
+
+  networkExists(name: string): Promise<boolean> {
+    return this.networks.networkExists(name);
+  }
+
+  networksWithSubnets(): Promise<NetworkSubnets[]> {
+    return this.networks.networksWithSubnets();
+  }
+
+  ensureNetwork(
+    name: string,
+    labels: Record<string, string>,
+    subnets: { ipv4: string | null; ipv6: string | null },
+  ): Promise<void> {
+    return this.networks.ensureNetwork(name, labels, subnets);
+  }
+
+  removeNetworks(labels: Record<string, string>, keep?: string): Promise<string[]> {
+    return this.networks.removeNetworks(labels, keep);
+  }
+
+  // InstanceSlots: nothing to keep on a swarm (ADR 0030). A slot gave a container a network namespace made
+  // ahead; a task has its own on its overlay from its start, and the scheduler picks its node.
+
+  async prepareSlots(_appId: string, _shape: SlotShape, _count: number): Promise<void> {}
+  async prepareBuildSlot(_slot: BuildSlot): Promise<void> {}
+  async rejoinSlots(): Promise<Map<string, number>> {
+    return new Map();
+  }
+  async removeSlots(_appId: string): Promise<void> {}
+  async removeStraySlots(_known: ReadonlySet<string>): Promise<void> {}
+
+  // ReleaseInstances.
+
+  /** The image as nodes pull it: by digest, published to the registry first when it is a local tag. */
+  private async imageRef(image: string): Promise<{ ref: string; labels: Record<string, string> }> {
+    let local: { Id: string; Config?: { Labels?: Record<string, string> } } | null = null;
+    try {
+      local = await this.docker.getImage(image).inspect();
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+    const labels = local?.Config?.Labels ?? {};
+    if (image.includes("@sha256:") || !this.opts.registry) return { ref: image, labels };
+    if (!local) throw new PierError("ENGINE_ERROR", `The image ${image} is not on the swarm's manager.`);
+    let ref = this.published.get(local.Id);
+    if (!ref) {
+      ref = await this.opts.registry.publish(image);
+      this.published.set(local.Id, ref);
+    }
+    return { ref, labels };
+  }
+
+  async runInstance(s: InstanceSpec): Promise<InstanceInfo> {
+    const image = await this.imageRef(s.image);
+    const spec = serviceSpec(s, {
+      own: this.own,
+      image: image.ref,
+      imageLabels: image.labels,
+      cpus: await this.cpus(),
+      stopGraceMs: this.opts.stopGraceMs,
+    });
+    let id: string;
+    try {
+      const auth = this.opts.pullAuth;
+      const made = await (auth ? this.docker.createService(auth, spec) : this.docker.createService(spec));
+      id = made.id;
+    } catch (e) {
+      if ((e as { statusCode?: number }).statusCode === 409)
+        throw new PierError("CONFLICT", `An instance named ${s.name} exists on the swarm already.`);
+      throw new PierError("ENGINE_ERROR", `The instance ${s.name} was not created: ${(e as Error).message}`);
+    }
+    try {
+      await this.svc.started(id, s.name, new Set());
+    } catch (e) {
+      // A failed start leaves nothing behind.
+      await this.docker
+        .getService(id)
+        .remove()
+        .catch(() => undefined);
+      throw e;
+    }
+    const info = await this.inspectInstance(id);
+    if (!info) throw new PierError("ENGINE_ERROR", `The instance ${s.name} vanished after its start.`);
+    return info;
+  }
+
+  async inspectInstance(id: string): Promise<InstanceInfo | null> {
+    const s = await this.svc.service(id);
+    if (!s) return null;
+    const [tasks, nodes] = await Promise.all([this.svc.tasks(s.ID), this.svc.nodes()]);
+    return instanceOf(s, tasks, (n) => nodes.get(n)?.name);
+  }
+
+  async listInstances(labels: Record<string, string>): Promise<InstanceInfo[]> {
+    const filters = Object.entries({ ...this.own, ...labels }).map(([k, v]) => `${k}=${v}`);
+    const services = (await this.docker.listServices({ filters: { label: filters } })) as SwarmService[];
+    if (services.length === 0) return [];
+    const [tasks, nodes] = await Promise.all([this.svc.tasksOf(services.map((s) => s.ID)), this.svc.nodes()]);
+    return services.map((s) =>
+      instanceOf(
+        s,
+        tasks.filter((t) => t.ServiceID === s.ID),
+        (n) => nodes.get(n)?.name,
+      ),
+    );
+  }
+
+  /** From the services and their tasks (three calls, whatever the number of instances). */
+  async listRoutable(labels: Record<string, string>): Promise<RoutableInstance[]> {
+    return (await this.listInstances(labels)).map(routableOf);
+  }
+
+  /** Scales to 0 and waits until no task of the service runs. */
+  async stopInstance(id: string, graceMs: number): Promise<void> {
+    const s = await this.svc.service(id);
+    if (!s) return;
+    const live = (await this.svc.tasks(s.ID)).filter((t) => !isTerminal(t));
+    if (s.Spec.Mode.Replicated.Replicas !== 0)
+      await this.svc.update(s.ID, (x) => this.svc.withReplicas(x, 0, false));
+    for (const t of live) this.svc.killAfter(t, graceMs);
+    await this.svc.settled(s.ID, s.Spec.Name);
+  }
+
+  async startInstance(id: string): Promise<void> {
+    const s = await this.svc.service(id);
+    if (!s) throw notFound(id);
+    const tasks = await this.svc.tasks(s.ID);
+    const task = currentTask(tasks);
+    const replicas = s.Spec.Mode.Replicated.Replicas;
+    if (replicas > 0 && task?.Status?.State === "running") return;
+    // Back to 1 replica, forced: a service whose restart condition is `none` (a task) gets no new task from
+    // a scale from 0 to 1 alone on Docker 20.10 (measured on the lab), nor one whose task ran to its end.
+    await this.svc.update(s.ID, (x) => this.svc.withReplicas(x, 1, true));
+    await this.svc.started(s.ID, s.Spec.Name, new Set(tasks.map((t) => t.ID)));
+  }
+
+  /** A new task replaces the current one (stop first, then start). */
+  async restartInstance(id: string, graceMs: number): Promise<void> {
+    const s = await this.svc.service(id);
+    if (!s) throw notFound(id);
+    const tasks = await this.svc.tasks(s.ID);
+    const task = currentTask(tasks);
+    await this.svc.update(s.ID, (x) => this.svc.withReplicas(x, 1, true));
+    if (task && !isTerminal(task)) this.svc.killAfter(task, graceMs);
+    await this.svc.started(s.ID, s.Spec.Name, new Set(tasks.map((t) => t.ID)));
+  }
+
+  /** Stops it, removes the service, and waits until its tasks are gone (its network is free then). */
+  async removeInstance(id: string, graceMs: number): Promise<void> {
+    const s = await this.svc.service(id);
+    if (!s) return;
+    await this.stopInstance(s.ID, graceMs);
+    try {
+      await this.docker.getService(s.ID).remove();
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+    // Its tasks outlive it a moment (the engine cannot filter by a service that is gone: all are listed).
+    await poll(
+      30_000,
+      async () => {
+        const left = ((await this.docker.listTasks()) as SwarmTask[]).some((t) => t.ServiceID === s.ID);
+        return left ? undefined : true;
+      },
+      () => new PierError("ENGINE_ERROR", `The tasks of ${s.Spec.Name} were not removed in time.`),
+    );
+  }
+
+  /** Polls the task list until the instance's task ended: its exit code. */
+  async waitInstance(id: string, signal: AbortSignal): Promise<number> {
+    const s = await this.svc.service(id);
+    if (!s) throw notFound(id);
+    for (;;) {
+      if (signal.aborted) throw new PierError("ENGINE_ERROR", `Stopped waiting for ${s.Spec.Name}.`);
+      const task = currentTask(await this.svc.tasks(s.ID));
+      if (task && isTerminal(task)) return task.Status?.ContainerStatus?.ExitCode ?? 1;
+      // Removed while it was awaited: it will not end by itself any more.
+      if (!task && !(await this.svc.service(s.ID))) throw notFound(id);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+
+  /** Through the engine of the task's node (the swarm's API has no exec). */
+  async execInInstance(id: string, argv: string[], onLine: (line: string) => void): Promise<number> {
+    const s = await this.svc.service(id);
+    if (!s) throw notFound(id);
+    const task = currentTask(await this.svc.tasks(s.ID));
+    const cid = task?.Status?.ContainerStatus?.ContainerID;
+    if (task?.Status?.State !== "running" || !cid)
+      throw new PierError("CONFLICT", `The instance ${s.Spec.Name} does not run.`);
+    const docker = await this.svc.engineOf(task);
+    if (!docker)
+      throw new PierError(
+        "ENGINE_ERROR",
+        `Pier cannot run a command in ${s.Spec.Name}: the engine of its node is not reachable from Pier.`,
+        "Commands in a running instance need its node's engine (Docker Swarm has no exec).",
+      );
+    const ex = await docker.getContainer(cid).exec({ Cmd: argv, AttachStdout: true, AttachStderr: true });
+    return runExec(docker, ex, onLine);
+  }
+
+  /**
+   * The service's log, through the manager (GET /services/{id}/logs): the swarm brings each task's lines
+   * from its node, followed across nodes, without reaching any node's engine. Every task of the instance is
+   * in it (a restarted one's earlier lines too, as a restarted container's log). The swarm has no `until`:
+   * later lines are dropped here.
+   */
+  async logs(
+    id: string,
+    opts: { since?: Date; until?: Date; tail?: number; follow: boolean },
+    onLine: LogSink,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const service = this.docker.getService(id);
+    const until = opts.until?.toISOString();
+    const sink = (l: InstanceLogLine) => (until && l.at > until ? undefined : onLine(l));
+    const base = {
+      stdout: true,
+      stderr: true,
+      timestamps: true,
+      ...(opts.since ? { since: Math.floor(opts.since.getTime() / 1000) } : {}),
+      ...(opts.tail !== undefined ? { tail: opts.tail } : {}),
+    };
+    try {
+      if (!opts.follow) {
+        const out = (await service.logs({ ...base, follow: false })) as Buffer | NodeJS.ReadableStream;
+        const buf = Buffer.isBuffer(out) ? out : await collect(out);
+        for (const l of logLines(buf)) await sink(l);
+        return;
+      }
+      const stream = (await service.logs({
+        ...base,
+        follow: true,
+        abortSignal: signal,
+      })) as NodeJS.ReadableStream;
+      await pumpLogs(stream, sink, signal);
+    } catch (e) {
+      if (isNotFound(e)) throw notFound(id);
+      throw e;
+    }
+  }
+}
+
+async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const c of stream) parts.push(typeof c === "string" ? Buffer.from(c) : c);
+  return Buffer.concat(parts);
+}

@@ -1,0 +1,162 @@
+// The Swarm instance driver (src/adapters/engine/swarm.ts, ADR 0030) on the lab's three nodes: the instance
+// ports' cases of the engine suite (test/conformance/engine.ts), then what only a swarm has: instances spread
+// over nodes and answering HTTP at their overlay addresses from another node, a killed node's instance
+// running again elsewhere with inspect and listRoutable following it, exec where no node engine is reachable.
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { after, before, describe, test } from "node:test";
+import Docker from "dockerode";
+import { DockerRegistryPush } from "../../src/adapters/engine/registry-push.js";
+import { SwarmEngine } from "../../src/adapters/engine/swarm.js";
+import { LABEL } from "../../src/core/labels.js";
+import type { InstanceInfo, InstanceSpec, RouteTarget } from "../../src/core/ports.js";
+import { instancePortsConformance } from "../conformance/engine.js";
+import { docker, importBusybox, type LabInfo, lab, labUp, until } from "./lab.js";
+
+const IMAGE = "pier-lab/busybox:1";
+const socketOf = (info: LabInfo, node: string) =>
+  info.nodes.find((n) => n.name === node)?.dockerHost.replace(/^unix:\/\//, "") ?? "";
+
+let info: LabInfo | null = null;
+/** One lab for the whole file: started by the first suite, taken down at the end. */
+async function up(): Promise<LabInfo> {
+  if (!info) {
+    await lab("down");
+    info = await labUp(3);
+    await importBusybox(info, "node1", IMAGE);
+  }
+  return info;
+}
+
+function swarmEngine(i: LabInfo, scope: string, reachNodes = true): SwarmEngine {
+  const manager = new Docker({ socketPath: socketOf(i, "node1") });
+  const password = readFileSync(i.registry.passwordFile, "utf8").trim();
+  const { address, user } = i.registry;
+  return new SwarmEngine({
+    docker: manager,
+    scope,
+    registry: new DockerRegistryPush({ docker: manager, address, username: user, password }),
+    pullAuth: { username: user, password, serveraddress: address },
+    stopGraceMs: 2000,
+    nodeEngine: (n) => (reachNodes ? new Docker({ socketPath: socketOf(i, n.name) }) : null),
+  });
+}
+
+after(async () => {
+  await lab("down");
+});
+
+instancePortsConformance("Docker Swarm on the lab", async () => {
+  const i = await up();
+  const scope = `swarm-${randomBytes(3).toString("hex")}`;
+  // The lab goes down at the end of the file: nothing of the suite outlives it.
+  return { engine: swarmEngine(i, scope), image: IMAGE, prefix: scope, cleanUp: async () => undefined };
+});
+
+// Each instance serves a page naming its container (its hostname), with busybox's httpd.
+const SERVE = "mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www";
+
+describe("the Swarm driver across nodes", { timeout: 600_000 }, () => {
+  let i: LabInfo;
+  let engine: SwarmEngine;
+  const prefix = `spread-${randomBytes(3).toString("hex")}`;
+  const labels = { [LABEL.app]: prefix };
+  const network = `${prefix}-net`;
+  const spec = (n: number): InstanceSpec => ({
+    name: `${prefix}-${n}`,
+    image: IMAGE,
+    env: {},
+    labels: { ...labels, [LABEL.instance]: String(n) },
+    cmd: ["/bin/sh", "-c", SERVE],
+    httpPort: 8080,
+    tcpPort: null,
+    memoryBytes: 32 * 2 ** 20,
+    network: { name: network, ipv6Subnet: null },
+    mountDockerSocket: false,
+    restart: true,
+    slot: { appId: prefix },
+    buckets: [],
+  });
+  /** What a target answers, asked from a container on the app's overlay on node1 (where the edge runs). */
+  const answer = async (t: RouteTarget): Promise<string> =>
+    docker(i, "node1", [
+      "run",
+      "--rm",
+      "--network",
+      network,
+      IMAGE,
+      "sh",
+      "-c",
+      `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 ${t.host} ${t.port} | tail -n 1`,
+    ]);
+
+  /** The node whose engine runs the container that answered at `t` (the page names the container). */
+  const answeredFrom = async (t: RouteTarget): Promise<string | undefined> => {
+    const container = await answer(t);
+    if (!/^[0-9a-f]{12}$/.test(container)) return undefined;
+    for (const n of i.nodes) {
+      const ids = await docker(i, n.name, ["ps", "-q"]).catch(() => "");
+      if (ids.split("\n").includes(container)) return n.name;
+    }
+    return undefined;
+  };
+
+  before(async () => {
+    i = await up();
+    engine = swarmEngine(i, prefix);
+    await engine.ensureNetwork(network, labels, { ipv4: "10.231.0.0/24", ipv6: null });
+  });
+
+  test("three instances land on at least two nodes, and each answers at its overlay address from another node", async () => {
+    const runs: InstanceInfo[] = [];
+    for (const n of [1, 2, 3]) runs.push(await engine.runInstance(spec(n)));
+    const listed = await engine.listInstances(labels);
+    assert.equal(listed.length, 3);
+    const nodes = new Set(listed.map((x) => x.node));
+    assert.ok(nodes.size >= 2, `spread over ${[...nodes].join(", ")}`);
+    for (const x of await engine.listRoutable(labels)) {
+      assert.equal(x.running, true);
+      assert.match(x.http?.host ?? "", /^10\.231\.0\.\d+$/, "an address of the app's overlay");
+      const node = listed.find((l) => l.id === x.id)?.node;
+      assert.equal(await until(`${x.id} answers`, 30, () => answeredFrom(x.http as RouteTarget)), node);
+    }
+  });
+
+  test("a killed node's instance runs again on another node, and inspect and listRoutable follow it", async () => {
+    const listed = await engine.listInstances(labels);
+    const victim = listed.find((x) => x.node && x.node !== "node1");
+    assert.ok(victim?.node, `an instance on a worker: ${listed.map((x) => x.node).join(", ")}`);
+    const lost = victim.node;
+    await lab("kill", lost);
+    const moved = await until(`${victim.name} running off ${lost}`, 90, async () => {
+      const x = await engine.inspectInstance(victim.id);
+      return x?.running && x.node && x.node !== lost ? x : undefined;
+    });
+    assert.notDeepEqual(moved.http, victim.http, "a new task, a new address");
+    const routed = (await engine.listRoutable(labels)).find((r) => r.id === victim.id);
+    assert.deepEqual(routed?.http, moved.http);
+    assert.equal(routed?.node, moved.node);
+    assert.equal(
+      await until("the moved instance answers", 30, () => answeredFrom(moved.http as RouteTarget)),
+      moved.node,
+    );
+    await lab("start", lost);
+  });
+
+  test("a command in an instance needs its node's engine: without one, Pier says so", async () => {
+    const [x] = await engine.listInstances(labels);
+    assert.ok(x);
+    const blind = swarmEngine(i, prefix, false);
+    await assert.rejects(
+      blind.execInInstance(x.id, ["true"], () => undefined),
+      (e: Error & { code?: string }) => {
+        assert.equal(e.code, "ENGINE_ERROR");
+        assert.match(e.message, /the engine of its node is not reachable from Pier/);
+        return true;
+      },
+    );
+    for (const y of await engine.listInstances(labels)) await engine.removeInstance(y.id, 0);
+    assert.deepEqual(await engine.removeNetworks(labels), [network]);
+  });
+});

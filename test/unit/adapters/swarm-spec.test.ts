@@ -1,0 +1,222 @@
+// The Swarm driver's pure parts (ADR 0030): an instance planned as a service, a service and its tasks read
+// back as an instance, overlapping subnets found before the swarm accepts and never allocates them.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { overlapping } from "../../../src/adapters/engine/swarm-networks.js";
+import { serviceSpec } from "../../../src/adapters/engine/swarm-spec.js";
+import {
+  currentTask,
+  instanceOf,
+  type SwarmService,
+  type SwarmTask,
+  startOutcome,
+} from "../../../src/adapters/engine/swarm-tasks.js";
+import type { PierError } from "../../../src/core/errors.js";
+import { LABEL } from "../../../src/core/labels.js";
+import type { InstanceSpec } from "../../../src/core/ports.js";
+
+const MiB = 2 ** 20;
+const instance = (over: Partial<InstanceSpec> = {}): InstanceSpec => ({
+  name: "pier-web-1",
+  image: "pier-app/a1:d1",
+  env: { PORT: "8080" },
+  labels: { [LABEL.app]: "a1" },
+  cmd: null,
+  httpPort: 8080,
+  tcpPort: null,
+  memoryBytes: 256 * MiB,
+  network: { name: "pier-a1", ipv6Subnet: null },
+  mountDockerSocket: false,
+  restart: true,
+  slot: { appId: "a1" },
+  buckets: [],
+  ...over,
+});
+const inputs = {
+  own: { [LABEL.managed]: "true", [LABEL.scope]: "s" },
+  image: "reg:5000/pier-app/a1@sha256:abc",
+  imageLabels: {},
+  cpus: 2,
+  stopGraceMs: 10_000,
+};
+
+test("an instance becomes one replica of its image by digest, dnsrr on its overlay, with an init, its memory and its labels", () => {
+  const s = serviceSpec(instance(), inputs);
+  const c = s.TaskTemplate.ContainerSpec;
+  assert.equal(s.Name, "pier-web-1");
+  assert.deepEqual(s.Mode, { Replicated: { Replicas: 1 } });
+  assert.equal(s.EndpointSpec.Mode, "dnsrr");
+  assert.deepEqual(s.TaskTemplate.Networks, [{ Target: "pier-a1" }]);
+  assert.equal(c.Image, "reg:5000/pier-app/a1@sha256:abc");
+  assert.equal(c.Init, true);
+  assert.ok(c.Env.includes("PORT=8080") && c.Env.includes("TINI_KILL_PROCESS_GROUP=1"));
+  assert.equal(c.StopGracePeriod, 10_000 * 1e6);
+  assert.equal(s.TaskTemplate.Resources.Limits.MemoryBytes, 256 * MiB);
+  assert.equal(s.TaskTemplate.Resources.Reservations.MemoryBytes, 256 * MiB);
+  for (const labels of [s.Labels, c.Labels]) {
+    assert.equal(labels[LABEL.app], "a1");
+    assert.equal(labels[LABEL.role], "instance");
+    assert.equal(labels[LABEL.httpPort], "8080");
+    assert.equal(labels[LABEL.scope], "s");
+  }
+  assert.equal("Args" in c, false, "no cmd: the image's own");
+});
+
+test("restart, cmd, writable paths and the engine's socket are planned as the Docker adapter runs them", () => {
+  const cases: [
+    string,
+    Partial<InstanceSpec>,
+    Record<string, string>,
+    (s: ReturnType<typeof serviceSpec>) => void,
+  ][] = [
+    [
+      "a web instance restarts whatever its exit",
+      {},
+      {},
+      (s) => assert.equal(s.TaskTemplate.RestartPolicy.Condition, "any"),
+    ],
+    [
+      "a task never restarts",
+      { restart: false },
+      {},
+      (s) => assert.equal(s.TaskTemplate.RestartPolicy.Condition, "none"),
+    ],
+    [
+      "cmd replaces the image's CMD (Args), not its ENTRYPOINT",
+      { cmd: ["/bin/sh", "-c", "npm start"] },
+      {},
+      (s) => assert.deepEqual(s.TaskTemplate.ContainerSpec.Args, ["/bin/sh", "-c", "npm start"]),
+    ],
+    [
+      "writable paths: a read-only root and a tmpfs bounded by a quarter of the memory",
+      {},
+      { [LABEL.writable]: "/tmp" },
+      (s) => {
+        assert.equal(s.TaskTemplate.ContainerSpec.ReadOnly, true);
+        assert.deepEqual(s.TaskTemplate.ContainerSpec.Mounts, [
+          { Type: "tmpfs", Source: "", Target: "/tmp", TmpfsOptions: { SizeBytes: 64 * MiB, Mode: 0o1777 } },
+        ]);
+      },
+    ],
+    [
+      "the engine's socket, where an app may have it",
+      { mountDockerSocket: true },
+      {},
+      (s) =>
+        assert.deepEqual(s.TaskTemplate.ContainerSpec.Mounts, [
+          { Type: "bind", Source: "/var/run/docker.sock", Target: "/var/run/docker.sock" },
+        ]),
+    ],
+  ];
+  for (const [what, over, imageLabels, check] of cases) {
+    const s = serviceSpec(instance(over), { ...inputs, imageLabels });
+    try {
+      check(s);
+    } catch (e) {
+      throw new Error(`${what}: ${(e as Error).message}`);
+    }
+  }
+});
+
+test("an image whose vendor/ is in a release volume is refused: a volume lives on one machine", () => {
+  assert.throws(
+    () =>
+      serviceSpec(instance(), { ...inputs, imageLabels: { [LABEL.volume]: "pier-rel-a1-d1:/app/vendor" } }),
+    (e: PierError) => e.code === "ENGINE_ERROR" && /release volume/.test(e.message),
+  );
+});
+
+test("an instance that mounts an fs bucket is refused until buckets are served over the swarm", () => {
+  assert.throws(
+    () => serviceSpec(instance({ buckets: [{ addonId: "ad1", target: "/app/uploads" }] }), inputs),
+    (e: PierError) => e.code === "ENGINE_ERROR" && /fs bucket/.test(e.message),
+  );
+});
+
+const task = (id: string, over: Partial<SwarmTask> & { state?: string; at?: string } = {}): SwarmTask => ({
+  ID: id,
+  ServiceID: "svc",
+  NodeID: "n2",
+  CreatedAt: over.at ?? "2026-01-01T00:00:01Z",
+  DesiredState: "running",
+  Status: { State: over.state ?? "running", ContainerStatus: { ContainerID: `c-${id}`, ExitCode: 0 } },
+  NetworksAttachments: [
+    { Network: { Spec: { Name: "ingress" } }, Addresses: ["10.0.0.5/24"] },
+    { Network: { Spec: { Name: "pier-a1" } }, Addresses: ["10.210.0.7/24"] },
+  ],
+  ...over,
+});
+const service: SwarmService = { ID: "svc", Spec: serviceSpec(instance(), inputs) };
+
+test("a service and its tasks read as an instance: the running task's node and overlay address", () => {
+  const i = instanceOf(
+    service,
+    [task("old", { DesiredState: "shutdown", state: "failed", at: "2026-01-01T00:00:00Z" }), task("now")],
+    (n) => (n === "n2" ? "node2" : undefined),
+  );
+  assert.equal(i.running, true);
+  assert.equal(i.node, "node2");
+  assert.deepEqual(i.http, { host: "10.210.0.7", port: 8080 });
+  assert.equal(i.networkAddress, "10.210.0.7");
+  assert.equal(i.exitCode, null);
+  assert.equal(i.restarts, 1, "the failed task was replaced");
+});
+
+test("a stopped instance: its last task's exit code, no address; no task at all: not running", () => {
+  const stopped = instanceOf(
+    service,
+    [
+      task("t", {
+        DesiredState: "shutdown",
+        Status: { State: "shutdown", ContainerStatus: { ExitCode: 143 } },
+      }),
+    ],
+    () => "node1",
+  );
+  assert.deepEqual(
+    [stopped.running, stopped.exitCode, stopped.http, stopped.restarts],
+    [false, 143, null, 0],
+  );
+  const none = instanceOf(service, [], () => undefined);
+  assert.deepEqual([none.running, none.state, none.exitCode, none.node], [false, "new", null, undefined]);
+});
+
+test("the current task is the newest wanted running, else the newest", () => {
+  const a = task("a", { at: "2026-01-01T00:00:01Z" });
+  const b = task("b", { at: "2026-01-01T00:00:02Z", DesiredState: "shutdown" });
+  const c = task("c", { at: "2026-01-01T00:00:00Z" });
+  assert.equal(currentTask([a, b, c])?.ID, "a");
+  assert.equal(currentTask([b])?.ID, "b");
+  assert.equal(currentTask([]), null);
+});
+
+test("a start ran, failed to happen, or is on its way", () => {
+  const cases: [Partial<SwarmTask["Status"]>, ReturnType<typeof startOutcome>][] = [
+    [{ State: "running" }, { ran: true }],
+    [{ State: "complete" }, { ran: true }],
+    [{ State: "failed", Err: "task: non-zero exit (3)" }, { ran: true }],
+    [
+      { State: "rejected", Err: "No such image: x" },
+      { ran: false, why: "No such image: x" },
+    ],
+    [
+      { State: "failed", Err: "starting container failed: oci runtime" },
+      { ran: false, why: "starting container failed: oci runtime" },
+    ],
+    [{ State: "pending", Message: "no suitable node" }, null],
+    [{ State: "preparing" }, null],
+  ];
+  for (const [status, expected] of cases)
+    assert.deepEqual(startOutcome({ ID: "t", Status: status }), expected, JSON.stringify(status));
+});
+
+test("subnets that overlap a network of the swarm are named before the swarm accepts them", () => {
+  const taken = [
+    { name: "ingress", labels: {}, subnets: ["10.0.0.0/24"] },
+    { name: "pier-a1", labels: {}, subnets: ["10.210.0.0/24", "fd00::/64"] },
+  ];
+  assert.deepEqual(overlapping(["10.210.0.0/25"], taken), ["10.210.0.0/25 overlaps pier-a1 (10.210.0.0/24)"]);
+  assert.deepEqual(overlapping(["10.0.0.0/16"], taken), ["10.0.0.0/16 overlaps ingress (10.0.0.0/24)"]);
+  assert.deepEqual(overlapping(["10.210.1.0/24"], taken), []);
+  assert.deepEqual(overlapping([], taken), []);
+});
