@@ -8,7 +8,8 @@ import { run } from "../test/e2e/harness.js";
 import { wrk } from "./wrk.js";
 
 export const DOCKER = "/usr/bin/docker";
-export const IMAGE = "pier/php:8.4";
+/** PIER_BENCH_PHP_IMAGE: another build of the image (both modes run on it), to compare phpserver changes. */
+export const IMAGE = process.env.PIER_BENCH_PHP_IMAGE ?? "pier/php:8.4";
 export const CONCURRENCY = 16;
 const temps: string[] = [];
 const containers: string[] = [];

@@ -79,7 +79,7 @@ async function main(): Promise<void> {
   const line = (name: string, r: Run) =>
     `  ${name.padEnd(20)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${r.p99.toFixed(1)} ms${r.cpu === null ? "" : `  CPU ${r.cpu.toFixed(0)} us/request`}`;
   console.log(
-    `Symfony 6.4 Twig page, ${CONCURRENCY} clients, ${seconds} s each, 1 CPU per server, best of ${rounds} (load ${loadAverage()}):`,
+    `Symfony 6.4 Twig page on ${IMAGE}, ${CONCURRENCY} clients, ${seconds} s each, 1 CPU per server, best of ${rounds} (load ${loadAverage()}):`,
   );
   console.log(line("classic mode", classic));
   console.log(line("worker mode", worker));

@@ -163,34 +163,7 @@ function phpserver_worker_setup($server, $readyPipe, string $script, int $maxReq
         return '';
     }, 1);
     register_shutdown_function([PhpserverRuntime::class, 'shutdown']);
-    phpserver_replace_functions();
+    phpserver_check_functions();
     stream_wrapper_unregister('php');
     stream_wrapper_register('php', PhpserverPhpStream::class);
-}
-
-/** The functions the CLI's SAPI ignores, replaced (uopz) by ones that act on the request. */
-function phpserver_replace_functions(): void
-{
-    $R = PhpserverRuntime::class;
-    uopz_set_return('header', fn(string $h, bool $replace = true, int $code = 0) => $R::header($h, $replace, $code), true);
-    uopz_set_return('header_remove', fn(?string $name = null) => $R::removeHeader($name), true);
-    uopz_set_return('headers_list', fn() => array_map(fn($h) => "$h[0]: $h[1]", $R::$headers), true);
-    uopz_set_return('headers_sent', fn(&$file = null, &$line = null) => $R::$streamed, true);
-    uopz_set_return('flush', fn() => $R::flush(), true);
-    uopz_set_return('connection_status', fn() => $R::connectionStatus(), true);
-    uopz_set_return('connection_aborted', fn() => (int) ($R::connectionStatus() === CONNECTION_ABORTED), true);
-    uopz_set_return('http_response_code', function (int $code = 0) use ($R) {
-        if (!$R::$inRequest) return false;
-        $old = $R::$status;
-        if ($code > 0) $R::$status = $code;
-        return $old;
-    }, true);
-    uopz_set_return('setcookie', fn(string $name, string $value = '', array|int $o = 0, string $path = '', string $domain = '', bool $secure = false, bool $httponly = false) => $R::cookie(false, $name, $value, $o, $path, $domain, $secure, $httponly), true);
-    uopz_set_return('setrawcookie', fn(string $name, string $value = '', array|int $o = 0, string $path = '', string $domain = '', bool $secure = false, bool $httponly = false) => $R::cookie(true, $name, $value, $o, $path, $domain, $secure, $httponly), true);
-    uopz_set_return('is_uploaded_file', fn(string $f) => isset($R::$uploaded[$f]), true);
-    uopz_set_return('move_uploaded_file', function (string $from, string $to) use ($R) {
-        if (!isset($R::$uploaded[$from])) return false;
-        unset($R::$uploaded[$from]);
-        return @rename($from, $to);
-    }, true);
 }

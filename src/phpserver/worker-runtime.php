@@ -1,8 +1,8 @@
 <?php
 // The request side of phpserver's worker mode (docs/adr/0013-php-worker-mode.md), loaded in each worker
-// process before the app's worker script. The worker is a PHP CLI process: uopz replaces the functions
-// that the CLI's SAPI ignores (header(), setcookie(), http_response_code(), ...) with ones that collect
-// the response, php:// is wrapped so that php://input reads the request's body, and the output of each
+// process before the app's worker script. The worker is a PHP CLI process: the functions that the CLI's
+// SAPI ignores (header(), setcookie(), http_response_code(), ...) are replaced by ones that collect the
+// response (worker-functions.php), php:// is wrapped so that php://input reads the request's body, and the output of each
 // request is captured with output buffering. Nothing of a request survives into the next one but what the
 // script keeps on purpose (its objects, static variables).
 
@@ -11,6 +11,7 @@ declare(strict_types=1);
 require_once __DIR__ . '/worker-cgi.php';
 require_once __DIR__ . '/worker-stream.php';
 require_once __DIR__ . '/worker-api.php';
+require_once __DIR__ . '/worker-functions.php';
 
 final class PhpserverRuntime
 {

@@ -4,11 +4,11 @@
 // Each worker loads the app's worker script once; the script serves requests in a loop through
 // frankenphp_handle_request(callable): bool (phpserver_handle_request is an alias). Per request the
 // runtime sets $_GET, $_POST, $_COOKIE, $_FILES, $_SERVER, $_REQUEST and php://input, collects header(),
-// setcookie(), http_response_code() (through uopz) and the output, and starts every request with no
+// setcookie(), http_response_code() (worker-functions.php) and the output, and starts every request with no
 // session of its own: a session id comes only from that request's cookie.
 //
 // Usage (by phpserver, with php-fpm's php.ini and conf.d):
-//   php -c FPM_INI -d extension=uopz -d uopz.exit=1 worker.php SOCKET SCRIPT NUM MAX_REQUESTS ROOT READY_FILE
+//   php -c FPM_INI -d disable_functions=header,... -d opcache.enable_cli=1 worker.php SOCKET SCRIPT NUM MAX_REQUESTS ROOT READY_FILE
 
 declare(strict_types=1);
 

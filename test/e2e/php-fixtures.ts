@@ -103,7 +103,7 @@ export const PHP_DOCKER_APP: Record<string, string> = {
  * as Symfony Runtime's generated autoload_runtime.php does.
  */
 export const FRANKENPHP_APP: Record<string, string> = {
-  "php.ini": "display_errors = On\n",
+  "php.ini": "display_errors = On\ndisable_functions = exec\n",
   "public/runtime.php": `<?php
 if (empty($_SERVER['SCRIPT_FILENAME'])) return;
 $handler = require $_SERVER['SCRIPT_FILENAME'];
@@ -181,6 +181,12 @@ return function () use ($boot) {
                 usleep(100000);
             }
             file_put_contents("/tmp/sse-$i.txt", "events $n, status " . connection_status());
+            return;
+        case 'functions':
+            header(header: 'X-Named: yes', replace: true);
+            setcookie(name: 'c', value: 'v 1', expires_or_options: ['path' => '/', 'httponly' => true]);
+            header('Content-Type: application/json');
+            echo json_encode(['exec' => function_exists('exec'), 'sent' => headers_sent(), 'code' => http_response_code()]);
             return;
         case 'sse-result':
             echo @file_get_contents("/tmp/sse-$i.txt");

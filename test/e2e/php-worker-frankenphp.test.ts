@@ -236,6 +236,16 @@ describe("PHP worker mode as FrankenPHP's", { timeout: 600_000 }, () => {
     assert.equal(hints.headers.link, undefined);
   });
 
+  test("the header functions take PHP's named arguments, and the app's disable_functions holds, in both modes", async () => {
+    for (const app of Object.values(modes)) {
+      const r = await call(app, "/?t=functions");
+      assert.equal(r.status, 200, `${app}: ${r.body}`);
+      assert.equal(r.headers["x-named"], "yes", app);
+      assert.deepEqual(r.headers["set-cookie"], ["c=v%201; path=/; HttpOnly"], app);
+      assert.deepEqual(JSON.parse(r.body), { exec: false, sent: false, code: 200 }, app);
+    }
+  });
+
   test("frankenphp_finish_request() answers at once, the handler goes on; frankenphp_log() writes to the app's log", async () => {
     for (const app of Object.values(modes)) {
       const r = await call(app, "/?t=finish&i=11");
