@@ -127,4 +127,28 @@ export async function cleanUp(): Promise<void> {
 }
 
 /** The machine's 1-minute load average, printed beside each figure. */
+/** `composer install` in `dir` with the flags a deploy uses (ADR 0012), optionally with no network. */
+export async function composerInstall(dir: string, opts: { offline?: boolean } = {}): Promise<void> {
+  const network = opts.offline ? ["--network", "none"] : [];
+  const r = await run([
+    DOCKER,
+    "run",
+    "--rm",
+    ...network,
+    "-v",
+    `${dir}:/app`,
+    "-w",
+    "/app",
+    IMAGE,
+    "composer",
+    "install",
+    "--no-interaction",
+    "--no-progress",
+    "--no-scripts",
+    "--no-dev",
+    "-q",
+  ]);
+  if (r.code !== 0) throw new Error(`composer install: ${r.stderr}`);
+}
+
 export const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ")[0];

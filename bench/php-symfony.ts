@@ -5,12 +5,11 @@
 // FrankenPHP runner, the kernel booted once per worker. Each mode is served in a container with 1 CPU and
 // loaded with wrk (bench/wrk.ts); the rounds alternate the modes and the best of each is kept.
 // Run: npm run build && node dist/bench/php-symfony.js [seconds per load run] [rounds]
-import { run } from "../test/e2e/harness.js";
 import { symfonyApp } from "../test/e2e/php-framework-fixtures.js";
 import {
   CONCURRENCY,
   cleanUp,
-  DOCKER,
+  composerInstall,
   IMAGE,
   load,
   loadAverage,
@@ -36,26 +35,7 @@ const MODES = {
 async function app(): Promise<string> {
   const dir = tempDir();
   await symfonyApp(dir);
-  const r = await run([
-    DOCKER,
-    "run",
-    "--rm",
-    "--network",
-    "none",
-    "-v",
-    `${dir}:/app`,
-    "-w",
-    "/app",
-    IMAGE,
-    "composer",
-    "install",
-    "--no-interaction",
-    "--no-progress",
-    "--no-scripts",
-    "--no-dev",
-    "-q",
-  ]);
-  if (r.code !== 0) throw new Error(`composer install: ${r.stderr}`);
+  await composerInstall(dir, { offline: true });
   return dir;
 }
 

@@ -13,6 +13,7 @@ import { httpGet, Pier, run } from "../test/e2e/harness.js";
 import {
   CONCURRENCY,
   cleanUp,
+  composerInstall,
   DOCKER,
   IMAGE,
   loadAverage,
@@ -153,24 +154,7 @@ async function bareComposer(src: string): Promise<number> {
   const dir = tempDir();
   await run(["cp", "-a", `${src}/.`, dir]);
   const t0 = performance.now();
-  const r = await run([
-    DOCKER,
-    "run",
-    "--rm",
-    "-v",
-    `${dir}:/app`,
-    "-w",
-    "/app",
-    IMAGE,
-    "composer",
-    "install",
-    "--no-interaction",
-    "--no-progress",
-    "--no-scripts",
-    "--no-dev",
-    "-q",
-  ]);
-  if (r.code !== 0) throw new Error(`composer install: ${r.stderr}`);
+  await composerInstall(dir);
   await serve(dir, ["phpserver", "php-server", "--listen", "0.0.0.0:8080"]);
   const ms = performance.now() - t0;
   await stopAll();

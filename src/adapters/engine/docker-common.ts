@@ -5,7 +5,7 @@ import { PassThrough } from "node:stream";
 import type Docker from "dockerode";
 import { LABEL, labelTarget } from "../../core/labels.js";
 import { LineReader } from "../../core/lines.js";
-import type { InstanceInfo, RouteTarget } from "../../core/ports.js";
+import type { InstanceInfo, NetworkSubnets, RouteTarget } from "../../core/ports.js";
 import { isNotFound } from "./docker-build.js";
 
 /** A free TCP port on the host's loopback, so an instance keeps its address across engine restarts. */
@@ -101,4 +101,25 @@ export async function runExec(
   for (const l of lines.end()) onLine(l);
   const r = await ex.inspect();
   return r.ExitCode ?? 1;
+}
+
+/** Whether a network of this name exists on the engine (one inspect): AppNetworks.networkExists of both drivers. */
+export async function networkExists(docker: Docker, name: string): Promise<boolean> {
+  try {
+    await docker.getNetwork(name).inspect();
+    return true;
+  } catch (e) {
+    if (isNotFound(e)) return false;
+    throw e;
+  }
+}
+
+/** Every network the engine lists, with its subnets and labels (one call): AppNetworks.networksWithSubnets. */
+export async function networksWithSubnets(docker: Docker): Promise<NetworkSubnets[]> {
+  const nets = await docker.listNetworks();
+  return nets.map((n) => ({
+    name: n.Name,
+    labels: n.Labels ?? {},
+    subnets: (n.IPAM?.Config ?? []).flatMap((c) => (c.Subnet ? [c.Subnet] : [])),
+  }));
 }

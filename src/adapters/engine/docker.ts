@@ -22,6 +22,8 @@ import {
   infoOf,
   isSandbox,
   listedTarget,
+  networkExists,
+  networksWithSubnets,
   runExec,
   targetText,
   unlessGone,
@@ -277,23 +279,12 @@ export class DockerEngine implements Engine {
     await unlessGone(this.docker.getImage(tag).remove({ force: true }));
   }
 
-  async networkExists(name: string): Promise<boolean> {
-    try {
-      await this.docker.getNetwork(name).inspect();
-      return true;
-    } catch (e) {
-      if (isNotFound(e)) return false;
-      throw e;
-    }
+  networkExists(name: string): Promise<boolean> {
+    return networkExists(this.docker, name);
   }
 
-  async networksWithSubnets(): Promise<NetworkSubnets[]> {
-    const nets = await this.docker.listNetworks();
-    return nets.map((n) => ({
-      name: n.Name,
-      labels: n.Labels ?? {},
-      subnets: (n.IPAM?.Config ?? []).flatMap((c) => (c.Subnet ? [c.Subnet] : [])),
-    }));
+  networksWithSubnets(): Promise<NetworkSubnets[]> {
+    return networksWithSubnets(this.docker);
   }
 
   async ensureNetwork(

@@ -5,7 +5,7 @@ import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import type { AppNetworks, NetworkSubnets } from "../../core/ports.js";
 import { overlaps, parseCidr } from "../../core/subnets.js";
-import { isNotFound } from "./docker-build.js";
+import { networkExists, networksWithSubnets } from "./docker-common.js";
 
 /** The subnets of `wanted` that overlap one of `taken` (IPv4 CIDRs; others are not compared). */
 export function overlapping(wanted: readonly string[], taken: readonly NetworkSubnets[]): string[] {
@@ -35,24 +35,13 @@ export class SwarmNetworks implements AppNetworks {
     return Object.entries({ ...this.own, ...labels }).map(([k, v]) => `${k}=${v}`);
   }
 
-  async networkExists(name: string): Promise<boolean> {
-    try {
-      await this.docker.getNetwork(name).inspect();
-      return true;
-    } catch (e) {
-      if (isNotFound(e)) return false;
-      throw e;
-    }
+  networkExists(name: string): Promise<boolean> {
+    return networkExists(this.docker, name);
   }
 
   /** The manager's view: the swarm's overlays and the manager's own local networks. */
-  async networksWithSubnets(): Promise<NetworkSubnets[]> {
-    const nets = await this.docker.listNetworks();
-    return nets.map((n) => ({
-      name: n.Name,
-      labels: n.Labels ?? {},
-      subnets: (n.IPAM?.Config ?? []).flatMap((c) => (c.Subnet ? [c.Subnet] : [])),
-    }));
+  networksWithSubnets(): Promise<NetworkSubnets[]> {
+    return networksWithSubnets(this.docker);
   }
 
   /**
