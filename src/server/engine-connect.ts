@@ -44,14 +44,15 @@ async function swarmEngine(
   const manager = new Docker({ socketPath: config.dockerSocket });
   const password = await readSecretFile(reg.passwordFile, "PIER_SWARM_REGISTRY_PASSWORD_FILE");
   const auth = { username: reg.username, password };
+  const self = ((await manager.info()) as { Swarm?: { NodeID?: string } }).Swarm?.NodeID;
   const swarm = new SwarmEngine({
     docker: manager,
     scope,
     registry: new DockerRegistryPush({ docker: manager, address: reg.address, ...auth }),
     pullAuth: { ...auth, serveraddress: reg.address },
     stopGraceMs: config.stopGraceMs,
-    // Exec into an instance needs its node's engine: none is reachable from Pier yet but the manager's own.
-    nodeEngine: () => null,
+    // Exec into an instance goes through its node's engine: Pier reaches only the manager's own so far.
+    nodeEngine: (node) => (node.id === self ? manager : null),
   });
   return new SwarmComposite(docker, swarm);
 }
@@ -76,7 +77,14 @@ async function readSecretFile(path: string, setting: string): Promise<string> {
 export async function connectSwarm(config: Config): Promise<SwarmNodes | null> {
   if (config.engine !== "swarm") return null;
   const nodes = new SwarmNodes({ socketPath: config.dockerSocket });
-  const problem = await nodes.managerProblem();
+  // Asked before the Docker adapter's own ping: an engine that does not answer is said so here.
+  const problem = await nodes.managerProblem().catch((e: Error) => {
+    throw new PierError(
+      "ENGINE_ERROR",
+      `The engine at PIER_DOCKER_SOCKET ${config.dockerSocket} does not answer: ${e.message}`,
+      "Start its dockerd, or point PIER_DOCKER_SOCKET at a swarm manager.",
+    );
+  });
   if (problem)
     throw new PierError(
       "CONFIG_INVALID",
