@@ -95,6 +95,16 @@ const schema = z.object({
     .optional(),
   PIER_DOCKER_SOCKET: z.string().default("/var/run/docker.sock"),
   PIER_ENGINE: z.enum(["docker", "swarm"], { message: "must be docker or swarm" }).default("docker"),
+  // The registry release images go through to the swarm's nodes (ADR 0030): host:port, as nodes name it.
+  PIER_SWARM_REGISTRY: z
+    .string()
+    .regex(/^[a-zA-Z0-9.-]+(:[0-9]{1,5})?$/, "must be the registry's host:port, like 10.0.0.2:5000")
+    .optional(),
+  PIER_SWARM_REGISTRY_USER: z.string().min(1).optional(),
+  PIER_SWARM_REGISTRY_PASSWORD_FILE: z
+    .string()
+    .refine((p) => existsSync(p), "file does not exist")
+    .optional(),
   PIER_DOCKER_CLI: z.string().default(existsSync("/usr/bin/docker") ? "/usr/bin/docker" : "docker"),
   PIER_HAPROXY: z.string().default("haproxy"),
   PIER_DEPLOY_TIMEOUT: seconds(900),
@@ -217,6 +227,11 @@ export interface Config {
   dockerSocket: string;
   /** PIER_ENGINE: one dockerd (docker), or a Docker Swarm whose manager is PIER_DOCKER_SOCKET (ADR 0030). */
   engine: "docker" | "swarm";
+  /**
+   * PIER_SWARM_REGISTRY, _USER, _PASSWORD_FILE: where release images are pushed for the swarm's nodes to
+   * pull (ADR 0030); null on one dockerd. The password stays in its file until the server reads it.
+   */
+  swarmRegistry: { address: string; username: string; passwordFile: string } | null;
   dockerCli: string;
   haproxy: string;
   deployTimeoutMs: number;
@@ -318,6 +333,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, host: HostFacts
     buildNetwork: c.PIER_BUILD_NETWORK ?? null,
     dockerSocket: c.PIER_DOCKER_SOCKET,
     engine: c.PIER_ENGINE,
+    swarmRegistry: swarmRegistry(c),
     dockerCli: c.PIER_DOCKER_CLI,
     haproxy: c.PIER_HAPROXY,
     deployTimeoutMs: c.PIER_DEPLOY_TIMEOUT * 1000,
@@ -340,6 +356,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, host: HostFacts
     backupDays: c.PIER_BACKUP_DAYS,
     appDefaults: appDefaults(c, host),
   };
+}
+
+/** With PIER_ENGINE=swarm the registry's three settings are all needed: nodes pull every release from it. */
+function swarmRegistry(c: {
+  PIER_ENGINE: "docker" | "swarm";
+  PIER_SWARM_REGISTRY?: string;
+  PIER_SWARM_REGISTRY_USER?: string;
+  PIER_SWARM_REGISTRY_PASSWORD_FILE?: string;
+}): Config["swarmRegistry"] {
+  if (c.PIER_ENGINE !== "swarm") return null;
+  const address = c.PIER_SWARM_REGISTRY;
+  const username = c.PIER_SWARM_REGISTRY_USER;
+  const passwordFile = c.PIER_SWARM_REGISTRY_PASSWORD_FILE;
+  if (address && username && passwordFile) return { address, username, passwordFile: resolve(passwordFile) };
+  const missing = (
+    ["PIER_SWARM_REGISTRY", "PIER_SWARM_REGISTRY_USER", "PIER_SWARM_REGISTRY_PASSWORD_FILE"] as const
+  ).filter((k) => c[k] === undefined);
+  throw new ConfigError(
+    missing.map(
+      (k) =>
+        `${k}: required with PIER_ENGINE=swarm (the swarm's nodes pull release images from its registry)`,
+    ),
+  );
 }
 
 function appDefaults(

@@ -4,20 +4,20 @@ import { join } from "node:path";
 import { type ServerType, serve } from "@hono/node-server";
 import type { Logger } from "pino";
 import { HaproxyEdge } from "../adapters/edge/haproxy.js";
-import { DockerEngine } from "../adapters/engine/docker.js";
-import { SwarmNodes } from "../adapters/engine/swarm-nodes.js";
 import { NftFirewall, noFirewall } from "../adapters/nft-isolation.js";
 import { claimPoolRoute } from "../adapters/pool-route.js";
 import { createPrivateFile, keepPrivate } from "../adapters/private-files.js";
 import { SecretBox } from "../adapters/secret-box.js";
 import { SqliteStore } from "../adapters/store/sqlite.js";
 import { listenFailed, PierError } from "../core/errors.js";
+import type { Engine } from "../core/ports.js";
 import { formatCidr } from "../core/subnets.js";
 import { authorizeRepo } from "./access.js";
 import { adminToken } from "./admin-token.js";
 import { createApi } from "./api.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { exitOnCrash } from "./crash.js";
+import { connectEngine, connectSwarm } from "./engine-connect.js";
 import { startEngineLoop } from "./engine-loop.js";
 import { startGitSshServer } from "./git-ssh.js";
 import { startIsolation } from "./isolation.js";
@@ -63,47 +63,13 @@ async function prepareDataDir(config: Config, logger: Logger): Promise<void> {
   createPrivateFile(join(config.dataDir, "pier.db"));
 }
 
-/** The engine, answering, and the builds' network if one is set. */
-async function connectEngine(config: Config, scope: string): Promise<DockerEngine> {
-  const engine = new DockerEngine({
-    socketPath: config.dockerSocket,
-    scope,
-    sandboxImage: "pier/base:bookworm",
-  });
-  await engine.ping();
-  if (config.buildNetwork && !(await engine.networkExists(config.buildNetwork)))
-    throw new PierError(
-      "CONFIG_INVALID",
-      `PIER_BUILD_NETWORK: there is no Docker network named '${config.buildNetwork}'.`,
-      `Create it (docker network create ${config.buildNetwork}) or unset PIER_BUILD_NETWORK.`,
-    );
-  return engine;
-}
-
-/**
- * PIER_ENGINE=swarm (ADR 0030): the engine must be a swarm manager, or pier server does not start. Its
- * nodes; null on one dockerd.
- */
-async function connectSwarm(config: Config): Promise<SwarmNodes | null> {
-  if (config.engine !== "swarm") return null;
-  const nodes = new SwarmNodes({ socketPath: config.dockerSocket });
-  const problem = await nodes.managerProblem();
-  if (problem)
-    throw new PierError(
-      "CONFIG_INVALID",
-      `PIER_ENGINE=swarm: ${problem} (PIER_DOCKER_SOCKET ${config.dockerSocket}).`,
-      "Make this machine's engine a swarm manager (docker swarm init, or join as a manager), point PIER_DOCKER_SOCKET at a manager, or unset PIER_ENGINE to run on one dockerd.",
-    );
-  return nodes;
-}
-
 /**
  * Tenant isolation (ADR 0019): Pier's own firewall rules, in place for every network before anything
  * starts; the apps' networks from the subnet pool, and the pool's addresses kept on this machine (ADR 0016).
  */
 async function startNetworking(
   config: Config,
-  d: { engine: DockerEngine; store: SqliteStore; scope: string; logger: Logger },
+  d: { engine: Engine; store: SqliteStore; scope: string; logger: Logger },
 ): Promise<Networks> {
   const pool = formatCidr(config.subnets.pool);
   const isolation = await startIsolation({
@@ -309,8 +275,8 @@ export async function startServer(
   );
   const tokenFile = await adminToken(config, store);
   const scope = createHash("sha256").update(config.dataDir).digest("hex").slice(0, 12);
-  const engine = await connectEngine(config, scope);
   const nodes = await connectSwarm(config);
+  const engine = await connectEngine(config, scope);
   const networks = await startNetworking(config, { engine, store, scope, logger });
   const edge = await startEdge(config, logger);
   const base: Base = { config, logger, store, engine, nodes, networks, edge, scope };

@@ -5,11 +5,10 @@ import { AcmeIssuer } from "../adapters/acme.js";
 import { addonProviders } from "../adapters/addons/providers.js";
 import type { HaproxyEdge } from "../adapters/edge/haproxy.js";
 import { HaproxyTls } from "../adapters/edge/haproxy-tls.js";
-import type { DockerEngine } from "../adapters/engine/docker.js";
 import { NpmRegistry } from "../adapters/npm-registry.js";
 import type { SqliteStore } from "../adapters/store/sqlite.js";
 import { pierGitPrefixes } from "../core/build-git.js";
-import type { Nodes } from "../core/ports.js";
+import type { Engine, Nodes } from "../core/ports.js";
 import { AddonService } from "./addons.js";
 import { AppService } from "./apps.js";
 import type { Config } from "./config.js";
@@ -31,7 +30,7 @@ export interface Base {
   config: Config;
   logger: Logger;
   store: SqliteStore;
-  engine: DockerEngine;
+  engine: Engine;
   /** The swarm's nodes (PIER_ENGINE=swarm, ADR 0030); null on one dockerd. */
   nodes: Nodes | null;
   networks: Networks;

@@ -1,6 +1,6 @@
 // The swarm lab (scripts/swarm-lab.sh, ADR 0030) as the swarm e2e files use it: up, kill, start, down,
 // the docker CLI against one of its nodes, and a bounded wait.
-import { execFile } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,6 +27,21 @@ export interface LabInfo {
   /** A docker CLI configuration directory logged in to the registry. */
   dockerConfig: string;
   nodes: LabNode[];
+}
+
+/** A node's engine socket (its DOCKER_HOST without the scheme). */
+export const labSocket = (info: LabInfo, node: string): string =>
+  info.nodes.find((n) => n.name === node)?.dockerHost.replace(/^unix:\/\//, "") ?? "";
+
+/** The settings of a `pier server` with PIER_ENGINE=swarm on `node`'s engine and the lab's registry. */
+export function swarmSettings(info: LabInfo, node = "node1"): Record<string, string> {
+  return {
+    PIER_ENGINE: "swarm",
+    PIER_DOCKER_SOCKET: labSocket(info, node),
+    PIER_SWARM_REGISTRY: info.registry.address,
+    PIER_SWARM_REGISTRY_USER: info.registry.user,
+    PIER_SWARM_REGISTRY_PASSWORD_FILE: info.registry.passwordFile,
+  };
 }
 
 /** Runs the lab script; rejects with its stderr when it fails. */
@@ -109,6 +124,28 @@ export async function importBusybox(info: LabInfo, node: string, tag: string): P
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Copies images of the host's engine to a node's (`docker save | docker load`): what `scripts/setup.sh` builds
+ * on the machine where Pier runs (its base and runtime images), which builds on the lab's manager need.
+ */
+export async function copyImages(info: LabInfo, node: string, tags: string[]): Promise<void> {
+  const n = info.nodes.find((x) => x.name === node);
+  if (!n) throw new Error(`no lab node ${node}`);
+  const save = spawn(DOCKER, ["save", ...tags], { stdio: ["ignore", "pipe", "pipe"] });
+  const load = spawn(DOCKER, ["-H", n.dockerHost, "load", "-q"], { stdio: ["pipe", "ignore", "pipe"] });
+  save.stdout.pipe(load.stdin);
+  const ended = (p: ChildProcess, what: string) =>
+    new Promise<void>((resolve, reject) => {
+      let err = "";
+      p.stderr?.on("data", (c: Buffer) => {
+        err += c.toString();
+      });
+      p.once("error", reject);
+      p.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${what}: ${err.trim()}`))));
+    });
+  await Promise.all([ended(save, `docker save ${tags.join(" ")}`), ended(load, `docker load on ${node}`)]);
 }
 
 /** What `down` must have removed: an empty list when nothing is left. */

@@ -6,10 +6,9 @@ import { test } from "node:test";
 import { SwarmNodes } from "../../src/adapters/engine/swarm-nodes.js";
 import { nodesConformance } from "../conformance/nodes.js";
 import { Pier } from "../e2e/harness.js";
-import { type LabInfo, lab, labUp } from "./lab.js";
+import { type LabInfo, lab, labSocket, labUp, swarmSettings } from "./lab.js";
 
-const socket = (info: LabInfo, node: string) =>
-  info.nodes.find((n) => n.name === node)?.dockerHost.replace(/^unix:\/\//, "") ?? "";
+const socket = labSocket;
 
 let info: LabInfo | null = null;
 const up = async () => {
@@ -47,7 +46,7 @@ test("pier server with PIER_ENGINE=swarm does not start on an engine that is no 
     ],
   ];
   for (const [dockerSocket, message] of cases) {
-    const pier = new Pier({ PIER_ENGINE: "swarm", PIER_DOCKER_SOCKET: dockerSocket, PIER_ISOLATION: "off" });
+    const pier = new Pier({ ...swarmSettings(i), PIER_DOCKER_SOCKET: dockerSocket, PIER_ISOLATION: "off" });
     try {
       await assert.rejects(pier.start(), (e: Error) => {
         assert.match(e.message, message);
@@ -62,11 +61,7 @@ test("pier server with PIER_ENGINE=swarm does not start on an engine that is no 
 
 test("pier nodes over pier server on the swarm's manager: list, join-command, drain, activate, bad input", async () => {
   const i = await up();
-  const pier = new Pier({
-    PIER_ENGINE: "swarm",
-    PIER_DOCKER_SOCKET: socket(i, "node1"),
-    PIER_ISOLATION: "off",
-  });
+  const pier = new Pier({ ...swarmSettings(i), PIER_ISOLATION: "off" });
   try {
     await pier.start();
     const listed = await pier.cliJson<{ name: string; role: string; state: string }[]>(["nodes"]);

@@ -224,9 +224,42 @@ describe("HTTPS_PROXY and NO_PROXY", () => {
 });
 
 describe("PIER_ENGINE (ADR 0030)", () => {
+  const registry = {
+    PIER_SWARM_REGISTRY: "10.0.0.2:5000",
+    PIER_SWARM_REGISTRY_USER: "pier",
+    PIER_SWARM_REGISTRY_PASSWORD_FILE: "/dev/null",
+  };
   test("docker by default, swarm when asked", () => {
     assert.equal(loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null" }).engine, "docker");
-    assert.equal(loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", PIER_ENGINE: "swarm" }).engine, "swarm");
+    const swarm = loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", PIER_ENGINE: "swarm", ...registry });
+    assert.equal(swarm.engine, "swarm");
+    assert.deepEqual(swarm.swarmRegistry, {
+      address: "10.0.0.2:5000",
+      username: "pier",
+      passwordFile: "/dev/null",
+    });
+  });
+  test("the registry's settings are ignored on one dockerd", () => {
+    assert.equal(loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", ...registry }).swarmRegistry, null);
+  });
+  test("a swarm without its registry's settings names each one missing", () => {
+    assert.deepEqual(problems({ PIER_ENGINE: "swarm", PIER_SWARM_REGISTRY: "10.0.0.2:5000" }), [
+      "PIER_SWARM_REGISTRY_USER: required with PIER_ENGINE=swarm (the swarm's nodes pull release images from its registry)",
+      "PIER_SWARM_REGISTRY_PASSWORD_FILE: required with PIER_ENGINE=swarm (the swarm's nodes pull release images from its registry)",
+    ]);
+  });
+  test("a registry that is no host:port, a password file that is not there", () => {
+    assert.deepEqual(
+      problems({
+        ...registry,
+        PIER_SWARM_REGISTRY: "https://registry.example",
+        PIER_SWARM_REGISTRY_PASSWORD_FILE: "/nonexistent/password",
+      }),
+      [
+        "PIER_SWARM_REGISTRY: must be the registry's host:port, like 10.0.0.2:5000",
+        "PIER_SWARM_REGISTRY_PASSWORD_FILE: file does not exist",
+      ],
+    );
   });
   test("anything else is named", () => {
     assert.throws(

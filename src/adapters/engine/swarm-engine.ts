@@ -1,0 +1,196 @@
+// The Engine of `PIER_ENGINE=swarm` (ADR 0030): one object over two drivers. Builds, release images, the
+// apps' volumes, add-ons, the build slot and the events stay on the manager's own dockerd (the Docker
+// adapter); instances run as swarm services, apps' networks are overlays, and instance slots are nothing to
+// keep (the Swarm driver). Which port goes where is decided here and nowhere else.
+import type {
+  AddonServerSpec,
+  AppNetworks,
+  BuildSlot,
+  ContainerBuild,
+  Engine,
+  EngineEvent,
+  EngineEvents,
+  ImageBuild,
+  InstanceInfo,
+  InstanceLogLine,
+  InstanceSlots,
+  InstanceSpec,
+  PreparedBuild,
+  ReleaseInstances,
+  SlotShape,
+} from "../../core/ports.js";
+
+/** What the swarm side answers (the Swarm driver, swarm.ts): instances, their networks, no slots. */
+export type InstanceDriver = AppNetworks &
+  InstanceSlots &
+  ReleaseInstances &
+  Pick<EngineEvents, "ping" | "ownerAppIds">;
+
+export class SwarmComposite implements Engine {
+  constructor(
+    /** The manager's own dockerd (the Docker adapter): builds, images, volumes, add-ons, events. */
+    private readonly manager: Engine,
+    private readonly swarm: InstanceDriver,
+  ) {}
+
+  // ReleaseImages, AppVolumes, AddonServers: the manager's dockerd (builds run there, ADR 0030).
+  buildImage(build: ImageBuild, onLine: (line: string) => void, signal: AbortSignal) {
+    return this.manager.buildImage(build, onLine, signal);
+  }
+  buildRelease(build: ContainerBuild, onLine: (l: string) => void, signal: AbortSignal, p?: PreparedBuild) {
+    return this.manager.buildRelease(build, onLine, signal, p);
+  }
+  prepareBuild(build: Parameters<Engine["prepareBuild"]>[0]) {
+    return this.manager.prepareBuild(build);
+  }
+  preparedBuildAlive(prepared: PreparedBuild) {
+    return this.manager.preparedBuildAlive(prepared);
+  }
+  discardPreparedBuild(prepared: PreparedBuild) {
+    return this.manager.discardPreparedBuild(prepared);
+  }
+  imageFromFiles(build: ContainerBuild) {
+    return this.manager.imageFromFiles(build);
+  }
+  imageExists(tag: string) {
+    return this.manager.imageExists(tag);
+  }
+  imageInfo(tag: string) {
+    return this.manager.imageInfo(tag);
+  }
+  removeImage(tag: string) {
+    return this.manager.removeImage(tag);
+  }
+  releaseImages(appId: string) {
+    return this.manager.releaseImages(appId);
+  }
+  dropDependencyCache(appId: string) {
+    return this.manager.dropDependencyCache(appId);
+  }
+  releaseVolumes(appId: string) {
+    return this.manager.releaseVolumes(appId);
+  }
+  removeReleaseVolume(name: string) {
+    return this.manager.removeReleaseVolume(name);
+  }
+  removeAppVolumes(appId: string) {
+    return this.manager.removeAppVolumes(appId);
+  }
+  runAddonServer(spec: AddonServerSpec) {
+    return this.manager.runAddonServer(spec);
+  }
+  addonServer(id: string) {
+    return this.manager.addonServer(id);
+  }
+  restartAddonServer(id: string, graceMs: number) {
+    return this.manager.restartAddonServer(id, graceMs);
+  }
+  removeAddonServer(id: string) {
+    return this.manager.removeAddonServer(id);
+  }
+  connectAddonServer(id: string, network: string) {
+    return this.manager.connectAddonServer(id, network);
+  }
+  disconnectAddonServer(id: string, network: string) {
+    return this.manager.disconnectAddonServer(id, network);
+  }
+  execInAddonServer(id: string, argv: string[], stdout?: NodeJS.WritableStream) {
+    return this.manager.execInAddonServer(id, argv, stdout);
+  }
+  copyToAddonServer(id: string, file: string, path: string) {
+    return this.manager.copyToAddonServer(id, file, path);
+  }
+  addonServerLog(id: string, tail: number) {
+    return this.manager.addonServerLog(id, tail);
+  }
+
+  // AppNetworks: overlays, which the manager's build containers join too (they are attachable).
+  networkExists(name: string) {
+    return this.swarm.networkExists(name);
+  }
+  networksWithSubnets() {
+    return this.swarm.networksWithSubnets();
+  }
+  ensureNetwork(
+    name: string,
+    labels: Record<string, string>,
+    subnets: Parameters<Engine["ensureNetwork"]>[2],
+  ) {
+    return this.swarm.ensureNetwork(name, labels, subnets);
+  }
+  removeNetworks(labels: Record<string, string>, keep?: string) {
+    return this.swarm.removeNetworks(labels, keep);
+  }
+
+  // InstanceSlots: none for instances (the swarm driver's no-ops); the build slot is the manager's.
+  prepareSlots(appId: string, shape: SlotShape, count: number) {
+    return this.swarm.prepareSlots(appId, shape, count);
+  }
+  prepareBuildSlot(slot: BuildSlot) {
+    return this.manager.prepareBuildSlot(slot);
+  }
+  rejoinSlots(serving: ReadonlyMap<string, string>, opts: { graceMs: number; slot?: string }) {
+    return this.swarm.rejoinSlots(serving, opts);
+  }
+  /** The app's build slot goes (the manager's); instances had no slots. */
+  removeSlots(appId: string) {
+    return this.manager.removeSlots(appId);
+  }
+  removeStraySlots(known: ReadonlySet<string>) {
+    return this.manager.removeStraySlots(known);
+  }
+
+  // ReleaseInstances: services on the swarm.
+  runInstance(spec: InstanceSpec): Promise<InstanceInfo> {
+    return this.swarm.runInstance(spec);
+  }
+  inspectInstance(id: string) {
+    return this.swarm.inspectInstance(id);
+  }
+  removeInstance(id: string, graceMs: number) {
+    return this.swarm.removeInstance(id, graceMs);
+  }
+  stopInstance(id: string, graceMs: number) {
+    return this.swarm.stopInstance(id, graceMs);
+  }
+  startInstance(id: string) {
+    return this.swarm.startInstance(id);
+  }
+  restartInstance(id: string, graceMs: number) {
+    return this.swarm.restartInstance(id, graceMs);
+  }
+  listInstances(labels: Record<string, string>) {
+    return this.swarm.listInstances(labels);
+  }
+  listRoutable(labels: Record<string, string>) {
+    return this.swarm.listRoutable(labels);
+  }
+  waitInstance(id: string, signal: AbortSignal) {
+    return this.swarm.waitInstance(id, signal);
+  }
+  execInInstance(id: string, argv: string[], onLine: (line: string) => void) {
+    return this.swarm.execInInstance(id, argv, onLine);
+  }
+  logs(
+    id: string,
+    opts: { since?: Date; until?: Date; tail?: number; follow: boolean },
+    onLine: (l: InstanceLogLine) => void | Promise<void>,
+    signal: AbortSignal,
+  ) {
+    return this.swarm.logs(id, opts, onLine, signal);
+  }
+
+  // EngineEvents. The events are the manager's containers' (builds, add-ons, and the tasks placed on the
+  // manager): a swarm's service and task events are not read yet (ADR 0030, next).
+  ping() {
+    return this.swarm.ping();
+  }
+  events(onEvent: (e: EngineEvent) => void, signal: AbortSignal) {
+    return this.manager.events(onEvent, signal);
+  }
+  /** Apps owning an overlay (the swarm) or a volume or network on the manager. */
+  async ownerAppIds(): Promise<Set<string>> {
+    const [onManager, onSwarm] = await Promise.all([this.manager.ownerAppIds(), this.swarm.ownerAppIds()]);
+    return new Set([...onManager, ...onSwarm]);
+  }
+}
