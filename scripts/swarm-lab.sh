@@ -13,13 +13,24 @@
 # namespace), each with a veth into a "hub" namespace that holds the bridge and the registry; the host
 # has one veth into the hub. Every wait is bounded. Run as root.
 #
-# Settings (environment): PIER_SWARM_LAB_DIR (default /var/lib/pier-swarm-lab, on a file system where
-# overlay2 works), PIER_SWARM_LAB_NET (the /24's first three octets, default 192.168.250).
+# Settings (environment): PIER_SWARM_LAB_NAME (default pierlab: the prefix of its namespaces, host veth and
+# cgroups; two labs with different names and networks run side by side), PIER_SWARM_LAB_DIR (default
+# /var/lib/pier-swarm-lab, or /var/lib/pier-swarm-lab-NAME for another name; on a file system where overlay2
+# works), PIER_SWARM_LAB_NET (the /24's first three octets, default 192.168.250 for the default name).
 set -euo pipefail
 
-LAB=${PIER_SWARM_LAB_DIR:-/var/lib/pier-swarm-lab}
-NET=${PIER_SWARM_LAB_NET:-192.168.250}
-PFX=pierlab
+PFX=${PIER_SWARM_LAB_NAME:-pierlab}
+if ! [[ $PFX =~ ^[a-z][a-z0-9]{1,9}$ ]]; then
+  echo "swarm-lab: PIER_SWARM_LAB_NAME '$PFX' must be 2 to 10 lower-case letters and digits, starting with a letter" >&2
+  exit 1
+fi
+if [ "$PFX" = pierlab ]; then
+  LAB=${PIER_SWARM_LAB_DIR:-/var/lib/pier-swarm-lab}
+  NET=${PIER_SWARM_LAB_NET:-192.168.250}
+else
+  LAB=${PIER_SWARM_LAB_DIR:-/var/lib/pier-swarm-lab-$PFX}
+  NET=${PIER_SWARM_LAB_NET:?swarm-lab: a lab named $PFX needs PIER_SWARM_LAB_NET (e.g. 192.168.251)}
+fi
 HUB=$PFX-hub
 HOST_IF=${PFX}0
 HOST_ADDR=$NET.1
