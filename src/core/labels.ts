@@ -25,6 +25,8 @@ export const LABEL = {
   httpTarget: "pier.http-target",
   tcpTarget: "pier.tcp-target",
   address: "pier.address",
+  /** The edge's sandbox on a swarm's manager: the ports it publishes (`host:port,...`, ADR 0030). */
+  edgePublish: "pier.edge.publish",
   /** Build caches and what a release image was built from. */
   cache: "pier.cache",
   depsKey: "pier.deps-key",

@@ -3,6 +3,7 @@
  * and, where unit tests need it, a fake that passes the same conformance suite.
  */
 
+import type { Socket } from "node:net";
 import type { Addon, AddonBackup, AddonCredentials, AddonKind } from "./addons.js";
 import type { BucketMount } from "./buckets.js";
 import type { CertificatePair, Domain } from "./domains.js";
@@ -582,6 +583,20 @@ export interface EngineEvents {
  * (src/adapters/engine); one conformance suite (test/conformance/engine.ts) holds the real adapter and the
  * unit tests' fake to the same contract, so a Swarm or Kubernetes driver can follow behind it (ADR 0025).
  */
+/**
+ * Connections to instances from where the edge serves (ADR 0030): on one machine the edge runs on the host,
+ * which is on every app network; on a swarm it runs in a sandbox on the manager that joins each app's
+ * overlay, and the host has no route into an overlay. The health gate's probes go through it, so what
+ * passes the gate is what the edge reaches.
+ */
+export interface InstanceReach {
+  /**
+   * A TCP connection to `host:port` (an IP address), once it is established; rejects with the network's
+   * error code as the error's `code` (ECONNREFUSED, ETIMEDOUT after `timeoutMs`, EHOSTUNREACH).
+   */
+  connect(host: string, port: number, timeoutMs: number): Promise<Socket>;
+}
+
 export interface Engine
   extends ReleaseImages,
     AppVolumes,

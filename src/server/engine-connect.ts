@@ -1,7 +1,10 @@
 // The engine `pier server` runs on, from its settings (ADR 0025, 0030): one dockerd, or a swarm whose manager
 // builds and whose nodes run the instances.
 import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import Docker from "dockerode";
+import { EdgeSandbox } from "../adapters/edge/edge-sandbox.js";
+import { type EdgePlace, hostPlace } from "../adapters/edge/reach.js";
 import { DockerEngine } from "../adapters/engine/docker.js";
 import { DockerRegistryPush } from "../adapters/engine/registry-push.js";
 import { SwarmEngine } from "../adapters/engine/swarm.js";
@@ -11,27 +14,34 @@ import { PierError } from "../core/errors.js";
 import type { Engine } from "../core/ports.js";
 import type { Config } from "./config.js";
 
+/** What sandboxes run (`sleep infinity`): Pier's base image, which builds need on the engine anyway. */
+const SANDBOX_IMAGE = "pier/base:bookworm";
+
 /**
- * The engine, answering, and the builds' network if one is set. With PIER_ENGINE=swarm (ADR 0030) builds,
- * images, volumes and add-ons stay on the manager's dockerd and instances run on the swarm (swarm-engine.ts).
+ * The engine, answering, and the builds' network if one is set; where the edge serves from. With
+ * PIER_ENGINE=swarm (ADR 0030) builds, images, volumes and add-ons stay on the manager's dockerd, instances
+ * run on the swarm (swarm-engine.ts), and the edge in a sandbox on the manager that joins every overlay.
  */
-export async function connectEngine(config: Config, scope: string): Promise<Engine> {
+export async function connectEngine(
+  config: Config,
+  scope: string,
+): Promise<{ engine: Engine; edgePlace: EdgePlace }> {
   const docker = new DockerEngine({
     socketPath: config.dockerSocket,
     scope,
-    sandboxImage: "pier/base:bookworm",
+    sandboxImage: SANDBOX_IMAGE,
   });
   await docker.ping();
-  const engine = config.swarmRegistry
+  const { engine, edgePlace } = config.swarmRegistry
     ? await swarmEngine(config, config.swarmRegistry, docker, scope)
-    : docker;
+    : { engine: docker, edgePlace: hostPlace };
   if (config.buildNetwork && !(await engine.networkExists(config.buildNetwork)))
     throw new PierError(
       "CONFIG_INVALID",
       `PIER_BUILD_NETWORK: there is no Docker network named '${config.buildNetwork}'.`,
       `Create it (docker network create ${config.buildNetwork}) or unset PIER_BUILD_NETWORK.`,
     );
-  return engine;
+  return { engine, edgePlace };
 }
 
 /** The swarm's engine: the Swarm driver on the manager, publishing release images to the registry. */
@@ -40,7 +50,7 @@ async function swarmEngine(
   reg: NonNullable<Config["swarmRegistry"]>,
   docker: DockerEngine,
   scope: string,
-): Promise<Engine> {
+): Promise<{ engine: Engine; edgePlace: EdgeSandbox }> {
   const manager = new Docker({ socketPath: config.dockerSocket });
   const password = await readSecretFile(reg.passwordFile, "PIER_SWARM_REGISTRY_PASSWORD_FILE");
   const auth = { username: reg.username, password };
@@ -54,7 +64,14 @@ async function swarmEngine(
     // Exec into an instance goes through its node's engine: Pier reaches only the manager's own so far.
     nodeEngine: (node) => (node.id === self ? manager : null),
   });
-  return new SwarmComposite(docker, swarm);
+  const edgePlace = new EdgeSandbox({
+    docker: manager,
+    scope,
+    image: SANDBOX_IMAGE,
+    publish: [config.http, config.https],
+    dialerSocket: join(config.dataDir, "edge", "dial.sock"),
+  });
+  return { engine: new SwarmComposite(docker, swarm, edgePlace), edgePlace };
 }
 
 /** A secret kept in a file (its first line), or CONFIG_INVALID naming the setting. Never logged. */

@@ -1,7 +1,7 @@
 import { request } from "node:http";
-import { connect } from "node:net";
+import { connectionVia } from "../adapters/edge/reach.js";
 import { listeningAddresses, loopbackOnly } from "../core/health.js";
-import type { Engine, InstanceInfo } from "../core/ports.js";
+import type { Engine, InstanceInfo, InstanceReach } from "../core/ports.js";
 
 /** Waits `ms`, or rejects with the signal's reason; its abort listener goes either way (the gate polls
  * every 10 ms: listeners left behind piled up on the deployment's signal). */
@@ -19,17 +19,15 @@ const sleep = (ms: number, signal: AbortSignal) =>
     signal.addEventListener("abort", onAbort, { once: true });
   });
 
-function tcpOpen(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect({ host, port });
-    const done = (ok: boolean) => {
+/** Whether `host:port` accepts a connection from where the edge serves. */
+function tcpOpen(reach: InstanceReach, host: string, port: number): Promise<boolean> {
+  return reach.connect(host, port, 1000).then(
+    (s) => {
       s.destroy();
-      resolve(ok);
-    };
-    s.setTimeout(1000, () => done(false));
-    s.once("connect", () => done(true));
-    s.once("error", () => done(false));
-  });
+      return true;
+    },
+    () => false,
+  );
 }
 
 export type ListenResult = { ok: true } | { ok: false; exited: number | null; loopbackOnly?: string[] };
@@ -49,11 +47,12 @@ async function addressesInside(engine: Engine, id: string, port: number): Promis
 
 /**
  * Waits until the instance accepts TCP connections on its HTTP port. The probe goes to the instance's
- * address on its app network: the loopback port published by the engine accepts connections even before
- * the app listens, so it cannot tell.
+ * address on its app network, from where the edge serves (`reach`): the loopback port published by the
+ * engine accepts connections even before the app listens, so it cannot tell.
  */
 export async function waitListening(
   engine: Engine,
+  reach: InstanceReach,
   instance: InstanceInfo,
   port: number,
   timeoutMs: number,
@@ -67,7 +66,7 @@ export async function waitListening(
   let diagnosed = false;
   for (let round = 0; Date.now() < deadline; round++) {
     // The address on the app network does not change while the instance runs: try it before asking the engine.
-    if (instance.networkAddress && (await tcpOpen(instance.networkAddress, port))) return { ok: true };
+    if (instance.networkAddress && (await tcpOpen(reach, instance.networkAddress, port))) return { ok: true };
     if (instance.networkAddress && round % 10 !== 9) {
       await sleep(delay, signal);
       continue;
@@ -80,7 +79,7 @@ export async function waitListening(
       return { ok: false, exited: now.exitCode };
     }
     const host = now.networkAddress ?? instance.http?.host;
-    if (now.running && host && (await tcpOpen(host, port))) return { ok: true };
+    if (now.running && host && (await tcpOpen(reach, host, port))) return { ok: true };
     if (now.running && !diagnosed && Date.now() - started > 2000) {
       // An app bound to 127.0.0.1 inside its instance can never be reached: say so at once.
       diagnosed = true;
@@ -92,8 +91,12 @@ export async function waitListening(
   return { ok: false, exited: null };
 }
 
-/** `GET path` on the instance's published address; the status code, or the network error's code. */
+/**
+ * `GET path` on the instance's address, from where the edge serves; the status code, or the network
+ * error's code.
+ */
 export function probe(
+  reach: InstanceReach,
   target: { host: string; port: number },
   path: string,
   timeoutMs = 10_000,
@@ -105,7 +108,7 @@ export function probe(
         port: target.port,
         path,
         method: "GET",
-        agent: false,
+        createConnection: connectionVia(reach, timeoutMs),
         headers: { "user-agent": "pier-health-check" },
       },
       (res) => {

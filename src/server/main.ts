@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { type ServerType, serve } from "@hono/node-server";
 import type { Logger } from "pino";
 import { HaproxyEdge } from "../adapters/edge/haproxy.js";
+import type { EdgePlace } from "../adapters/edge/reach.js";
 import { NftFirewall, noFirewall } from "../adapters/nft-isolation.js";
 import { claimPoolRoute } from "../adapters/pool-route.js";
 import { createPrivateFile, keepPrivate } from "../adapters/private-files.js";
@@ -99,7 +100,7 @@ async function startNetworking(
   return networks;
 }
 
-async function startEdge(config: Config, logger: Logger): Promise<HaproxyEdge> {
+async function startEdge(config: Config, logger: Logger, place: EdgePlace): Promise<HaproxyEdge> {
   const edge = new HaproxyEdge({
     haproxyBin: config.haproxy,
     dir: join(config.dataDir, "edge"),
@@ -107,6 +108,7 @@ async function startEdge(config: Config, logger: Logger): Promise<HaproxyEdge> {
     listenHost: config.http.host,
     https: config.https,
     maxConnPerSource: config.edgeMaxConnPerSource,
+    place,
     logger: logger.child({ part: "edge" }),
   });
   await edge.start();
@@ -250,7 +252,7 @@ async function closeAll(parts: {
   loops.stop();
   s.addons.stop();
   s.domains.stop();
-  edge.unwatch();
+  edge.release();
   await ssh.close();
   await r.warmBuilds.close().catch(() => undefined);
   await new Promise<void>((resolve) => {
@@ -276,10 +278,10 @@ export async function startServer(
   const tokenFile = await adminToken(config, store);
   const scope = createHash("sha256").update(config.dataDir).digest("hex").slice(0, 12);
   const nodes = await connectSwarm(config);
-  const engine = await connectEngine(config, scope);
+  const { engine, edgePlace } = await connectEngine(config, scope);
   const networks = await startNetworking(config, { engine, store, scope, logger });
-  const edge = await startEdge(config, logger);
-  const base: Base = { config, logger, store, engine, nodes, networks, edge, scope };
+  const edge = await startEdge(config, logger, edgePlace);
+  const base: Base = { config, logger, store, engine, reach: edgePlace, nodes, networks, edge, scope };
   const s = createServices(base);
   const r = await createRuntimes(base, s.instances);
   const a = createAppServices(base, s, r);

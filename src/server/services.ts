@@ -8,7 +8,7 @@ import { HaproxyTls } from "../adapters/edge/haproxy-tls.js";
 import { NpmRegistry } from "../adapters/npm-registry.js";
 import type { SqliteStore } from "../adapters/store/sqlite.js";
 import { pierGitPrefixes } from "../core/build-git.js";
-import type { Engine, Nodes } from "../core/ports.js";
+import type { Engine, InstanceReach, Nodes } from "../core/ports.js";
 import { AddonService } from "./addons.js";
 import { AppService } from "./apps.js";
 import type { Config } from "./config.js";
@@ -31,6 +31,8 @@ export interface Base {
   logger: Logger;
   store: SqliteStore;
   engine: Engine;
+  /** Connections to instances from where the edge serves (the gate's probes, ADR 0030). */
+  reach: InstanceReach;
   /** The swarm's nodes (PIER_ENGINE=swarm, ADR 0030); null on one dockerd. */
   nodes: Nodes | null;
   networks: Networks;
@@ -131,6 +133,7 @@ export function createAppServices(b: Base, s: Services, r: Runtimes) {
   const deployer = new Deployer({
     store,
     engine,
+    reach: b.reach,
     limits,
     instances: s.instances,
     logs: s.logs,

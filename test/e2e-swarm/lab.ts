@@ -38,6 +38,8 @@ export function swarmSettings(info: LabInfo, node = "node1"): Record<string, str
   return {
     PIER_ENGINE: "swarm",
     PIER_DOCKER_SOCKET: labSocket(info, node),
+    // The edge's ports are published on the manager's own address (its sandbox is on the manager).
+    PIER_HTTP_HOST: info.nodes.find((n) => n.name === node)?.address ?? "",
     PIER_SWARM_REGISTRY: info.registry.address,
     PIER_SWARM_REGISTRY_USER: info.registry.user,
     PIER_SWARM_REGISTRY_PASSWORD_FILE: info.registry.passwordFile,

@@ -6,7 +6,7 @@ import { test } from "node:test";
 import { SwarmNodes } from "../../src/adapters/engine/swarm-nodes.js";
 import { nodesConformance } from "../conformance/nodes.js";
 import { Pier } from "../e2e/harness.js";
-import { type LabInfo, lab, labSocket, labUp, swarmSettings } from "./lab.js";
+import { copyImages, type LabInfo, lab, labSocket, labUp, swarmSettings } from "./lab.js";
 
 const socket = labSocket;
 
@@ -15,6 +15,8 @@ const up = async () => {
   if (!info) {
     await lab("down");
     info = await labUp(3);
+    // The edge's sandbox on the manager runs Pier's base image (scripts/setup.sh builds it where Pier runs).
+    await copyImages(info, "node1", ["pier/base:bookworm"]);
   }
   return info;
 };

@@ -107,10 +107,11 @@ export function httpRequest(
   headers: Record<string, string> = {},
   body = "",
   timeoutMs = 10_000,
+  address = "127.0.0.1",
 ): Promise<HttpResult> {
   return new Promise((res, rej) => {
     const req = request(
-      { host: "127.0.0.1", port, path, method, headers: { host, ...headers }, agent: false },
+      { host: address, port, path, method, headers: { host, ...headers }, agent: false },
       (r) => {
         const chunks: Buffer[] = [];
         r.on("data", (c: Buffer) => {
@@ -382,7 +383,13 @@ export class Pier {
   }
 
   get(appName: string, path = "/"): Promise<HttpResult> {
-    return httpGet(this.httpPort, `${appName}.localhost`, path);
+    return httpRequest(this.httpPort, `${appName}.localhost`, "GET", path, {}, "", 10_000, this.edgeAddress);
+  }
+
+  /** Where the edge is reached: PIER_HTTP_HOST (on a swarm, the manager's address), or loopback. */
+  get edgeAddress(): string {
+    const host = this.env.PIER_HTTP_HOST ?? "127.0.0.1";
+    return host === "0.0.0.0" ? "127.0.0.1" : host;
   }
 
   /** Deletes every app (so nothing keeps running), stops the server and the edge, removes the data dir. */

@@ -18,6 +18,7 @@ import { PierError } from "../../core/errors.js";
 import type { Edge, Route, SkippedRoute } from "../../core/ports.js";
 import { ExecError, exec } from "../exec.js";
 import { prepareTlsFiles, type RuntimeEdge } from "./haproxy-tls.js";
+import { connectionVia, type EdgePlace, hostPlace } from "./reach.js";
 
 interface EdgeLogger {
   info: (o: object, m?: string) => void;
@@ -34,6 +35,8 @@ export interface HaproxyEdgeOptions {
   https?: { host: string; port: number };
   /** Connections one source address may hold open at a time (ADR 0024). */
   maxConnPerSource?: number;
+  /** Where HAProxy runs (ADR 0030): this machine's own network (the default), or a swarm's edge sandbox. */
+  place?: EdgePlace;
   logger?: EdgeLogger;
 }
 
@@ -85,6 +88,25 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
     this.map = join(opts.dir, "hosts.map");
     this.socket = join(opts.dir, "admin.sock");
     this.layoutFile = join(opts.dir, "layout.json");
+    this.place = opts.place ?? hostPlace;
+  }
+
+  private readonly place: EdgePlace;
+
+  /** HAProxy's process when it runs where the edge serves now; null when gone or left in an old place. */
+  private servingPid(): number | null {
+    const pid = this.pid();
+    return pid !== null && this.place.holds(pid) ? pid : null;
+  }
+
+  /** A HAProxy left in a place that is gone (a swarm's sandbox made again) serves nothing: it ends. */
+  private async endStale(): Promise<void> {
+    const pid = this.pid();
+    if (pid === null || this.place.holds(pid)) return;
+    this.opts.logger?.warn({ pid }, "the edge's sandbox was made again: HAProxy starts in the new one");
+    process.kill(pid, "SIGTERM");
+    for (let i = 0; i < 50 && alive(pid); i++) await sleep(100);
+    await rm(join(this.opts.dir, "haproxy.pid"), { force: true });
   }
 
   get dir(): string {
@@ -111,10 +133,10 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
   private render(layout: EdgeLayout): string {
     return renderHaproxyConfig({
       layout,
-      listenHost: this.opts.listenHost,
+      listenHost: this.place.bindHost(this.opts.listenHost),
       listenPort: this.opts.listenPort,
       dir: this.opts.dir,
-      https: this.opts.https,
+      https: this.opts.https && { ...this.opts.https, host: this.place.bindHost(this.opts.https.host) },
       maxConnPerSource: this.opts.maxConnPerSource,
     });
   }
@@ -174,15 +196,18 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
   }
 
   private servedVersion(): Promise<string | null> {
-    const host = this.opts.listenHost === "0.0.0.0" ? "127.0.0.1" : this.opts.listenHost;
+    const bound = this.place.bindHost(this.opts.listenHost);
+    const host = bound === "0.0.0.0" ? "127.0.0.1" : bound;
+    const port = this.opts.listenPort;
     return new Promise((resolve) => {
       const req = request(
         {
           host,
-          port: this.opts.listenPort,
+          port,
           path: "/.pier/edge-version",
           headers: { host: "pier-edge.invalid" },
-          agent: false,
+          // From where HAProxy runs (on a swarm, its sandbox on the manager).
+          createConnection: connectionVia(this.place, 1000),
         },
         (res) => {
           let body = "";
@@ -208,7 +233,7 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
   }
 
   private async launch(text: string, replacing: number | null): Promise<void> {
-    const argv = [this.bin, "-f", this.conf];
+    const argv = [...(await this.place.prepare()), this.bin, "-f", this.conf];
     if (replacing) argv.push("-x", this.socket, "-sf", String(replacing));
     try {
       await exec(argv);
@@ -235,7 +260,9 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
         this.layout = { backends: [] };
       }
     }
-    const pid = this.pid();
+    await this.place.prepare();
+    await this.endStale();
+    const pid = this.servingPid();
     if (pid) {
       // Adopt the running edge: it keeps serving while the control plane re-applies its routes.
       this.opts.logger?.info({ pid }, "adopting the running edge");
@@ -272,7 +299,8 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
     } catch (e) {
       throw new PierError("EDGE_ERROR", (e as Error).message);
     }
-    const pid = this.pid();
+    await this.endStale();
+    const pid = this.servingPid();
     if (plan && pid && !this.adopted) {
       if (plan.steps.length === 0 && plan.hosts.length === 0) return;
       const answer = await this.runtime([
@@ -311,7 +339,7 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
     let busy = false;
     let failing = false;
     this.watchdog = setInterval(() => {
-      if (busy || this.pid() !== null) return;
+      if (busy || this.servingPid() !== null) return;
       busy = true;
       const next = this.chain.then(() => this.revive());
       this.chain = next.then(
@@ -335,6 +363,12 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
     this.watchdog.unref();
   }
 
+  /** When pier server stops: the watchdog and the dialer end; HAProxy keeps serving. */
+  release(): void {
+    this.unwatch();
+    this.place.close();
+  }
+
   /** Stops the watchdog (HAProxy keeps running). */
   unwatch(): void {
     if (this.watchdog) clearInterval(this.watchdog);
@@ -343,8 +377,9 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
 
   /** Starts HAProxy with the current layout when its process is gone; true if it did. */
   private async revive(): Promise<boolean> {
-    if (this.watchdog === null || this.pid() !== null) return false;
+    if (this.watchdog === null || this.servingPid() !== null) return false;
     await this.persisting;
+    await this.endStale();
     this.opts.logger?.warn(
       { port: this.opts.listenPort },
       "the edge (HAProxy) is not running: starting it again with the current routes",

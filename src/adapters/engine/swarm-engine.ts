@@ -26,11 +26,18 @@ export type InstanceDriver = AppNetworks &
   ReleaseInstances &
   Pick<EngineEvents, "ping" | "ownerAppIds">;
 
+/** The edge's sandbox on the manager (edge-sandbox.ts): it joins each app's overlay before it is routed. */
+export interface OverlayMember {
+  join(network: string): Promise<void>;
+  leave(labels: Record<string, string>, keep?: string): Promise<void>;
+}
+
 export class SwarmComposite implements Engine {
   constructor(
     /** The manager's own dockerd (the Docker adapter): builds, images, volumes, add-ons, events. */
     private readonly manager: Engine,
     private readonly swarm: InstanceDriver,
+    private readonly edge?: OverlayMember,
   ) {}
 
   // ReleaseImages, AppVolumes, AddonServers: the manager's dockerd (builds run there, ADR 0030).
@@ -111,14 +118,17 @@ export class SwarmComposite implements Engine {
   networksWithSubnets() {
     return this.swarm.networksWithSubnets();
   }
-  ensureNetwork(
+  async ensureNetwork(
     name: string,
     labels: Record<string, string>,
     subnets: Parameters<Engine["ensureNetwork"]>[2],
   ) {
-    return this.swarm.ensureNetwork(name, labels, subnets);
+    await this.swarm.ensureNetwork(name, labels, subnets);
+    await this.edge?.join(name);
   }
-  removeNetworks(labels: Record<string, string>, keep?: string) {
+  /** The edge leaves them first: a network an endpoint is still on is not removed. */
+  async removeNetworks(labels: Record<string, string>, keep?: string) {
+    await this.edge?.leave(labels, keep);
     return this.swarm.removeNetworks(labels, keep);
   }
 

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { LinkedEnvironment } from "../../core/addons.js";
 import type { BucketMount, LinkedBucket } from "../../core/buckets.js";
 import type { App, Deployment, Release } from "../../core/model.js";
-import type { Engine, InstanceInfo, Store } from "../../core/ports.js";
+import type { Engine, InstanceInfo, InstanceReach, Store } from "../../core/ports.js";
 import type { DeployLogs } from "../deploy-logs.js";
 import type { Instances, ReleaseToRun } from "../instances.js";
 import type { AppLimits } from "../limits.js";
@@ -26,6 +26,8 @@ export interface DeployRequest {
 export interface StepDeps {
   store: Store;
   engine: Engine;
+  /** Connections to instances from where the edge serves: the gate's probes (ADR 0030). */
+  reach: InstanceReach;
   instances: Instances;
   logs: DeployLogs;
   repoDir: (appId: string) => string;

@@ -71,7 +71,7 @@ export async function runHook(
 
 /** One instance: it listens on its port (else why not, with its last output), then every path answers 200. */
 export async function gateInstance(
-  deps: Pick<StepDeps, "engine" | "listenTimeoutMs">,
+  deps: Pick<StepDeps, "engine" | "reach" | "listenTimeoutMs">,
   app: App,
   inst: InstanceInfo,
   port: number,
@@ -80,7 +80,7 @@ export async function gateInstance(
   signal: AbortSignal,
 ): Promise<void> {
   const n = inst.labels[LABEL.instance] ?? "?";
-  const listening = await waitListening(deps.engine, inst, port, deps.listenTimeoutMs, signal);
+  const listening = await waitListening(deps.engine, deps.reach, inst, port, deps.listenTimeoutMs, signal);
   if (!listening.ok) {
     await writeLastOutput(deps, inst, n, write, signal);
     const why = listening.loopbackOnly
@@ -92,7 +92,7 @@ export async function gateInstance(
   }
   if (!inst.http) throw new PierError("ENGINE_ERROR", `Instance ${n} has no published HTTP port.`);
   const results: { path: string; status: number | string }[] = [];
-  for (const path of paths) results.push({ path, status: await probe(inst.http, path) });
+  for (const path of paths) results.push({ path, status: await probe(deps.reach, inst.http, path) });
   const report = healthReport(results);
   write(`Health check of instance ${n}:`);
   for (const l of report.lines) write(l);

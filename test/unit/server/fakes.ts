@@ -5,6 +5,7 @@ import { writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import type { Logger } from "pino";
+import { hostPlace } from "../../../src/adapters/edge/reach.js";
 import type { Store } from "../../../src/core/ports.js";
 import { AppService } from "../../../src/server/apps.js";
 import { DeployLogs } from "../../../src/server/deploy-logs.js";
@@ -52,6 +53,8 @@ export function deployServices(d: {
     store,
     limits,
     engine,
+    // The fake engine's instances listen on this machine's loopback: reached directly, as on one dockerd.
+    reach: hostPlace,
     instances,
     logs: new DeployLogs(store),
     logger,

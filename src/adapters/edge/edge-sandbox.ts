@@ -1,0 +1,269 @@
+// The edge's place on a swarm (ADR 0030): a sandbox container on the manager's dockerd that publishes the
+// edge's ports (plain port publishing: no routing mesh, no IPVS) and joins every app's attachable overlay.
+// Pier's own HAProxy runs in its network namespace (`nsenter --net`), with its files on the host as on one
+// machine; so does the dialer (dialer.ts) through which the health gate reaches instances. The sandbox
+// forwards nothing between the overlays it joins (ip_forward is 0 in it): apps stay apart.
+import { type ChildProcess, spawn } from "node:child_process";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type Docker from "dockerode";
+import { PierError } from "../../core/errors.js";
+import { LABEL } from "../../core/labels.js";
+import { connectThroughDialer, type EdgePlace } from "./reach.js";
+
+const DIALER = fileURLToPath(new URL("./dialer.js", import.meta.url));
+const ROLE_EDGE = "edge";
+
+export interface EdgeSandboxOptions {
+  /** The manager's dockerd. */
+  docker: Docker;
+  scope: string;
+  /** The image the sandbox runs (`sleep infinity`): Pier's base image, on the manager for its builds. */
+  image: string;
+  /** What the sandbox publishes on the manager: the edge's HTTP and HTTPS listen addresses. */
+  publish: { host: string; port: number }[];
+  /** The dialer's unix socket, in Pier's private data directory. */
+  dialerSocket: string;
+  logger?: { warn: (o: object, m?: string) => void };
+}
+
+type Inspected = Awaited<ReturnType<Docker.Container["inspect"]>>;
+
+const netnsOf = (pid: number): string | null => {
+  try {
+    return readlinkSync(`/proc/${pid}/ns/net`);
+  } catch {
+    return null;
+  }
+};
+
+/** Whether process `pid` belongs to container `id` (its cgroup path names the container's full id). */
+function inContainer(pid: number, id: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cgroup`, "utf8").includes(id);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The container's process as this process sees it. The engine says its pid in the engine's own PID
+ * namespace, which is this one's on a plain manager; when the engine runs in a namespace of its own (as the
+ * swarm lab's nodes do) the process is found by its cgroup, which names the container.
+ */
+export function hostPidOf(id: string, enginePid: number): number | null {
+  if (enginePid > 0 && inContainer(enginePid, id)) return enginePid;
+  for (const entry of readdirSync("/proc")) {
+    const pid = Number(entry);
+    if (Number.isInteger(pid) && pid > 0 && inContainer(pid, id)) return pid;
+  }
+  return null;
+}
+
+export class EdgeSandbox implements EdgePlace {
+  private readonly name: string;
+  /** The sandbox's process and network namespace when prepare() last saw it running. */
+  private current: { id: string; pid: number; netns: string } | null = null;
+  private dialer: ChildProcess | null = null;
+
+  constructor(private readonly opts: EdgeSandboxOptions) {
+    this.name = `pier-edge-${opts.scope}`;
+  }
+
+  private get own(): Record<string, string> {
+    return { [LABEL.managed]: "true", [LABEL.scope]: this.opts.scope };
+  }
+
+  private get publishSpec(): string {
+    return this.opts.publish.map((p) => `${p.host}:${p.port}`).join(",");
+  }
+
+  bindHost(): string {
+    // Docker forwards the published address to the sandbox's own interface: HAProxy listens on all of its.
+    return "0.0.0.0";
+  }
+
+  holds(pid: number): boolean {
+    const c = this.current;
+    if (!c) return false;
+    const sandboxNet = netnsOf(c.pid);
+    return sandboxNet !== null && sandboxNet === c.netns && netnsOf(pid) === c.netns;
+  }
+
+  async prepare(): Promise<string[]> {
+    const c = await this.ensureRunning();
+    const pid = hostPidOf(c.Id, c.State.Pid);
+    const netns = pid === null ? null : netnsOf(pid);
+    if (pid === null || !netns)
+      throw new PierError(
+        "EDGE_ERROR",
+        `The edge's sandbox ${this.name} runs, but its process is not visible here: pier server must run on the manager, as root, beside its dockerd.`,
+      );
+    const changed = this.current?.netns !== netns;
+    this.current = { id: c.Id, pid, netns };
+    await this.joinAll();
+    if (changed || !this.dialerAlive()) await this.startDialer();
+    return this.prefix();
+  }
+
+  private prefix(): string[] {
+    return ["nsenter", `--net=/proc/${this.current?.pid}/ns/net`, "--"];
+  }
+
+  /** The sandbox, running, with the ports of the settings; made again when the settings changed. */
+  private async ensureRunning(): Promise<Inspected> {
+    let c = await this.inspect();
+    if (c && c.Config.Labels?.[LABEL.edgePublish] !== this.publishSpec) {
+      await this.opts.docker.getContainer(c.Id).remove({ force: true });
+      c = null;
+    }
+    if (!c) {
+      await this.create();
+      c = await this.inspect();
+    }
+    if (!c) throw new PierError("EDGE_ERROR", `The edge's sandbox ${this.name} vanished as it was made.`);
+    if (!c.State.Running) {
+      await this.opts.docker.getContainer(c.Id).start();
+      c = await this.inspect();
+    }
+    if (!c?.State.Running || !c.State.Pid)
+      throw new PierError("EDGE_ERROR", `The edge's sandbox ${this.name} does not run on the manager.`);
+    return c;
+  }
+
+  private async inspect(): Promise<Inspected | null> {
+    try {
+      return await this.opts.docker.getContainer(this.name).inspect();
+    } catch (e) {
+      if ((e as { statusCode?: number }).statusCode === 404) return null;
+      throw e;
+    }
+  }
+
+  private async create(): Promise<void> {
+    const exposed: Record<string, object> = {};
+    const bindings: Record<string, { HostIp: string; HostPort: string }[]> = {};
+    for (const p of this.opts.publish) {
+      exposed[`${p.port}/tcp`] = {};
+      bindings[`${p.port}/tcp`] = [{ HostIp: p.host, HostPort: String(p.port) }];
+    }
+    try {
+      await this.opts.docker.createContainer({
+        name: this.name,
+        Image: this.opts.image,
+        Cmd: ["sleep", "infinity"],
+        Labels: { ...this.own, [LABEL.role]: ROLE_EDGE, [LABEL.edgePublish]: this.publishSpec },
+        ExposedPorts: exposed,
+        StopSignal: "SIGKILL",
+        HostConfig: {
+          PortBindings: bindings,
+          RestartPolicy: { Name: "unless-stopped" },
+          CapDrop: ["ALL"],
+          ReadonlyRootfs: true,
+          NetworkMode: "bridge",
+          // Explicit: the sandbox joins every app's overlay and must route between none of them.
+          Sysctls: { "net.ipv4.ip_forward": "0", "net.ipv6.conf.all.forwarding": "0" },
+        },
+      });
+    } catch (e) {
+      if ((e as { statusCode?: number }).statusCode === 409) return; // made meanwhile
+      throw new PierError(
+        "EDGE_ERROR",
+        `Could not make the edge's sandbox on the manager (${this.opts.image}): ${(e as Error).message}`,
+      );
+    }
+  }
+
+  /** The scope's overlays the sandbox is not on yet, joined (after a restart of Pier or of the sandbox). */
+  private async joinAll(): Promise<void> {
+    const nets = await this.opts.docker.listNetworks({
+      filters: { label: Object.entries(this.own).map(([k, v]) => `${k}=${v}`), driver: ["overlay"] },
+    });
+    const on = await this.joined();
+    for (const n of nets) if (!on.has(n.Id)) await this.join(n.Name);
+  }
+
+  private async joined(): Promise<Set<string>> {
+    const c = await this.inspect();
+    return new Set(Object.values(c?.NetworkSettings.Networks ?? {}).map((n) => n.NetworkID));
+  }
+
+  /** The sandbox joins an app's overlay (before the app's instances are routed to). */
+  async join(network: string): Promise<void> {
+    if (!this.current) return; // prepare() joins every overlay
+    try {
+      await this.opts.docker.getNetwork(network).connect({ Container: this.name });
+    } catch (e) {
+      // Joined already (a second call, or joinAll meanwhile).
+      if (/already exists|already attached/i.test((e as Error).message)) return;
+      throw new PierError(
+        "EDGE_ERROR",
+        `The edge could not join the network ${network}: ${(e as Error).message}`,
+      );
+    }
+  }
+
+  /** The sandbox leaves the scope's overlays with these labels (except `keep`), so they can be removed. */
+  async leave(labels: Record<string, string>, keep?: string): Promise<void> {
+    const filters = Object.entries({ ...this.own, ...labels }).map(([k, v]) => `${k}=${v}`);
+    const nets = await this.opts.docker.listNetworks({ filters: { label: filters } });
+    const on = await this.joined();
+    for (const n of nets) {
+      if (n.Name === keep || !on.has(n.Id)) continue;
+      await this.opts.docker
+        .getNetwork(n.Id)
+        .disconnect({ Container: this.name, Force: true })
+        .catch((e: Error) =>
+          this.opts.logger?.warn({ network: n.Name, err: e.message }, "edge: leave failed"),
+        );
+    }
+  }
+
+  connect(host: string, port: number, timeoutMs: number) {
+    const ready = this.dialerAlive() ? Promise.resolve() : this.prepare().then(() => undefined);
+    return ready.then(() => connectThroughDialer(this.opts.dialerSocket, host, port, timeoutMs));
+  }
+
+  private dialerAlive(): boolean {
+    return this.dialer !== null && this.dialer.exitCode === null && this.dialer.signalCode === null;
+  }
+
+  /** The dialer in the sandbox's network namespace, ready on its socket; the one before it ends. */
+  private async startDialer(): Promise<void> {
+    this.dialer?.kill();
+    const child = spawn(
+      this.prefix()[0]!,
+      [...this.prefix().slice(1), process.execPath, DIALER, this.opts.dialerSocket],
+      {
+        stdio: ["pipe", "pipe", "pipe"],
+      },
+    );
+    this.dialer = child;
+    let err = "";
+    child.stderr?.on("data", (c: Buffer) => {
+      err = (err + c.toString()).slice(-2000);
+    });
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new PierError("EDGE_ERROR", "The edge's dialer did not start within 10 s.")),
+        10_000,
+      );
+      child.stdout?.once("data", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      child.once("exit", (code) => {
+        clearTimeout(timer);
+        reject(
+          new PierError("EDGE_ERROR", `The edge's dialer exited (${code}): ${err.trim() || "no output"}`),
+        );
+      });
+    });
+  }
+
+  /** Ends the dialer (the sandbox and the edge in it keep serving). */
+  close(): void {
+    this.dialer?.kill();
+    this.dialer = null;
+  }
+}
