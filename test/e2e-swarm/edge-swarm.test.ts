@@ -1,0 +1,143 @@
+// The edge on the swarm (ADR 0030), end to end on the lab's three nodes: the edge's sandbox on the manager
+// joins each app's overlay and reaches instances on every node; a redeploy under load drops no request;
+// two apps' instances cannot reach each other, and the edge's sandbox routes nothing between them; a deleted
+// app's overlay goes (the edge left it first).
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { NODE_DOCKER_APP, Pier } from "../e2e/harness.js";
+import { tcpProbe } from "../e2e/probes.js";
+import { copyImages, docker, type LabInfo, lab, labUp, swarmSettings, until } from "./lab.js";
+
+interface Served {
+  version: string;
+  env: Record<string, string>;
+}
+
+/** Where an app's instances run: each task's node, container and addresses (all networks). */
+async function placements(info: LabInfo, appId: string) {
+  const out: { node: string; container: string; addresses: string[] }[] = [];
+  for (const n of info.nodes) {
+    const ids = await docker(info, n.name, ["ps", "-q", "--filter", `label=pier.app=${appId}`]);
+    for (const id of ids.split("\n").filter(Boolean)) {
+      const addrs = await docker(info, n.name, [
+        "inspect",
+        "-f",
+        "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
+        id,
+      ]);
+      out.push({ node: n.name, container: id, addresses: addrs.split(/\s+/).filter(Boolean) });
+    }
+  }
+  return out;
+}
+
+describe("the edge on the swarm: every node, no dropped request, apps apart", { timeout: 1_200_000 }, () => {
+  let info: LabInfo;
+  let pier: Pier;
+  let web: { id: string };
+  let dir: string;
+
+  before(async () => {
+    await lab("down");
+    info = await labUp(3);
+    await copyImages(info, "node1", ["pier/base:bookworm", "pier/node:22"]);
+    pier = new Pier({ ...swarmSettings(info), PIER_ISOLATION: "off" });
+    await pier.start();
+    await pier.addKey();
+    web = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "web"]);
+    assert.equal((await pier.cli(["env", "set", "CC_HEALTH_CHECK_PATH", "/health", "--app", "web"])).code, 0);
+    dir = await pier.repo("web", NODE_DOCKER_APP, web.id);
+    const push = await pier.push(dir);
+    assert.equal(push.code, 0, push.stderr);
+  });
+  after(async () => {
+    await pier?.destroy();
+    await lab("down");
+  });
+
+  test("3 instances run on at least 2 nodes, and the edge reaches every one", async () => {
+    const scaled = await pier.cli(["scale", "--instances", "3", "--app", "web"]);
+    assert.equal(scaled.code, 0, scaled.stderr);
+    const placed = await until("3 running instances", 120, async () => {
+      const p = await placements(info, web.id);
+      return p.length === 3 ? p : undefined;
+    });
+    assert.ok(new Set(placed.map((p) => p.node)).size >= 2, JSON.stringify(placed));
+    const hosts = new Set<string>();
+    for (let i = 0; i < 60 && hosts.size < 3; i++) {
+      const r = await pier.get("web", "/");
+      assert.equal(r.status, 200, r.body);
+      hosts.add((JSON.parse(r.body) as Served).env.HOSTNAME ?? "");
+    }
+    assert.equal(hosts.size, 3, `the edge answered from ${[...hosts].join(", ")}`);
+  });
+
+  test("a redeploy under load drops no request, and the new release serves", async () => {
+    let ok = 0;
+    const failures: string[] = [];
+    let running = true;
+    const deadline = Date.now() + 240_000;
+    const loop = async () => {
+      while (running && Date.now() < deadline && ok + failures.length < 20_000) {
+        try {
+          const r = await pier.get("web", "/");
+          if (r.status === 200) ok++;
+          else failures.push(`${r.status} ${r.body.slice(0, 100)}`);
+        } catch (e) {
+          failures.push((e as Error).message);
+        }
+      }
+    };
+    const loops = [loop(), loop()];
+    const v2 = NODE_DOCKER_APP["server.js"]!.replace(
+      'process.env.APP_VERSION || "1"',
+      'process.env.APP_VERSION || "2"',
+    );
+    assert.notEqual(v2, NODE_DOCKER_APP["server.js"]);
+    await pier.commit(dir, { "server.js": v2 }, "v2");
+    const push = await pier.push(dir);
+    running = false;
+    await Promise.all(loops);
+    assert.equal(push.code, 0, push.stderr);
+    assert.deepEqual(
+      failures.slice(0, 5),
+      [],
+      `${failures.length} of ${ok + failures.length} requests failed`,
+    );
+    assert.ok(ok > 20, `only ${ok} requests during the redeploy`);
+    const r = await pier.get("web", "/");
+    assert.equal((JSON.parse(r.body) as Served).version, "2");
+  });
+
+  test("two apps' instances cannot reach each other on any node, nor through the edge's sandbox", async () => {
+    const other = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "other"]);
+    const push = await pier.push(await pier.repo("other", NODE_DOCKER_APP, other.id));
+    assert.equal(push.code, 0, push.stderr);
+    const [target] = await placements(info, other.id);
+    assert.ok(target, "other's instance runs");
+    const mine = await placements(info, web.id);
+    // From a web instance on the same node as other's (the node-local bridges too), else from any.
+    const from = mine.find((p) => p.node === target.node) ?? mine[0]!;
+    const sibling = mine.find((p) => p.container !== from.container)!;
+    const probe = (host: string) =>
+      docker(info, from.node, ["exec", from.container, "node", "-e", tcpProbe(host, 8080)]);
+    // The control: a sibling on its own overlay answers.
+    assert.equal(await probe(sibling.addresses[0]!), "open");
+    for (const address of target.addresses) assert.match(await probe(address), /^closed/, address);
+    assert.equal((await pier.cli(["delete", "--app", "other", "--yes"])).code, 0);
+  });
+
+  test("a deleted app's overlay is removed: the edge's sandbox left it first", async () => {
+    const gone = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "gone"]);
+    const push = await pier.push(await pier.repo("gone", NODE_DOCKER_APP, gone.id));
+    assert.equal(push.code, 0, push.stderr);
+    const nets = () =>
+      docker(info, "node1", ["network", "ls", "-q", "--filter", `label=pier.app=${gone.id}`]);
+    assert.notEqual(await nets(), "");
+    const del = await pier.cli(["delete", "--app", "gone", "--yes"]);
+    assert.equal(del.code, 0, del.stderr);
+    await until("the app's overlay removed", 60, async () => ((await nets()) === "" ? true : undefined));
+    // The other app still serves.
+    assert.equal((await pier.get("web", "/health")).status, 200);
+  });
+});
