@@ -44,6 +44,16 @@ export function drainProblem(nodes: readonly ClusterNode[], node: ClusterNode): 
   return `Draining ${node.name} would leave no active, ready node to run the apps' instances on: it is the last one.`;
 }
 
+/**
+ * The shell lines a node runs to trust a registry's CA (Pier's own swarm registry, ADR 0030): its dockerd
+ * reads `/etc/docker/certs.d/<host:port>/ca.crt` at each pull; nothing else is needed (the credentials go
+ * with each service).
+ */
+export function registryTrustScript(address: string, caPem: string): string {
+  const dir = `/etc/docker/certs.d/${address}`;
+  return `mkdir -p ${dir}\ncat > ${dir}/ca.crt <<'PIER_CA'\n${caPem.trim()}\nPIER_CA\n`;
+}
+
 /** The shell command a new machine runs to join (the token is a secret: shown to admins, never logged). */
 export function joinCommandLine(join: JoinToken): string {
   return ["docker", "swarm", "join", "--token", join.token, join.managers[0] ?? "MANAGER:2377"].join(" ");

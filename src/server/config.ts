@@ -101,6 +101,13 @@ const schema = z.object({
     .regex(/^[a-zA-Z0-9.-]+(:[0-9]{1,5})?$/, "must be the registry's host:port, like 10.0.0.2:5000")
     .optional(),
   PIER_SWARM_REGISTRY_USER: z.string().min(1).optional(),
+  // Pier's own registry (without PIER_SWARM_REGISTRY): where it listens, as the nodes reach it.
+  PIER_SWARM_REGISTRY_LISTEN: z
+    .string()
+    .regex(/^[a-zA-Z0-9.-]+:[0-9]{1,5}$/, "must be an address and port of the manager, like 10.0.0.1:5000")
+    .optional(),
+  // Where the manager's dockerd reads registries' CAs (Pier puts its registry's there).
+  PIER_DOCKER_CERTS_DIR: z.string().default("/etc/docker/certs.d"),
   PIER_SWARM_REGISTRY_PASSWORD_FILE: z
     .string()
     .refine((p) => existsSync(p), "file does not exist")
@@ -228,10 +235,15 @@ export interface Config {
   /** PIER_ENGINE: one dockerd (docker), or a Docker Swarm whose manager is PIER_DOCKER_SOCKET (ADR 0030). */
   engine: "docker" | "swarm";
   /**
-   * PIER_SWARM_REGISTRY, _USER, _PASSWORD_FILE: where release images are pushed for the swarm's nodes to
-   * pull (ADR 0030); null on one dockerd. The password stays in its file until the server reads it.
+   * Where release images are pushed for the swarm's nodes to pull (ADR 0030); null on one dockerd. Either
+   * the operator's (PIER_SWARM_REGISTRY, _USER, _PASSWORD_FILE: the password stays in its file until the
+   * server reads it) or Pier's own (none of those set): Debian's docker-registry that Pier runs, listening
+   * on PIER_SWARM_REGISTRY_LISTEN (default: the manager's swarm address, port 5000).
    */
-  swarmRegistry: { address: string; username: string; passwordFile: string } | null;
+  swarmRegistry:
+    | { kind: "external"; address: string; username: string; passwordFile: string }
+    | { kind: "own"; listen: string | null; certsDir: string }
+    | null;
   dockerCli: string;
   haproxy: string;
   deployTimeoutMs: number;
@@ -364,19 +376,28 @@ function swarmRegistry(c: {
   PIER_SWARM_REGISTRY?: string;
   PIER_SWARM_REGISTRY_USER?: string;
   PIER_SWARM_REGISTRY_PASSWORD_FILE?: string;
+  PIER_SWARM_REGISTRY_LISTEN?: string;
+  PIER_DOCKER_CERTS_DIR: string;
 }): Config["swarmRegistry"] {
   if (c.PIER_ENGINE !== "swarm") return null;
   const address = c.PIER_SWARM_REGISTRY;
   const username = c.PIER_SWARM_REGISTRY_USER;
   const passwordFile = c.PIER_SWARM_REGISTRY_PASSWORD_FILE;
-  if (address && username && passwordFile) return { address, username, passwordFile: resolve(passwordFile) };
+  if (!address && !username && !passwordFile)
+    return {
+      kind: "own",
+      listen: c.PIER_SWARM_REGISTRY_LISTEN ?? null,
+      certsDir: resolve(c.PIER_DOCKER_CERTS_DIR),
+    };
+  if (address && username && passwordFile)
+    return { kind: "external", address, username, passwordFile: resolve(passwordFile) };
   const missing = (
     ["PIER_SWARM_REGISTRY", "PIER_SWARM_REGISTRY_USER", "PIER_SWARM_REGISTRY_PASSWORD_FILE"] as const
   ).filter((k) => c[k] === undefined);
   throw new ConfigError(
     missing.map(
       (k) =>
-        `${k}: required with PIER_ENGINE=swarm (the swarm's nodes pull release images from its registry)`,
+        `${k}: required with the other PIER_SWARM_REGISTRY settings (the operator's registry; unset all three for Pier's own)`,
     ),
   );
 }

@@ -6,6 +6,7 @@ import Docker from "dockerode";
 import { EdgeSandbox } from "../adapters/edge/edge-sandbox.js";
 import { type EdgePlace, hostPlace } from "../adapters/edge/reach.js";
 import { DockerEngine } from "../adapters/engine/docker.js";
+import { OwnRegistry } from "../adapters/engine/own-registry.js";
 import { DockerRegistryPush } from "../adapters/engine/registry-push.js";
 import { SwarmEngine } from "../adapters/engine/swarm.js";
 import { SwarmComposite } from "../adapters/engine/swarm-engine.js";
@@ -25,23 +26,55 @@ const SANDBOX_IMAGE = "pier/base:bookworm";
 export async function connectEngine(
   config: Config,
   scope: string,
-): Promise<{ engine: Engine; edgePlace: EdgePlace }> {
+): Promise<{ engine: Engine; edgePlace: EdgePlace; registry: RegistryTrust | null }> {
   const docker = new DockerEngine({
     socketPath: config.dockerSocket,
     scope,
     sandboxImage: SANDBOX_IMAGE,
   });
   await docker.ping();
-  const { engine, edgePlace } = config.swarmRegistry
+  const { engine, edgePlace, registry } = config.swarmRegistry
     ? await swarmEngine(config, config.swarmRegistry, docker, scope)
-    : { engine: docker, edgePlace: hostPlace };
+    : { engine: docker, edgePlace: hostPlace, registry: null };
   if (config.buildNetwork && !(await engine.networkExists(config.buildNetwork)))
     throw new PierError(
       "CONFIG_INVALID",
       `PIER_BUILD_NETWORK: there is no Docker network named '${config.buildNetwork}'.`,
       `Create it (docker network create ${config.buildNetwork}) or unset PIER_BUILD_NETWORK.`,
     );
-  return { engine, edgePlace };
+  return { engine, edgePlace, registry };
+}
+
+/** What a node must trust to pull from the swarm's registry: its CA when it is Pier's own (join-command). */
+export interface RegistryTrust {
+  address: string;
+  caPem: string | null;
+}
+
+type SwarmInfo = { Swarm?: { NodeID?: string; NodeAddr?: string } };
+
+/**
+ * The registry's address and credentials: the operator's (its password read from its file), or Pier's own,
+ * started (or adopted) on the manager's swarm address unless PIER_SWARM_REGISTRY_LISTEN says where.
+ */
+async function registryAccess(
+  config: Config,
+  reg: NonNullable<Config["swarmRegistry"]>,
+  info: SwarmInfo,
+): Promise<{ address: string; username: string; password: string; caPem: string | null }> {
+  if (reg.kind === "external") {
+    const password = await readSecretFile(reg.passwordFile, "PIER_SWARM_REGISTRY_PASSWORD_FILE");
+    return { address: reg.address, username: reg.username, password, caPem: null };
+  }
+  const host = info.Swarm?.NodeAddr;
+  const listen = reg.listen ?? (host ? `${host}:5000` : null);
+  if (!listen)
+    throw new PierError(
+      "CONFIG_INVALID",
+      "PIER_ENGINE=swarm: the manager's swarm address is unknown, so Pier cannot tell where its registry should listen.",
+      "Set PIER_SWARM_REGISTRY_LISTEN to an address of this machine the nodes reach, with a port (e.g. 10.0.0.1:5000).",
+    );
+  return new OwnRegistry({ dir: join(config.dataDir, "registry"), listen, certsDir: reg.certsDir }).ensure();
 }
 
 /** The swarm's engine: the Swarm driver on the manager, publishing release images to the registry. */
@@ -50,16 +83,16 @@ async function swarmEngine(
   reg: NonNullable<Config["swarmRegistry"]>,
   docker: DockerEngine,
   scope: string,
-): Promise<{ engine: Engine; edgePlace: EdgeSandbox }> {
+): Promise<{ engine: Engine; edgePlace: EdgeSandbox; registry: RegistryTrust }> {
   const manager = new Docker({ socketPath: config.dockerSocket });
-  const password = await readSecretFile(reg.passwordFile, "PIER_SWARM_REGISTRY_PASSWORD_FILE");
-  const auth = { username: reg.username, password };
-  const self = ((await manager.info()) as { Swarm?: { NodeID?: string } }).Swarm?.NodeID;
+  const info = (await manager.info()) as SwarmInfo;
+  const self = info.Swarm?.NodeID;
+  const { address, caPem, ...auth } = await registryAccess(config, reg, info);
   const swarm = new SwarmEngine({
     docker: manager,
     scope,
-    registry: new DockerRegistryPush({ docker: manager, address: reg.address, ...auth }),
-    pullAuth: { ...auth, serveraddress: reg.address },
+    registry: new DockerRegistryPush({ docker: manager, address, ...auth }),
+    pullAuth: { ...auth, serveraddress: address },
     stopGraceMs: config.stopGraceMs,
     // Exec into an instance goes through its node's engine: Pier reaches only the manager's own so far.
     nodeEngine: (node) => (node.id === self ? manager : null),
@@ -71,7 +104,7 @@ async function swarmEngine(
     publish: [config.http, config.https],
     dialerSocket: join(config.dataDir, "edge", "dial.sock"),
   });
-  return { engine: new SwarmComposite(docker, swarm, edgePlace), edgePlace };
+  return { engine: new SwarmComposite(docker, swarm, edgePlace), edgePlace, registry: { address, caPem } };
 }
 
 /** A secret kept in a file (its first line), or CONFIG_INVALID naming the setting. Never logged. */

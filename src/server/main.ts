@@ -162,7 +162,7 @@ async function startApi(b: Base, s: Services, r: Runtimes, a: AppServices): Prom
     addons: s.addons,
     domains: s.domains,
     logs: s.logs,
-    nodes: new NodeService(b.nodes),
+    nodes: new NodeService(b.nodes, b.registry),
     logger: logger.child({ part: "api" }),
     maxBodyBytes: config.apiMaxBodyBytes,
     info: {
@@ -278,10 +278,21 @@ export async function startServer(
   const tokenFile = await adminToken(config, store);
   const scope = createHash("sha256").update(config.dataDir).digest("hex").slice(0, 12);
   const nodes = await connectSwarm(config);
-  const { engine, edgePlace } = await connectEngine(config, scope);
+  const { engine, edgePlace, registry } = await connectEngine(config, scope);
   const networks = await startNetworking(config, { engine, store, scope, logger });
   const edge = await startEdge(config, logger, edgePlace);
-  const base: Base = { config, logger, store, engine, reach: edgePlace, nodes, networks, edge, scope };
+  const base: Base = {
+    config,
+    logger,
+    store,
+    engine,
+    reach: edgePlace,
+    nodes,
+    registry,
+    networks,
+    edge,
+    scope,
+  };
   const s = createServices(base);
   const r = await createRuntimes(base, s.instances);
   const a = createAppServices(base, s, r);

@@ -1,7 +1,13 @@
 // The swarm's machines as `pier nodes` and the API see them (ADR 0030): the Nodes port with Pier's rules.
 import { PierError } from "../core/errors.js";
 import { findNode } from "../core/node-lookup.js";
-import { type ClusterNode, drainProblem, joinCommandLine, type NodeRole } from "../core/nodes.js";
+import {
+  type ClusterNode,
+  drainProblem,
+  joinCommandLine,
+  type NodeRole,
+  registryTrustScript,
+} from "../core/nodes.js";
 import type { Nodes } from "../core/ports.js";
 
 export interface JoinCommandView {
@@ -9,11 +15,17 @@ export interface JoinCommandView {
   command: string;
   token: string;
   managers: string[];
+  /** The swarm's registry; `trust`: the lines that make a node trust Pier's own (null: the operator's). */
+  registry: { address: string; trust: string | null } | null;
 }
 
 export class NodeService {
   /** `nodes`: null when the engine is one dockerd (PIER_ENGINE=docker): every call answers NO_SWARM. */
-  constructor(private readonly nodes: Nodes | null) {}
+  constructor(
+    private readonly nodes: Nodes | null,
+    /** The swarm's registry, and its CA when it is Pier's own. */
+    private readonly registry: { address: string; caPem: string | null } | null = null,
+  ) {}
 
   private port(): Nodes {
     if (this.nodes) return this.nodes;
@@ -30,7 +42,14 @@ export class NodeService {
 
   async joinCommand(role: NodeRole): Promise<JoinCommandView> {
     const join = await this.port().joinToken(role);
-    return { role, command: joinCommandLine(join), token: join.token, managers: join.managers };
+    const r = this.registry;
+    return {
+      role,
+      command: joinCommandLine(join),
+      token: join.token,
+      managers: join.managers,
+      registry: r && { address: r.address, trust: r.caPem ? registryTrustScript(r.address, r.caPem) : null },
+    };
   }
 
   /** Drains `name`, unless it is the last active, ready node (then CONFLICT, saying why). */

@@ -404,8 +404,12 @@ export class Pier {
       // best effort
     }
     await this.stopServer();
-    const pid = join(this.dataDir, "edge", "haproxy.pid");
-    if (existsSync(pid)) {
+    // The daemons Pier leaves running on purpose: the edge, and its own swarm registry (ADR 0030).
+    for (const pid of [
+      join(this.dataDir, "edge", "haproxy.pid"),
+      join(this.dataDir, "registry", "registry.pid"),
+    ]) {
+      if (!existsSync(pid)) continue;
       try {
         process.kill(Number(readFileSync(pid, "utf8").trim()), "SIGTERM");
       } catch {

@@ -79,6 +79,12 @@ export const nodes: Command = {
         else {
           ctx.err(`On the new machine (Debian's docker.io, dockerd running), to join as a ${j.role}:\n`);
           ctx.out(`${j.command}\n`);
+          if (j.registry?.trust) {
+            ctx.err(
+              "Then, on that machine, trust Pier's registry (the nodes pull release images from it):\n",
+            );
+            ctx.out(j.registry.trust);
+          }
           ctx.err("Keep the token secret: it lets a machine into the swarm. Check with: pier nodes\n");
         }
         return 0;

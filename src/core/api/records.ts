@@ -269,4 +269,5 @@ export const JoinCommand = z.looseObject({
   command: z.string(),
   token: z.string(),
   managers: z.array(z.string()),
+  registry: z.object({ address: z.string(), trust: z.string().nullable() }).nullable(),
 });

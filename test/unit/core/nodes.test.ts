@@ -1,8 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { findNode } from "../../../src/core/node-lookup.js";
-import { type ClusterNode, drainProblem, joinCommandLine } from "../../../src/core/nodes.js";
-import { fakeSwarm } from "../../support/fake-nodes.js";
+import {
+  type ClusterNode,
+  drainProblem,
+  joinCommandLine,
+  registryTrustScript,
+} from "../../../src/core/nodes.js";
+import { NodeService } from "../../../src/server/nodes.js";
+import { FakeNodes, fakeSwarm } from "../../support/fake-nodes.js";
 
 const swarm = (changes: Partial<ClusterNode>[]): ClusterNode[] =>
   fakeSwarm().map((n, i) => ({ ...n, ...(changes[i] ?? {}) }));
@@ -46,5 +52,23 @@ describe("nodes", () => {
       }),
       "docker swarm join --token SWMTKN-1-x 192.0.2.11:2377",
     );
+  });
+
+  test("a node trusts Pier's own registry by the lines join-command prints; the operator's needs none", async () => {
+    const pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    assert.equal(
+      registryTrustScript("192.0.2.1:5000", pem),
+      "mkdir -p /etc/docker/certs.d/192.0.2.1:5000\n" +
+        "cat > /etc/docker/certs.d/192.0.2.1:5000/ca.crt <<'PIER_CA'\n" +
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nPIER_CA\n",
+    );
+    const own = await new NodeService(new FakeNodes(), { address: "192.0.2.1:5000", caPem: pem }).joinCommand(
+      "worker",
+    );
+    assert.equal(own.registry?.trust, registryTrustScript("192.0.2.1:5000", pem));
+    const theirs = await new NodeService(new FakeNodes(), { address: "r:5000", caPem: null }).joinCommand(
+      "worker",
+    );
+    assert.deepEqual(theirs.registry, { address: "r:5000", trust: null });
   });
 });

@@ -234,6 +234,7 @@ describe("PIER_ENGINE (ADR 0030)", () => {
     const swarm = loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", PIER_ENGINE: "swarm", ...registry });
     assert.equal(swarm.engine, "swarm");
     assert.deepEqual(swarm.swarmRegistry, {
+      kind: "external",
       address: "10.0.0.2:5000",
       username: "pier",
       passwordFile: "/dev/null",
@@ -242,10 +243,23 @@ describe("PIER_ENGINE (ADR 0030)", () => {
   test("the registry's settings are ignored on one dockerd", () => {
     assert.equal(loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", ...registry }).swarmRegistry, null);
   });
-  test("a swarm without its registry's settings names each one missing", () => {
+  test("an operator's registry with some of its settings names each one missing", () => {
     assert.deepEqual(problems({ PIER_ENGINE: "swarm", PIER_SWARM_REGISTRY: "10.0.0.2:5000" }), [
-      "PIER_SWARM_REGISTRY_USER: required with PIER_ENGINE=swarm (the swarm's nodes pull release images from its registry)",
-      "PIER_SWARM_REGISTRY_PASSWORD_FILE: required with PIER_ENGINE=swarm (the swarm's nodes pull release images from its registry)",
+      "PIER_SWARM_REGISTRY_USER: required with the other PIER_SWARM_REGISTRY settings (the operator's registry; unset all three for Pier's own)",
+      "PIER_SWARM_REGISTRY_PASSWORD_FILE: required with the other PIER_SWARM_REGISTRY settings (the operator's registry; unset all three for Pier's own)",
+    ]);
+  });
+  test("without any of them Pier runs its own registry, listening where asked or on the manager's address", () => {
+    const own = loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", PIER_ENGINE: "swarm" }).swarmRegistry;
+    assert.deepEqual(own, { kind: "own", listen: null, certsDir: "/etc/docker/certs.d" });
+    const there = loadConfig({
+      PIER_EXTRA_CA_CERTS: "/dev/null",
+      PIER_ENGINE: "swarm",
+      PIER_SWARM_REGISTRY_LISTEN: "10.0.0.1:5001",
+    }).swarmRegistry;
+    assert.deepEqual(there, { kind: "own", listen: "10.0.0.1:5001", certsDir: "/etc/docker/certs.d" });
+    assert.deepEqual(problems({ PIER_ENGINE: "swarm", PIER_SWARM_REGISTRY_LISTEN: "10.0.0.1" }), [
+      "PIER_SWARM_REGISTRY_LISTEN: must be an address and port of the manager, like 10.0.0.1:5000",
     ]);
   });
   test("a registry that is no host:port, a password file that is not there", () => {

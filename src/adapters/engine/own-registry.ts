@@ -1,0 +1,251 @@
+// Pier's own registry for a swarm (ADR 0030): Debian's docker-registry (distribution 2.8) that pier server
+// runs beside itself on the manager when the operator names none. Its files live in Pier's data dir: a CA
+// made for it (the nodes trust it: `pier nodes join-command` prints how), a certificate for the address the
+// nodes reach it at, htpasswd (bcrypt) with a random password kept in a 0600 file, its storage. It is a
+// daemon, like the edge: it outlives pier server, and a restarted pier server adopts it.
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, openSync } from "node:fs";
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { request } from "node:https";
+import { isIP } from "node:net";
+import { join } from "node:path";
+import { PierError } from "../../core/errors.js";
+import { ExecError, exec } from "../exec.js";
+
+export const OWN_REGISTRY_USER = "pier";
+
+export interface OwnRegistryOptions {
+  /** Its directory (0700), in Pier's data dir. */
+  dir: string;
+  /** host:port the nodes reach it at; it listens there. */
+  listen: string;
+  /** Where the manager's dockerd reads registries' CAs (`/etc/docker/certs.d`): Pier's goes there. */
+  certsDir: string;
+  bin?: string;
+  logger?: { info: (o: object, m?: string) => void };
+}
+
+export interface OwnRegistryAccess {
+  address: string;
+  username: string;
+  password: string;
+  /** The CA every node must trust, PEM. */
+  caPem: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function run(argv: string[], what: string, input?: string): Promise<string> {
+  try {
+    return (await exec(argv, input === undefined ? {} : { input })).stdout;
+  } catch (e) {
+    const why = e instanceof ExecError ? e.stderrTail.trim() : (e as Error).message;
+    throw new PierError("CONFIG_INVALID", `Pier's swarm registry: could not ${what}: ${why}`);
+  }
+}
+
+export class OwnRegistry {
+  private readonly host: string;
+
+  constructor(private readonly opts: OwnRegistryOptions) {
+    this.host = opts.listen.slice(0, opts.listen.lastIndexOf(":"));
+  }
+
+  private path(f: string): string {
+    return join(this.opts.dir, f);
+  }
+
+  /** Its files made (once), the manager's dockerd trusting it, the daemon answering; how to reach it. */
+  async ensure(): Promise<OwnRegistryAccess> {
+    await mkdir(join(this.opts.dir, "data"), { recursive: true, mode: 0o700 });
+    await chmod(this.opts.dir, 0o700);
+    await this.ensureCa();
+    await this.ensureCertificate();
+    const password = await this.ensurePassword();
+    await writeFile(this.path("config.yml"), this.config(), { mode: 0o600 });
+    const caPem = await readFile(this.path("ca.crt"), "utf8");
+    await this.trustOnManager(caPem);
+    if (!(await this.answers(caPem))) await this.start(caPem);
+    return { address: this.opts.listen, username: OWN_REGISTRY_USER, password, caPem };
+  }
+
+  private async ensureCa(): Promise<void> {
+    if (existsSync(this.path("ca.crt"))) return;
+    await run(
+      [
+        "openssl",
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "3650",
+        "-subj",
+        "/CN=Pier swarm registry CA",
+        "-keyout",
+        this.path("ca.key"),
+        "-out",
+        this.path("ca.crt"),
+      ],
+      "make its CA with openssl",
+    );
+    await chmod(this.path("ca.key"), 0o600);
+  }
+
+  /** A certificate for the address it listens on (made again when that address changes). */
+  private async ensureCertificate(): Promise<void> {
+    const san = `${isIP(this.host) ? "IP" : "DNS"}:${this.host}`;
+    const stamp = this.path("tls.san");
+    if (existsSync(this.path("tls.crt")) && existsSync(stamp) && (await readFile(stamp, "utf8")) === san)
+      return;
+    await run(
+      [
+        "openssl",
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        `/CN=${this.host}`,
+        "-keyout",
+        this.path("tls.key"),
+        "-out",
+        this.path("tls.csr"),
+      ],
+      "make its key with openssl",
+    );
+    await writeFile(this.path("tls.ext"), `subjectAltName=${san}\nextendedKeyUsage=serverAuth\n`);
+    await run(
+      [
+        "openssl",
+        "x509",
+        "-req",
+        "-in",
+        this.path("tls.csr"),
+        "-CA",
+        this.path("ca.crt"),
+        "-CAkey",
+        this.path("ca.key"),
+        "-CAcreateserial",
+        "-days",
+        "825",
+        "-extfile",
+        this.path("tls.ext"),
+        "-out",
+        this.path("tls.crt"),
+      ],
+      "sign its certificate with openssl",
+    );
+    await chmod(this.path("tls.key"), 0o600);
+    await writeFile(stamp, san);
+  }
+
+  /** A random password (kept 0600) and its bcrypt htpasswd line: given on stdin, never on a command line. */
+  private async ensurePassword(): Promise<string> {
+    const file = this.path("password");
+    if (!existsSync(file) || !existsSync(this.path("htpasswd"))) {
+      const password = randomBytes(24).toString("hex");
+      const line = await run(
+        ["htpasswd", "-niB", OWN_REGISTRY_USER],
+        "hash its password with htpasswd (apache2-utils)",
+        `${password}\n`,
+      );
+      await writeFile(this.path("htpasswd"), line, { mode: 0o600 });
+      await writeFile(file, `${password}\n`, { mode: 0o600 });
+    }
+    return (await readFile(file, "utf8")).trim();
+  }
+
+  private config(): string {
+    return [
+      "version: 0.1",
+      "log:",
+      "  level: warn",
+      "storage:",
+      "  filesystem:",
+      `    rootdirectory: ${this.path("data")}`,
+      "  delete:",
+      "    enabled: true",
+      "http:",
+      `  addr: ${this.opts.listen}`,
+      "  tls:",
+      `    certificate: ${this.path("tls.crt")}`,
+      `    key: ${this.path("tls.key")}`,
+      "auth:",
+      "  htpasswd:",
+      "    realm: pier",
+      `    path: ${this.path("htpasswd")}`,
+      "",
+    ].join("\n");
+  }
+
+  /** The manager's dockerd pushes to it: it trusts Pier's CA for this address (read at each push). */
+  private async trustOnManager(caPem: string): Promise<void> {
+    const dir = join(this.opts.certsDir, this.opts.listen);
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, "ca.crt"), caPem);
+  }
+
+  /** Whether it answers `/v2/` over TLS with its CA (401: it asks for the password). */
+  private answers(caPem: string): Promise<boolean> {
+    const port = Number(this.opts.listen.slice(this.opts.listen.lastIndexOf(":") + 1));
+    return new Promise((resolve) => {
+      const req = request(
+        {
+          host: this.host,
+          port,
+          path: "/v2/",
+          ca: caPem,
+          servername: isIP(this.host) ? undefined : this.host,
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode === 401);
+        },
+      );
+      req.setTimeout(2000, () => req.destroy());
+      req.on("error", () => resolve(false));
+      req.end();
+    });
+  }
+
+  private async start(caPem: string): Promise<void> {
+    const bin = this.opts.bin ?? "docker-registry";
+    const log = openSync(this.path("registry.log"), "a", 0o600);
+    const child = spawn(bin, ["serve", this.path("config.yml")], {
+      detached: true,
+      stdio: ["ignore", log, log],
+    });
+    const failed = new Promise<string>((resolve) => {
+      child.once("error", (e) => resolve(e.message));
+      child.once("exit", (code) => resolve(`it exited with code ${code}`));
+    });
+    child.unref();
+    for (let i = 0; i < 100; i++) {
+      const outcome = await Promise.race([failed, sleep(200).then(() => null)]);
+      if (outcome !== null) {
+        const tail = (await readFile(this.path("registry.log"), "utf8").catch(() => ""))
+          .trim()
+          .split("\n")
+          .slice(-3)
+          .join(" | ");
+        throw new PierError(
+          "CONFIG_INVALID",
+          `Pier's swarm registry did not start on ${this.opts.listen}: ${outcome}${tail ? ` (${tail})` : ""}.`,
+          "Is docker-registry installed (scripts/setup.sh installs it with PIER_ENGINE=swarm), and is PIER_SWARM_REGISTRY_LISTEN an address of this machine with a free port?",
+        );
+      }
+      if (await this.answers(caPem)) {
+        await writeFile(this.path("registry.pid"), `${child.pid}\n`, { mode: 0o600 });
+        this.opts.logger?.info({ listen: this.opts.listen, pid: child.pid }, "swarm registry started");
+        return;
+      }
+    }
+    throw new PierError(
+      "CONFIG_INVALID",
+      `Pier's swarm registry did not answer on https://${this.opts.listen}/v2/ within 20 s.`,
+    );
+  }
+}

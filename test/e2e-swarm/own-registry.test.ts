@@ -1,0 +1,107 @@
+// Pier's own swarm registry (ADR 0030): with PIER_ENGINE=swarm and no PIER_SWARM_REGISTRY, pier server runs
+// Debian's docker-registry itself, with TLS from a CA it made and a random password; `pier nodes
+// join-command` prints what a node runs to trust it; a push is built, pushed there and pulled by the
+// workers; a restarted pier server adopts the running registry.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { promisify } from "node:util";
+import { freePort, NODE_DOCKER_APP, Pier } from "../e2e/harness.js";
+import { copyImages, docker, type LabInfo, lab, labSocket, labUp, until } from "./lab.js";
+
+const pexec = promisify(execFile);
+
+/** The directory of a lab node's own /etc/docker (its dockerd reads certs.d there). */
+const etcDocker = (info: LabInfo, node: string) => join(dirname(labSocket(info, node)), "etc-docker");
+
+describe("Pier's own registry on the swarm", { timeout: 900_000 }, () => {
+  let info: LabInfo;
+  let pier: Pier;
+  let listen: string;
+
+  before(async () => {
+    await lab("down");
+    info = await labUp(3);
+    await copyImages(info, "node1", ["pier/base:bookworm", "pier/node:22"]);
+    // The nodes reach this machine at its address on the lab's bridge.
+    listen = `${info.hostAddress}:${await freePort()}`;
+    pier = new Pier({
+      PIER_ENGINE: "swarm",
+      PIER_DOCKER_SOCKET: labSocket(info, "node1"),
+      PIER_HTTP_HOST: info.nodes[0]!.address,
+      PIER_SWARM_REGISTRY_LISTEN: listen,
+      // The manager's dockerd reads its CAs there (the lab node's own /etc/docker).
+      PIER_DOCKER_CERTS_DIR: join(etcDocker(info, "node1"), "certs.d"),
+      PIER_ISOLATION: "off",
+    });
+    await pier.start();
+    await pier.addKey();
+  });
+  after(async () => {
+    await pier?.destroy();
+    await lab("down");
+  });
+
+  test("join-command prints the lines that make a node trust it; run on the workers, they pull from it", async () => {
+    const join = await pier.cli(["nodes", "join-command"]);
+    assert.equal(join.code, 0, join.stderr);
+    const [command, ...rest] = join.stdout.split("\n");
+    assert.match(command!, /^docker swarm join --token SWMTKN-\S+ \S+:2377$/);
+    const script = rest.join("\n");
+    assert.match(script, new RegExp(`^mkdir -p /etc/docker/certs.d/${listen.replaceAll(".", "\\.")}\n`));
+    assert.match(script, /-----BEGIN CERTIFICATE-----/);
+    assert.doesNotMatch(script, /PRIVATE KEY/);
+    assert.match(join.stderr, /trust Pier's registry/);
+    // What an operator runs on each worker (here, the lab node's own /etc/docker stands for /etc/docker).
+    for (const node of ["node2", "node3"]) {
+      const local = script.replaceAll("/etc/docker/", `${etcDocker(info, node)}/`);
+      await pexec("sh", ["-c", local]);
+    }
+    const app = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "web"]);
+    const push = await pier.push(await pier.repo("web", NODE_DOCKER_APP, app.id));
+    assert.equal(push.code, 0, push.stderr);
+    const scaled = await pier.cli(["scale", "--instances", "3", "--app", "web"]);
+    assert.equal(scaled.code, 0, scaled.stderr);
+    // Every node ran an instance of the release, pulled by digest from Pier's registry.
+    const nodes = await until("instances on the 3 nodes", 120, async () => {
+      const on: string[] = [];
+      for (const n of info.nodes) {
+        const ids = await docker(info, n.name, ["ps", "-q", "--filter", `label=pier.app=${app.id}`]);
+        if (ids) on.push(n.name);
+      }
+      return on.length === 3 ? on : undefined;
+    });
+    assert.deepEqual(nodes, ["node1", "node2", "node3"]);
+    const onNode2 = await docker(info, "node2", ["ps", "-q", "--filter", `label=pier.app=${app.id}`]);
+    const image = await docker(info, "node2", [
+      "inspect",
+      "-f",
+      "{{.Config.Image}}",
+      onNode2.split("\n")[0]!,
+    ]);
+    assert.match(
+      image,
+      new RegExp(`^${listen.replaceAll(".", "\\.")}/pier-app/${app.id}@sha256:[0-9a-f]{64}$`),
+    );
+    assert.equal((await pier.get("web", "/health")).status, 200);
+  });
+
+  test("its files are private, its password is never on a command line, and a restarted pier server adopts it", async () => {
+    const dir = join(pier.dataDir, "registry");
+    for (const f of ["ca.key", "tls.key", "password", "htpasswd"])
+      assert.equal((await pexec("stat", ["-c", "%a", join(dir, f)])).stdout.trim(), "600", f);
+    const password = readFileSync(join(dir, "password"), "utf8").trim();
+    assert.ok(password.length >= 32);
+    const pid = readFileSync(join(dir, "registry.pid"), "utf8").trim();
+    assert.doesNotMatch(readFileSync(`/proc/${pid}/cmdline`, "utf8"), new RegExp(password));
+    assert.doesNotMatch(pier.output, new RegExp(password));
+    await pier.restartServer();
+    assert.equal(readFileSync(join(dir, "registry.pid"), "utf8").trim(), pid);
+    assert.ok(existsSync(`/proc/${pid}`), "the same registry process serves");
+    const again = await pier.cli(["nodes", "join-command", "--format", "json"]);
+    const j = JSON.parse(again.stdout) as { registry: { address: string; trust: string } };
+    assert.equal(j.registry.address, listen);
+  });
+});
