@@ -365,6 +365,11 @@ export interface InstanceInfo {
   networkAddress: string | null;
   /** The machine it runs on, on an engine of several (a swarm node's name); absent on one machine. */
   node?: string;
+  /**
+   * On an engine of several: the instance was placed on `node` again by the engine, not by Pier, after its
+   * task on `from` was lost (`reason`, e.g. "node2 down"); `at` when the new task was made. Absent otherwise.
+   */
+  moved?: { from: string; reason: string; at: string | null };
 }
 
 export interface RoutableInstance {
@@ -398,6 +403,12 @@ export interface EngineEvent {
   labels: Record<string, string>;
   exitCode: number | null;
   at: string;
+  /** On an engine of several: the node the instance ran on (a die) or runs on now (a start). */
+  node?: string;
+  /** Why it ended when it did not end by itself (a die), e.g. "node2 down". */
+  reason?: string;
+  /** A start at a new address (a swarm task replaced its predecessor): the edge must follow it. */
+  readdressed?: boolean;
 }
 
 /**

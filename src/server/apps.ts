@@ -310,6 +310,9 @@ export class AppService {
         restarts: i.restarts,
         lastExit: exits.get(i.id) ? { code: exits.get(i.id)!.code, at: exits.get(i.id)!.at } : null,
         address: i.http ? `${i.http.host}:${i.http.port}` : null,
+        // On a swarm: its node, and how it came there when the swarm moved it (ADR 0030).
+        ...(i.node ? { node: i.node } : {}),
+        ...(i.moved ? { moved: i.moved } : {}),
       }))
       .sort((a, b) => a.number - b.number);
     const tcp = serving.find((i) => i.tcp)?.tcp ?? null;

@@ -9,7 +9,7 @@ import type { Instances } from "./instances.js";
 export interface EngineLoopDeps {
   engine: Pick<Engine, "events" | "ping">;
   store: Pick<Store, "recordExit">;
-  instances: Pick<Instances, "rejoin" | "rejoinAll">;
+  instances: Pick<Instances, "rejoin" | "rejoinAll" | "refreshEdge">;
   /** The reconciler over every app (src/server/reconciler.ts). */
   reconcileAll: () => Promise<void>;
   logger: Logger;
@@ -31,7 +31,21 @@ export async function onEngineEvent(deps: EngineLoopDeps, e: EngineEvent): Promi
     if (n > 0) logger.info({ appId, instances: n }, "sandbox restarted: its instances rejoined it");
     return;
   }
-  if (e.type !== "die" || isBuildContainer(e.labels)) return;
+  if (isBuildContainer(e.labels)) return;
+  if (e.type === "start") {
+    // A swarm task that replaced another (a lost node's, a crash's) answers at a new address.
+    if (!e.readdressed) return;
+    logger.info({ appId, instance: instanceNumber(e.labels), node: e.node }, "instance started again");
+    await instances
+      .refreshEdge(appId)
+      .catch((err) => logger.warn({ err, appId }, "the edge could not follow a restarted instance"));
+    return;
+  }
+  if (e.reason)
+    logger.warn(
+      { appId, instance: instanceNumber(e.labels), node: e.node, reason: e.reason },
+      "instance lost: the engine places it again",
+    );
   await store
     .recordExit({
       appId,

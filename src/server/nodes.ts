@@ -19,12 +19,20 @@ export interface JoinCommandView {
   registry: { address: string; trust: string | null } | null;
 }
 
+/** A node as `pier nodes` lists it: with how many of Pier's instances run there now. */
+export type NodeView = ClusterNode & { instances: number };
+
+/** Pier's instances, where each runs (InstanceInfo's `node` and `running`). */
+export type PlacedInstances = () => Promise<readonly { node?: string; running: boolean }[]>;
+
 export class NodeService {
   /** `nodes`: null when the engine is one dockerd (PIER_ENGINE=docker): every call answers NO_SWARM. */
   constructor(
     private readonly nodes: Nodes | null,
     /** The swarm's registry, and its CA when it is Pier's own. */
     private readonly registry: { address: string; caPem: string | null } | null = null,
+    /** Pier's instances on the engine (none: every node counts 0). */
+    private readonly placed: PlacedInstances = async () => [],
   ) {}
 
   private port(): Nodes {
@@ -36,8 +44,12 @@ export class NodeService {
     );
   }
 
-  list(): Promise<ClusterNode[]> {
-    return this.port().listNodes();
+  /** Every node, with the number of Pier's instances running on it (by the node's name). */
+  async list(): Promise<NodeView[]> {
+    const [nodes, placed] = await Promise.all([this.port().listNodes(), this.placed()]);
+    const count = new Map<string, number>();
+    for (const i of placed) if (i.running && i.node) count.set(i.node, (count.get(i.node) ?? 0) + 1);
+    return nodes.map((n) => ({ ...n, instances: count.get(n.name) ?? 0 }));
   }
 
   async joinCommand(role: NodeRole): Promise<JoinCommandView> {

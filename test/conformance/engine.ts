@@ -29,7 +29,7 @@ import { addonServerConformance } from "./engine-addons.js";
 export type InstancePorts = ReleaseInstances &
   AppNetworks &
   InstanceSlots &
-  Pick<EngineEvents, "ping" | "ownerAppIds">;
+  Pick<EngineEvents, "ping" | "ownerAppIds" | "events">;
 
 export interface EngineUnderTest<E extends InstancePorts = Engine> {
   engine: E;
@@ -128,7 +128,7 @@ export function engineConformance(name: string, make: () => Promise<EngineUnderT
 }
 
 /**
- * Runs the cases of the instance ports (ReleaseInstances, AppNetworks, InstanceSlots, ping and ownerAppIds)
+ * Runs the cases of the instance ports (ReleaseInstances, AppNetworks, InstanceSlots, ping, ownerAppIds and events)
  * against a driver that implements those so far (the Swarm driver, ADR 0030).
  */
 export function instancePortsConformance(
@@ -143,6 +143,27 @@ function instanceCases(get: () => Bed<InstancePorts>): void {
   test("the engine answers a ping", async () => {
     const { engine } = get();
     await engine.ping();
+  });
+
+  test("events: an instance's start and its end (with its exit code) are told", async () => {
+    const { engine, t, spec } = get();
+    const seen: EngineEvent[] = [];
+    const stop = new AbortController();
+    const listening = engine.events((e) => void seen.push(e), stop.signal);
+    // The subscription is live once the engine answers a call made after it.
+    await new Promise((r) => setTimeout(r, 200));
+    const run = await engine.runInstance(spec("exec sleep 600"));
+    await eventually(() => seen.find((e) => e.containerId === run.id && e.type === "start"), "start");
+    await engine.stopInstance(run.id, 1000);
+    const died = await eventually(
+      () => seen.find((e) => e.containerId === run.id && e.type === "die"),
+      "die",
+    );
+    assert.equal(typeof died.exitCode, "number");
+    assert.equal(died.labels[LABEL.app], t.prefix);
+    stop.abort();
+    await listening;
+    await engine.removeInstance(run.id, 0);
   });
 
   test("a running instance is listed with its labels, inspected, routable, and its log comes back", async () => {
@@ -295,31 +316,10 @@ function instanceCases(get: () => Bed<InstancePorts>): void {
 }
 
 /**
- * The rest of the Engine: events, slots as the Docker adapter keeps them (a network holder started
+ * The rest of the Engine: slots as the Docker adapter keeps them (a network holder started
  * ahead, whose address a later instance takes), volumes, builds, release images.
  */
 function engineCases(get: () => Bed<Engine>): void {
-  test("events: an instance's start and its end (with its exit code) are told", async () => {
-    const { engine, t, spec } = get();
-    const seen: EngineEvent[] = [];
-    const stop = new AbortController();
-    const listening = engine.events((e) => void seen.push(e), stop.signal);
-    // The subscription is live once the engine answers a call made after it.
-    await new Promise((r) => setTimeout(r, 200));
-    const run = await engine.runInstance(spec("exec sleep 600"));
-    await eventually(() => seen.find((e) => e.containerId === run.id && e.type === "start"), "start");
-    await engine.stopInstance(run.id, 1000);
-    const died = await eventually(
-      () => seen.find((e) => e.containerId === run.id && e.type === "die"),
-      "die",
-    );
-    assert.equal(typeof died.exitCode, "number");
-    assert.equal(died.labels[LABEL.app], t.prefix);
-    stop.abort();
-    await listening;
-    await engine.removeInstance(run.id, 0);
-  });
-
   test("instance slots: web instances start in prepared slots, each its own; a stopped one frees its slot; only instances are listed", async () => {
     const { engine, t, labels, network, spec } = get();
     const shape = { httpPort: 8080, tcpPort: null, network: { name: network, ipv6Subnet: null } };

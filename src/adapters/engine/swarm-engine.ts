@@ -26,13 +26,16 @@ import type {
 export type InstanceDriver = AppNetworks &
   InstanceSlots &
   ReleaseInstances &
-  Pick<EngineEvents, "ping" | "ownerAppIds">;
+  Pick<EngineEvents, "ping" | "ownerAppIds" | "events">;
 
 /** The edge's sandbox on the manager (edge-sandbox.ts): it joins each app's overlay before it is routed. */
 export interface OverlayMember {
   join(network: string): Promise<void>;
   leave(labels: Record<string, string>, keep?: string): Promise<void>;
 }
+
+/** The label the swarm puts on a task's container (its events are the swarm side's, by service). */
+const SWARM_TASK_LABEL = "com.docker.swarm.task.id";
 
 export class SwarmComposite implements Engine {
   constructor(
@@ -193,13 +196,28 @@ export class SwarmComposite implements Engine {
     return this.swarm.logs(id, opts, onLine, signal);
   }
 
-  // EngineEvents. The events are the manager's containers' (builds, add-ons, and the tasks placed on the
-  // manager): a swarm's service and task events are not read yet (ADR 0030, next).
+  // EngineEvents: the manager's containers' (builds, add-ons) and the swarm's instances' (their tasks, on any
+  // node). A task's container on the manager is the swarm's to tell of (by its service, the instance's id).
   ping() {
     return this.swarm.ping();
   }
-  events(onEvent: (e: EngineEvent) => void, signal: AbortSignal) {
-    return this.manager.events(onEvent, signal);
+  /** Both sides' events until either ends (the engine loop then waits for the manager and reconciles). */
+  async events(onEvent: (e: EngineEvent) => void, signal: AbortSignal): Promise<void> {
+    const both = new AbortController();
+    const stop = () => both.abort();
+    signal.addEventListener("abort", stop, { once: true });
+    const fromManager = (e: EngineEvent) => {
+      if (!e.labels[SWARM_TASK_LABEL]) onEvent(e);
+    };
+    try {
+      await Promise.race([
+        this.manager.events(fromManager, both.signal),
+        this.swarm.events(onEvent, both.signal),
+      ]);
+    } finally {
+      both.abort();
+      signal.removeEventListener("abort", stop);
+    }
   }
   /** Apps owning an overlay (the swarm) or a volume or network on the manager. */
   async ownerAppIds(): Promise<Set<string>> {

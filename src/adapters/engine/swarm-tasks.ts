@@ -71,11 +71,44 @@ export function taskAddress(t: SwarmTask | null): string | null {
 const target = (address: string | null, port: string | undefined): RouteTarget | null =>
   address && port ? { host: address, port: Number(port) } : null;
 
-/** The instance a service is, from its tasks; `nodeName` names a task's node. */
+/** States of a task that ended by itself (a restart of the instance, not a loss). */
+const ENDED_BY_ITSELF = new Set(["failed", "complete"]);
+
+/**
+ * Whether the swarm placed the running task `now` on another node after losing its predecessor there: the
+ * predecessor's node is down now (`nodeDown`), or the swarm orphaned the task (a node gone for long). A task
+ * that ended by itself is a restart (counted in `restarts`), and one Pier replaced is no loss.
+ */
+export function movedFrom(
+  tasks: readonly SwarmTask[],
+  now: SwarmTask | null,
+  nodeName: (id: string) => string | undefined,
+  nodeDown: (id: string) => boolean,
+): InstanceInfo["moved"] {
+  if (now?.Status?.State !== "running" || !now.NodeID) return undefined;
+  const before = tasks
+    .filter((t) => t.ID !== now.ID && (t.CreatedAt ?? "") <= (now.CreatedAt ?? ""))
+    .sort((a, b) => (b.CreatedAt ?? "").localeCompare(a.CreatedAt ?? ""))[0];
+  if (!before?.NodeID || before.NodeID === now.NodeID) return undefined;
+  if (ENDED_BY_ITSELF.has(before.Status?.State ?? "")) return undefined;
+  const from = nodeName(before.NodeID) ?? before.NodeID;
+  const reason = nodeDown(before.NodeID)
+    ? `${from} down`
+    : before.Status?.State === "orphaned"
+      ? `${from} was lost`
+      : null;
+  return reason ? { from, reason, at: now.CreatedAt ?? null } : undefined;
+}
+
+/**
+ * The instance a service is, from its tasks; `nodeName` names a task's node, `nodeDown` says whether it is
+ * down now (an instance moved off it says so).
+ */
 export function instanceOf(
   s: SwarmService,
   tasks: readonly SwarmTask[],
   nodeName: (id: string) => string | undefined,
+  nodeDown: (id: string) => boolean = () => false,
 ): InstanceInfo {
   const labels = s.Spec.Labels ?? {};
   const task = currentTask(tasks);
@@ -83,6 +116,7 @@ export function instanceOf(
   const running = state === "running";
   const address = running ? taskAddress(task) : null;
   const node = task?.NodeID ? nodeName(task.NodeID) : undefined;
+  const moved = movedFrom(tasks, task, nodeName, nodeDown);
   return {
     id: s.ID,
     name: s.Spec.Name,
@@ -91,14 +125,14 @@ export function instanceOf(
     running,
     startedAt: running ? (task?.Status?.Timestamp ?? null) : null,
     // Tasks that ended by themselves and were replaced (a stop is a shutdown: not counted).
-    restarts: tasks.filter(
-      (t) => t.DesiredState !== "running" && ["failed", "complete"].includes(t.Status?.State ?? ""),
-    ).length,
+    restarts: tasks.filter((t) => t.DesiredState !== "running" && ENDED_BY_ITSELF.has(t.Status?.State ?? ""))
+      .length,
     exitCode: running ? null : (task?.Status?.ContainerStatus?.ExitCode ?? null),
     http: target(address, labels[LABEL.httpPort]),
     tcp: target(address, labels[LABEL.tcpPort]),
     networkAddress: address,
     ...(node ? { node } : {}),
+    ...(moved ? { moved } : {}),
   };
 }
 

@@ -8,6 +8,7 @@ import { LABEL } from "../../core/labels.js";
 import type {
   AppNetworks,
   BuildSlot,
+  EngineEvent,
   EngineEvents,
   InstanceInfo,
   InstanceLogLine,
@@ -22,6 +23,7 @@ import type {
 import { engineCpus, isNotFound } from "./docker-build.js";
 import { runExec } from "./docker-common.js";
 import { type LogSink, logLines, pumpLogs } from "./docker-logs.js";
+import { followSwarm } from "./swarm-events.js";
 import { SwarmNetworks } from "./swarm-networks.js";
 import { notFound, poll, SwarmServices, type SwarmServicesOptions } from "./swarm-services.js";
 import { serviceSpec } from "./swarm-spec.js";
@@ -44,10 +46,16 @@ export interface SwarmEngineOptions extends SwarmServicesOptions {
    * digest already is used as it is. Null: images are used as named (each node must have them).
    */
   registry: ReleaseRegistry | null;
+  /** How often the task list is read for events (1 s). */
+  eventPollMs?: number;
 }
 
 export class SwarmEngine
-  implements AppNetworks, InstanceSlots, ReleaseInstances, Pick<EngineEvents, "ping" | "ownerAppIds">
+  implements
+    AppNetworks,
+    InstanceSlots,
+    ReleaseInstances,
+    Pick<EngineEvents, "ping" | "ownerAppIds" | "events">
 {
   private readonly docker: Docker;
   private readonly networks: SwarmNetworks;
@@ -82,6 +90,22 @@ export class SwarmEngine
 
   ownerAppIds(): Promise<Set<string>> {
     return this.networks.ownerAppIds(LABEL.app);
+  }
+
+  /** Instances' tasks ending, lost with their node, or starting (swarm-events.ts), until the manager goes. */
+  events(onEvent: (e: EngineEvent) => void, signal: AbortSignal): Promise<void> {
+    const reads = {
+      services: () => this.services({}),
+      tasksOf: (ids: string[]) => this.svc.tasksOf(ids),
+      nodes: () => this.svc.nodes(),
+    };
+    return followSwarm(reads, onEvent, signal, this.opts.eventPollMs);
+  }
+
+  /** Pier's services with these labels. */
+  private async services(labels: Record<string, string>): Promise<SwarmService[]> {
+    const filters = Object.entries({ ...this.own, ...labels }).map(([k, v]) => `${k}=${v}`);
+    return (await this.docker.listServices({ filters: { label: filters } })) as SwarmService[];
   }
 
   // AppNetworks: src/adapters/engine/swarm-networks.ts.
@@ -176,12 +200,16 @@ export class SwarmEngine
     const s = await this.svc.service(id);
     if (!s) return null;
     const [tasks, nodes] = await Promise.all([this.svc.tasks(s.ID), this.svc.nodes()]);
-    return instanceOf(s, tasks, (n) => nodes.get(n)?.name);
+    return instanceOf(
+      s,
+      tasks,
+      (n) => nodes.get(n)?.name,
+      (n) => nodes.get(n)?.ready === false,
+    );
   }
 
   async listInstances(labels: Record<string, string>): Promise<InstanceInfo[]> {
-    const filters = Object.entries({ ...this.own, ...labels }).map(([k, v]) => `${k}=${v}`);
-    const services = (await this.docker.listServices({ filters: { label: filters } })) as SwarmService[];
+    const services = await this.services(labels);
     if (services.length === 0) return [];
     const [tasks, nodes] = await Promise.all([this.svc.tasksOf(services.map((s) => s.ID)), this.svc.nodes()]);
     return services.map((s) =>
@@ -189,6 +217,7 @@ export class SwarmEngine
         s,
         tasks.filter((t) => t.ServiceID === s.ID),
         (n) => nodes.get(n)?.name,
+        (n) => nodes.get(n)?.ready === false,
       ),
     );
   }

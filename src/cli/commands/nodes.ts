@@ -5,7 +5,7 @@ import { UsageError } from "../errors.js";
 import { json, table } from "../output.js";
 import type { CliReplyOf } from "../schemas.js";
 
-type NodeView = CliReplyOf<"GET /v1/nodes">[number];
+type NodeView = CliReplyOf<"POST /v1/nodes/:node/drain">;
 
 const USAGE = `Usage: pier nodes [--format human|json]
        pier nodes join-command [--manager] [--format human|json]
@@ -15,7 +15,8 @@ const USAGE = `Usage: pier nodes [--format human|json]
   The machines of the swarm Pier runs on (pier server with PIER_ENGINE=swarm on a swarm manager; on one
   dockerd there are none). Admin tokens only.
 
-  (none)        every node: name, address, role, availability, state, labels
+  (none)        every node: name, address, role, availability, state, how many of Pier's
+                instances run there, labels
   join-command  what a new machine runs to join the swarm (a worker; --manager: a manager). The token
                 in it lets a machine into the swarm: keep it secret
   drain         moves a node's work to the other nodes (refused for the last active, ready node)
@@ -57,13 +58,14 @@ export const nodes: Command = {
         else
           ctx.out(
             table(
-              ["NAME", "ADDRESS", "ROLE", "AVAILABILITY", "STATE", "LABELS"],
+              ["NAME", "ADDRESS", "ROLE", "AVAILABILITY", "STATE", "INSTANCES", "LABELS"],
               list.map((n) => [
                 n.name,
                 n.address,
                 n.leader ? `${n.role} (leader)` : n.role,
                 n.availability,
                 n.state,
+                String(n.instances),
                 labels(n.labels),
               ]),
             ),

@@ -54,9 +54,20 @@ Options:
     if (s.instances.length === 0) {
       text += "Instances:   none running\n";
     } else {
+      // A NODE column on a swarm only (instances have a node there); nothing new on one dockerd.
+      const nodes = s.instances.some((i) => i.node);
       text += "\n";
       text += table(
-        ["INSTANCE", "ID", "STATE", "STARTED", "RESTARTS", "LAST EXIT", "ADDRESS"],
+        [
+          "INSTANCE",
+          "ID",
+          "STATE",
+          "STARTED",
+          "RESTARTS",
+          "LAST EXIT",
+          "ADDRESS",
+          ...(nodes ? ["NODE"] : []),
+        ],
         s.instances.map((i) => [
           String(i.number),
           i.id,
@@ -65,8 +76,12 @@ Options:
           String(i.restarts),
           i.lastExit ? `${i.lastExit.code ?? "signal"} at ${i.lastExit.at}` : "",
           i.address ?? "",
+          ...(nodes ? [i.node ?? ""] : []),
         ]),
       );
+      for (const i of s.instances)
+        if (i.moved)
+          text += `Instance ${i.number} moved from ${i.moved.from} to ${i.node ?? "another node"}${i.moved.at ? ` at ${i.moved.at}` : ""}: ${i.moved.reason}\n`;
     }
     ctx.out(text);
     return 0;

@@ -106,6 +106,10 @@ export const Instance = z.looseObject({
   restarts: z.number(),
   lastExit: z.looseObject({ code: z.number(), at: time }).nullable(),
   address: z.string().nullable(),
+  /** On a swarm (ADR 0030): the node it runs on; absent on one dockerd. */
+  node: z.string().optional(),
+  /** On a swarm: the swarm placed it on `node` after its task on `from` was lost (`reason`: "node2 down"). */
+  moved: z.looseObject({ from: z.string(), reason: z.string(), at: time.nullable() }).optional(),
 });
 
 export const Status = z.looseObject({
@@ -262,6 +266,9 @@ export const ClusterNode = z.looseObject({
   state: z.enum(NODE_STATES),
   labels: vars,
 });
+
+/** A node as `GET /v1/nodes` lists it: with how many of Pier's instances run there now. */
+export const ListedNode = ClusterNode.extend({ instances: z.number() });
 
 /** What a new machine runs to join the swarm; `token` and `command` hold the swarm's join secret. */
 export const JoinCommand = z.looseObject({

@@ -86,6 +86,50 @@ describe("the swarm's engine: which side answers", () => {
     assert.ok(!verbs(manager.calls).includes("prepareSlots"));
   });
 
+  test("events are both sides'; a swarm task's container on the manager is told by the swarm only", async () => {
+    const { manager, swarm, engine } = sides();
+    const seen: string[] = [];
+    const stop = new AbortController();
+    const listening = engine.events((e) => void seen.push(`${e.type} ${e.labels[LABEL.app]}`), stop.signal);
+    await new Promise((r) => setTimeout(r, 10));
+    const spec = (app: string, labels: Record<string, string> = {}) => ({
+      name: `pier-${app}-1`,
+      image: IMAGE,
+      env: {},
+      labels: { [LABEL.app]: app, ...labels },
+      cmd: ["sleep", "600"],
+      httpPort: null,
+      tcpPort: null,
+      memoryBytes: 2 ** 28,
+      network: { name: "n", ipv6Subnet: null },
+      mountDockerSocket: false,
+      restart: true,
+      slot: null,
+      buckets: [],
+    });
+    const onSwarm = await swarm.runInstance(spec("web"));
+    const task = await manager.runInstance(spec("task", { "com.docker.swarm.task.id": "t1" }));
+    const addon = await manager.runInstance(spec("addon"));
+    for (const [side, id] of [
+      [swarm, onSwarm.id],
+      [manager, task.id],
+      [manager, addon.id],
+    ] as const)
+      side.exit(id, 1);
+    stop.abort();
+    await listening;
+    assert.deepEqual(seen, ["start web", "start addon", "die web", "die addon"]);
+  });
+
+  test("the manager's stream ending ends the engine's (the loop then waits for it and reconciles)", async () => {
+    const manager = new FakeEngine();
+    const swarm = new FakeEngine();
+    manager.events = async () => undefined;
+    const engine = new SwarmComposite(manager, swarm);
+    await engine.events(() => undefined, new AbortController().signal);
+    assert.equal(swarm.calls.filter((c) => c.startsWith("events")).length, 1);
+  });
+
   test("the apps owning something are those of both sides", async () => {
     const { manager, swarm, engine } = sides();
     await swarm.ensureNetwork("pier-app-a", { [LABEL.app]: "a" }, { ipv4: null, ipv6: null });

@@ -7,6 +7,7 @@ import { serviceSpec } from "../../../src/adapters/engine/swarm-spec.js";
 import {
   currentTask,
   instanceOf,
+  movedFrom,
   type SwarmService,
   type SwarmTask,
   startOutcome,
@@ -219,4 +220,40 @@ test("subnets that overlap a network of the swarm are named before the swarm acc
   assert.deepEqual(overlapping(["10.0.0.0/16"], taken), ["10.0.0.0/16 overlaps ingress (10.0.0.0/24)"]);
   assert.deepEqual(overlapping(["10.210.1.0/24"], taken), []);
   assert.deepEqual(overlapping([], taken), []);
+});
+
+test("an instance the swarm placed elsewhere after losing its node says from where and why", () => {
+  const names = (n: string) => ({ n1: "node1", n2: "node2", n3: "node3" })[n];
+  const lost = task("old", { NodeID: "n2", DesiredState: "shutdown", at: "2026-01-01T00:00:00Z" });
+  const now = task("now", { NodeID: "n3", at: "2026-01-01T00:00:09Z" });
+  const i = instanceOf(service, [lost, now], names, (n) => n === "n2");
+  assert.deepEqual(
+    [i.node, i.moved],
+    ["node3", { from: "node2", reason: "node2 down", at: "2026-01-01T00:00:09Z" }],
+  );
+  assert.equal(i.restarts, 0, "a loss is not a restart");
+  const cases: [string, SwarmTask[], (n: string) => boolean, string | undefined][] = [
+    [
+      "its old node is back, the old task shut down: nothing to say",
+      [{ ...lost, Status: { State: "shutdown" } }, now],
+      () => false,
+      undefined,
+    ],
+    [
+      "the swarm orphaned the old task",
+      [{ ...lost, Status: { State: "orphaned" } }, now],
+      () => false,
+      "node2 was lost",
+    ],
+    [
+      "the old task failed by itself: a restart, not a move",
+      [{ ...lost, Status: { State: "failed" } }, now],
+      (n) => n === "n2",
+      undefined,
+    ],
+    ["same node: not moved", [{ ...lost, NodeID: "n3" }, now], (n) => n === "n2", undefined],
+    ["one task only", [now], () => true, undefined],
+  ];
+  for (const [name, tasks, down, want] of cases)
+    assert.equal(movedFrom(tasks, currentTask(tasks), names, down)?.reason, want, name);
 });

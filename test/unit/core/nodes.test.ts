@@ -71,4 +71,23 @@ describe("nodes", () => {
     );
     assert.deepEqual(theirs.registry, { address: "r:5000", trust: null });
   });
+
+  test("each node counts the running instances placed on it; stopped ones and nodes without any count 0", async () => {
+    const placed = async () => [
+      { node: "node1", running: true },
+      { node: "node2", running: true },
+      { node: "node2", running: true },
+      { node: "node3", running: false },
+      { running: true },
+    ];
+    const listed = await new NodeService(new FakeNodes(), null, placed).list();
+    assert.deepEqual(
+      listed.map((n) => [n.name, n.instances]),
+      [
+        ["node1", 1],
+        ["node2", 2],
+        ["node3", 0],
+      ],
+    );
+  });
 });

@@ -7,7 +7,14 @@ import type { EngineEvent } from "../../../src/core/ports.js";
 import { type EngineLoopDeps, onEngineEvent, startEngineLoop } from "../../../src/server/engine-loop.js";
 
 function deps(script: { streams: EngineEvent[][]; pingFails?: number; rejoinAll?: Map<string, number> }) {
-  const seen = { exits: [] as unknown[], rejoined: [] as string[], reconciles: 0, pings: 0, streams: 0 };
+  const seen = {
+    exits: [] as unknown[],
+    rejoined: [] as string[],
+    refreshed: [] as (string | undefined)[],
+    reconciles: 0,
+    pings: 0,
+    streams: 0,
+  };
   let pingFails = script.pingFails ?? 0;
   const d: EngineLoopDeps = {
     engine: {
@@ -34,6 +41,7 @@ function deps(script: { streams: EngineEvent[][]; pingFails?: number; rejoinAll?
         for (const appId of all.keys()) seen.rejoined.push(`${appId}/*`);
         return all;
       },
+      refreshEdge: async (appId) => void seen.refreshed.push(appId),
     },
     reconcileAll: async () => {
       seen.reconciles++;
@@ -96,6 +104,32 @@ describe("the engine's events", () => {
     assert.deepEqual(seen.exits, [
       { appId: "a", containerId: "c-1", instance: 2, exitCode: 137, at: "2026-01-01T00:00:00.000Z" },
     ]);
+  });
+});
+
+describe("a swarm's instance events", () => {
+  const swarm = (over: Partial<EngineEvent>): EngineEvent => ({
+    ...event("start", { "pier.app": "a", "pier.instance": "1" }),
+    containerId: "svc-1",
+    node: "node3",
+    ...over,
+  });
+
+  test("a task that replaced another (new address) makes the edge follow; a first start does not", async () => {
+    const { d, seen } = deps({ streams: [] });
+    await onEngineEvent(d, swarm({ readdressed: true }));
+    await onEngineEvent(d, swarm({}));
+    assert.deepEqual(seen.refreshed, ["a"]);
+    assert.deepEqual(seen.exits, []);
+  });
+
+  test("an instance lost with its node is recorded as an exit without a code", async () => {
+    const { d, seen } = deps({ streams: [] });
+    await onEngineEvent(d, swarm({ type: "die", node: "node2", reason: "node2 down" }));
+    assert.deepEqual(seen.exits, [
+      { appId: "a", containerId: "svc-1", instance: 1, exitCode: -1, at: "2026-01-01T00:00:00.000Z" },
+    ]);
+    assert.deepEqual(seen.refreshed, []);
   });
 });
 

@@ -1,0 +1,120 @@
+// EngineEvents from the swarm (ADR 0030): an instance's task that ends, is lost with its node, or starts (on
+// another node after a loss, at a new overlay address) gives the same EngineEvent as a container's on one
+// dockerd. A task's container events happen on its node only, and the manager's event stream has no task
+// events on Docker 20.10: the task list is polled and each poll compared with the one before (a pure diff).
+import { LABEL } from "../../core/labels.js";
+import type { EngineEvent } from "../../core/ports.js";
+import { isTerminal, type SwarmTask } from "./swarm-tasks.js";
+
+/** Where a task is, as far as events go. */
+type Phase = "pending" | "running" | "lost" | "ended";
+
+/** One poll: each task's phase, by task id. */
+export type TaskPhases = Map<string, Phase>;
+
+/** What the events read of a service: its id (the instance's) and its labels. */
+export interface LabelledService {
+  ID: string;
+  Spec: { Labels?: Record<string, string> };
+}
+
+export interface NodeState {
+  name: string;
+  ready: boolean;
+}
+
+function phaseOf(t: SwarmTask, nodes: ReadonlyMap<string, NodeState>): Phase {
+  if (isTerminal(t)) return "ended";
+  if (t.NodeID && nodes.get(t.NodeID)?.ready === false) return "lost";
+  return t.Status?.State === "running" ? "running" : "pending";
+}
+
+/**
+ * The events between two polls: a task that runs now and did not (a start; `readdressed` when its instance
+ * had an earlier task, whose address it does not keep), a running task whose node is down now (a die with
+ * no exit code, `reason` "<node> down"), a task that ended (a die with its exit code). `before` null: the
+ * first poll, no events. Every event names the instance by its service id, as `listInstances` does.
+ */
+export function taskEvents(
+  before: TaskPhases | null,
+  services: readonly LabelledService[],
+  tasks: readonly SwarmTask[],
+  nodes: ReadonlyMap<string, NodeState>,
+  now: string,
+): { phases: TaskPhases; events: EngineEvent[] } {
+  const phases: TaskPhases = new Map(tasks.map((t) => [t.ID, phaseOf(t, nodes)]));
+  if (!before) return { phases, events: [] };
+  const byId = new Map(services.map((s) => [s.ID, s]));
+  const events: EngineEvent[] = [];
+  for (const t of tasks) {
+    const s = t.ServiceID ? byId.get(t.ServiceID) : undefined;
+    const phase = phases.get(t.ID);
+    const was = before.get(t.ID);
+    if (!s || phase === was) continue;
+    const node = t.NodeID ? (nodes.get(t.NodeID)?.name ?? t.NodeID) : undefined;
+    const base = {
+      containerId: s.ID,
+      slot: false,
+      labels: s.Spec.Labels ?? {},
+      at: t.Status?.Timestamp ?? now,
+      ...(node ? { node } : {}),
+    };
+    if (phase === "running") {
+      const earlier = tasks.some((o) => o.ServiceID === t.ServiceID && o.ID !== t.ID);
+      events.push({ ...base, type: "start", exitCode: null, ...(earlier ? { readdressed: true } : {}) });
+    } else if (phase === "lost" && was === "running") {
+      events.push({ ...base, type: "die", exitCode: null, at: now, reason: `${node ?? "its node"} down` });
+    } else if (phase === "ended" && (was === "running" || (was === undefined && ranAndEnded(t)))) {
+      events.push({ ...base, type: "die", exitCode: t.Status?.ContainerStatus?.ExitCode ?? null });
+    }
+  }
+  return { phases, events };
+}
+
+/** A task first seen ended that did run (it started and ended between two polls). */
+const ranAndEnded = (t: SwarmTask) => ["complete", "failed"].includes(t.Status?.State ?? "");
+
+/** What the poller reads of the swarm: Pier's services, their tasks, the nodes. */
+export interface SwarmReads {
+  services(): Promise<LabelledService[]>;
+  tasksOf(serviceIds: string[]): Promise<SwarmTask[]>;
+  nodes(): Promise<Map<string, NodeState>>;
+}
+
+/**
+ * Polls the swarm every `pollMs` (1 s) until `signal` aborts; returns when the manager stops answering (the
+ * engine loop then waits for it and reconciles, as when a dockerd's event stream ends).
+ */
+export async function followSwarm(
+  reads: SwarmReads,
+  onEvent: (e: EngineEvent) => void,
+  signal: AbortSignal,
+  pollMs = 1000,
+): Promise<void> {
+  let before: TaskPhases | null = null;
+  while (!signal.aborted) {
+    try {
+      const services = (await reads.services()).filter((s) => s.Spec.Labels?.[LABEL.app]);
+      const [tasks, nodes] = await Promise.all([
+        services.length ? reads.tasksOf(services.map((s) => s.ID)) : Promise.resolve([]),
+        reads.nodes(),
+      ]);
+      const next = taskEvents(before, services, tasks, nodes, new Date().toISOString());
+      before = next.phases;
+      for (const e of next.events) onEvent(e);
+    } catch {
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, pollMs);
+      signal.addEventListener(
+        "abort",
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        { once: true },
+      );
+    });
+  }
+}
