@@ -570,6 +570,12 @@ export interface ReleaseInstances {
   waitInstance(id: string, signal: AbortSignal): Promise<number>;
   /** Runs a command inside a running instance; resolves its exit code. */
   execInInstance(id: string, argv: string[], onLine: (line: string) => void): Promise<number>;
+  /**
+   * Runs a command once in a new container made like the instance (its image, variables, networks), where
+   * the engine cannot enter a running instance wherever it is: a swarm (ADR 0030), whose API has no exec.
+   * Resolves its exit code. Absent: the command runs in the instance (`execInInstance`).
+   */
+  runLike?(id: string, argv: string[], onLine: (line: string) => void): Promise<number>;
   logs(
     id: string,
     opts: { since?: Date; until?: Date; tail?: number; follow: boolean },

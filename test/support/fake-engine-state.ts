@@ -18,7 +18,7 @@ export type Methods = Engine & SlotHolders;
 
 /** Runs before a call of `method` with its arguments: a test holds the call (await) or fails it (throw). */
 export type BeforeHooks = {
-  [K in keyof Methods]?: (...args: Parameters<Methods[K]>) => void | Promise<void>;
+  [K in keyof Methods]?: (...args: Parameters<NonNullable<Methods[K]>>) => void | Promise<void>;
 };
 
 /** Where an instance or a sandbox answers: its published HTTP port and its address on its network. */
@@ -79,11 +79,16 @@ export abstract class FakeEngineState {
   constructor(private readonly opts: FakeEngineOptions = {}) {}
 
   /** Records the call and runs its `before` hook. */
-  protected async enter<K extends keyof Methods>(method: K, ...args: Parameters<Methods[K]>): Promise<void> {
+  protected async enter<K extends keyof Methods>(
+    method: K,
+    ...args: Parameters<NonNullable<Methods[K]>>
+  ): Promise<void> {
     this.calls.push(`${method} ${argText(args[0])}`.trimEnd());
     if (this.down)
       throw new PierError("ENGINE_ERROR", "The fake engine does not answer.", "Set down = false.");
-    const hook = this.before[method] as ((...a: Parameters<Methods[K]>) => void | Promise<void>) | undefined;
+    const hook = this.before[method] as
+      | ((...a: Parameters<NonNullable<Methods[K]>>) => void | Promise<void>)
+      | undefined;
     await hook?.(...args);
   }
 

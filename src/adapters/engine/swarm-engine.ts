@@ -187,6 +187,12 @@ export class SwarmComposite implements Engine {
   execInInstance(id: string, argv: string[], onLine: (line: string) => void) {
     return this.swarm.execInInstance(id, argv, onLine);
   }
+  /** A user's command beside an instance (hooks): a one-off service like it, where the driver has that. */
+  runLike(id: string, argv: string[], onLine: (line: string) => void): Promise<number> {
+    return this.swarm.runLike
+      ? this.swarm.runLike(id, argv, onLine)
+      : this.swarm.execInInstance(id, argv, onLine);
+  }
   logs(
     id: string,
     opts: { since?: Date; until?: Date; tail?: number; follow: boolean },

@@ -105,16 +105,19 @@ export async function followSwarm(
     } catch {
       return;
     }
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, pollMs);
-      signal.addEventListener(
-        "abort",
-        () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        { once: true },
-      );
-    });
+    await pause(pollMs, signal);
   }
+}
+
+/** Waits `ms`, or less when `signal` aborts (its listener removed either way: one poll must not add one). */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
 }

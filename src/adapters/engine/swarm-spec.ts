@@ -27,6 +27,8 @@ export interface ServiceSpec {
     ContainerSpec: {
       Image: string;
       Labels: Record<string, string>;
+      /** Replaces the image's ENTRYPOINT (a command run like an instance: swarm-run.ts). */
+      Command?: string[];
       Args?: string[];
       Env: string[];
       Init: boolean;

@@ -25,6 +25,7 @@ import { runExec } from "./docker-common.js";
 import { type LogSink, logLines, pumpLogs } from "./docker-logs.js";
 import { followSwarm } from "./swarm-events.js";
 import { SwarmNetworks } from "./swarm-networks.js";
+import { runLike } from "./swarm-run.js";
 import { notFound, poll, SwarmServices, type SwarmServicesOptions } from "./swarm-services.js";
 import { serviceSpec } from "./swarm-spec.js";
 import {
@@ -314,6 +315,14 @@ export class SwarmEngine
       );
     const ex = await docker.getContainer(cid).exec({ Cmd: argv, AttachStdout: true, AttachStderr: true });
     return runExec(docker, ex, onLine);
+  }
+
+  /** A command in a one-off service made like the instance (swarm-run.ts): the swarm has no exec. */
+  async runLike(id: string, argv: string[], onLine: (line: string) => void): Promise<number> {
+    const s = await this.svc.service(id);
+    if (!s) throw notFound(id);
+    const deps = { docker: this.docker, svc: this.svc, own: this.own, pullAuth: this.opts.pullAuth };
+    return runLike(deps, s, argv, onLine);
   }
 
   /**

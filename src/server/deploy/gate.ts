@@ -48,10 +48,11 @@ async function awaitTask(ctx: StepContext, started: InstanceInfo[]): Promise<voi
 
 /**
  * CC_RUN_SUCCEEDED_HOOK / CC_RUN_FAILED_HOOK: the user's command, by a shell inside instance 0, after
- * the health gate. Its output and exit code are logged; it never changes the deployment's outcome.
+ * the health gate (on a swarm, which cannot enter an instance, in a container made like it: `runLike`). Its
+ * output and exit code are logged; it never changes the deployment's outcome.
  */
 export async function runHook(
-  ctx: { deps: { engine: Pick<Engine, "execInInstance"> }; write: (line: string) => void },
+  ctx: { deps: { engine: Pick<Engine, "execInInstance" | "runLike"> }; write: (line: string) => void },
   name: "CC_RUN_SUCCEEDED_HOOK" | "CC_RUN_FAILED_HOOK",
   vars: Record<string, string>,
   started: InstanceInfo[],
@@ -60,9 +61,15 @@ export async function runHook(
   const hook = vars[name]?.trim();
   const target = started[0];
   if (!hook || !target) return;
-  write(`-----> Running ${name} in instance 0`);
+  const { engine } = ctx.deps;
+  const argv = ["/bin/sh", "-c", hook];
+  write(
+    `-----> Running ${name} ${engine.runLike ? "like instance 0 (its image, variables, network)" : "in instance 0"}`,
+  );
   try {
-    const code = await ctx.deps.engine.execInInstance(target.id, ["/bin/sh", "-c", hook], (l) => write(l));
+    const code = engine.runLike
+      ? await engine.runLike(target.id, argv, (l) => write(l))
+      : await engine.execInInstance(target.id, argv, (l) => write(l));
     write(`${name} exited with code ${code}${code === 0 ? "" : " (logged only)"}.`);
   } catch (e) {
     write(`${name} could not run: ${(e as Error).message} (logged only).`);

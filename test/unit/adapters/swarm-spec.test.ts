@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { overlapping } from "../../../src/adapters/engine/swarm-networks.js";
+import { RUN_OF, runLikeSpec } from "../../../src/adapters/engine/swarm-run.js";
 import { serviceSpec } from "../../../src/adapters/engine/swarm-spec.js";
 import {
   currentTask,
@@ -256,4 +257,25 @@ test("an instance the swarm placed elsewhere after losing its node says from whe
   ];
   for (const [name, tasks, down, want] of cases)
     assert.equal(movedFrom(tasks, currentTask(tasks), names, down)?.reason, want, name);
+});
+
+test("a command run like an instance: its image, variables and overlay, its own command, no restart, not the app's", () => {
+  const own = { [LABEL.managed]: "true", [LABEL.scope]: "s1" };
+  const like = runLikeSpec(service.Spec, ["/bin/sh", "-c", "echo hi"], own, "svc", "abc123");
+  const c = like.TaskTemplate.ContainerSpec;
+  assert.equal(like.Name, `${service.Spec.Name}-run-abc123`);
+  assert.deepEqual(
+    [c.Image, c.Env, c.Mounts],
+    [
+      service.Spec.TaskTemplate.ContainerSpec.Image,
+      service.Spec.TaskTemplate.ContainerSpec.Env,
+      service.Spec.TaskTemplate.ContainerSpec.Mounts,
+    ],
+  );
+  assert.deepEqual(like.TaskTemplate.Networks, service.Spec.TaskTemplate.Networks);
+  assert.deepEqual([c.Command, c.Args], [["/bin/sh", "-c", "echo hi"], undefined]);
+  assert.deepEqual(like.TaskTemplate.RestartPolicy, { Condition: "none" });
+  assert.equal(like.Labels[LABEL.app], undefined, "not listed, routed or counted as the app's instance");
+  assert.equal(c.Labels[LABEL.app], undefined);
+  assert.deepEqual([like.Labels[LABEL.scope], like.Labels[RUN_OF]], ["s1", "svc"]);
 });

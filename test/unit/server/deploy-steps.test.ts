@@ -182,6 +182,34 @@ describe("the start step", () => {
 });
 
 describe("the gate step's hooks", () => {
+  test("where the engine cannot enter an instance (a swarm), the hook runs like instance 0", async () => {
+    const lines: string[] = [];
+    const ran: string[] = [];
+    const ctx = {
+      deps: {
+        engine: {
+          execInInstance: async () => {
+            throw new Error("no exec on a swarm");
+          },
+          runLike: async (id: string, cmd: string[], on: (l: string) => void) => {
+            ran.push(`${id} ${cmd.join(" ")}`);
+            on("hook ran");
+            return 0;
+          },
+        },
+      },
+      write: (l: string) => void lines.push(l),
+    };
+    const started = [{ id: "svc-1" }] as Parameters<typeof runHook>[3];
+    await runHook(ctx, "CC_RUN_SUCCEEDED_HOOK", { CC_RUN_SUCCEEDED_HOOK: "echo ok" }, started);
+    assert.deepEqual(ran, ["svc-1 /bin/sh -c echo ok"]);
+    assert.deepEqual(lines, [
+      "-----> Running CC_RUN_SUCCEEDED_HOOK like instance 0 (its image, variables, network)",
+      "hook ran",
+      "CC_RUN_SUCCEEDED_HOOK exited with code 0.",
+    ]);
+  });
+
   test("a hook's exit code is logged and never fails the deploy", async () => {
     const lines: string[] = [];
     const ctx = {

@@ -1,0 +1,133 @@
+// What a user sees of an app on the swarm (issue 18, ADR 0030): `pier status` names each instance's node,
+// `pier nodes` counts Pier's instances on each; an instance that exits on its node is seen by Pier (its exit
+// recorded from the swarm's task list); a worker lost, its instance runs on another node, `pier status` says
+// which and why, and the edge follows it to its new address.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { NODE_DOCKER_APP, Pier } from "../e2e/harness.js";
+import { copyImages, type LabInfo, lab, labUp, swarmSettings, until } from "./lab.js";
+
+interface StatusInstance {
+  number: number;
+  id: string;
+  state: string;
+  restarts: number;
+  lastExit: { code: number; at: string } | null;
+  address: string | null;
+  node?: string;
+  moved?: { from: string; reason: string; at: string | null };
+}
+
+describe("pier status and pier nodes on the swarm", { timeout: 1_200_000 }, () => {
+  let info: LabInfo;
+  let pier: Pier;
+  let firstPush: { id: string; stderr: string };
+
+  const instances = async () =>
+    (await pier.cliJson<{ instances: StatusInstance[] }>(["status", "--app", "web"])).instances;
+  const running = async (n: number) =>
+    until(`${n} running instances`, 120, async () => {
+      const list = await instances();
+      return list.length === n && list.every((i) => i.state === "running" && i.node) ? list : undefined;
+    });
+
+  before(async () => {
+    await lab("down");
+    info = await labUp(3);
+    await copyImages(info, "node1", ["pier/base:bookworm", "pier/node:22"]);
+    pier = new Pier({ ...swarmSettings(info), PIER_ISOLATION: "off" });
+    await pier.start();
+    await pier.addKey();
+    const web = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "web"]);
+    assert.equal((await pier.cli(["env", "set", "CC_HEALTH_CHECK_PATH", "/health", "--app", "web"])).code, 0);
+    const hook = 'echo "hook sees $APP_ID greeting=$GREETING on $(hostname)"';
+    assert.equal((await pier.cli(["env", "set", "CC_RUN_SUCCEEDED_HOOK", hook, "--app", "web"])).code, 0);
+    const push = await pier.push(await pier.repo("web", NODE_DOCKER_APP, web.id));
+    assert.equal(push.code, 0, push.stderr);
+    firstPush = { id: web.id, stderr: push.stderr };
+    const scaled = await pier.cli(["scale", "--instances", "3", "--app", "web"]);
+    assert.equal(scaled.code, 0, scaled.stderr);
+  });
+  after(async () => {
+    await pier?.destroy();
+    await lab("down");
+  });
+
+  test("pier status names each instance's node; pier nodes counts them per node", async () => {
+    const list = await running(3);
+    const names = new Set(info.nodes.map((n) => n.name));
+    for (const i of list) assert.ok(names.has(i.node ?? ""), JSON.stringify(i));
+    const human = await pier.cli(["status", "--app", "web"]);
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, /INSTANCE\s+ID\s+STATE.*ADDRESS\s+NODE/);
+    for (const i of list) assert.match(human.stdout, new RegExp(`^${i.number}\\s.*\\s${i.node}\\s*$`, "m"));
+
+    // Every running instance of Pier counts (the previous release's, until it has stopped, too).
+    const want = new Map<string, number>();
+    for (const i of list) want.set(i.node ?? "", (want.get(i.node ?? "") ?? 0) + 1);
+    const expected = JSON.stringify(info.nodes.map((n) => [n.name, want.get(n.name) ?? 0]).sort());
+    await until(`pier nodes counting ${expected}`, 60, async () => {
+      const nodes = await pier.cliJson<{ name: string; instances: number }[]>(["nodes"]);
+      return JSON.stringify(nodes.map((n) => [n.name, n.instances]).sort()) === expected ? true : undefined;
+    });
+    const table = await pier.cli(["nodes"]);
+    assert.match(table.stdout, /NAME\s+ADDRESS\s+ROLE\s+AVAILABILITY\s+STATE\s+INSTANCES/);
+  });
+
+  test("a run hook runs like instance 0 wherever it is (its image and variables), its output in the deploy log", () => {
+    assert.match(firstPush.stderr, /remote: -----> Running CC_RUN_SUCCEEDED_HOOK like instance 0/);
+    assert.match(firstPush.stderr, new RegExp(`remote: hook sees ${firstPush.id} greeting=hello on \\S+`));
+    assert.match(firstPush.stderr, /remote: CC_RUN_SUCCEEDED_HOOK exited with code 0\./);
+  });
+
+  test("a task app runs once to completion on the swarm: its variables, its output and its exit code", async () => {
+    const cmd = 'echo "task sees $APP_ID greeting=$GREETING"; node -e "process.exit(0)"';
+    const job = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "--task", cmd, "job"]);
+    const push = await pier.push(await pier.repo("job", NODE_DOCKER_APP, job.id));
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /remote: Task started/);
+    assert.match(push.stderr, new RegExp(`remote: task sees ${job.id} greeting=hello`));
+    assert.match(push.stderr, /remote: Task finished with exit code 0\./);
+  });
+
+  test("an instance that exits on its node is seen: its exit code in pier status, and it runs again", async () => {
+    const r = await pier.get("web", "/crash");
+    assert.equal(r.status, 200, r.body);
+    const crashed = await until("an instance with its exit 3 recorded, running again", 60, async () => {
+      const list = await instances();
+      const i = list.find((x) => x.lastExit?.code === 3);
+      return i && i.state === "running" && i.restarts >= 1 ? i : undefined;
+    });
+    assert.ok(crashed.node, JSON.stringify(crashed));
+  });
+
+  test("a worker lost: its instance runs on another node, pier status says why, the edge follows", async () => {
+    const list = await running(3);
+    const victim = list.find((i) => i.node !== "node1");
+    assert.ok(victim, `an instance on a worker: ${JSON.stringify(list)}`);
+    const lost = victim.node ?? "";
+    await lab("kill", lost);
+    try {
+      const moved = await until(`instance ${victim.number} placed again off ${lost}`, 90, async () => {
+        const i = (await instances()).find((x) => x.number === victim.number);
+        return i?.state === "running" && i.node !== lost && i.moved ? i : undefined;
+      });
+      assert.deepEqual(moved.moved && [moved.moved.from, moved.moved.reason], [lost, `${lost} down`]);
+      assert.equal(moved.lastExit?.code, -1, "the loss is recorded as an exit without a code");
+      const human = await pier.cli(["status", "--app", "web"]);
+      assert.match(
+        human.stdout,
+        new RegExp(`Instance ${victim.number} moved from ${lost} to ${moved.node} .*: ${lost} down`),
+      );
+      // The edge routes to the new task's address: every request answers again (within 30 s of the move).
+      await until("20 requests in a row answered 200 through the edge", 30, async () => {
+        for (let n = 0; n < 20; n++) if ((await pier.get("web", "/health")).status !== 200) return undefined;
+        return true;
+      });
+      const nodes = await pier.cliJson<{ name: string; instances: number }[]>(["nodes"]);
+      assert.equal(nodes.find((n) => n.name === lost)?.instances, 0, JSON.stringify(nodes));
+    } finally {
+      await lab("start", lost);
+    }
+  });
+});
