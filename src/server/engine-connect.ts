@@ -26,29 +26,31 @@ const SANDBOX_IMAGE = "pier/base:bookworm";
 export async function connectEngine(
   config: Config,
   scope: string,
-): Promise<{ engine: Engine; edgePlace: EdgePlace; registry: RegistryTrust | null }> {
+): Promise<{ engine: Engine; edgePlace: EdgePlace; swarm: SwarmFacts | null }> {
   const docker = new DockerEngine({
     socketPath: config.dockerSocket,
     scope,
     sandboxImage: SANDBOX_IMAGE,
   });
   await docker.ping();
-  const { engine, edgePlace, registry } = config.swarmRegistry
+  const { engine, edgePlace, swarm } = config.swarmRegistry
     ? await swarmEngine(config, config.swarmRegistry, docker, scope)
-    : { engine: docker, edgePlace: hostPlace, registry: null };
+    : { engine: docker, edgePlace: hostPlace, swarm: null };
   if (config.buildNetwork && !(await engine.networkExists(config.buildNetwork)))
     throw new PierError(
       "CONFIG_INVALID",
       `PIER_BUILD_NETWORK: there is no Docker network named '${config.buildNetwork}'.`,
       `Create it (docker network create ${config.buildNetwork}) or unset PIER_BUILD_NETWORK.`,
     );
-  return { engine, edgePlace, registry };
+  return { engine, edgePlace, swarm };
 }
 
-/** What a node must trust to pull from the swarm's registry: its CA when it is Pier's own (join-command). */
-export interface RegistryTrust {
-  address: string;
-  caPem: string | null;
+/** What the nodes' commands need to know of the swarm Pier runs on. */
+export interface SwarmFacts {
+  /** What a node must trust to pull from the swarm's registry: its CA when it is Pier's own (join-command). */
+  registry: { address: string; caPem: string | null };
+  /** The manager Pier runs on: its edge, builds and add-ons are there. */
+  managerNodeId: string | null;
 }
 
 type SwarmInfo = { Swarm?: { NodeID?: string; NodeAddr?: string } };
@@ -83,7 +85,7 @@ async function swarmEngine(
   reg: NonNullable<Config["swarmRegistry"]>,
   docker: DockerEngine,
   scope: string,
-): Promise<{ engine: Engine; edgePlace: EdgeSandbox; registry: RegistryTrust }> {
+): Promise<{ engine: Engine; edgePlace: EdgeSandbox; swarm: SwarmFacts }> {
   const manager = new Docker({ socketPath: config.dockerSocket });
   const info = (await manager.info()) as SwarmInfo;
   const self = info.Swarm?.NodeID;
@@ -104,7 +106,11 @@ async function swarmEngine(
     publish: [config.http, config.https],
     dialerSocket: join(config.dataDir, "edge", "dial.sock"),
   });
-  return { engine: new SwarmComposite(docker, swarm, edgePlace), edgePlace, registry: { address, caPem } };
+  return {
+    engine: new SwarmComposite(docker, swarm, edgePlace),
+    edgePlace,
+    swarm: { registry: { address, caPem }, managerNodeId: self ?? null },
+  };
 }
 
 /** A secret kept in a file (its first line), or CONFIG_INVALID naming the setting. Never logged. */

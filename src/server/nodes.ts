@@ -23,8 +23,11 @@ export class NodeService {
   /** `nodes`: null when the engine is one dockerd (PIER_ENGINE=docker): every call answers NO_SWARM. */
   constructor(
     private readonly nodes: Nodes | null,
-    /** The swarm's registry, and its CA when it is Pier's own. */
-    private readonly registry: { address: string; caPem: string | null } | null = null,
+    /** The swarm's registry (and its CA when it is Pier's own), the manager Pier runs on. */
+    private readonly swarm: {
+      registry: { address: string; caPem: string | null };
+      managerNodeId: string | null;
+    } | null = null,
   ) {}
 
   private port(): Nodes {
@@ -42,7 +45,7 @@ export class NodeService {
 
   async joinCommand(role: NodeRole): Promise<JoinCommandView> {
     const join = await this.port().joinToken(role);
-    const r = this.registry;
+    const r = this.swarm?.registry ?? null;
     return {
       role,
       command: joinCommandLine(join),
@@ -57,6 +60,12 @@ export class NodeService {
     const port = this.port();
     const all = await port.listNodes();
     const node = findNode(all, name);
+    if (node.id === this.swarm?.managerNodeId)
+      throw new PierError(
+        "CONFLICT",
+        `${node.name} is the manager Pier runs on: the edge, builds and add-ons run there, and a drained node cannot join an app's network, so new apps and their deploys would fail.`,
+        "Drain the other nodes to move instances off them. Nothing was changed.",
+      );
     const problem = drainProblem(all, node);
     if (problem)
       throw new PierError(
