@@ -346,13 +346,17 @@ cmd_status() {
   fi
 }
 
+# The mount points under the lab's directory seen from the host (not another lab's, whose directory may
+# start with this one's name).
+lab_mounts() { awk -v lab="$LAB" '$5 == lab || index($5, lab "/") == 1 {print $5}' /proc/self/mountinfo; }
+
 # What `down` must leave: no namespace, no veth, no process, no mount, no cgroup, no directory.
 leftovers() {
   local ns
   for ns in $(ip netns list | awk '{print $1}' | grep "^$PFX-" || true); do echo "network namespace $ns"; done
   ip link show "$HOST_IF" >/dev/null 2>&1 && echo "veth $HOST_IF"
-  { pgrep -af -- "$LAB" || true; } | sed 's/^/process /'
-  { grep -F " $LAB" /proc/self/mountinfo || true; } | awk '{print "mount " $5}'
+  { pgrep -af -- "$LAB/" || true; } | sed 's/^/process /'
+  lab_mounts | sed 's/^/mount /'
   { ls -d /sys/fs/cgroup/*/"$PFX"-* 2>/dev/null || true; } | sed 's/^/cgroup /'
   [ -e "$LAB" ] && echo "directory $LAB"
   return 0
@@ -368,7 +372,7 @@ cmd_down() {
   done
   ip link del "$HOST_IF" 2>/dev/null || true
   # Mounts of the lab seen from the host (none are expected: every node mounts in its own namespace).
-  for m in $({ grep -F " $LAB" /proc/self/mountinfo || true; } | awk '{print $5}' | sort -r); do umount -l "$m" || true; done
+  for m in $(lab_mounts | sort -r); do umount -l "$m" || true; done
   # The nodes' cgroup parents, deepest first.
   find /sys/fs/cgroup/*/ -maxdepth 4 -depth -type d -path "*/$PFX-*" -exec rmdir {} + 2>/dev/null || true
   rm -rf "$LAB"

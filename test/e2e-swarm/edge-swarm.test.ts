@@ -13,19 +13,27 @@ interface Served {
   env: Record<string, string>;
 }
 
-/** Where an app's instances run: each task's node, container and addresses (all networks). */
+/**
+ * Where an app's instances run: each task's node, container, its address on the app's overlay and its
+ * addresses on every network (the node's docker_gwbridge too).
+ */
 async function placements(info: LabInfo, appId: string) {
-  const out: { node: string; container: string; addresses: string[] }[] = [];
+  const out: { node: string; container: string; overlay: string; addresses: string[] }[] = [];
   for (const n of info.nodes) {
     const ids = await docker(info, n.name, ["ps", "-q", "--filter", `label=pier.app=${appId}`]);
     for (const id of ids.split("\n").filter(Boolean)) {
-      const addrs = await docker(info, n.name, [
+      const nets = await docker(info, n.name, [
         "inspect",
         "-f",
-        "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
+        "{{range $name, $n := .NetworkSettings.Networks}}{{$name}}={{$n.IPAddress}} {{end}}",
         id,
       ]);
-      out.push({ node: n.name, container: id, addresses: addrs.split(/\s+/).filter(Boolean) });
+      const pairs = nets
+        .split(/\s+/)
+        .filter(Boolean)
+        .map((p) => p.split("=") as [string, string]);
+      const overlay = pairs.find(([name]) => name !== "docker_gwbridge" && name !== "ingress")?.[1] ?? "";
+      out.push({ node: n.name, container: id, overlay, addresses: pairs.map(([, ip]) => ip) });
     }
   }
   return out;
@@ -109,7 +117,7 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
     assert.equal((JSON.parse(r.body) as Served).version, "2");
   });
 
-  test("two apps' instances cannot reach each other on any node, nor through the edge's sandbox", async () => {
+  test("two apps' instances cannot reach each other on any of their addresses; the edge's sandbox forwards nothing", async () => {
     const other = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "other"]);
     const push = await pier.push(await pier.repo("other", NODE_DOCKER_APP, other.id));
     assert.equal(push.code, 0, push.stderr);
@@ -122,8 +130,12 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
     const probe = (host: string) =>
       docker(info, from.node, ["exec", from.container, "node", "-e", tcpProbe(host, 8080)]);
     // The control: a sibling on its own overlay answers.
-    assert.equal(await probe(sibling.addresses[0]!), "open");
+    assert.equal(await probe(sibling.overlay), "open");
     for (const address of target.addresses) assert.match(await probe(address), /^closed/, address);
+    // The edge's sandbox is on both overlays: it must route between none of them.
+    const sandbox = await docker(info, "node1", ["ps", "-q", "--filter", "label=pier.role=edge"]);
+    for (const f of ["ipv4/ip_forward", "ipv6/conf/all/forwarding"])
+      assert.equal(await docker(info, "node1", ["exec", sandbox, "cat", `/proc/sys/net/${f}`]), "0", f);
     assert.equal((await pier.cli(["delete", "--app", "other", "--yes"])).code, 0);
   });
 
@@ -139,5 +151,31 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
     await until("the app's overlay removed", 60, async () => ((await nets()) === "" ? true : undefined));
     // The other app still serves.
     assert.equal((await pier.get("web", "/health")).status, 200);
+  });
+
+  test("a restarted pier server adopts the edge in its sandbox; a removed sandbox is made again and serves", async () => {
+    const edgePid = () => docker(info, "node1", ["ps", "-q", "--filter", "label=pier.role=edge"]);
+    const sandbox = await edgePid();
+    assert.notEqual(sandbox, "");
+    await pier.restartServer();
+    assert.equal(await edgePid(), sandbox, "the same sandbox after a restart of pier server");
+    assert.equal((await pier.get("web", "/health")).status, 200);
+    // Gone under the edge (a manager's dockerd restarted, an operator's docker rm): the watchdog makes it
+    // again, starts HAProxy in it and puts the routes back.
+    await docker(info, "node1", ["rm", "-f", sandbox]);
+    const back = await until("the edge serving again", 60, async () => {
+      try {
+        const r = await pier.get("web", "/health");
+        return r.status === 200 ? r : undefined;
+      } catch {
+        return undefined;
+      }
+    });
+    assert.equal(back.status, 200);
+    assert.notEqual(await edgePid(), sandbox);
+    // The gate still reaches instances from the new sandbox: a redeploy passes.
+    await pier.commit(dir, {}, "again");
+    const push = await pier.push(dir);
+    assert.equal(push.code, 0, push.stderr);
   });
 });

@@ -174,11 +174,13 @@ export class EdgeSandbox implements EdgePlace {
     }
   }
 
-  /** The scope's overlays the sandbox is not on yet, joined (after a restart of Pier or of the sandbox). */
+  /**
+   * The scope's apps' overlays the sandbox is not on yet, joined (after a restart of Pier or of the
+   * sandbox). Not add-ons' networks: the edge routes to apps only.
+   */
   private async joinAll(): Promise<void> {
-    const nets = await this.opts.docker.listNetworks({
-      filters: { label: Object.entries(this.own).map(([k, v]) => `${k}=${v}`), driver: ["overlay"] },
-    });
+    const label = [...Object.entries(this.own).map(([k, v]) => `${k}=${v}`), LABEL.app];
+    const nets = await this.opts.docker.listNetworks({ filters: { label, driver: ["overlay"] } });
     const on = await this.joined();
     for (const n of nets) if (!on.has(n.Id)) await this.join(n.Name);
   }

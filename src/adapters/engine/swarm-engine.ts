@@ -2,6 +2,8 @@
 // apps' volumes, the build slot and the events stay on the manager's own dockerd (the Docker adapter);
 // add-ons on the node each is pinned to (swarm-addons.ts); instances run as swarm services, apps' networks are overlays, and instance slots are nothing to
 // keep (the Swarm driver). Which port goes where is decided here and nowhere else.
+
+import { LABEL } from "../../core/labels.js";
 import type {
   AddonServerSpec,
   AddonServers,
@@ -136,7 +138,8 @@ export class SwarmComposite implements Engine {
     subnets: Parameters<Engine["ensureNetwork"]>[2],
   ) {
     await this.swarm.ensureNetwork(name, labels, subnets);
-    await this.edge?.join(name);
+    // An app's overlay, not an add-on's: the edge routes to apps only, and has no business near a database.
+    if (labels[LABEL.app]) await this.edge?.join(name);
   }
   /** The edge leaves them first: a network an endpoint is still on is not removed. */
   async removeNetworks(labels: Record<string, string>, keep?: string) {

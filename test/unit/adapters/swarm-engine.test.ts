@@ -50,6 +50,28 @@ describe("the swarm's engine: which side answers", () => {
     assert.ok(!verbs(manager.calls).includes("ensureNetwork"));
   });
 
+  test("the edge joins each app's overlay as it is made (not an add-on's) and leaves before removal", async () => {
+    const manager = new FakeEngine();
+    const swarm = new FakeEngine();
+    const edge: string[] = [];
+    const engine = new SwarmComposite(manager, swarm, {
+      join: async (n) => {
+        edge.push(`join ${n}`);
+      },
+      leave: async (labels, keep) => {
+        // The swarm's network is still there when the edge leaves it.
+        edge.push(
+          `leave ${labels[LABEL.app]} keep=${keep} exists=${await swarm.networkExists("pier-app-a")}`,
+        );
+      },
+    });
+    await engine.ensureNetwork("pier-app-a", { [LABEL.app]: "a" }, { ipv4: null, ipv6: null });
+    await engine.ensureNetwork("pier-addon-b", { [LABEL.addon]: "b" }, { ipv4: null, ipv6: null });
+    await engine.removeNetworks({ [LABEL.app]: "a" });
+    assert.deepEqual(edge, ["join pier-app-a", "leave a keep=undefined exists=true"]);
+    assert.equal(await swarm.networkExists("pier-app-a"), false);
+  });
+
   test("instance slots are the swarm's no-ops, the app's build slot goes with the manager's", async () => {
     const { manager, swarm, engine } = sides();
     await engine.prepareSlots(
