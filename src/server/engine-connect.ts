@@ -20,8 +20,9 @@ const SANDBOX_IMAGE = "pier/base:bookworm";
 
 /**
  * The engine, answering, and the builds' network if one is set; where the edge serves from. With
- * PIER_ENGINE=swarm (ADR 0030) builds, images and volumes stay on the manager's dockerd, add-ons on
- * their nodes' (swarm-addons.ts), instances run on the swarm (swarm-engine.ts), and the edge in a sandbox on the manager that joins every overlay.
+ * PIER_ENGINE=swarm (ADR 0030) builds, images and volumes stay on the manager's dockerd, add-ons on their
+ * nodes' (swarm-addons.ts), instances run on the swarm (swarm-engine.ts), and the edge in a sandbox on the
+ * manager that joins every app's overlay.
  */
 export async function connectEngine(
   config: Config,

@@ -1,7 +1,8 @@
 // The Engine of `PIER_ENGINE=swarm` (ADR 0030): one object over two drivers. Builds, release images, the
 // apps' volumes, the build slot and the events stay on the manager's own dockerd (the Docker adapter);
-// add-ons on the node each is pinned to (swarm-addons.ts); instances run as swarm services, apps' networks are overlays, and instance slots are nothing to
-// keep (the Swarm driver). Which port goes where is decided here and nowhere else.
+// add-ons on the node each is pinned to (swarm-addons.ts); instances run as swarm services, apps' networks
+// are overlays, and instance slots are nothing to keep (the Swarm driver). Which port goes where is decided
+// here and nowhere else.
 
 import { LABEL } from "../../core/labels.js";
 import type {
