@@ -162,7 +162,7 @@ async function startApi(b: Base, s: Services, r: Runtimes, a: AppServices): Prom
     addons: s.addons,
     domains: s.domains,
     logs: s.logs,
-    nodes: new NodeService(b.nodes, b.swarm),
+    nodes: new NodeService(b.nodes, b.swarm, (node) => s.addons.pinnedTo(node)),
     logger: logger.child({ part: "api" }),
     maxBodyBytes: config.apiMaxBodyBytes,
     info: {

@@ -88,7 +88,7 @@ test("pier nodes over pier server on the swarm's manager: list, join-command, dr
     // new apps' overlays, which a drained node cannot.
     const last = await pier.cli(["nodes", "drain", "node1"]);
     assert.notEqual(last.code, 0);
-    assert.match(last.stderr, /node1 is the manager Pier runs on: the edge, builds and add-ons run there/);
+    assert.match(last.stderr, /node1 is the manager Pier runs on: the edge and builds run there/);
     const unknown = await pier.cli(["nodes", "drain", "node9"]);
     assert.notEqual(unknown.code, 0);
     assert.match(unknown.stderr, /There is no node named 'node9' in the swarm/);

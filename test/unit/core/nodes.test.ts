@@ -82,7 +82,7 @@ describe("nodes", () => {
     });
     await assert.rejects(service.drain("node1"), (e: Error & { code?: string; hint?: string }) => {
       assert.equal(e.code, "CONFLICT");
-      assert.match(e.message, /^node1 is the manager Pier runs on: the edge, builds and add-ons run there/);
+      assert.match(e.message, /^node1 is the manager Pier runs on: the edge and builds run there/);
       return true;
     });
     assert.equal(nodes.nodes.find((n) => n.id === "fake1")?.availability, "active");
