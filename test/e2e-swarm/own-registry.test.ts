@@ -47,7 +47,7 @@ describe("Pier's own registry on the swarm", { timeout: 900_000 }, () => {
   test("a node that does not trust the registry yet fails the deploy, naming the node and what to do", async () => {
     const app = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "early"]);
     const want =
-      /did not start on node[23]: the node could not pull its release image from the registry 192\.168\.\d+\.1:\d+[^]*pier nodes join-command/;
+      /did not start on node[23]: the node could not pull its release image from the registry 192\.168\.\d+\.1:\d+[\s\S]*pier nodes join-command/;
     const push = await pier.push(await pier.repo("early", NODE_DOCKER_APP, app.id));
     if (push.code !== 0) assert.match(push.stderr, want);
     else {
