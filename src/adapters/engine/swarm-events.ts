@@ -9,8 +9,8 @@ import { isTerminal, type SwarmTask } from "./swarm-tasks.js";
 /** Where a task is, as far as events go. */
 type Phase = "pending" | "running" | "lost" | "ended";
 
-/** One poll: each task's phase, by task id. */
-export type TaskPhases = Map<string, Phase>;
+/** One poll: each task's phase, its instance and its node's name, by task id. */
+export type TaskPhases = Map<string, { phase: Phase; service?: LabelledService; node?: string }>;
 
 /** What the events read of a service: its id (the instance's) and its labels. */
 export interface LabelledService {
@@ -42,16 +42,22 @@ export function taskEvents(
   nodes: ReadonlyMap<string, NodeState>,
   now: string,
 ): { phases: TaskPhases; events: EngineEvent[] } {
-  const phases: TaskPhases = new Map(tasks.map((t) => [t.ID, phaseOf(t, nodes)]));
-  if (!before) return { phases, events: [] };
   const byId = new Map(services.map((s) => [s.ID, s]));
-  const events: EngineEvent[] = [];
+  const nodeOf = (t: SwarmTask) => (t.NodeID ? (nodes.get(t.NodeID)?.name ?? t.NodeID) : undefined);
+  const phases: TaskPhases = new Map(
+    tasks.map((t) => [
+      t.ID,
+      { phase: phaseOf(t, nodes), service: t.ServiceID ? byId.get(t.ServiceID) : undefined, node: nodeOf(t) },
+    ]),
+  );
+  if (!before) return { phases, events: [] };
+  const events: EngineEvent[] = vanished(before, phases, now);
   for (const t of tasks) {
-    const s = t.ServiceID ? byId.get(t.ServiceID) : undefined;
-    const phase = phases.get(t.ID);
-    const was = before.get(t.ID);
+    const s = phases.get(t.ID)?.service;
+    const phase = phases.get(t.ID)?.phase;
+    const was = before.get(t.ID)?.phase;
     if (!s || phase === was) continue;
-    const node = t.NodeID ? (nodes.get(t.NodeID)?.name ?? t.NodeID) : undefined;
+    const node = nodeOf(t);
     const base = {
       containerId: s.ID,
       slot: false,
@@ -69,6 +75,30 @@ export function taskEvents(
     }
   }
   return { phases, events };
+}
+
+/**
+ * Tasks that ran at the last poll and are gone from the list now: a scale to 0 or a removal marks them
+ * `remove`, and the swarm deletes them once their container stopped, often between two polls. A die whose
+ * exit code nobody can read any more (null).
+ */
+function vanished(before: TaskPhases, now: TaskPhases, at: string): EngineEvent[] {
+  const events: EngineEvent[] = [];
+  for (const [id, was] of before) {
+    if (now.has(id) || was.phase !== "running" || !was.service) continue;
+    const s = was.service;
+    const node = was.node ? { node: was.node } : {};
+    events.push({
+      type: "die",
+      containerId: s.ID,
+      slot: false,
+      labels: s.Spec.Labels ?? {},
+      exitCode: null,
+      at,
+      ...node,
+    });
+  }
+  return events;
 }
 
 /** A task first seen ended that did run (it started and ended between two polls). */

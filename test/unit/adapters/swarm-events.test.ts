@@ -91,6 +91,13 @@ describe("the swarm's events, from two polls of its tasks", () => {
     assert.deepEqual(between([], [task("t1", "rejected", "n2", "shutdown")]), []);
   });
 
+  test("a running task gone from the list (scaled to 0 or removed, deleted by the swarm) dies, its code unknown", () => {
+    assert.deepEqual(between([task("t1", "running")], []), [
+      { type: "die", id: "svc", code: null, node: "node2", reason: undefined, readdressed: undefined },
+    ]);
+    assert.deepEqual(between([task("t1", "rejected", "n2", "shutdown")], []), [], "it never ran");
+  });
+
   test("a task of a service that is not Pier's is ignored", () => {
     const other = { ...task("t9", "running"), ServiceID: "not-pier" };
     assert.deepEqual(between([], [other]), []);
