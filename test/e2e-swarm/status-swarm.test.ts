@@ -34,7 +34,7 @@ describe("pier status and pier nodes on the swarm", { timeout: 1_200_000 }, () =
   before(async () => {
     await lab("down");
     info = await labUp(3);
-    await copyImages(info, "node1", ["pier/base:bookworm", "pier/node:22"]);
+    await copyImages(info, "node1", ["pier/base:bookworm", "pier/node:22", "pier/addon-kv:8"]);
     pier = new Pier({ ...swarmSettings(info), PIER_ISOLATION: "off" });
     await pier.start();
     await pier.addKey();
@@ -88,6 +88,32 @@ describe("pier status and pier nodes on the swarm", { timeout: 1_200_000 }, () =
     assert.match(push.stderr, /remote: Task started/);
     assert.match(push.stderr, new RegExp(`remote: task sees ${job.id} greeting=hello`));
     assert.match(push.stderr, /remote: Task finished with exit code 0\./);
+  });
+
+  test("a task app on the swarm reaches its linked add-on by its address and password", async () => {
+    // A kv PING over the add-on's address and password from the linked variables (node is in the image); no
+    // backslash in it: the task's command is the user's shell line, whose escapes a shell may read.
+    const ping = [
+      "const nl = String.fromCharCode(13, 10);",
+      'const s = require("net").connect({ host: process.env.KV_HOST, port: Number(process.env.KV_PORT) });',
+      's.on("error", (e) => { console.log("kv error " + e.code); process.exit(1); });',
+      's.on("connect", () => s.write("AUTH " + process.env.KV_TOKEN + nl + "PING" + nl));',
+      'let b = ""; s.on("data", (d) => { b += d; if (b.includes("PONG")) { console.log("kv says PONG"); process.exit(0); } });',
+      'setTimeout(() => { console.log("kv timeout " + JSON.stringify(b)); process.exit(1); }, 5000);',
+    ].join(" ");
+    const job = await pier.cliJson<{ id: string }>([
+      "create",
+      "--type",
+      "docker",
+      "--task",
+      `node -e '${ping}'`,
+      "kvjob",
+    ]);
+    const made = await pier.cli(["addon", "create", "kv", "cache", "--link", "kvjob"]);
+    assert.equal(made.code, 0, made.stderr);
+    const push = await pier.push(await pier.repo("kvjob", NODE_DOCKER_APP, job.id));
+    assert.match(push.stderr, /remote: kv says PONG/);
+    assert.equal(push.code, 0, push.stderr);
   });
 
   test("an instance that exits on its node is seen: its exit code in pier status, and it runs again", async () => {
