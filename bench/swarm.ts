@@ -172,7 +172,11 @@ async function deployRounds(one: Target, sw: Target): Promise<void> {
 }
 
 async function edgeRounds(one: Target, sw: Target): Promise<void> {
-  const at = (t: Target) => wrk(`http://${t.pier.edgeAddress}:${t.pier.httpPort}/`, { seconds, host: HOST });
+  const at = async (t: Target) => {
+    const r = await wrk(`http://${t.pier.edgeAddress}:${t.pier.httpPort}/`, { seconds, host: HOST });
+    if (r.requests === 0) throw new Error(`${t.side}: wrk completed no request through the edge`);
+    return r;
+  };
   const runs: Record<Side, WrkResult[]> = { "one machine": [], swarm: [] };
   const loads: string[] = [];
   for (let i = 0; i < rounds; i++) {
