@@ -126,29 +126,47 @@ export class Instances {
     return this.deps.engine.removeSlots(appId);
   }
 
-  /**
-   * Starts the release's instances side by side: on a swarm each start is a service created, scheduled and
-   * pulled on its node (about a second each, bench/swarm), which one after the other made the deploy wait
-   * for the sum; the Docker adapter's slots are claimed one start at a time (SlotKeeper), so concurrent
-   * starts are safe there too. One failed start removes the others that did start.
-   */
   async start(r: ReleaseToRun, onLine: (line: string) => void): Promise<InstanceInfo[]> {
     const network = appNetworkName(r.appId, r.ipv6Subnet);
-    await this.deps.networks.ensure(network, r.appId, r.ipv6Subnet);
-    const starts = await Promise.allSettled(
-      Array.from({ length: r.instances }, async (_, n) => {
-        const info = await this.deps.engine.runInstance(instanceSpec(r, n, network));
+    // Web instances start in ready slots (no network set-up on the critical path); tasks get their own.
+    const inSlot = r.restart && r.httpPort !== null;
+    const started: InstanceInfo[] = [];
+    try {
+      await this.deps.networks.ensure(network, r.appId, r.ipv6Subnet);
+      for (let n = 0; n < r.instances; n++) {
+        const instanceId = randomUUID();
+        const spec: InstanceSpec = {
+          name: `pier-${r.appName}-${r.deploymentId.slice(-8)}-${n}`,
+          image: r.image,
+          env: { ...r.env, INSTANCE_NUMBER: String(n), INSTANCE_ID: instanceId },
+          labels: {
+            [LABEL.app]: r.appId,
+            [LABEL.deployment]: r.deploymentId,
+            [LABEL.instance]: String(n),
+            [LABEL.instanceId]: instanceId,
+            [LABEL.network]: network,
+            // The edge redirects HTTP to HTTPS for the instances of a release with CC_FORCE_HTTPS=true.
+            ...(r.env.CC_FORCE_HTTPS === "true" ? { [LABEL.forceHttps]: "true" } : {}),
+          },
+          cmd: r.cmd,
+          httpPort: r.httpPort,
+          tcpPort: r.tcpPort,
+          memoryBytes: FLAVOR_MEMORY_MIB[r.flavor] * 2 ** 20,
+          network: { name: network, ipv6Subnet: r.ipv6Subnet },
+          mountDockerSocket: r.mountDockerSocket,
+          restart: r.restart,
+          slot: inSlot ? { appId: r.appId } : null,
+          buckets: r.buckets,
+        };
+        const info = await this.deps.engine.runInstance(spec);
         onLine(
           `Instance ${n} started (${info.name}${info.http ? `, ${info.http.host}:${info.http.port}` : ""})`,
         );
-        return info;
-      }),
-    );
-    const started = starts.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
-    const failed = starts.find((s) => s.status === "rejected");
-    if (failed) {
+        started.push(info);
+      }
+    } catch (e) {
       await this.remove(started);
-      throw failed.reason;
+      throw e;
     }
     return started;
   }
@@ -298,34 +316,4 @@ export class Instances {
     }
     this.pending.delete(appId);
   }
-}
-
-/** The spec of the release's instance number `n` on the app's network. */
-function instanceSpec(r: ReleaseToRun, n: number, network: string): InstanceSpec {
-  const instanceId = randomUUID();
-  // Web instances start in ready slots (no network set-up on the critical path); tasks get their own.
-  const inSlot = r.restart && r.httpPort !== null;
-  return {
-    name: `pier-${r.appName}-${r.deploymentId.slice(-8)}-${n}`,
-    image: r.image,
-    env: { ...r.env, INSTANCE_NUMBER: String(n), INSTANCE_ID: instanceId },
-    labels: {
-      [LABEL.app]: r.appId,
-      [LABEL.deployment]: r.deploymentId,
-      [LABEL.instance]: String(n),
-      [LABEL.instanceId]: instanceId,
-      [LABEL.network]: network,
-      // The edge redirects HTTP to HTTPS for the instances of a release with CC_FORCE_HTTPS=true.
-      ...(r.env.CC_FORCE_HTTPS === "true" ? { [LABEL.forceHttps]: "true" } : {}),
-    },
-    cmd: r.cmd,
-    httpPort: r.httpPort,
-    tcpPort: r.tcpPort,
-    memoryBytes: FLAVOR_MEMORY_MIB[r.flavor] * 2 ** 20,
-    network: { name: network, ipv6Subnet: r.ipv6Subnet },
-    mountDockerSocket: r.mountDockerSocket,
-    restart: r.restart,
-    slot: inSlot ? { appId: r.appId } : null,
-    buckets: r.buckets,
-  };
 }

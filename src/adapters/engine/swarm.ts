@@ -55,7 +55,7 @@ export class SwarmEngine
   private readonly svc: SwarmServices;
   private readonly cpus: () => Promise<number>;
   /** Local image id -> its reference by digest in the registry (a push of the same image changes nothing). */
-  private readonly published = new Map<string, Promise<string>>();
+  private readonly published = new Map<string, string>();
 
   constructor(private readonly opts: SwarmEngineOptions) {
     this.docker = opts.docker;
@@ -130,16 +130,12 @@ export class SwarmEngine
     const labels = local?.Config?.Labels ?? {};
     if (image.includes("@sha256:") || !this.opts.registry) return { ref: image, labels };
     if (!local) throw new PierError("ENGINE_ERROR", `The image ${image} is not on the swarm's manager.`);
-    // The promise is kept, not its result: a release's instances start side by side and push it once.
     let ref = this.published.get(local.Id);
     if (!ref) {
-      const { registry } = this.opts;
-      const id = local.Id;
-      ref = registry.publish(image);
-      this.published.set(id, ref);
-      ref.catch(() => this.published.delete(id));
+      ref = await this.opts.registry.publish(image);
+      this.published.set(local.Id, ref);
     }
-    return { ref: await ref, labels };
+    return { ref, labels };
   }
 
   async runInstance(s: InstanceSpec): Promise<InstanceInfo> {
