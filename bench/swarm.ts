@@ -129,6 +129,64 @@ async function placement(info: LabInfo, appId: string): Promise<string[]> {
   return nodes;
 }
 
+/** Milliseconds of a Go timestamp printed by `{{json .X}}` (RFC 3339, nanoseconds cut to milliseconds). */
+const goTime = (json: string) => Date.parse(JSON.parse(json) as string);
+
+/**
+ * Where each running instance's start went, from the swarm's own timestamps: the service created, its task
+ * created (allocated), the container created on its node (dispatched, image pulled), the container
+ * started, the task seen running by the manager. Deltas in ms, one row per instance.
+ */
+async function startStages(info: LabInfo, appId: string): Promise<number[][]> {
+  const manager = info.nodes[0]?.name ?? "node1";
+  const services = await docker(info, manager, [
+    "service",
+    "ls",
+    "-q",
+    "--filter",
+    `label=pier.app=${appId}`,
+  ]);
+  const rows: number[][] = [];
+  for (const svc of services.split("\n").filter(Boolean)) {
+    const tasks = await docker(info, manager, [
+      "service",
+      "ps",
+      "-q",
+      "--filter",
+      "desired-state=running",
+      svc,
+    ]);
+    const task = tasks.split("\n").find(Boolean);
+    if (!task) continue; // a retired release's service, scaled to 0
+    const [created, ...t] = [
+      await docker(info, manager, ["service", "inspect", "-f", "{{json .CreatedAt}}", svc]),
+      ...(
+        await docker(info, manager, [
+          "inspect",
+          "--type",
+          "task",
+          "-f",
+          "{{json .CreatedAt}} {{json .Status.Timestamp}} {{.Status.ContainerStatus.ContainerID}}",
+          task,
+        ])
+      ).split(" "),
+    ];
+    const [taskCreated, running, container] = t as [string, string, string];
+    let box = "";
+    for (const n of info.nodes.filter((x) => x.running))
+      box ||= await docker(info, n.name, [
+        "inspect",
+        "-f",
+        "{{json .Created}} {{json .State.StartedAt}}",
+        container,
+      ]).catch(() => "");
+    const [cCreated, cStarted] = box.split(" ") as [string, string];
+    const ts = [created, taskCreated, cCreated, cStarted, running].map((x) => goTime(x ?? ""));
+    rows.push(ts.slice(1).map((v, i) => v - (ts[i] ?? 0)));
+  }
+  return rows;
+}
+
 /** The timeline of one push: each line with when it came (a line repeated, a progress line, once). */
 function timeline(t: Timed): string {
   const seen = new Set<string>();
@@ -142,13 +200,15 @@ function timeline(t: Timed): string {
   return out.join("\n");
 }
 
-async function deployRounds(one: Target, sw: Target): Promise<void> {
+async function deployRounds(one: Target, sw: Target, info: LabInfo): Promise<void> {
   const runs: Record<Side, Timed[]> = { "one machine": [], swarm: [] };
   const loads: string[] = [];
+  const stages: number[][] = [];
   for (let i = 0; i < rounds; i++) {
     runs["one machine"].push(await deploy(one, `round ${i}`));
     runs.swarm.push(await deploy(sw, `round ${i}`));
     loads.push(load1());
+    stages.push(...(await startStages(info, sw.appId).catch(() => [])));
   }
   const mid = (side: Side) => {
     const m = median(runs[side].map((r) => r.ms));
@@ -169,6 +229,18 @@ async function deployRounds(one: Target, sw: Target): Promise<void> {
   console.log(`  load (1 min) after each round: ${loads.join(", ")}`);
   console.log(`  the median push on one machine:\n${timeline(o.run)}`);
   console.log(`  the median push on the swarm:\n${timeline(s.run)}`);
+  const names = [
+    "service created -> task created",
+    "-> container created on its node (dispatch, pull)",
+    "-> container started",
+    "-> task running at the manager",
+  ];
+  console.log(
+    `  a swarm instance's start, medians over ${stages.length} instances (the swarm's own timestamps):`,
+  );
+  names.forEach((n, k) => {
+    console.log(`    ${n}: ${median(stages.map((r) => r[k] ?? Number.NaN)).toFixed(0)} ms`);
+  });
 }
 
 async function edgeRounds(one: Target, sw: Target): Promise<void> {
@@ -238,7 +310,7 @@ async function main(): Promise<void> {
   const spread = new Set(placed).size;
   console.log(`set-up ${((Date.now() - t0) / 1000).toFixed(0)} s; swarm instances on: ${placed.join(", ")}`);
   if (spread < 2) throw new Error(`the swarm's 3 instances are on ${spread} node: not spread`);
-  await deployRounds(one, sw);
+  await deployRounds(one, sw, info);
   const after = new Set(await placement(info, sw.appId)).size;
   console.log(`swarm instances after the deploys on ${after} nodes`);
   if (after < 2) throw new Error("the swarm's instances are on one node after the deploys: not spread");
