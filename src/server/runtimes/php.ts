@@ -284,7 +284,11 @@ export class PhpRuntime implements Runtime {
   ): Promise<VendorPlan> {
     const { engine } = this.deps;
     const reuse =
-      plan.composer !== null && vendor === "missing" && depsKey !== null && !ctx.deployment.withoutCache;
+      engine.instancesShareVolumes &&
+      plan.composer !== null &&
+      vendor === "missing" &&
+      depsKey !== null &&
+      !ctx.deployment.withoutCache;
     const info = reuse && ctx.previousImage ? await engine.imageInfo(ctx.previousImage) : null;
     const volumes = info ? await engine.releaseVolumes(ctx.app.id) : [];
     return planVendor({
@@ -301,6 +305,7 @@ export class PhpRuntime implements Runtime {
           : null,
       volumes: volumes.map((v) => v.name),
       newVolume: releaseVolumeName(ctx.app.id, ctx.deployment.id, "vendor"),
+      instancesShareVolumes: engine.instancesShareVolumes,
     });
   }
 }
