@@ -143,6 +143,8 @@ export class PhpRuntime implements Runtime {
           `Building in a ${app.buildFlavor} build container (${FLAVOR_MEMORY_MIB[app.buildFlavor]} MiB) from ${PHP_IMAGE}...`,
         );
       if (vendor.kind !== "image") write(vendorLine(vendor, warm !== null));
+      else if (plan.composer !== null && !this.deps.engine.instancesShareVolumes)
+        write("vendor/ goes into the release image: its instances may run on any node.");
       if (warm) await writeFile(join(secrets, "build.sh"), script, { mode: 0o600 });
       handed = true;
       const spec = phpRelease({
