@@ -55,6 +55,11 @@ export interface Addon {
   name: string;
   kind: AddonKind;
   flavor: Flavor;
+  /**
+   * The swarm node its server and data are pinned to (ADR 0030), by name; null on one dockerd. Never
+   * changed after its creation: moving an add-on is a backup, a new add-on elsewhere and a restore.
+   */
+  node: string | null;
   createdAt: string;
 }
 

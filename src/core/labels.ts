@@ -45,6 +45,8 @@ export const LABEL = {
   addon: "pier.addon",
   addonKind: "pier.addon-kind",
   addonScope: "pier.addon-scope",
+  /** The swarm node an add-on is pinned to (ADR 0030). */
+  addonNode: "pier.addon-node",
 } as const;
 
 export type LabelKey = (typeof LABEL)[keyof typeof LABEL];

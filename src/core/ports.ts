@@ -631,6 +631,8 @@ export interface AddonServerSpec {
   network: string;
   /** Networks it is on before its process starts (when this run starts it): a linked app's. */
   joins: string[];
+  /** The node it runs on, with its data (Addon.node, from `addonNode`); null or absent: the engine's own. */
+  node?: string | null;
 }
 
 export interface AddonServerInfo {
@@ -656,6 +658,12 @@ export interface AddonServerInfo {
  * CONFLICT); the other verbs reject.
  */
 export interface AddonServers {
+  /**
+   * Where a new add-on's server and data go (ADR 0030): on a swarm the node named (an unknown one:
+   * INVALID_INPUT naming the nodes), by default the manager; on one dockerd null (a node asked for:
+   * INVALID_INPUT saying there are no nodes).
+   */
+  addonNode(requested: string | null): Promise<string | null>;
   /**
    * Runs an add-on's server: its data and its process are made unless they exist (on `network`, and on
    * `joins` before it starts), then it is started unless it runs. Idempotent, also when two calls race. An
@@ -703,6 +711,8 @@ export interface AddonSpec {
    * only once they reach it. Others are connected later (`connect`).
    */
   joins?: string[];
+  /** The node it is pinned to (Addon.node); null or absent: the engine's own. */
+  node?: string | null;
 }
 
 export interface AddonState {
@@ -747,7 +757,11 @@ export interface AddonProvider {
 
 /** Add-ons and their credentials (ADR 0015). */
 export interface AddonRecordStore {
-  createAddon(a: Omit<Addon, "createdAt">, credentials: AddonCredentials): Promise<Addon>;
+  /** `node` absent: null (one dockerd). */
+  createAddon(
+    a: Omit<Addon, "createdAt" | "node"> & { node?: string | null },
+    credentials: AddonCredentials,
+  ): Promise<Addon>;
   /** By id or by name. */
   findAddon(ref: string): Promise<Addon | null>;
   listAddons(): Promise<Addon[]>;

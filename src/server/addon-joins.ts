@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import { type Addon, type AddonKind, hasProtocol } from "../core/addons.js";
 import { LABEL } from "../core/labels.js";
 import { FLAVOR_MEMORY_MIB } from "../core/model.js";
-import type { AddonProvider, AddonStore, AppNetworks, Store } from "../core/ports.js";
+import type { AddonProvider, AddonServers, AddonStore, AppNetworks, Store } from "../core/ports.js";
 import type { Networks } from "./networks.js";
 
 /** An add-on's own network (a subnet of Pier's pool). */
@@ -23,7 +23,7 @@ export interface AddonJoin {
 export interface AddonDeps {
   store: Store;
   addons: AddonStore;
-  engine: AppNetworks;
+  engine: AppNetworks & Pick<AddonServers, "addonNode">;
   networks: Pick<Networks, "ensure" | "released">;
   providers: Record<AddonKind, AddonProvider>;
   logger: Logger;
@@ -155,6 +155,7 @@ export class AddonJoins {
             credentials,
             network,
             joins,
+            node: a.node,
           }),
         );
         back.push(a.name);

@@ -111,13 +111,25 @@ export class AddonService {
     return { ...a, apps: apps.flatMap((x) => (x ? [x.name] : [])).sort() };
   }
 
+  /** The names of the add-ons pinned to a swarm node (ADR 0030). */
+  async pinnedTo(node: string): Promise<string[]> {
+    return (await this.deps.addons.listAddons()).filter((a) => a.node === node).map((a) => a.name);
+  }
+
   async list(onlyApp: string | null): Promise<AddonView[]> {
     const all =
       onlyApp === null ? await this.deps.addons.listAddons() : await this.deps.addons.linkedAddons(onlyApp);
     return Promise.all(all.map((a) => this.view(a)));
   }
 
-  async create(input: { kind: string; name: string; flavor?: Flavor; link?: string[] }): Promise<AddonView> {
+  async create(input: {
+    kind: string;
+    name: string;
+    flavor?: Flavor;
+    link?: string[];
+    /** The swarm node to pin it to (ADR 0030); absent: the manager (one dockerd: refused). */
+    node?: string;
+  }): Promise<AddonView> {
     if (!isAddonKind(input.kind)) {
       throw new PierError(
         "INVALID_INPUT",
@@ -146,12 +158,14 @@ export class AddonService {
       if (!apps.some((x) => x.id === app.id)) apps.push(app);
       linkable(input.kind, app);
     }
+    // Where it goes, checked before anything is made: it stays there (never moved silently).
+    const node = await this.deps.engine.addonNode(input.node ?? null);
     const provider = this.deps.providers[input.kind];
     const flavor = input.flavor ?? DEFAULT_ADDON_FLAVOR;
     const id = newId("adn");
     const credentials = provider.credentials(input.name);
     const addon = await this.deps.addons.createAddon(
-      { id, name: input.name, kind: input.kind, flavor },
+      { id, name: input.name, kind: input.kind, flavor, node },
       credentials,
     );
     const network = AddonService.networkOf(id);
@@ -164,6 +178,7 @@ export class AddonService {
         memoryBytes: FLAVOR_MEMORY_MIB[flavor] * 2 ** 20,
         credentials,
         network,
+        node,
       });
     } catch (e) {
       this.deps.logger.warn({ addonId: id, err: (e as Error).message }, "add-on not provisioned: undoing");
@@ -171,7 +186,7 @@ export class AddonService {
       throw e;
     }
     for (const app of apps) await this.deps.addons.linkAddon(app.id, id);
-    this.deps.logger.info({ addonId: id, name: addon.name, kind: addon.kind }, "add-on created");
+    this.deps.logger.info({ addonId: id, name: addon.name, kind: addon.kind, node }, "add-on created");
     return this.view(addon);
   }
 

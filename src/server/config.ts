@@ -108,6 +108,18 @@ const schema = z.object({
     .optional(),
   // Where the manager's dockerd reads registries' CAs (Pier puts its registry's there).
   PIER_DOCKER_CERTS_DIR: z.string().default("/etc/docker/certs.d"),
+  // The dockerd of each node Pier may run add-ons on and exec into (ADR 0030): node=unix:///sock,node=tcp://h:p.
+  PIER_SWARM_NODE_ENGINES: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      try {
+        return parseNodeEngines(v ?? "");
+      } catch (e) {
+        ctx.addIssue({ code: "custom", message: (e as Error).message });
+        return z.NEVER;
+      }
+    }),
   PIER_SWARM_REGISTRY_PASSWORD_FILE: z
     .string()
     .refine((p) => existsSync(p), "file does not exist")
@@ -244,6 +256,11 @@ export interface Config {
     | { kind: "external"; address: string; username: string; passwordFile: string }
     | { kind: "own"; listen: string | null; certsDir: string }
     | null;
+  /**
+   * PIER_SWARM_NODE_ENGINES: how Pier reaches a node's own dockerd, by node name (add-ons pinned there,
+   * commands in its instances); a node not named is reached only through the swarm's manager.
+   */
+  swarmNodeEngines: Record<string, NodeEngine>;
   dockerCli: string;
   haproxy: string;
   deployTimeoutMs: number;
@@ -346,6 +363,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, host: HostFacts
     dockerSocket: c.PIER_DOCKER_SOCKET,
     engine: c.PIER_ENGINE,
     swarmRegistry: swarmRegistry(c),
+    swarmNodeEngines: c.PIER_SWARM_NODE_ENGINES,
     dockerCli: c.PIER_DOCKER_CLI,
     haproxy: c.PIER_HAPROXY,
     deployTimeoutMs: c.PIER_DEPLOY_TIMEOUT * 1000,
@@ -368,6 +386,30 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, host: HostFacts
     backupDays: c.PIER_BACKUP_DAYS,
     appDefaults: appDefaults(c, host),
   };
+}
+
+/** A node's dockerd: its unix socket, or host and port over plain TCP (a trusted network only). */
+export type NodeEngine = { socketPath: string } | { host: string; port: number };
+
+/** `node2=unix:///run/n2.sock,node3=tcp://10.0.0.3:2375`: each node's engine; an error names the bad item. */
+export function parseNodeEngines(text: string): Record<string, NodeEngine> {
+  const out: Record<string, NodeEngine> = {};
+  for (const item of text
+    .split(",")
+    .map((x) => x.trim())
+    .filter(Boolean)) {
+    const eq = item.indexOf("=");
+    const name = item.slice(0, eq).trim();
+    const url = item.slice(eq + 1).trim();
+    if (eq < 1 || !name) throw new Error(`'${item}' is not NODE=unix:///path or NODE=tcp://host:port`);
+    if (out[name]) throw new Error(`the node ${name} is named twice`);
+    const unix = /^unix:\/\/(\/.+)$/.exec(url);
+    const tcp = /^tcp:\/\/([a-zA-Z0-9.-]+|\[[0-9a-fA-F:]+\]):(\d{1,5})$/.exec(url);
+    if (unix?.[1]) out[name] = { socketPath: unix[1] };
+    else if (tcp?.[1] && tcp[2]) out[name] = { host: tcp[1].replace(/^\[|\]$/g, ""), port: Number(tcp[2]) };
+    else throw new Error(`${name}: '${url}' is not unix:///absolute/path nor tcp://host:port`);
+  }
+  return out;
 }
 
 /** With PIER_ENGINE=swarm the registry's three settings are all needed: nodes pull every release from it. */

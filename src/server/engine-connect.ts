@@ -9,6 +9,7 @@ import { DockerEngine } from "../adapters/engine/docker.js";
 import { OwnRegistry } from "../adapters/engine/own-registry.js";
 import { DockerRegistryPush } from "../adapters/engine/registry-push.js";
 import { SwarmEngine } from "../adapters/engine/swarm.js";
+import { SwarmAddonServers } from "../adapters/engine/swarm-addons.js";
 import { SwarmComposite } from "../adapters/engine/swarm-engine.js";
 import { SwarmNodes } from "../adapters/engine/swarm-nodes.js";
 import { PierError } from "../core/errors.js";
@@ -20,35 +21,38 @@ const SANDBOX_IMAGE = "pier/base:bookworm";
 
 /**
  * The engine, answering, and the builds' network if one is set; where the edge serves from. With
- * PIER_ENGINE=swarm (ADR 0030) builds, images, volumes and add-ons stay on the manager's dockerd, instances
- * run on the swarm (swarm-engine.ts), and the edge in a sandbox on the manager that joins every overlay.
+ * PIER_ENGINE=swarm (ADR 0030) builds, images and volumes stay on the manager's dockerd, add-ons on their
+ * nodes' (swarm-addons.ts), instances run on the swarm (swarm-engine.ts), and the edge in a sandbox on the
+ * manager that joins every app's overlay.
  */
 export async function connectEngine(
   config: Config,
   scope: string,
-): Promise<{ engine: Engine; edgePlace: EdgePlace; registry: RegistryTrust | null }> {
+): Promise<{ engine: Engine; edgePlace: EdgePlace; swarm: SwarmFacts | null }> {
   const docker = new DockerEngine({
     socketPath: config.dockerSocket,
     scope,
     sandboxImage: SANDBOX_IMAGE,
   });
   await docker.ping();
-  const { engine, edgePlace, registry } = config.swarmRegistry
+  const { engine, edgePlace, swarm } = config.swarmRegistry
     ? await swarmEngine(config, config.swarmRegistry, docker, scope)
-    : { engine: docker, edgePlace: hostPlace, registry: null };
+    : { engine: docker, edgePlace: hostPlace, swarm: null };
   if (config.buildNetwork && !(await engine.networkExists(config.buildNetwork)))
     throw new PierError(
       "CONFIG_INVALID",
       `PIER_BUILD_NETWORK: there is no Docker network named '${config.buildNetwork}'.`,
       `Create it (docker network create ${config.buildNetwork}) or unset PIER_BUILD_NETWORK.`,
     );
-  return { engine, edgePlace, registry };
+  return { engine, edgePlace, swarm };
 }
 
-/** What a node must trust to pull from the swarm's registry: its CA when it is Pier's own (join-command). */
-export interface RegistryTrust {
-  address: string;
-  caPem: string | null;
+/** What the nodes' commands need to know of the swarm Pier runs on. */
+export interface SwarmFacts {
+  /** What a node must trust to pull from the swarm's registry: its CA when it is Pier's own (join-command). */
+  registry: { address: string; caPem: string | null };
+  /** The manager Pier runs on: its edge, builds and add-ons are there. */
+  managerNodeId: string | null;
 }
 
 type SwarmInfo = { Swarm?: { NodeID?: string; NodeAddr?: string } };
@@ -83,19 +87,28 @@ async function swarmEngine(
   reg: NonNullable<Config["swarmRegistry"]>,
   docker: DockerEngine,
   scope: string,
-): Promise<{ engine: Engine; edgePlace: EdgeSandbox; registry: RegistryTrust }> {
+): Promise<{ engine: Engine; edgePlace: EdgeSandbox; swarm: SwarmFacts }> {
   const manager = new Docker({ socketPath: config.dockerSocket });
   const info = (await manager.info()) as SwarmInfo;
-  const self = info.Swarm?.NodeID;
+  const self = info.Swarm?.NodeID ?? "";
   const { address, caPem, ...auth } = await registryAccess(config, reg, info);
+  const managerName = await nodeName(manager, self);
+  // Each node's own dockerd where PIER_SWARM_NODE_ENGINES names it: add-ons pinned there, exec in instances.
+  const engines = new Map<string, Docker>(
+    Object.entries(config.swarmNodeEngines).map(([name, e]) => [
+      name,
+      new Docker("socketPath" in e ? e : { ...e, protocol: "http" }),
+    ]),
+  );
+  engines.set(managerName, manager);
   const swarm = new SwarmEngine({
     docker: manager,
     scope,
     registry: new DockerRegistryPush({ docker: manager, address, ...auth }),
     pullAuth: { ...auth, serveraddress: address },
     stopGraceMs: config.stopGraceMs,
-    // Exec into an instance goes through its node's engine: Pier reaches only the manager's own so far.
-    nodeEngine: (node) => (node.id === self ? manager : null),
+    // Exec into an instance goes through its node's engine: the manager's, and those Pier is told of.
+    nodeEngine: (node) => (node.id === self ? manager : (engines.get(node.name) ?? null)),
   });
   const edgePlace = new EdgeSandbox({
     docker: manager,
@@ -104,7 +117,27 @@ async function swarmEngine(
     publish: [config.http, config.https],
     dialerSocket: join(config.dataDir, "edge", "dial.sock"),
   });
-  return { engine: new SwarmComposite(docker, swarm, edgePlace), edgePlace, registry: { address, caPem } };
+  const addons = new SwarmAddonServers({
+    manager,
+    managerName,
+    engines,
+    scope,
+    nodeNames: async () =>
+      ((await manager.listNodes()) as { ID: string; Description?: { Hostname?: string } }[]).map(
+        (n) => n.Description?.Hostname ?? n.ID,
+      ),
+  });
+  return {
+    engine: new SwarmComposite(docker, swarm, edgePlace, addons),
+    edgePlace,
+    swarm: { registry: { address, caPem }, managerNodeId: self || null },
+  };
+}
+
+/** A swarm node's name (its host name, as `pier nodes` shows it). */
+async function nodeName(manager: Docker, id: string): Promise<string> {
+  const n = (await manager.getNode(id).inspect()) as { Description?: { Hostname?: string } };
+  return n.Description?.Hostname ?? id;
 }
 
 /** A secret kept in a file (its first line), or CONFIG_INVALID naming the setting. Never logged. */

@@ -162,7 +162,7 @@ async function startApi(b: Base, s: Services, r: Runtimes, a: AppServices): Prom
     addons: s.addons,
     domains: s.domains,
     logs: s.logs,
-    nodes: new NodeService(b.nodes, b.registry),
+    nodes: new NodeService(b.nodes, b.swarm, (node) => s.addons.pinnedTo(node)),
     logger: logger.child({ part: "api" }),
     maxBodyBytes: config.apiMaxBodyBytes,
     info: {
@@ -278,7 +278,7 @@ export async function startServer(
   const tokenFile = await adminToken(config, store);
   const scope = createHash("sha256").update(config.dataDir).digest("hex").slice(0, 12);
   const nodes = await connectSwarm(config);
-  const { engine, edgePlace, registry } = await connectEngine(config, scope);
+  const { engine, edgePlace, swarm } = await connectEngine(config, scope);
   const networks = await startNetworking(config, { engine, store, scope, logger });
   const edge = await startEdge(config, logger, edgePlace);
   const base: Base = {
@@ -288,7 +288,7 @@ export async function startServer(
     engine,
     reach: edgePlace,
     nodes,
-    registry,
+    swarm,
     networks,
     edge,
     scope,

@@ -20,11 +20,16 @@ export interface JoinCommandView {
 }
 
 export class NodeService {
-  /** `nodes`: null when the engine is one dockerd (PIER_ENGINE=docker): every call answers NO_SWARM. */
   constructor(
+    /** Null when the engine is one dockerd (PIER_ENGINE=docker): every call answers NO_SWARM. */
     private readonly nodes: Nodes | null,
-    /** The swarm's registry, and its CA when it is Pier's own. */
-    private readonly registry: { address: string; caPem: string | null } | null = null,
+    /** The swarm's registry (and its CA when it is Pier's own), the manager Pier runs on. */
+    private readonly swarm: {
+      registry: { address: string; caPem: string | null };
+      managerNodeId: string | null;
+    } | null = null,
+    /** The names of the add-ons pinned to a node (they never move with a drain). */
+    private readonly pinnedAddons: (node: string) => Promise<string[]> = async () => [],
   ) {}
 
   private port(): Nodes {
@@ -42,7 +47,7 @@ export class NodeService {
 
   async joinCommand(role: NodeRole): Promise<JoinCommandView> {
     const join = await this.port().joinToken(role);
-    const r = this.registry;
+    const r = this.swarm?.registry ?? null;
     return {
       role,
       command: joinCommandLine(join),
@@ -52,17 +57,33 @@ export class NodeService {
     };
   }
 
-  /** Drains `name`, unless it is the last active, ready node (then CONFLICT, saying why). */
+  /**
+   * Drains `name`, unless it is the last active, ready node, or add-ons are pinned to it (they cannot move
+   * with their data: ADR 0030): then CONFLICT, saying why and what to do.
+   */
   async drain(name: string): Promise<ClusterNode> {
     const port = this.port();
     const all = await port.listNodes();
     const node = findNode(all, name);
+    if (node.id === this.swarm?.managerNodeId)
+      throw new PierError(
+        "CONFLICT",
+        `${node.name} is the manager Pier runs on: the edge and builds run there (and add-ons, unless pinned elsewhere), and a drained node cannot join an app's network, so new apps and their deploys would fail.`,
+        "Drain the other nodes to move instances off them. Nothing was changed.",
+      );
     const problem = drainProblem(all, node);
     if (problem)
       throw new PierError(
         "CONFLICT",
         problem,
         "Activate another node first (pier nodes activate NAME), or add one (pier nodes join-command).",
+      );
+    const pinned = await this.pinnedAddons(node.name);
+    if (pinned.length > 0)
+      throw new PierError(
+        "CONFLICT",
+        `${node.name} was not drained: the add-ons ${pinned.join(", ")} are pinned to it with their data, and a drain cannot move them.`,
+        `Pier never moves an add-on's data. To free ${node.name}, for each of them: \`pier addon backup create NAME\` (the file is kept under PIER_BACKUP_DIR/<its id>/), \`pier addon create KIND NEW --node OTHER\`, load the file into NEW with its kind's client, link the apps to NEW and unlink NAME, redeploy them, \`pier addon delete NAME\`; then drain ${node.name} again.`,
       );
     return port.setAvailability(node.id, "drain");
   }

@@ -15,7 +15,7 @@ import type { Config } from "./config.js";
 import { DeployLogs } from "./deploy-logs.js";
 import { Deployer } from "./deployer.js";
 import { DomainService, domainsByApp } from "./domains.js";
-import type { RegistryTrust } from "./engine-connect.js";
+import type { SwarmFacts } from "./engine-connect.js";
 import { hostKey, hostPublicKey } from "./git-ssh.js";
 import { Instances } from "./instances.js";
 import { AppLimits } from "./limits.js";
@@ -34,8 +34,8 @@ export interface Base {
   engine: Engine;
   /** Connections to instances from where the edge serves (the gate's probes, ADR 0030). */
   reach: InstanceReach;
-  /** The swarm's registry, and its CA when it is Pier's own (join-command prints how nodes trust it). */
-  registry: RegistryTrust | null;
+  /** The swarm's registry and the manager Pier runs on (`pier nodes`); null on one dockerd. */
+  swarm: SwarmFacts | null;
   /** The swarm's nodes (PIER_ENGINE=swarm, ADR 0030); null on one dockerd. */
   nodes: Nodes | null;
   networks: Networks;

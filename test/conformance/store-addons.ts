@@ -15,8 +15,10 @@ export function addonConformance(factory: StoreFactory): void {
       "add-ons: created, found by id or name, listed by name, credentials round-trip; a taken name is CONFLICT",
       withStore(factory, async ({ addons }) => {
         const a = await addons.createAddon(addon("cache"), creds("cache"));
-        assert.deepEqual({ ...a, createdAt: "" }, { ...addon("cache"), createdAt: "" });
-        await addons.createAddon(addon("db"), creds("db"));
+        // No node given: null (one dockerd); a swarm add-on keeps the node it is pinned to.
+        assert.deepEqual({ ...a, createdAt: "" }, { ...addon("cache"), node: null, createdAt: "" });
+        await addons.createAddon({ ...addon("db"), node: "node2" }, creds("db"));
+        assert.equal((await addons.findAddon("db"))?.node, "node2");
         assert.deepEqual(await addons.findAddon("adn-cache"), a);
         assert.deepEqual(await addons.findAddon("cache"), a);
         assert.equal(await addons.findAddon("nope"), null);

@@ -44,6 +44,22 @@ describe("Pier's own registry on the swarm", { timeout: 900_000 }, () => {
     await lab("down");
   });
 
+  test("a node that does not trust the registry yet fails the deploy, naming the node and what to do", async () => {
+    const app = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "early"]);
+    const want =
+      /did not start on node[23]: the node could not pull its release image from the registry 192\.168\.\d+\.1:\d+[\s\S]*pier nodes join-command/;
+    const push = await pier.push(await pier.repo("early", NODE_DOCKER_APP, app.id));
+    if (push.code !== 0) assert.match(push.stderr, want);
+    else {
+      // Instance 0 went to the manager, which trusts the registry: the next ones go to the workers, which
+      // do not yet.
+      const scaled = await pier.cli(["scale", "--instances", "3", "--app", "early"]);
+      assert.notEqual(scaled.code, 0, scaled.stdout);
+      assert.match(`${scaled.stdout}${scaled.stderr}`, want);
+    }
+    assert.equal((await pier.cli(["delete", "--app", "early", "--yes"])).code, 0);
+  });
+
   test("join-command prints the lines that make a node trust it; run on the workers, they pull from it", async () => {
     const join = await pier.cli(["nodes", "join-command"]);
     assert.equal(join.code, 0, join.stderr);

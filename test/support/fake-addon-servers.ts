@@ -4,6 +4,7 @@
 // (serve, ready, backup, restore, restore-stage) over a tiny key-value store kept with the server's data, so
 // that the real providers (src/adapters/addons/) run over it and pass test/conformance/addon-provider.ts.
 import { readFile } from "node:fs/promises";
+import { oneEngineNode, swarmAddonNode } from "../../src/core/addon-nodes.js";
 import { type AddonKind, addonHost } from "../../src/core/addons.js";
 import { PierError } from "../../src/core/errors.js";
 import type { AddonServerInfo, AddonServerSpec, AddonServers } from "../../src/core/ports.js";
@@ -60,6 +61,14 @@ export class FakeAddonServers implements AddonServers {
   /** Images whose server exits at start with this code (a broken image, a bad setting). */
   readonly exitAtStart = new Map<string, number>();
   private addressCount = 0;
+  /** The swarm's nodes, the manager first (null: one dockerd): where `addonNode` lets an add-on go. */
+  swarmNodes: string[] | null = null;
+
+  async addonNode(requested: string | null): Promise<string | null> {
+    const nodes = this.swarmNodes;
+    if (!nodes) return oneEngineNode(requested);
+    return swarmAddonNode(requested, nodes, nodes[0] ?? "");
+  }
 
   constructor(private readonly world: FakeAddonWorld) {}
 

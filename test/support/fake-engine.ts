@@ -432,6 +432,10 @@ export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
 
   // Add-on servers (test/support/fake-addon-servers.ts).
 
+  addonNode(requested: string | null): Promise<string | null> {
+    return this.addonServers.addonNode(requested);
+  }
+
   async runAddonServer(spec: AddonServerSpec): Promise<void> {
     await this.enter("runAddonServer", spec);
     await this.addonServers.runAddonServer(spec);

@@ -36,14 +36,22 @@ export class MemoryAddons implements AddonStore {
     return copy(addon);
   }
 
-  async createAddon(a: Omit<Addon, "createdAt">, credentials: AddonCredentials): Promise<Addon> {
+  async createAddon(
+    a: Omit<Addon, "createdAt" | "node"> & { node?: string | null },
+    credentials: AddonCredentials,
+  ): Promise<Addon> {
     if ([...this.addons.values()].some((x) => x.name === a.name))
       throw new PierError(
         "CONFLICT",
         `An add-on named '${a.name}' exists already.`,
         "See `pier addon list`.",
       );
-    this.addons.set(a.id, { ...copy(a), credentials: copy(credentials), createdAt: now() });
+    this.addons.set(a.id, {
+      ...copy(a),
+      node: a.node ?? null,
+      credentials: copy(credentials),
+      createdAt: now(),
+    });
     return this.addon(a.id);
   }
 

@@ -69,6 +69,7 @@ export class ContainerAddons implements AddonProvider {
       dataPath: DATA_PATH,
       network: spec.network,
       joins: spec.joins ?? [],
+      node: spec.node ?? null,
     });
     await this.waitReady(spec.id, signal);
   }

@@ -4,6 +4,7 @@ import { stat } from "node:fs/promises";
 import { posix } from "node:path";
 import { PassThrough, Readable } from "node:stream";
 import type Docker from "dockerode";
+import { oneEngineNode } from "../../core/addon-nodes.js";
 import { addonHost } from "../../core/addons.js";
 import type { BucketMount } from "../../core/buckets.js";
 import { PierError } from "../../core/errors.js";
@@ -79,6 +80,11 @@ export class DockerAddonServers implements AddonServers {
 
   private readonly cpus = engineCpus(() => this.docker);
 
+  /** One dockerd: the add-on goes on it; a node asked for is refused. */
+  async addonNode(requested: string | null): Promise<string | null> {
+    return oneEngineNode(requested);
+  }
+
   private volume(id: string): string {
     return `${addonHost(id)}-data`;
   }
@@ -122,6 +128,7 @@ export class DockerAddonServers implements AddonServers {
       [LABEL.addon]: spec.id,
       [LABEL.addonKind]: spec.kind,
       [LABEL.addonScope]: this.scope,
+      ...(spec.node ? { [LABEL.addonNode]: spec.node } : {}),
     };
   }
 

@@ -626,6 +626,10 @@ export class DockerEngine implements Engine {
 
   // Add-on servers (AddonServers): src/adapters/engine/docker-addons.ts.
 
+  addonNode(requested: string | null): Promise<string | null> {
+    return this.addons.addonNode(requested);
+  }
+
   runAddonServer(spec: AddonServerSpec): Promise<void> {
     return this.addons.runAddonServer(spec);
   }

@@ -1,11 +1,13 @@
 // The Engine of `PIER_ENGINE=swarm` (ADR 0030): one object over two drivers. Builds, release images, the
-// apps' volumes, add-ons, the build slot and the events stay on the manager's own dockerd (the Docker
-// adapter); instances run as swarm services, apps' networks are overlays, and instance slots are nothing to
-// keep (the Swarm driver). Which port goes where is decided here and nowhere else.
+// apps' volumes, the build slot and the events stay on the manager's own dockerd (the Docker adapter);
+// add-ons on the node each is pinned to (swarm-addons.ts); instances run as swarm services, apps' networks
+// are overlays, and instance slots are nothing to keep (the Swarm driver). Which port goes where is decided
+// here and nowhere else.
 
 import { LABEL } from "../../core/labels.js";
 import type {
   AddonServerSpec,
+  AddonServers,
   AppNetworks,
   BuildSlot,
   ContainerBuild,
@@ -40,9 +42,15 @@ export class SwarmComposite implements Engine {
     private readonly manager: Engine,
     private readonly swarm: InstanceDriver,
     private readonly edge?: OverlayMember,
-  ) {}
+    /** Add-on servers pinned to nodes (swarm-addons.ts); absent: the manager's dockerd. */
+    addons?: AddonServers,
+  ) {
+    this.addons = addons ?? manager;
+  }
 
-  // ReleaseImages, AppVolumes, AddonServers: the manager's dockerd (builds run there, ADR 0030).
+  private readonly addons: AddonServers;
+
+  // ReleaseImages, AppVolumes: the manager's dockerd (builds run there, ADR 0030).
   buildImage(build: ImageBuild, onLine: (line: string) => void, signal: AbortSignal) {
     return this.manager.buildImage(build, onLine, signal);
   }
@@ -87,32 +95,37 @@ export class SwarmComposite implements Engine {
   removeAppVolumes(appId: string) {
     return this.manager.removeAppVolumes(appId);
   }
+
+  // AddonServers: on their nodes (swarm-addons.ts), or the manager's dockerd.
+  addonNode(requested: string | null) {
+    return this.addons.addonNode(requested);
+  }
   runAddonServer(spec: AddonServerSpec) {
-    return this.manager.runAddonServer(spec);
+    return this.addons.runAddonServer(spec);
   }
   addonServer(id: string) {
-    return this.manager.addonServer(id);
+    return this.addons.addonServer(id);
   }
   restartAddonServer(id: string, graceMs: number) {
-    return this.manager.restartAddonServer(id, graceMs);
+    return this.addons.restartAddonServer(id, graceMs);
   }
   removeAddonServer(id: string) {
-    return this.manager.removeAddonServer(id);
+    return this.addons.removeAddonServer(id);
   }
   connectAddonServer(id: string, network: string) {
-    return this.manager.connectAddonServer(id, network);
+    return this.addons.connectAddonServer(id, network);
   }
   disconnectAddonServer(id: string, network: string) {
-    return this.manager.disconnectAddonServer(id, network);
+    return this.addons.disconnectAddonServer(id, network);
   }
   execInAddonServer(id: string, argv: string[], stdout?: NodeJS.WritableStream) {
-    return this.manager.execInAddonServer(id, argv, stdout);
+    return this.addons.execInAddonServer(id, argv, stdout);
   }
   copyToAddonServer(id: string, file: string, path: string) {
-    return this.manager.copyToAddonServer(id, file, path);
+    return this.addons.copyToAddonServer(id, file, path);
   }
   addonServerLog(id: string, tail: number) {
-    return this.manager.addonServerLog(id, tail);
+    return this.addons.addonServerLog(id, tail);
   }
 
   // AppNetworks: overlays, which the manager's build containers join too (they are attachable).

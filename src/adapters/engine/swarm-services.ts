@@ -4,7 +4,14 @@
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { isNotFound } from "./docker-build.js";
-import { currentTask, isTerminal, type SwarmService, type SwarmTask, startOutcome } from "./swarm-tasks.js";
+import {
+  currentTask,
+  isTerminal,
+  type SwarmService,
+  type SwarmTask,
+  startFailure,
+  startOutcome,
+} from "./swarm-tasks.js";
 
 /** A node of the swarm, as the driver names it to find its engine. */
 export interface SwarmNodeRef {
@@ -67,11 +74,26 @@ export class SwarmServices {
         const outcome = startOutcome(task);
         if (!outcome) return undefined;
         if (!outcome.ran)
-          throw new PierError("ENGINE_ERROR", `The instance ${name} did not start: ${outcome.why}`);
+          throw startFailure(
+            name,
+            task.NodeID ? await this.nodeName(task.NodeID) : null,
+            outcome.why,
+            this.opts.pullAuth?.serveraddress ?? null,
+          );
         return true;
       },
       () => new PierError("ENGINE_ERROR", `The instance ${name} did not start in time (its task: ${last}).`),
     );
+  }
+
+  /** A node's host name (its id when it cannot be read). */
+  private async nodeName(id: string): Promise<string> {
+    try {
+      const n = (await this.docker.getNode(id).inspect()) as { Description?: { Hostname?: string } };
+      return n.Description?.Hostname ?? id;
+    } catch {
+      return id;
+    }
   }
 
   /** The tasks of these services (all tasks when one of them went meanwhile: the filter refuses it). */

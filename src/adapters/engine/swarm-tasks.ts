@@ -1,5 +1,6 @@
 // A Swarm service and its tasks read as a Pier instance (ADR 0030): which task is the instance now, whether
 // it runs, on which node, at which overlay address; how a task ended. Pure, tested with tables of cases.
+import { PierError } from "../../core/errors.js";
 import { LABEL } from "../../core/labels.js";
 import type { InstanceInfo, RoutableInstance, RouteTarget } from "../../core/ports.js";
 import type { ServiceSpec } from "./swarm-spec.js";
@@ -58,6 +59,29 @@ export function startOutcome(t: SwarmTask): { ran: true } | { ran: false; why: s
   if (state === "failed" && /non-zero exit/.test(why)) return { ran: true };
   if (TERMINAL.has(state)) return { ran: false, why };
   return null;
+}
+
+const PULL_FAILURE =
+  /no such image|x509|certificate|unauthorized|authentication required|pull access denied|manifest unknown|connection refused|i\/o timeout|no route to host/i;
+
+/**
+ * Why an instance's task never started, naming its node; when the node could not pull the release image
+ * (it does not trust or reach the registry, or has no credentials), what to do about it.
+ */
+export function startFailure(
+  instance: string,
+  node: string | null,
+  why: string,
+  registry: string | null,
+): PierError {
+  const where = node ? ` on ${node}` : "";
+  if (!PULL_FAILURE.test(why))
+    return new PierError("ENGINE_ERROR", `The instance ${instance} did not start${where}: ${why}`);
+  return new PierError(
+    "ENGINE_ERROR",
+    `The instance ${instance} did not start${where}: the node could not pull its release image${registry ? ` from the registry ${registry}` : ""} (${why}).`,
+    `Check that ${node ?? "every node"} reaches ${registry ?? "the registry"} and trusts its CA: run there the lines \`pier nodes join-command\` prints after its join line.`,
+  );
 }
 
 /** The task's address on its overlay (the first network attachment that is not the ingress). */

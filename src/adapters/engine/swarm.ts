@@ -22,6 +22,7 @@ import type {
 import { engineCpus, isNotFound } from "./docker-build.js";
 import { runExec } from "./docker-common.js";
 import { type LogSink, logLines, pumpLogs } from "./docker-logs.js";
+import { splitImage } from "./registry-push.js";
 import { SwarmNetworks } from "./swarm-networks.js";
 import { notFound, poll, SwarmServices, type SwarmServicesOptions } from "./swarm-services.js";
 import { serviceSpec } from "./swarm-spec.js";
@@ -54,7 +55,7 @@ export class SwarmEngine
   /** Services, tasks and nodes as the verbs read them and wait on them. */
   private readonly svc: SwarmServices;
   private readonly cpus: () => Promise<number>;
-  /** Local image id -> its reference by digest in the registry (a push of the same image changes nothing). */
+  /** Repository and local image id -> its reference by digest in the registry (a push of the same image changes nothing). */
   private readonly published = new Map<string, string>();
 
   constructor(private readonly opts: SwarmEngineOptions) {
@@ -130,10 +131,13 @@ export class SwarmEngine
     const labels = local?.Config?.Labels ?? {};
     if (image.includes("@sha256:") || !this.opts.registry) return { ref: image, labels };
     if (!local) throw new PierError("ENGINE_ERROR", `The image ${image} is not on the swarm's manager.`);
-    let ref = this.published.get(local.Id);
+    // Per repository: two apps' builds can be the same image (same files, cached layers), and an app must
+    // pull from its own repository, which goes with the app.
+    const key = `${splitImage(image).repo} ${local.Id}`;
+    let ref = this.published.get(key);
     if (!ref) {
       ref = await this.opts.registry.publish(image);
-      this.published.set(local.Id, ref);
+      this.published.set(key, ref);
     }
     return { ref, labels };
   }

@@ -36,6 +36,7 @@ const addonOf = (r: Row): Addon => ({
   name: str(r.name),
   kind: str(r.kind) as AddonKind,
   flavor: str(r.flavor) as Flavor,
+  node: r.node === null || r.node === undefined ? null : str(r.node),
   createdAt: str(r.created_at),
 });
 
@@ -64,11 +65,24 @@ export class SqliteAddons implements AddonStore {
     return this.db.prepare(sql).all(...params) as Row[];
   }
 
-  async createAddon(a: Omit<Addon, "createdAt">, credentials: AddonCredentials): Promise<Addon> {
+  async createAddon(
+    a: Omit<Addon, "createdAt" | "node"> & { node?: string | null },
+    credentials: AddonCredentials,
+  ): Promise<Addon> {
     try {
       this.db
-        .prepare("INSERT INTO addons (id, name, kind, flavor, credentials, created_at) VALUES (?,?,?,?,?,?)")
-        .run(a.id, a.name, a.kind, a.flavor, this.box.seal(JSON.stringify(credentials)), now());
+        .prepare(
+          "INSERT INTO addons (id, name, kind, flavor, node, credentials, created_at) VALUES (?,?,?,?,?,?,?)",
+        )
+        .run(
+          a.id,
+          a.name,
+          a.kind,
+          a.flavor,
+          a.node ?? null,
+          this.box.seal(JSON.stringify(credentials)),
+          now(),
+        );
     } catch (e) {
       if ((e as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE")
         throw new PierError(

@@ -60,6 +60,8 @@ export const MIGRATIONS: readonly string[] = [
   // Releases of apps created with --task are tasks; the others without a value are read from their CC_TASK.
   `ALTER TABLE releases ADD COLUMN task INTEGER;
    UPDATE releases SET task = 1 WHERE app_id IN (SELECT id FROM apps WHERE task IS NOT NULL);`,
+  // Swarm add-ons: the node an add-on is pinned to with its data (ADR 0030); NULL on one dockerd.
+  "ALTER TABLE addons ADD COLUMN node TEXT;",
 ];
 
 type Row = Record<string, unknown>;

@@ -17,7 +17,7 @@ import { json, renderEnvHuman, renderEnvShell, table } from "../output.js";
 /** A secret value shown as MASK unless --reveal; a URL keeps its shape with its password masked. */
 export const maskValue = shownValue;
 
-const USAGE = `Usage: pier addon create KIND NAME [--flavor F] [--link APP]...
+const USAGE = `Usage: pier addon create KIND NAME [--flavor F] [--link APP]... [--node NODE]
        pier addon list
        pier addon status NAME
        pier addon env NAME [--format human|json|shell] [--reveal]
@@ -34,7 +34,8 @@ const USAGE = `Usage: pier addon create KIND NAME [--flavor F] [--link APP]...
   on a volume, its memory limited by its flavor (default nano).
 
   create      makes the add-on (and links it to the --link apps: their next deploy or restart gets
-              its variables)
+              its variables). On a swarm it is pinned to one node with its data: --node, or the
+              manager; Pier never moves it (to move it: back up, create one on another node, restore)
   env         the variables a link injects; secrets masked unless --reveal
   delete      deletes the add-on and its data (asks for its name, or --yes); refused while apps are
               linked to it, unless --force. Its backups stay on disk.
@@ -46,6 +47,7 @@ const USAGE = `Usage: pier addon create KIND NAME [--flavor F] [--link APP]...
 Options:
       --flavor <pico|nano|XS|S|M|L|XL>  memory (and CPU) of the add-on
       --link <app>                      link it to this app (repeatable)
+      --node <node>                     the swarm node it runs on with its data (pier nodes)
       --format human|json[|shell]       output format (default human)
       --reveal                          show secrets (pier addon env)
   -y, --yes                             do not ask
@@ -77,6 +79,7 @@ interface AddonFlags {
   format?: string;
   flavor?: string;
   link?: string[];
+  node?: string;
   reveal?: boolean;
   yes?: boolean;
   force?: boolean;
@@ -90,17 +93,22 @@ interface Sub {
   fmt: (formats?: z.ZodType) => string;
 }
 
+/** ", on node2" when the add-on is pinned to a swarm node. */
+const onNode = (node: string | null) => (node ? `, on node ${node}` : "");
+
 async function create({ ctx, rest, values, fmt }: Sub): Promise<number> {
   const [kind, name] = takePositionals("addon", rest, 2, 2, "KIND and NAME: pier addon create kv cache");
   const format = fmt();
   const { flavor } = checkFlags("addon create", z.object({ flavor: flavorFlag.optional() }), values);
   ctx.err(`Creating ${kind} add-on ${name}...\n`);
   const a = await ctx.client().call("POST /v1/addons", {
-    body: { kind: kind as string, name: name as string, flavor, link: values.link },
+    body: { kind: kind as string, name: name as string, flavor, link: values.link, node: values.node },
   });
   if (format === "json") ctx.out(json(a));
   else {
-    ctx.out(`Created ${a.kind} add-on ${a.name} (${a.id}), flavor ${a.flavor}.\n`);
+    ctx.out(`Created ${a.kind} add-on ${a.name} (${a.id}), flavor ${a.flavor}${onNode(a.node)}.\n`);
+    if (a.node && !values.node)
+      ctx.err(`It runs on ${a.node}, the swarm's manager (choose another node with --node NODE).\n`);
     if (a.apps.length > 0)
       ctx.err(`Linked to ${a.apps.join(", ")}: their next deploy or \`pier restart\` gets its variables.\n`);
   }
@@ -115,8 +123,8 @@ async function list({ ctx, rest, fmt }: Sub): Promise<number> {
   else
     ctx.out(
       table(
-        ["NAME", "KIND", "FLAVOR", "LINKED APPS", "ID"],
-        list.map((a) => [a.name, a.kind, a.flavor, a.apps.join(","), a.id]),
+        ["NAME", "KIND", "FLAVOR", "NODE", "LINKED APPS", "ID"],
+        list.map((a) => [a.name, a.kind, a.flavor, a.node ?? "-", a.apps.join(","), a.id]),
       ),
     );
   return 0;
@@ -131,6 +139,7 @@ async function status({ ctx, rest, fmt }: Sub): Promise<number> {
       [
         `${s.name} (${s.kind}, ${s.id}): ${s.state}`,
         `  flavor:    ${s.flavor}`,
+        ...(s.node ? [`  node:      ${s.node} (pinned with its data)`] : []),
         s.kind === "fs"
           ? `  bucket:    ${s.host} (mounted where the linked apps' CC_FS_BUCKET=<path>:${s.host} says)`
           : `  address:   ${s.host}:${s.port} (from the linked apps' instances and builds)`,
@@ -190,6 +199,7 @@ export const addon: Command = {
       ...FORMAT,
       flavor: { type: "string" },
       link: { type: "string", multiple: true },
+      node: { type: "string" },
       reveal: { type: "boolean" },
       yes: { type: "boolean", short: "y" },
       force: { type: "boolean" },

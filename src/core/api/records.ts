@@ -205,6 +205,8 @@ export const Addon = z.looseObject({
   name: z.string(),
   kind: z.enum(ADDON_KINDS),
   flavor,
+  /** The swarm node it is pinned to with its data (ADR 0030); null on one dockerd. */
+  node: z.string().nullable().default(null),
   /** The apps it is linked to, by name. */
   apps: z.array(z.string()),
   createdAt: time,

@@ -75,6 +75,8 @@ export const schemas = {
     flavor: z.enum(FLAVORS, { message: `must be one of ${FLAVORS.join(", ")}` }).optional(),
     /** Apps to link it to at once. */
     link: z.array(z.string().min(1)).max(100).optional(),
+    /** The swarm node to pin it to, with its data (ADR 0030); absent: the manager. Refused on one dockerd. */
+    node: z.string().min(1).max(255).optional(),
   }),
   linkAddon: z.object({ addon: z.string().min(1) }),
   linkApp: z.object({ app: z.string().min(1) }),

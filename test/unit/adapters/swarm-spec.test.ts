@@ -9,6 +9,7 @@ import {
   instanceOf,
   type SwarmService,
   type SwarmTask,
+  startFailure,
   startOutcome,
 } from "../../../src/adapters/engine/swarm-tasks.js";
 import type { PierError } from "../../../src/core/errors.js";
@@ -219,4 +220,32 @@ test("subnets that overlap a network of the swarm are named before the swarm acc
   assert.deepEqual(overlapping(["10.0.0.0/16"], taken), ["10.0.0.0/16 overlaps ingress (10.0.0.0/24)"]);
   assert.deepEqual(overlapping(["10.210.1.0/24"], taken), []);
   assert.deepEqual(overlapping([], taken), []);
+});
+
+test("a task that never started names its node; one that could not pull its image says what to do", () => {
+  const other = startFailure(
+    "pier-web-1",
+    "node2",
+    "no suitable node (insufficient resources on 3 nodes)",
+    "r:5000",
+  );
+  assert.equal(
+    other.message,
+    "The instance pier-web-1 did not start on node2: no suitable node (insufficient resources on 3 nodes)",
+  );
+  assert.equal(other.hint, undefined);
+  const pull = startFailure(
+    "pier-web-1",
+    "node2",
+    "No such image: r:5000/pier-app/a@sha256:ab (x509: certificate signed by unknown authority)",
+    "r:5000",
+  );
+  assert.match(
+    pull.message,
+    /^The instance pier-web-1 did not start on node2: the node could not pull its release image from the registry r:5000 \(No such image/,
+  );
+  assert.match(
+    pull.hint ?? "",
+    /^Check that node2 reaches r:5000 and trusts its CA: run there the lines `pier nodes join-command` prints/,
+  );
 });

@@ -125,6 +125,28 @@ describe("add-on commands", () => {
     assert.match(r.stdout, /Created kv add-on cache \(adn-1\)/);
   });
 
+  test("addon create --node: sent; the output names the node, and says when Pier chose the manager", async () => {
+    const onNode2 = { status: 201, body: { ...ADDON, node: "node2" } };
+    const r = await pier(["addon", "create", "kv", "cache", "--node", "node2"], {
+      "POST /v1/addons": onNode2,
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(r.sent[0]?.body, { kind: "kv", name: "cache", node: "node2" });
+    assert.match(r.stdout, /Created kv add-on cache \(adn-1\), flavor \S+, on node node2\.\n/);
+    assert.doesNotMatch(r.stderr, /manager/);
+    const byDefault = { status: 201, body: { ...ADDON, node: "node1" } };
+    const d = await pier(["addon", "create", "kv", "cache"], { "POST /v1/addons": byDefault });
+    assert.match(
+      d.stderr,
+      /It runs on node1, the swarm's manager \(choose another node with --node NODE\)\./,
+    );
+    const list = await pier(["addon", "list"], {
+      "GET /v1/addons": { status: 200, body: [{ ...ADDON, node: "node2" }] },
+    });
+    assert.match(list.stdout, /^NAME\s+KIND\s+FLAVOR\s+NODE\s+/m);
+    assert.match(list.stdout, /^cache\s+kv\s+\S+\s+node2\s+/m);
+  });
+
   test("addon status says, per linked app, whether it reaches the add-on; json has the joins", async () => {
     const status = {
       ...ADDON,

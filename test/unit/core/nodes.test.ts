@@ -62,13 +62,30 @@ describe("nodes", () => {
         "cat > /etc/docker/certs.d/192.0.2.1:5000/ca.crt <<'PIER_CA'\n" +
         "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nPIER_CA\n",
     );
-    const own = await new NodeService(new FakeNodes(), { address: "192.0.2.1:5000", caPem: pem }).joinCommand(
-      "worker",
-    );
+    const own = await new NodeService(new FakeNodes(), {
+      registry: { address: "192.0.2.1:5000", caPem: pem },
+      managerNodeId: "fake1",
+    }).joinCommand("worker");
     assert.equal(own.registry?.trust, registryTrustScript("192.0.2.1:5000", pem));
-    const theirs = await new NodeService(new FakeNodes(), { address: "r:5000", caPem: null }).joinCommand(
-      "worker",
-    );
+    const theirs = await new NodeService(new FakeNodes(), {
+      registry: { address: "r:5000", caPem: null },
+      managerNodeId: null,
+    }).joinCommand("worker");
     assert.deepEqual(theirs.registry, { address: "r:5000", trust: null });
+  });
+
+  test("the manager Pier runs on is not drained: its edge could not join new apps' networks", async () => {
+    const nodes = new FakeNodes();
+    const service = new NodeService(nodes, {
+      registry: { address: "r:5000", caPem: null },
+      managerNodeId: "fake1",
+    });
+    await assert.rejects(service.drain("node1"), (e: Error & { code?: string; hint?: string }) => {
+      assert.equal(e.code, "CONFLICT");
+      assert.match(e.message, /^node1 is the manager Pier runs on: the edge and builds run there/);
+      return true;
+    });
+    assert.equal(nodes.nodes.find((n) => n.id === "fake1")?.availability, "active");
+    assert.equal((await service.drain("node2")).availability, "drain");
   });
 });
