@@ -2,7 +2,7 @@ import type { PathFact, PhpBuildPlan } from "./plan-php.js";
 
 /**
  * Where a release's vendor/ lives (docs/adr/0012): in the image when the commit has one (or there is no
- * composer), else in a release volume that composer installs into, so that the commit of the build
+ * composer, or the engine's instances may run away from its volumes: a swarm, ADR 0030), else in a release volume that composer installs into, so that the commit of the build
  * container copies none of it.
  * - "install": composer runs into a new volume;
  * - "shared": the current release's volume (same dependency key, its volume still there): composer is
@@ -30,8 +30,10 @@ export function planVendor(i: {
   volumes: readonly string[];
   /** The name of the volume this deployment would make. */
   newVolume: string;
+  /** Whether every instance runs beside the engine's volumes (AppVolumes.instancesShareVolumes). */
+  instancesShareVolumes: boolean;
 }): VendorPlan {
-  if (i.composer === null || i.vendor !== "missing") return { kind: "image" };
+  if (i.composer === null || i.vendor !== "missing" || !i.instancesShareVolumes) return { kind: "image" };
   const prev = i.previous;
   const reusable =
     i.depsKey !== null &&

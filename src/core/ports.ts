@@ -477,6 +477,12 @@ export interface ReleaseVolume {
  * by what they are for. How the engine finds them (Docker: labels) is the adapter's.
  */
 export interface AppVolumes {
+  /**
+   * Whether every instance runs beside the volumes this engine makes (one machine: true). False on a swarm:
+   * a release volume would be on the manager only, so a release keeps its files (vendor/) in its image
+   * (core/plan-php-vendor.ts, ADR 0030).
+   */
+  readonly instancesShareVolumes: boolean;
   /** Empties the app's dependency cache (a build without cache): the next build starts without it. */
   dropDependencyCache(appId: string): Promise<void>;
   /** The app's release volumes (from one engine call). */

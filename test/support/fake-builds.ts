@@ -133,6 +133,9 @@ export abstract class FakeBuilds extends FakeEngineState {
 
   // Volumes.
 
+  /** False: the engine of a swarm (release files go into the image); a test sets it. */
+  instancesShareVolumes = true;
+
   async dropDependencyCache(appId: string): Promise<void> {
     await this.enter("dropDependencyCache", appId);
     this.dropVolumes({ [LABEL.app]: appId, [LABEL.cache]: "deps" });

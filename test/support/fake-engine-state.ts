@@ -15,10 +15,14 @@ export type Labels = Record<string, string>;
 
 /** The engine ports, and the network holders of its slots (the same SlotKeeper as the Docker adapter's). */
 export type Methods = Engine & SlotHolders;
+/** The verbs of Methods (not its properties, such as `instancesShareVolumes`). */
+export type Verb = {
+  [K in keyof Methods]-?: NonNullable<Methods[K]> extends (...a: never[]) => unknown ? K : never;
+}[keyof Methods];
 
 /** Runs before a call of `method` with its arguments: a test holds the call (await) or fails it (throw). */
 export type BeforeHooks = {
-  [K in keyof Methods]?: (...args: Parameters<NonNullable<Methods[K]>>) => void | Promise<void>;
+  [K in Verb]?: (...args: Parameters<NonNullable<Methods[K]>>) => void | Promise<void>;
 };
 
 /** Where an instance or a sandbox answers: its published HTTP port and its address on its network. */
@@ -79,7 +83,7 @@ export abstract class FakeEngineState {
   constructor(private readonly opts: FakeEngineOptions = {}) {}
 
   /** Records the call and runs its `before` hook. */
-  protected async enter<K extends keyof Methods>(
+  protected async enter<K extends Verb>(
     method: K,
     ...args: Parameters<NonNullable<Methods[K]>>
   ): Promise<void> {

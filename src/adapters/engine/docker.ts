@@ -193,6 +193,9 @@ export class DockerEngine implements Engine {
     }
   }
 
+  /** Every instance runs on this dockerd, beside its volumes. */
+  readonly instancesShareVolumes = true;
+
   async dropDependencyCache(appId: string): Promise<void> {
     await this.removeVolumesLabelled({ [LABEL.app]: appId, [LABEL.cache]: "deps" });
   }

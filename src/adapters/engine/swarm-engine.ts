@@ -84,6 +84,8 @@ export class SwarmComposite implements Engine {
   releaseImages(appId: string) {
     return this.manager.releaseImages(appId);
   }
+  /** Volumes are made on the manager, instances run on any node: a release keeps its files in its image. */
+  readonly instancesShareVolumes = false;
   dropDependencyCache(appId: string) {
     return this.manager.dropDependencyCache(appId);
   }

@@ -93,7 +93,7 @@ export function serviceSpec(s: InstanceSpec, p: ServicePlanInputs): ServiceSpec 
     throw new PierError(
       "ENGINE_ERROR",
       `The image ${s.image} keeps files in a release volume (label ${VOLUME_LABEL}), which lives on one machine: a swarm's instances run on any node.`,
-      "Deploy again with a Pier that puts vendor/ in the release image (ADR 0030).",
+      "Deploy the app again: on a swarm Pier puts vendor/ in the release image (ADR 0030); releases built on one machine cannot be rolled back to here.",
     );
   }
   const labels: Record<string, string> = { ...s.labels, ...p.own, [LABEL.role]: ROLE.instance };

@@ -127,6 +127,8 @@ export class WarmBuilds {
 
   private async make(appId: string): Promise<WarmBuild | null> {
     const { engine } = this.deps;
+    // On a swarm vendor/ goes into the image: no container with a volume started ahead (ADR 0030).
+    if (!engine.instancesShareVolumes) return null;
     const app = await this.deps.findApp(appId);
     if (app?.type !== "phpserver") return null;
     const current = await this.deps.currentImage(appId);

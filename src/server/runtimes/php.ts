@@ -143,6 +143,8 @@ export class PhpRuntime implements Runtime {
           `Building in a ${app.buildFlavor} build container (${FLAVOR_MEMORY_MIB[app.buildFlavor]} MiB) from ${PHP_IMAGE}...`,
         );
       if (vendor.kind !== "image") write(vendorLine(vendor, warm !== null));
+      else if (plan.composer !== null && !this.deps.engine.instancesShareVolumes)
+        write("vendor/ goes into the release image: its instances may run on any node.");
       if (warm) await writeFile(join(secrets, "build.sh"), script, { mode: 0o600 });
       handed = true;
       const spec = phpRelease({
@@ -284,7 +286,11 @@ export class PhpRuntime implements Runtime {
   ): Promise<VendorPlan> {
     const { engine } = this.deps;
     const reuse =
-      plan.composer !== null && vendor === "missing" && depsKey !== null && !ctx.deployment.withoutCache;
+      engine.instancesShareVolumes &&
+      plan.composer !== null &&
+      vendor === "missing" &&
+      depsKey !== null &&
+      !ctx.deployment.withoutCache;
     const info = reuse && ctx.previousImage ? await engine.imageInfo(ctx.previousImage) : null;
     const volumes = info ? await engine.releaseVolumes(ctx.app.id) : [];
     return planVendor({
@@ -301,6 +307,7 @@ export class PhpRuntime implements Runtime {
           : null,
       volumes: volumes.map((v) => v.name),
       newVolume: releaseVolumeName(ctx.app.id, ctx.deployment.id, "vendor"),
+      instancesShareVolumes: engine.instancesShareVolumes,
     });
   }
 }

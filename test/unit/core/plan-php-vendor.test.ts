@@ -28,6 +28,7 @@ describe("planVendor: where a release's vendor/ lives", () => {
     previous: { depsKey: "k1", volume: "pier-vendor-app-dep1" },
     volumes: ["pier-vendor-app-dep1"],
     newVolume: "pier-vendor-app-dep2",
+    instancesShareVolumes: true,
   };
   const cases: [string, Partial<Input>, VendorPlan][] = [
     ["unchanged key, volume there: the same volume", {}, { kind: "shared", volume: "pier-vendor-app-dep1" }],
@@ -56,6 +57,21 @@ describe("planVendor: where a release's vendor/ lives", () => {
     ["its volume is gone", { volumes: [] }, { kind: "install", volume: "pier-vendor-app-dep2" }],
     ["vendor/ committed: in the image", { vendor: "dir" }, { kind: "image" }],
     ["no composer.json: nothing to keep", { composer: null }, { kind: "image" }],
+    [
+      "a swarm (instances on any node): composer installs into the image, the volume not reused",
+      { instancesShareVolumes: false },
+      { kind: "image" },
+    ],
+    [
+      "a swarm, a changed lock: into the image",
+      { instancesShareVolumes: false, depsKey: "k2", composer: dumping },
+      { kind: "image" },
+    ],
+    [
+      "a swarm, no current release: into the image",
+      { instancesShareVolumes: false, previous: null },
+      { kind: "image" },
+    ],
   ];
   for (const [name, over, want] of cases) {
     it(name, () => {

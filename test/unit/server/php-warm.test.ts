@@ -77,6 +77,15 @@ describe("WarmBuilds: PHP build containers started while a push is received", ()
     }
   });
 
+  it("none on an engine whose instances may run away from its volumes (a swarm: vendor/ goes into the image)", async () => {
+    const { engine, warm } = setup();
+    engine.instancesShareVolumes = false;
+    warm.prepare("app-1");
+    assert.equal(await warm.take("app-1"), null);
+    assert.equal(engine.startedBuilds.length, 0);
+    assert.equal(engine.volumes.size, 0);
+  });
+
   it("a redeploy's guess: the current release's vendor/ volume, kept when it is discarded", async () => {
     const vendor = "pier-vendor-app-1-dep-1";
     const { engine, warm } = setup({ current: "pier-app/app-1:dep-1" });
