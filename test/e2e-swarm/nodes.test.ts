@@ -74,7 +74,7 @@ test("pier nodes over pier server on the swarm's manager: list, join-command, dr
     ]);
     const table = await pier.cli(["nodes"]);
     assert.equal(table.code, 0, table.stderr);
-    assert.match(table.stdout, /^NAME +ADDRESS +ROLE +AVAILABILITY +STATE +LABELS/);
+    assert.match(table.stdout, /^NAME +ADDRESS +ROLE +AVAILABILITY +STATE +INSTANCES +LABELS/);
     const addr = (n: string) => (i.nodes.find((x) => x.name === n)?.address ?? "?").replaceAll(".", "\\.");
     assert.match(table.stdout, new RegExp(`node1 +${addr("node1")} +manager \\(leader\\) +active +ready`));
     const join = await pier.cli(["nodes", "join-command"]);
