@@ -60,6 +60,9 @@ export function hostPidOf(id: string, enginePid: number): number | null {
   return null;
 }
 
+const networkIds = (c: Inspected) =>
+  new Set(Object.values(c.NetworkSettings.Networks ?? {}).map((n) => n.NetworkID));
+
 export class EdgeSandbox implements EdgePlace {
   private readonly name: string;
   /** The sandbox's process and network namespace when prepare() last saw it running. */
@@ -101,7 +104,9 @@ export class EdgeSandbox implements EdgePlace {
       );
     const changed = this.current?.netns !== netns;
     this.current = { id: c.Id, pid, netns };
-    await this.joinAll();
+    // A namespace not seen before (Pier started, or the sandbox made or started again) may lack overlays;
+    // otherwise join() took each new app's as it came: a reload costs one inspect, not a walk of them all.
+    if (changed) await this.joinAll(c);
     if (changed || !this.dialerAlive()) await this.startDialer();
     return this.prefix();
   }
@@ -178,16 +183,16 @@ export class EdgeSandbox implements EdgePlace {
    * The scope's apps' overlays the sandbox is not on yet, joined (after a restart of Pier or of the
    * sandbox). Not add-ons' networks: the edge routes to apps only.
    */
-  private async joinAll(): Promise<void> {
+  private async joinAll(sandbox: Inspected): Promise<void> {
     const label = [...Object.entries(this.own).map(([k, v]) => `${k}=${v}`), LABEL.app];
     const nets = await this.opts.docker.listNetworks({ filters: { label, driver: ["overlay"] } });
-    const on = await this.joined();
+    const on = networkIds(sandbox);
     for (const n of nets) if (!on.has(n.Id)) await this.join(n.Name);
   }
 
   private async joined(): Promise<Set<string>> {
     const c = await this.inspect();
-    return new Set(Object.values(c?.NetworkSettings.Networks ?? {}).map((n) => n.NetworkID));
+    return c ? networkIds(c) : new Set();
   }
 
   /** The sandbox joins an app's overlay (before the app's instances are routed to). */
