@@ -4,26 +4,17 @@
 // from the edge's sandbox on the manager, which joined the overlay.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { NODE_DOCKER_APP, Pier } from "../e2e/harness.js";
-import { copyImages, docker, type LabInfo, lab, labUp, swarmSettings } from "./lab.js";
+import { NODE_DOCKER_APP, type Pier } from "../e2e/harness.js";
+import { docker, type LabInfo, swarmPier, swarmPierDown } from "./lab.js";
 
 describe("PIER_ENGINE=swarm: git push deploys onto the swarm", { timeout: 900_000 }, () => {
   let info: LabInfo;
   let pier: Pier;
 
   before(async () => {
-    await lab("down");
-    info = await labUp(3);
-    // What scripts/setup.sh builds where Pier runs: the manager builds with them.
-    await copyImages(info, "node1", ["pier/base:bookworm", "pier/node:22"]);
-    pier = new Pier({ ...swarmSettings(info), PIER_ISOLATION: "off" });
-    await pier.start();
-    await pier.addKey();
+    ({ info, pier } = await swarmPier({ images: ["pier/base:bookworm", "pier/node:22"] }));
   });
-  after(async () => {
-    await pier?.destroy();
-    await lab("down");
-  });
+  after(() => swarmPierDown(pier));
 
   let app: { id: string };
   let push: { code: number; stderr: string };

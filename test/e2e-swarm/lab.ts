@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { Pier } from "../e2e/harness.js";
 
 const pexec = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
@@ -153,4 +154,40 @@ export async function copyImages(info: LabInfo, node: string, tags: string[]): P
 /** What `down` must have removed: an empty list when nothing is left. */
 export async function labLeftovers(): Promise<string[]> {
   return (await lab("leftovers")).split("\n").filter((l) => l.trim() !== "");
+}
+
+/** A swarm Pier on a fresh lab, as most swarm e2e files start: the lab and that Pier, ready for pushes. */
+export interface SwarmPier {
+  info: LabInfo;
+  pier: Pier;
+}
+
+/**
+ * Brings up a fresh lab of `nodes`, copies `images` (what scripts/setup.sh builds where Pier runs: the
+ * manager builds with them) to the manager, and starts a swarm Pier on it with a key. `settings` replaces
+ * swarmSettings (the lab's registry) when given; isolation is off unless a setting says otherwise.
+ */
+export async function swarmPier(opts: {
+  images: string[];
+  nodes?: number;
+  settings?: (info: LabInfo) => Record<string, string> | Promise<Record<string, string>>;
+}): Promise<SwarmPier> {
+  await lab("down");
+  const info = await labUp(opts.nodes ?? 3);
+  await copyImages(info, "node1", opts.images);
+  const pier = new Pier({ PIER_ISOLATION: "off", ...(await (opts.settings ?? swarmSettings)(info)) });
+  try {
+    await pier.start();
+    await pier.addKey();
+  } catch (e) {
+    await pier.destroy(); // the caller never sees this Pier: its after() cannot end it
+    throw e;
+  }
+  return { info, pier };
+}
+
+/** The end of a swarmPier: its Pier destroyed (if it was made), the lab down. */
+export async function swarmPierDown(pier: Pier | undefined): Promise<void> {
+  await pier?.destroy();
+  await lab("down");
 }

@@ -8,8 +8,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
-import { freePort, NODE_DOCKER_APP, Pier } from "../e2e/harness.js";
-import { copyImages, docker, type LabInfo, lab, labSocket, labUp, until } from "./lab.js";
+import { freePort, NODE_DOCKER_APP, type Pier } from "../e2e/harness.js";
+import { docker, type LabInfo, labSocket, swarmPier, swarmPierDown, until } from "./lab.js";
 
 const pexec = promisify(execFile);
 
@@ -22,27 +22,23 @@ describe("Pier's own registry on the swarm", { timeout: 900_000 }, () => {
   let listen: string;
 
   before(async () => {
-    await lab("down");
-    info = await labUp(3);
-    await copyImages(info, "node1", ["pier/base:bookworm", "pier/node:22"]);
-    // The nodes reach this machine at its address on the lab's bridge.
-    listen = `${info.hostAddress}:${await freePort()}`;
-    pier = new Pier({
-      PIER_ENGINE: "swarm",
-      PIER_DOCKER_SOCKET: labSocket(info, "node1"),
-      PIER_HTTP_HOST: info.nodes[0]!.address,
-      PIER_SWARM_REGISTRY_LISTEN: listen,
-      // The manager's dockerd reads its CAs there (the lab node's own /etc/docker).
-      PIER_DOCKER_CERTS_DIR: join(etcDocker(info, "node1"), "certs.d"),
-      PIER_ISOLATION: "off",
-    });
-    await pier.start();
-    await pier.addKey();
+    ({ info, pier } = await swarmPier({
+      images: ["pier/base:bookworm", "pier/node:22"],
+      settings: async (l) => {
+        // The nodes reach this machine at its address on the lab's bridge.
+        listen = `${l.hostAddress}:${await freePort()}`;
+        return {
+          PIER_ENGINE: "swarm",
+          PIER_DOCKER_SOCKET: labSocket(l, "node1"),
+          PIER_HTTP_HOST: l.nodes[0]!.address,
+          PIER_SWARM_REGISTRY_LISTEN: listen,
+          // The manager's dockerd reads its CAs there (the lab node's own /etc/docker).
+          PIER_DOCKER_CERTS_DIR: join(etcDocker(l, "node1"), "certs.d"),
+        };
+      },
+    }));
   });
-  after(async () => {
-    await pier?.destroy();
-    await lab("down");
-  });
+  after(() => swarmPierDown(pier));
 
   test("a node that does not trust the registry yet fails the deploy, naming the node and what to do", async () => {
     const app = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "early"]);

@@ -4,9 +4,9 @@
 // the manager), so an instance on a worker has it.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { Pier } from "../e2e/harness.js";
+import type { Pier } from "../e2e/harness.js";
 import { COMPOSER_APP, composerLock, PHP_DOCKER_APP } from "../e2e/php-fixtures.js";
-import { copyImages, docker, type LabInfo, lab, labUp, swarmSettings, until } from "./lab.js";
+import { docker, type LabInfo, swarmPier, swarmPierDown, until } from "./lab.js";
 
 /** The running instances of an app on each node of the lab (not its build slot's holder on the manager). */
 async function placements(info: LabInfo, appId: string): Promise<{ node: string; container: string }[]> {
@@ -48,18 +48,9 @@ describe("PHP and Dockerfile apps on the swarm", { timeout: 1_500_000 }, () => {
   let repo: string;
 
   before(async () => {
-    await lab("down");
-    info = await labUp(3);
-    // What scripts/setup.sh builds where Pier runs: the manager builds with them.
-    await copyImages(info, "node1", ["pier/base:bookworm", "pier/php:8.4"]);
-    pier = new Pier({ ...swarmSettings(info), PIER_ISOLATION: "off" });
-    await pier.start();
-    await pier.addKey();
+    ({ info, pier } = await swarmPier({ images: ["pier/base:bookworm", "pier/php:8.4"] }));
   });
-  after(async () => {
-    await pier?.destroy();
-    await lab("down");
-  });
+  after(() => swarmPierDown(pier));
 
   test("a composer app: vendor/ goes into the release image, and 3 instances on 2+ nodes serve it", async () => {
     const app = await pier.cliJson<{ id: string }>(["create", "--type", "phpserver", "phpapp"]);
