@@ -2,12 +2,11 @@
 // Debian's pebble (an ACME server, RFC 8555) and pebble-challtestsrv (its DNS, every name at 127.0.0.1),
 // all on loopback. Pebble checks HTTP-01 on Pier's HTTP edge port.
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { connect as tlsConnect } from "node:tls";
+import { AcmeBed, httpsGet, makeCert } from "./acme-bed.js";
 import { freePort, httpGet, NODE_DOCKER_APP, Pier, run } from "./harness.js";
 
 interface DomainJson {
@@ -24,103 +23,6 @@ interface DomainJson {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function openssl(args: string[]): Promise<void> {
-  const r = await run(["openssl", ...args]);
-  if (r.code !== 0) throw new Error(`openssl ${args.join(" ")}: ${r.stderr}`);
-}
-
-/** A self-signed certificate (a CA when `ca`) for `cn`, or one signed by `issuer`. */
-async function makeCert(
-  dir: string,
-  base: string,
-  cn: string,
-  opts: { sans?: string[]; issuer?: string; ca?: boolean } = {},
-): Promise<{ cert: string; key: string }> {
-  const key = join(dir, `${base}.key`);
-  const cert = join(dir, `${base}.pem`);
-  const ext = join(dir, `${base}.ext`);
-  writeFileSync(
-    ext,
-    opts.ca
-      ? "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n"
-      : `subjectAltName=${(opts.sans ?? [cn]).map((s) => (/^\d/.test(s) ? `IP:${s}` : `DNS:${s}`)).join(",")}\n`,
-  );
-  const newKey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key];
-  if (!opts.issuer) {
-    await openssl([
-      "req",
-      "-x509",
-      ...newKey,
-      "-days",
-      "30",
-      "-subj",
-      `/CN=${cn}`,
-      "-extensions",
-      "v3",
-      "-config",
-      await v3(dir, ext),
-      "-out",
-      cert,
-    ]);
-  } else {
-    const csr = join(dir, `${base}.csr`);
-    await openssl(["req", ...newKey, "-subj", `/CN=${cn}`, "-out", csr]);
-    await openssl([
-      "x509",
-      "-req",
-      "-in",
-      csr,
-      "-CA",
-      `${opts.issuer}.pem`,
-      "-CAkey",
-      `${opts.issuer}.key`,
-      "-CAcreateserial",
-      "-days",
-      "30",
-      "-extfile",
-      ext,
-      "-out",
-      cert,
-    ]);
-  }
-  return { cert, key };
-}
-
-/** An openssl config whose `v3` section holds the extensions of `ext`. */
-async function v3(dir: string, ext: string): Promise<string> {
-  const file = `${ext}.cnf`;
-  writeFileSync(file, `[req]\ndistinguished_name=dn\n[dn]\n[v3]\n${readFileSync(ext, "utf8")}`);
-  void dir;
-  return file;
-}
-
-/** An HTTPS GET on a new connection to the edge with SNI `host`, trusting `ca` only. */
-function httpsGet(
-  port: number,
-  host: string,
-  ca: string,
-  path = "/",
-): Promise<{ status: number; body: string; headers: Record<string, unknown>; serial: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(
-      { host: "127.0.0.1", port, path, servername: host, headers: { host }, ca, agent: false },
-      (res) => {
-        let body = "";
-        const serial = (res.socket as import("node:tls").TLSSocket).getPeerCertificate().serialNumber ?? "";
-        res.on("data", (c: Buffer) => {
-          body += c.toString();
-        });
-        res.on("end", () =>
-          resolve({ status: res.statusCode ?? 0, body, headers: res.headers, serial: serial.toLowerCase() }),
-        );
-      },
-    );
-    req.setTimeout(10_000, () => req.destroy(new Error("timeout")));
-    req.on("error", reject);
-    req.end();
-  });
-}
-
 /** The serial of the certificate the edge serves for SNI `host` (no trust check). */
 function servedSerial(port: number, host: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -134,10 +36,8 @@ function servedSerial(port: number, host: string): Promise<string> {
 
 describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, () => {
   let pier: Pier;
-  const procs: ChildProcess[] = [];
   let dir = "";
   let pebbleRoot = "";
-  let challMgmt = 0;
 
   const domains = (app: string) => pier.cliJson<DomainJson[]>(["domain", "--app", app]);
   /** `pier domain cert set NAME --cert CERT --key KEY --app APP`. */
@@ -162,98 +62,23 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
   }
 
   let extra: Record<string, string> = {};
-  let dnsPort = 0;
-  const spawnKept = (argv: string[], env: Record<string, string> = {}) => {
-    const p = spawn(argv[0]!, argv.slice(1), { env: { ...process.env, ...env }, stdio: "ignore" });
-    procs.push(p);
-  };
-
-  /**
-   * Starts a pebble (its certificates valid `validitySeconds` when given) checking HTTP-01 on Pier's HTTP
-   * edge; returns its directory URL and the root its certificates chain to.
-   */
-  async function startPebble(validitySeconds?: number): Promise<{ directory: string; root: string }> {
-    const [acmePort, acmeMgmt] = [await freePort(), await freePort()];
-    const config = join(dir, `pebble-${acmePort}.json`);
-    writeFileSync(
-      config,
-      JSON.stringify({
-        pebble: {
-          listenAddress: `127.0.0.1:${acmePort}`,
-          managementListenAddress: `127.0.0.1:${acmeMgmt}`,
-          certificate: join(dir, "pebble.pem"),
-          privateKey: join(dir, "pebble.key"),
-          httpPort: pier.httpPort,
-          tlsPort: pier.httpsPort,
-          ocspResponderURL: "",
-          externalAccountBindingRequired: false,
-          ...(validitySeconds ? { certificateValidityPeriod: validitySeconds } : {}),
-        },
-      }),
-    );
-    spawnKept(["pebble", "-config", config, "-dnsserver", `127.0.0.1:${dnsPort}`], {
-      PEBBLE_VA_NOSLEEP: "1",
-      PEBBLE_VA_ALWAYS_VALID: "0",
-      PEBBLE_WFE_NONCEREJECT: "0",
-    });
-    const ca = readFileSync(join(dir, "pebble-ca.pem"), "utf8");
-    let root = "";
-    for (let i = 0; i < 100 && !root; i++) {
-      await sleep(200);
-      root = await new Promise<string>((resolve) => {
-        const req = httpsRequest(
-          { host: "127.0.0.1", port: acmeMgmt, path: "/roots/0", ca, servername: "localhost" },
-          (res) => {
-            let b = "";
-            res.on("data", (c: Buffer) => {
-              b += c.toString();
-            });
-            res.on("end", () => resolve(res.statusCode === 200 ? b : ""));
-          },
-        );
-        req.on("error", () => resolve(""));
-        req.end();
-      });
-    }
-    assert.match(root, /BEGIN CERTIFICATE/, "pebble's root, from its management interface");
-    return { directory: `https://localhost:${acmePort}/dir`, root };
-  }
+  let bed: AcmeBed;
+  const startPebble = (validitySeconds?: number) =>
+    bed.pebble({ http: pier.httpPort, https: pier.httpsPort }, validitySeconds);
 
   before(async () => {
-    dnsPort = await freePort();
     // info: the server log shows each certificate obtained and renewed.
     extra = { PIER_ACME_EMAIL: "e2e@example.test", PIER_LOG_LEVEL: "info" };
     pier = new Pier(extra);
     dir = pier.work;
+    bed = new AcmeBed(dir);
     // Pebble's own HTTPS (its directory) uses a certificate of a CA made here: Pier trusts it by PIER_ACME_CA.
-    extra.PIER_ACME_CA = join(dir, "pebble-ca.pem");
+    extra.PIER_ACME_CA = bed.caFile;
     pier.apiPort = await freePort();
     pier.sshPort = await freePort();
     pier.httpPort = await freePort();
     pier.httpsPort = await freePort();
-    challMgmt = await freePort();
-    await makeCert(dir, "pebble-ca", "Pier test CA for pebble", { ca: true });
-    await makeCert(dir, "pebble", "localhost", {
-      sans: ["localhost", "127.0.0.1"],
-      issuer: join(dir, "pebble-ca"),
-    });
-    spawnKept([
-      "pebble-challtestsrv",
-      "-dns01",
-      `127.0.0.1:${dnsPort}`,
-      "-http01",
-      "",
-      "-https01",
-      "",
-      "-tlsalpn01",
-      "",
-      "-management",
-      `127.0.0.1:${challMgmt}`,
-      "-defaultIPv4",
-      "127.0.0.1",
-      "-defaultIPv6",
-      "",
-    ]);
+    await bed.start("127.0.0.1");
     const pebble = await startPebble();
     pebbleRoot = pebble.root;
     extra.PIER_ACME_DIRECTORY = pebble.directory;
@@ -269,7 +94,7 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
 
   after(async () => {
     await pier?.destroy();
-    for (const p of procs) p.kill("SIGTERM");
+    bed?.stop();
   });
 
   test("invalid names are refused, naming the rule", async () => {
@@ -387,11 +212,7 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
 
   test("an ACME server that refuses: a clear error on the domain, HTTP keeps serving", async () => {
     // The test DNS sends refused.example.test to an address where nothing listens: the validation fails.
-    const r = await fetch(`http://127.0.0.1:${challMgmt}/add-a`, {
-      method: "POST",
-      body: JSON.stringify({ host: "refused.example.test.", addresses: ["127.0.0.2"] }),
-    });
-    assert.equal(r.status, 200);
+    await bed.addA("refused.example.test", ["127.0.0.2"]);
     const add = await pier.cli(["domain", "add", "refused.example.test", "--app", "web"]);
     assert.equal(add.code, 0, add.stderr);
     const d = await waitState("web", "refused.example.test", ["failed", "issued"]);
@@ -554,11 +375,7 @@ describe("custom domains and HTTPS with ACME (pebble)", { timeout: 900_000 }, ()
   });
 
   test("an app's token waits out its domain's backoff; an admin token retries at once", async () => {
-    const r = await fetch(`http://127.0.0.1:${challMgmt}/add-a`, {
-      method: "POST",
-      body: JSON.stringify({ host: "wait.example.test.", addresses: ["127.0.0.2"] }),
-    });
-    assert.equal(r.status, 200);
+    await bed.addA("wait.example.test", ["127.0.0.2"]);
     assert.equal((await pier.cli(["domain", "add", "wait.example.test", "--app", "web"])).code, 0);
     assert.equal((await waitState("web", "wait.example.test", ["failed", "issued"])).state, "failed");
     const tok = await pier.cliJson<{ token: string }>(["tokens", "create", "web-renew", "--app", "web"]);
