@@ -1,29 +1,73 @@
 // PIER_ENGINE=swarm end to end on the lab's three nodes (ADR 0030): `pier server` on the manager builds a
 // Node.js app pushed with git on the manager's dockerd, pushes its release image by digest to the lab's
 // registry, runs its instance as a swarm service on the app's overlay; the health gate and the edge reach it
-// from the edge's sandbox on the manager, which joined the overlay.
+// from the edge's sandbox on the manager, which joined the overlay. Then what a user does next, unchanged on
+// the swarm: scale over nodes and follow the logs of all, a custom domain with a certificate from an ACME
+// server (pebble, validating through the edge's published port on the manager), a release and a rollback.
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { after, before, describe, test } from "node:test";
-import { NODE_DOCKER_APP, type Pier } from "../e2e/harness.js";
-import { docker, type LabInfo, swarmPier, swarmPierDown } from "./lab.js";
+import { AcmeBed, httpsGet } from "../e2e/acme-bed.js";
+import { freePort, NODE_DOCKER_APP, type Pier, ROOT } from "../e2e/harness.js";
+import { docker, type LabInfo, swarmPier, swarmPierDown, until } from "./lab.js";
+
+interface StatusInstance {
+  number: number;
+  state: string;
+  node?: string | null;
+}
+interface DomainJson {
+  name: string;
+  state: string;
+  issuer: string | null;
+  serial: string | null;
+  lastError: string | null;
+}
 
 describe("PIER_ENGINE=swarm: git push deploys onto the swarm", { timeout: 900_000 }, () => {
   let info: LabInfo;
   let pier: Pier;
 
+  let bed: AcmeBed | undefined;
+  let acmeRoot = "";
+
   before(async () => {
-    ({ info, pier } = await swarmPier({ images: ["pier/base:bookworm", "pier/node:22"] }));
+    ({ info, pier } = await swarmPier({
+      images: ["pier/base:bookworm", "pier/node:22"],
+      // Pebble on this machine validates HTTP-01 at the edge's published address on the manager.
+      beforeStart: async (p, lab) => {
+        const manager = lab.nodes[0]!.address;
+        bed = new AcmeBed(p.work);
+        p.apiPort = await freePort();
+        p.sshPort = await freePort();
+        p.httpPort = await freePort();
+        p.httpsPort = await freePort();
+        await bed.start(manager);
+        const pebble = await bed.pebble({ http: p.httpPort, https: p.httpsPort });
+        acmeRoot = pebble.root;
+        return {
+          PIER_ACME_EMAIL: "e2e@example.test",
+          PIER_ACME_CA: bed.caFile,
+          PIER_ACME_DIRECTORY: pebble.directory,
+        };
+      },
+    }));
   });
-  after(() => swarmPierDown(pier));
+  after(async () => {
+    await swarmPierDown(pier);
+    bed?.stop();
+  });
 
   let app: { id: string };
   let push: { code: number; stderr: string };
+  let repo: string;
 
   test("a Node.js app is built on the manager, published to the registry by digest and run on the swarm", async () => {
     app = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "web"]);
     const set = await pier.cli(["env", "set", "CC_HEALTH_CHECK_PATH", "/health", "--app", "web"]);
     assert.equal(set.code, 0, set.stderr);
-    push = await pier.push(await pier.repo("web", NODE_DOCKER_APP, app.id));
+    repo = await pier.repo("web", NODE_DOCKER_APP, app.id);
+    push = await pier.push(repo);
     assert.match(push.stderr, /remote: Built pier-app\/app-[0-9a-f]+:dep-[0-9a-f]+\./);
     // Its address is the task's on the app's overlay (Pier's subnet pool), its output came from its node.
     assert.match(push.stderr, /remote: Instance 0 started \(pier-web-\S+, 10\.210\.\d+\.\d+:8080\)/);
@@ -72,5 +116,83 @@ describe("PIER_ENGINE=swarm: git push deploys onto the swarm", { timeout: 900_00
       `label=pier.app=${app.id}`,
     ]);
     assert.equal(services.split("\n").filter(Boolean).length, push.code === 0 ? 1 : 0, push.stderr);
+  });
+
+  test("scaled to 3 on 2+ nodes, pier logs -f follows the instances on every node", async () => {
+    const scaled = await pier.cli(["scale", "--instances", "3", "--app", "web"]);
+    assert.equal(scaled.code, 0, scaled.stderr);
+    const placed = await until("3 running instances with their nodes", 120, async () => {
+      const st = await pier.cliJson<{ instances: StatusInstance[] }>(["status", "--app", "web"]);
+      const up = st.instances.filter((i) => i.state === "running" && i.node);
+      return up.length === 3 ? up : undefined;
+    });
+    const nodeOf = new Map(placed.map((i) => [i.number, i.node ?? ""]));
+    assert.ok(new Set(nodeOf.values()).size >= 2, JSON.stringify(placed));
+    const follower = spawn(
+      process.execPath,
+      [`${ROOT}/bin/pier.js`, "logs", "-f", "--tail", "0", "--format", "json", "--app", "web"],
+      { env: pier.env, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let streamed = "";
+    follower.stdout.on("data", (c: Buffer) => {
+      streamed += c.toString();
+    });
+    const nodesSeen = () =>
+      new Set(
+        streamed
+          .split("\n")
+          .filter((l) => l.includes("said follow-"))
+          .map((l) => nodeOf.get((JSON.parse(l) as { instance: number }).instance)),
+      );
+    try {
+      await new Promise((r) => setTimeout(r, 1500));
+      // The edge spreads new connections over the 3 instances: lines come from instances on 2+ nodes.
+      for (let i = 0; i < 60 && nodesSeen().size < 2; i++) {
+        assert.equal((await pier.get("web", `/say/follow-${i}`)).status, 200);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await until("lines from instances on 2 nodes", 20, async () =>
+        nodesSeen().size >= 2 ? true : undefined,
+      );
+    } finally {
+      follower.kill();
+    }
+  });
+
+  test("a custom domain gets its certificate through the edge on the manager; HTTPS serves the app", async () => {
+    const add = await pier.cli(["domain", "add", "www.example.test", "--app", "web"]);
+    assert.equal(add.code, 0, add.stderr);
+    const issued = await until("the domain's certificate issued", 120, async () => {
+      const d = (await pier.cliJson<DomainJson[]>(["domain", "--app", "web"])).find(
+        (x) => x.name === "www.example.test",
+      );
+      if (d?.state === "failed") throw new Error(`failed: ${d.lastError}`);
+      return d?.state === "issued" ? d : undefined;
+    });
+    assert.match(issued.issuer ?? "", /Pebble/i);
+    const r = await httpsGet(pier.httpsPort, "www.example.test", acmeRoot, "/", pier.edgeAddress);
+    assert.equal(r.status, 200, r.body);
+    assert.equal(r.serial, issued.serial);
+    assert.equal(
+      (JSON.parse(r.body) as { headers: Record<string, string> }).headers["x-forwarded-proto"],
+      "https",
+    );
+  });
+
+  test("a new release, then a rollback to the first, each through the gate on the swarm", async () => {
+    const releases = async () =>
+      pier.cliJson<{ number: number; current: boolean }[]>(["releases", "--app", "web"]);
+    const first = (await releases()).find((r) => r.current);
+    assert.ok(first);
+    await pier.commit(repo, { "server.js": NODE_DOCKER_APP["server.js"]!.replace('|| "1"', '|| "2"') }, "v2");
+    const push2 = await pier.push(repo);
+    assert.equal(push2.code, 0, push2.stderr);
+    const version = async () => (JSON.parse((await pier.get("web")).body) as { version: string }).version;
+    assert.equal(await version(), "2");
+    const back = await pier.cli(["rollback", `v${first.number}`, "--app", "web"]);
+    assert.equal(back.code, 0, back.stderr);
+    assert.match(back.stderr, /Rolling back to release v\d+/);
+    for (let i = 0; i < 6; i++) assert.equal(await version(), "1", "every instance serves the first release");
+    assert.equal((await releases())[0]?.current, true);
   });
 });

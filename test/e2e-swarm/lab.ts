@@ -166,17 +166,22 @@ export interface SwarmPier {
  * Brings up a fresh lab of `nodes`, copies `images` (what scripts/setup.sh builds where Pier runs: the
  * manager builds with them) to the manager, and starts a swarm Pier on it with a key. `settings` replaces
  * swarmSettings (the lab's registry) when given; isolation is off unless a setting says otherwise.
+ * (The harness reads its settings object when the server starts: what beforeStart adds is seen.)
  */
 export async function swarmPier(opts: {
   images: string[];
   nodes?: number;
   settings?: (info: LabInfo) => Record<string, string> | Promise<Record<string, string>>;
+  /** Before the server starts (its ports may be chosen here): more settings, e.g. an ACME server's. */
+  beforeStart?: (pier: Pier, info: LabInfo) => Promise<Record<string, string>>;
 }): Promise<SwarmPier> {
   await lab("down");
   const info = await labUp(opts.nodes ?? 3);
   await copyImages(info, "node1", opts.images);
-  const pier = new Pier({ PIER_ISOLATION: "off", ...(await (opts.settings ?? swarmSettings)(info)) });
+  const settings = { PIER_ISOLATION: "off", ...(await (opts.settings ?? swarmSettings)(info)) };
+  const pier = new Pier(settings);
   try {
+    Object.assign(settings, await opts.beforeStart?.(pier, info));
     await pier.start();
     await pier.addKey();
   } catch (e) {
