@@ -195,4 +195,48 @@ describe("PIER_ENGINE=swarm: git push deploys onto the swarm", { timeout: 900_00
     for (let i = 0; i < 6; i++) assert.equal(await version(), "1", "every instance serves the first release");
     assert.equal((await releases())[0]?.current, true);
   });
+
+  test("a release whose gate fails on the swarm: the contract's lines, the serving release untouched, its services gone", async () => {
+    // Each service with its replicas: the serving release's 3 (1/1), and the release before it (stopped,
+    // 0/0, kept for its last logs until the next deploy succeeds).
+    const services = async () =>
+      (
+        await docker(info, "node1", [
+          "service",
+          "ls",
+          "--filter",
+          `label=pier.app=${app.id}`,
+          "--format",
+          "{{.ID}} {{.Replicas}}",
+        ])
+      )
+        .split("\n")
+        .filter(Boolean)
+        .sort();
+    const before = await until("the 3 serving services, the retired ones stopped", 90, async () => {
+      const now = await services();
+      const settled = now.every((l) => l.endsWith(" 1/1") || l.endsWith(" 0/0"));
+      return settled && now.filter((l) => l.endsWith(" 1/1")).length === 3 ? now : undefined;
+    });
+    assert.equal((await pier.cli(["env", "set", "HEALTH_STATUS", "503", "--app", "web"])).code, 0);
+    await pier.commit(repo, { "server.js": NODE_DOCKER_APP["server.js"]!.replace('|| "1"', '|| "4"') }, "v4");
+    const push4 = await pier.push(repo);
+    assert.notEqual(push4.code, 0);
+    const lines = push4.stderr.split("\n").map((l) => l.replace(/^remote: /, "").trimEnd());
+    const at = lines.indexOf("Response from GET /health is 503");
+    assert.ok(at >= 0, push4.stderr);
+    assert.equal(lines[at + 1], "Health check failed:");
+    assert.equal(lines[at + 2], "- GET /health returned 503.");
+    for (let i = 0; i < 6; i++) {
+      const r = await pier.get("web");
+      assert.equal(r.status, 200, r.body);
+      assert.equal((JSON.parse(r.body) as { version: string }).version, "1");
+    }
+    // The failed release's services are removed; every other one is as it was.
+    const want = JSON.stringify(before);
+    await until(`the services as before: ${want}`, 60, async () =>
+      JSON.stringify(await services()) === want ? true : undefined,
+    );
+    assert.equal((await pier.cli(["env", "rm", "HEALTH_STATUS", "--app", "web"])).code, 0);
+  });
 });
