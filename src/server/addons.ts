@@ -313,7 +313,7 @@ export class AddonService {
     const linked = await this.deps.addons.linkedAddons(appId);
     return linked
       .filter((a) => a.kind === "fs")
-      .map((a) => ({ id: a.id, name: a.name, host: addonHost(a.id) }));
+      .map((a) => ({ id: a.id, name: a.name, host: addonHost(a.id), ...(a.node ? { node: a.node } : {}) }));
   }
 
   /**
