@@ -263,10 +263,16 @@ test("an instance the swarm placed elsewhere after losing its node says from whe
       undefined,
     ],
     [
-      "the swarm orphaned the old task",
+      "the swarm orphaned the old task and its node is back: nothing to say",
       [{ ...lost, Status: { State: "orphaned" } }, now],
       () => false,
-      "node2 was lost",
+      undefined,
+    ],
+    [
+      "the swarm orphaned the old task and its node left the swarm",
+      [{ ...lost, NodeID: "n9", Status: { State: "orphaned" } }, now],
+      () => false,
+      "n9 was lost",
     ],
     [
       "the old task failed by itself: a restart, not a move",
