@@ -25,6 +25,8 @@ export interface BucketRequest {
 export interface BucketMount {
   addonId: string;
   target: string;
+  /** The swarm node the bucket's data lives on (Addon.node, ADR 0030); absent or null on one dockerd. */
+  node?: string | null;
 }
 
 /** A bucket an app may mount: an fs add-on linked to it. `host` is its bucket name (BUCKET_HOST). */
@@ -32,6 +34,8 @@ export interface LinkedBucket {
   id: string;
   name: string;
   host: string;
+  /** The swarm node its data lives on (Addon.node); null or absent on one dockerd. */
+  node?: string | null;
 }
 
 /** The request of one `CC_FS_BUCKET*` value, or why it is not one (naming the variable and the rule). */
@@ -98,7 +102,28 @@ export function bucketMounts(
   for (const r of requests) {
     const b = bucketOf(r, linked);
     if (!b) errors.push(unlinkedProblem(r, appName));
-    else mounts.push({ addonId: b.id, target: `${appHome}${r.path}` });
+    else mounts.push({ addonId: b.id, target: `${appHome}${r.path}`, ...(b.node ? { node: b.node } : {}) });
   }
   return { mounts, errors };
+}
+
+/**
+ * The node an app's instances are pinned to by the buckets they mount (ADR 0030: a bucket's data stays on
+ * its node, so its apps run there): null when no mount names a node (one dockerd, or no bucket), a string
+ * when they all name the same one, and an error naming each bucket's node when they name several.
+ */
+export function bucketNode(
+  mounts: readonly BucketMount[],
+  linked: readonly LinkedBucket[],
+  appName: string,
+): { node: string | null; error?: string } {
+  const nodes = [...new Set(mounts.map((m) => m.node).filter((n): n is string => !!n))];
+  if (nodes.length <= 1) return { node: nodes[0] ?? null };
+  const where = mounts
+    .filter((m) => m.node)
+    .map((m) => `${linked.find((b) => b.id === m.addonId)?.name ?? m.addonId} on ${m.node}`);
+  return {
+    node: null,
+    error: `${appName} mounts fs buckets on different nodes (${[...new Set(where)].join(", ")}): its instances can run on one node only, where its buckets live.`,
+  };
 }

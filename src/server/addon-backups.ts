@@ -18,6 +18,9 @@ import { newId } from "./deployer.js";
  * Add-on backups (ADR 0015): files under PIER_BACKUP_DIR, one folder per add-on, made by hand or by the
  * daily round and kept PIER_BACKUP_DAYS days; one backup or restore at a time per add-on.
  */
+/** "an fs", "a kv". */
+const article = (kind: string): string => (kind === "fs" ? "an" : "a");
+
 export class AddonBackups {
   private readonly busy = new Map<string, Promise<unknown>>();
   private timer: ClockTimer | null = null;
@@ -94,22 +97,35 @@ export class AddonBackups {
     });
   }
 
-  async restore(a: Addon, backupId: string): Promise<AddonBackup> {
-    const b = (await this.deps.addons.listBackups(a.id)).find((x) => x.id === backupId);
+  /**
+   * Replaces a's data by a backup of `from` (default: of a itself). Another add-on's backup is taken only
+   * when named (`from`, of the same kind: moving an add-on to another node is a create with --node and
+   * this restore); the backup file is read where `from` keeps it, and stays there.
+   */
+  async restore(a: Addon, backupId: string, from: Addon = a): Promise<AddonBackup> {
+    if (from.kind !== a.kind)
+      throw new PierError(
+        "INVALID_INPUT",
+        `The add-on '${from.name}' is ${article(from.kind)} ${from.kind} add-on and '${a.name}' ${article(a.kind)} ${a.kind} one: a backup restores into an add-on of its own kind only. Nothing was restored.`,
+        `Create a ${from.kind} add-on (pier addon create ${from.kind} NAME --node NODE) and restore into it.`,
+      );
+    const b = (await this.deps.addons.listBackups(from.id)).find((x) => x.id === backupId);
     if (!b) {
       const other = await this.ownerOfBackup(backupId);
       throw new PierError(
         "BACKUP_NOT_FOUND",
         other
-          ? `The backup ${backupId} is of the add-on '${other}', not of '${a.name}': nothing was restored.`
-          : `The add-on '${a.name}' has no backup ${backupId}.`,
-        `See \`pier addon backup list ${a.name}\`.`,
+          ? `The backup ${backupId} is of the add-on '${other}', not of '${from.name}': nothing was restored.`
+          : `The add-on '${from.name}' has no backup ${backupId}.`,
+        other && from.id === a.id
+          ? `To restore another add-on's backup into ${a.name}: pier addon backup restore ${a.name} ${backupId} --from ${other}`
+          : `See \`pier addon backup list ${from.name}\`.`,
       );
     }
     return this.serial(a, async () => {
       await this.mustRun(a, "nothing was restored, its data is as it was");
-      await this.provider(a).restore(a.id, join(this.dirOf(a), b.file));
-      this.deps.logger.info({ addonId: a.id, backup: b.id }, "add-on restored");
+      await this.provider(a).restore(a.id, join(this.dirOf(from), b.file));
+      this.deps.logger.info({ addonId: a.id, from: from.id, backup: b.id }, "add-on restored");
       return b;
     });
   }

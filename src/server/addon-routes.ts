@@ -30,8 +30,11 @@ export function addonHandlers({ addons }: Pick<ApiDeps, "addons">) {
     },
     "GET /v1/addons/:addon/backups": async (c) => c.json(await addons.backups(await addonOf(c))),
     "POST /v1/addons/:addon/backups": async (c) => c.json(await addons.backup(await addonOf(c)), 201),
-    "POST /v1/addons/:addon/backups/:backup/restore": async (c) =>
-      c.json(await addons.restore(await addonOf(c), c.req.param("backup") ?? "")),
+    "POST /v1/addons/:addon/backups/:backup/restore": async (c) => {
+      const from = c.req.query("from");
+      const source = from ? await addons.visible(from, only(c)) : undefined;
+      return c.json(await addons.restore(await addonOf(c), c.req.param("backup") ?? "", source));
+    },
   } satisfies SomeHandlers;
 }
 

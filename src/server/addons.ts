@@ -240,7 +240,12 @@ export class AddonService {
     const addons = await this.deps.addons.linkedAddons(app.id);
     const apps = await this.deps.addons.linkedApps(app.id);
     return {
-      addons: addons.map((a) => ({ id: a.id, name: a.name, kind: a.kind })),
+      addons: addons.map((a) => ({
+        id: a.id,
+        name: a.name,
+        kind: a.kind,
+        ...(a.node ? { node: a.node } : {}),
+      })),
       apps: apps.map((x) => ({ id: x.id, name: x.name })),
     };
   }
@@ -313,7 +318,7 @@ export class AddonService {
     const linked = await this.deps.addons.linkedAddons(appId);
     return linked
       .filter((a) => a.kind === "fs")
-      .map((a) => ({ id: a.id, name: a.name, host: addonHost(a.id) }));
+      .map((a) => ({ id: a.id, name: a.name, host: addonHost(a.id), ...(a.node ? { node: a.node } : {}) }));
   }
 
   /**
@@ -367,8 +372,9 @@ export class AddonService {
     return this.backupsOf.create(a);
   }
 
-  restore(a: Addon, backupId: string): Promise<AddonBackup> {
-    return this.backupsOf.restore(a, backupId);
+  /** `from`: the add-on whose backup it is, when not `a` (same kind: to move an add-on between nodes). */
+  restore(a: Addon, backupId: string, from?: Addon): Promise<AddonBackup> {
+    return this.backupsOf.restore(a, backupId, from);
   }
 
   runDailyBackups(now = new Date()): Promise<{ made: number; deleted: number }> {

@@ -2,7 +2,8 @@
 // by --node (its container and volume on that node's dockerd, Pier reaching it through
 // PIER_SWARM_NODE_ENGINES), reached from a linked app's instance on another node over the app's overlay and
 // not from an unlinked app's; its backup and restore run on its node; a --node that does not exist and a
-// drain of its node are refused, saying what to do.
+// drain of its node are refused, saying what to do. An fs bucket on node2: its app's two instances run on
+// node2 (the deploy says so), one writes a file and the other reads it.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { NODE_DOCKER_APP, Pier } from "../e2e/harness.js";
@@ -27,11 +28,13 @@ s.on("data", (d) => {
   if (l.length >= 4) done(l[2]);
 });`;
 
-/** Each instance of an app: its node and container. */
+/** Each instance of an app: its node and container (not its build slot's holder on the manager). */
 async function instances(info: LabInfo, appId: string) {
   const out: { node: string; container: string }[] = [];
   for (const n of info.nodes) {
-    const ids = await docker(info, n.name, ["ps", "-q", "--filter", `label=pier.app=${appId}`]);
+    const ids = await docker(info, n.name, [
+      ...["ps", "-q", "--filter", `label=pier.app=${appId}`, "--filter", "label=pier.role=instance"],
+    ]);
     for (const id of ids.split("\n").filter(Boolean)) out.push({ node: n.name, container: id });
   }
   return out;
@@ -45,6 +48,7 @@ describe("add-ons on the swarm: pinned to a node, reached from every node by lin
   let web: { id: string };
   let other: { id: string };
   let kv: { host: string; token: string };
+  let backupId = "";
 
   const ok = async (args: string[]) => {
     const r = await pier.cli(args);
@@ -75,7 +79,12 @@ describe("add-ons on the swarm: pinned to a node, reached from every node by lin
     info = await labUp(3);
     // What scripts/setup.sh builds where Pier runs: builds on the manager, and the kv add-on's image, which
     // Pier copies to the node an add-on is pinned to.
-    await copyImages(info, "node1", ["pier/base:bookworm", "pier/node:22", "pier/addon-kv:8"]);
+    await copyImages(info, "node1", [
+      "pier/base:bookworm",
+      "pier/node:22",
+      "pier/addon-kv:8",
+      "pier/addon-fs:1",
+    ]);
     const engines = info.nodes
       .filter((n) => n.name !== "node1")
       .map((n) => `${n.name}=${n.dockerHost}`)
@@ -151,6 +160,7 @@ describe("add-ons on the swarm: pinned to a node, reached from every node by lin
   test("a backup and a restore run on node2: the data comes back exactly", async () => {
     const b = await pier.cliJson<{ id: string; bytes: number }>(["addon", "backup", "create", "cache"]);
     assert.ok(b.bytes > 0);
+    backupId = b.id;
     assert.equal((await kvFrom(web.id, "node3", "SET", "greeting", "later")).answer, "OK");
     await ok(["addon", "backup", "restore", "cache", b.id, "--yes"]);
     assert.equal(
@@ -174,10 +184,84 @@ describe("add-ons on the swarm: pinned to a node, reached from every node by lin
     );
   });
 
+  test("an fs bucket on node2: its app's two instances run there, the deploy says so, and share its files", async () => {
+    const files = await pier.cliJson<{ id: string }>([
+      "create",
+      "--type",
+      "node",
+      "--instances",
+      "2",
+      "files",
+    ]);
+    await ok(["addon", "create", "fs", "uploads", "--node", "node2", "--link", "files"]);
+    await ok(["env", "set", "CC_FS_BUCKET", "/uploads:uploads", "--app", "files"]);
+    await ok(["env", "set", "CC_HEALTH_CHECK_PATH", "/", "--app", "files"]);
+    const server = 'require("http").createServer((q, s) => s.end("ok")).listen(8080, "0.0.0.0");\n';
+    const pkg = JSON.stringify({ name: "files", version: "1.0.0", scripts: { start: "node server.js" } });
+    const push = await pier.push(
+      await pier.repo("files", { "package.json": pkg, "server.js": server }, files.id),
+    );
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /Instances of files run on node node2, where bucket uploads lives\./);
+    const placed = await instances(info, files.id);
+    assert.deepEqual(
+      placed.map((i) => i.node),
+      ["node2", "node2"],
+    );
+    const [one, two] = placed as [(typeof placed)[0], (typeof placed)[0]];
+    const fsIn = (i: typeof one, js: string) => docker(info, i.node, ["exec", i.container, "node", "-e", js]);
+    await fsIn(one, 'require("fs").writeFileSync("/app/uploads/a.txt", "shared")');
+    assert.equal(
+      await fsIn(two, 'console.log(require("fs").readFileSync("/app/uploads/a.txt", "utf8"))'),
+      "shared",
+    );
+    const status = await pier.cliJson<{ instances: { node?: string }[] }>(["status", "--app", "files"]);
+    assert.deepEqual(
+      status.instances.map((i) => i.node),
+      ["node2", "node2"],
+    );
+  });
+
+  test("moved in two commands: a kv add-on on node3 restored from cache's backup (--from) has its data", async () => {
+    await ok(["addon", "create", "kv", "cache3", "--node", "node3"]);
+    const without = await pier.cli(["addon", "backup", "restore", "cache3", backupId, "--yes"]);
+    assert.notEqual(without.code, 0);
+    assert.match(without.stderr, /is of the add-on 'cache', not of 'cache3'/);
+    assert.match(without.stderr, new RegExp(`pier addon backup restore cache3 ${backupId} --from cache`));
+    const wrongKind = await pier.cli([
+      "addon",
+      "backup",
+      "restore",
+      "uploads",
+      backupId,
+      "--from",
+      "cache",
+      "--yes",
+    ]);
+    assert.notEqual(wrongKind.code, 0);
+    assert.match(wrongKind.stderr, /'cache' is a kv add-on and 'uploads' an fs one/);
+    const r = await ok(["addon", "backup", "restore", "cache3", backupId, "--from", "cache", "--yes"]);
+    assert.match(r.stdout, new RegExp(`Restored cache3 from backup ${backupId} of cache`));
+    const s = await pier.cliJson<{ host: string }>(["addon", "status", "cache3"]);
+    const env = await pier.cliJson<Record<string, string>>(["addon", "env", "cache3", "--reveal"]);
+    const get = ["exec", s.host, "valkey-cli", "-p", "6378", "--no-auth-warning", "-a", env.KV_TOKEN ?? ""];
+    assert.equal(
+      await until("the value restored on node3", 60, async () => {
+        const v = await docker(info, "node3", [...get, "GET", "greeting"]).catch(() => "");
+        return v === "hello" ? v : undefined;
+      }),
+      "hello",
+    );
+    await ok(["addon", "delete", "cache3", "--yes"]);
+  });
+
   test("draining the add-on's node is refused, saying what to do; another node drains", async () => {
     const r = await pier.cli(["nodes", "drain", "node2"]);
     assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /node2 was not drained: the add-ons cache are pinned to it with their data/);
+    assert.match(
+      r.stderr,
+      /node2 was not drained: the add-ons (cache, uploads|uploads, cache) are pinned to it with their data/,
+    );
     assert.match(r.stderr, /pier addon backup create NAME/);
     const nodes = await pier.cliJson<{ name: string; availability: string }[]>(["nodes"]);
     assert.equal(nodes.find((n) => n.name === "node2")?.availability, "active");

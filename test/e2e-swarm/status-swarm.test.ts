@@ -1,7 +1,8 @@
 // What a user sees of an app on the swarm (issue 18, ADR 0030): `pier status` names each instance's node,
 // `pier nodes` counts Pier's instances on each; an instance that exits on its node is seen by Pier (its exit
 // recorded from the swarm's task list); a worker lost, its instance runs on another node, `pier status` says
-// which and why, and the edge follows it to its new address.
+// which and why, and the edge follows it to its new address; the node back, that line goes (the loss stays as
+// the last exit).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { NODE_DOCKER_APP, Pier } from "../e2e/harness.js";
@@ -132,6 +133,7 @@ describe("pier status and pier nodes on the swarm", { timeout: 1_200_000 }, () =
     const victim = list.find((i) => i.node !== "node1");
     assert.ok(victim, `an instance on a worker: ${JSON.stringify(list)}`);
     const lost = victim.node ?? "";
+    let started = false;
     await lab("kill", lost);
     try {
       const moved = await until(`instance ${victim.number} placed again off ${lost}`, 90, async () => {
@@ -152,8 +154,17 @@ describe("pier status and pier nodes on the swarm", { timeout: 1_200_000 }, () =
       });
       const nodes = await pier.cliJson<{ name: string; instances: number }[]>(["nodes"]);
       assert.equal(nodes.find((n) => n.name === lost)?.instances, 0, JSON.stringify(nodes));
-    } finally {
       await lab("start", lost);
+      started = true;
+      // The node back: the "moved" line goes, the loss stays as the instance's last exit.
+      const back = await until(`${lost} back, the moved line gone`, 120, async () => {
+        const i = (await instances()).find((x) => x.number === victim.number);
+        return i?.state === "running" && !i.moved ? i : undefined;
+      });
+      assert.equal(back.lastExit?.code, -1, "the loss stays as the last exit");
+      assert.doesNotMatch((await pier.cli(["status", "--app", "web"])).stdout, / moved from /);
+    } finally {
+      if (!started) await lab("start", lost);
     }
   });
 });

@@ -6,8 +6,8 @@ import { type AddonKindDefinition, ContainerAddons } from "./container.js";
  * fs: a file-system bucket (issue 17 item 4; ADR 0015). Its data is its volume, mounted read-write into
  * every instance of each linked app at the path CC_FS_BUCKET names (core/buckets.ts). Its server is an idle
  * process of `pier/addon-fs:1` (Debian's tar and gzip) that backs the files up (a gzip'ed tar) and restores
- * them all or nothing (extracted aside, checked, then swapped in with renames); a Swarm driver will serve
- * the volume over NFS from it (issue 18). Nothing to authenticate: a bucket is reached only by its mount,
+ * them all or nothing (extracted aside, checked, then swapped in with renames). On a swarm the volume is on
+ * the add-on's node and its apps' instances are pinned there (ADR 0030; NFS is the later option). Nothing to authenticate: a bucket is reached only by its mount,
  * which only linked apps get.
  */
 export const FS: AddonKindDefinition = {

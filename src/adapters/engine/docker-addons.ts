@@ -13,6 +13,9 @@ import { cpuLimits } from "../../core/model.js";
 import type { AddonServerInfo, AddonServerSpec, AddonServers } from "../../core/ports.js";
 import { DROPPED_CAPABILITIES, engineCpus, isNotFound } from "./docker-build.js";
 
+/** The volume an add-on's data lives in, on its node (an fs bucket's: what its apps' instances mount). */
+export const addonVolume = (id: string): string => `${addonHost(id)}-data`;
+
 const statusOf = (e: unknown) => (e as { statusCode?: number }).statusCode;
 
 /** Waits for an engine call; the answers in `fine` (e.g. 404: gone already; 409: made already) are no error. */
@@ -86,7 +89,7 @@ export class DockerAddonServers implements AddonServers {
   }
 
   private volume(id: string): string {
-    return `${addonHost(id)}-data`;
+    return addonVolume(id);
   }
 
   /**

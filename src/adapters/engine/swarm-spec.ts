@@ -1,5 +1,7 @@
 // An instance as a Swarm service (ADR 0030): the service spec one Pier instance becomes, planned from its
 // InstanceSpec without I/O, so that the table of cases in test/unit/adapters/swarm-spec.test.ts holds it.
+
+import type { BucketMount } from "../../core/buckets.js";
 import { PierError } from "../../core/errors.js";
 import { instanceFilesystem } from "../../core/instance-fs.js";
 import { LABEL, ROLE } from "../../core/labels.js";
@@ -7,13 +9,14 @@ import { INSTANCE_PIDS } from "../../core/limits.js";
 import { cpuLimits } from "../../core/model.js";
 import type { InstanceSpec } from "../../core/ports.js";
 import { releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
+import { addonVolume } from "./docker-addons.js";
 import { DROPPED_CAPABILITIES } from "./docker-build.js";
 
 /** A mount of a service's container (the fields Pier sets). */
 export interface ServiceMount {
-  Type: "bind" | "tmpfs";
+  Type: "bind" | "tmpfs" | "volume";
   Target: string;
-  /** Empty for a tmpfs. */
+  /** Empty for a tmpfs; the volume's name for a volume. */
   Source: string;
   ReadOnly?: boolean;
   TmpfsOptions?: { SizeBytes: number; Mode: number };
@@ -42,7 +45,7 @@ export interface ServiceSpec {
       Reservations: { MemoryBytes: number };
     };
     RestartPolicy: { Condition: "any" | "none"; Delay?: number };
-    Placement: { Preferences: { Spread: { SpreadDescriptor: string } }[] };
+    Placement: { Preferences: { Spread: { SpreadDescriptor: string } }[]; Constraints?: string[] };
     Networks: { Target: string }[];
     LogDriver: { Name: string; Options: Record<string, string> };
     /** Bumped to replace the task with a new one (a restart). */
@@ -75,6 +78,29 @@ function tmpfsSize(options: string): number {
   return m ? Number(m[1]) : 0;
 }
 
+/** An fs bucket as a service mount: the add-on's volume on its node, read-write at its target. */
+const bucketMount = (b: BucketMount): ServiceMount => ({
+  Type: "volume",
+  Source: addonVolume(b.addonId),
+  Target: b.target,
+});
+
+/**
+ * The node the instance's buckets pin it to. A bucket with no node (made before the swarm) or buckets on
+ * two nodes (the deploy refuses those first) cannot be mounted: ENGINE_ERROR saying what to do.
+ */
+function bucketsNode(s: InstanceSpec): string | null {
+  if (s.buckets.length === 0) return null;
+  const nodes = new Set(s.buckets.map((b) => b.node ?? ""));
+  const [node] = [...nodes];
+  if (nodes.size === 1 && node) return node;
+  throw new PierError(
+    "ENGINE_ERROR",
+    `The instance ${s.name} mounts fs buckets that are not all on one swarm node (${[...nodes].map((n) => n || "no node").join(", ")}): a bucket's data lives on its node.`,
+    "Mount buckets of one node only; to move a bucket, create one with --node and restore the other's backup into it (docs/guide.md).",
+  );
+}
+
 /**
  * The service one Pier instance runs as: 1 replica of the release image by digest, with the instance's
  * labels on the service and its container, its memory as limit and reservation (the scheduler places by
@@ -82,13 +108,6 @@ function tmpfsSize(options: string): number {
  * when `restart` (as the Docker adapter's unless-stopped: a stop is a scale to 0, which no policy undoes).
  */
 export function serviceSpec(s: InstanceSpec, p: ServicePlanInputs): ServiceSpec {
-  if (s.buckets.length > 0) {
-    throw new PierError(
-      "ENGINE_ERROR",
-      `The instance ${s.name} mounts an fs bucket, whose data lives on one machine: a swarm's instances run on any node.`,
-      "fs buckets on a swarm (served over NFS from their node, ADR 0015 and 0030) are not built yet: unlink the bucket, or run this app on one machine.",
-    );
-  }
   if (releaseVolume(p.imageLabels)) {
     throw new PierError(
       "ENGINE_ERROR",
@@ -106,6 +125,8 @@ export function serviceSpec(s: InstanceSpec, p: ServicePlanInputs): ServiceSpec 
     Target: target,
     TmpfsOptions: { SizeBytes: tmpfsSize(options), Mode: 0o1777 },
   }));
+  mounts.push(...s.buckets.map(bucketMount));
+  const node = bucketsNode(s);
   if (s.mountDockerSocket)
     mounts.push({ Type: "bind", Source: "/var/run/docker.sock", Target: "/var/run/docker.sock" });
   return {
@@ -133,7 +154,11 @@ export function serviceSpec(s: InstanceSpec, p: ServicePlanInputs): ServiceSpec 
         Reservations: { MemoryBytes: s.memoryBytes },
       },
       RestartPolicy: s.restart ? { Condition: "any", Delay: 1_000 * NS_PER_MS } : { Condition: "none" },
-      Placement: { Preferences: [{ Spread: { SpreadDescriptor: "node.id" } }] },
+      Placement: {
+        Preferences: [{ Spread: { SpreadDescriptor: "node.id" } }],
+        // Pinned where its fs buckets' data lives (ADR 0030): the node's local volume is the bucket.
+        ...(node ? { Constraints: [`node.hostname==${node}`] } : {}),
+      },
       Networks: [{ Target: s.network.name }],
       LogDriver: { Name: "json-file", Options: { "max-size": "10m", "max-file": "3" } },
     },

@@ -100,8 +100,8 @@ const ENDED_BY_ITSELF = new Set(["failed", "complete"]);
 
 /**
  * Whether the swarm placed the running task `now` on another node after losing its predecessor there: the
- * predecessor's node is down now (`nodeDown`), or the swarm orphaned the task (a node gone for long). A task
- * that ended by itself is a restart (counted in `restarts`), and one Pier replaced is no loss.
+ * predecessor's node is down now (`nodeDown`), or the swarm orphaned the task and its node has left the
+ * swarm. Once that node is back, nothing (the instance's last exit keeps the loss). A task that ended by itself is a restart (counted in `restarts`), and one Pier replaced is no loss.
  */
 export function movedFrom(
   tasks: readonly SwarmTask[],
@@ -115,10 +115,13 @@ export function movedFrom(
     .sort((a, b) => (b.CreatedAt ?? "").localeCompare(a.CreatedAt ?? ""))[0];
   if (!before?.NodeID || before.NodeID === now.NodeID) return undefined;
   if (ENDED_BY_ITSELF.has(before.Status?.State ?? "")) return undefined;
-  const from = nodeName(before.NodeID) ?? before.NodeID;
+  const known = nodeName(before.NodeID);
+  const from = known ?? before.NodeID;
+  // An orphaned task stays orphaned when its node comes back: the move is news only while the node is down
+  // or gone from the swarm; after that the loss stays as the instance's last exit (its die event).
   const reason = nodeDown(before.NodeID)
     ? `${from} down`
-    : before.Status?.State === "orphaned"
+    : before.Status?.State === "orphaned" && known === undefined
       ? `${from} was lost`
       : null;
   return reason ? { from, reason, at: now.CreatedAt ?? null } : undefined;

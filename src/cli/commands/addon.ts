@@ -24,7 +24,7 @@ const USAGE = `Usage: pier addon create KIND NAME [--flavor F] [--link APP]... [
        pier addon delete NAME [--yes] [--force]
        pier addon backup create NAME
        pier addon backup list NAME
-       pier addon backup restore NAME BACKUP_ID [--yes]
+       pier addon backup restore NAME BACKUP_ID [--from OTHER] [--yes]
 
   KIND is kv (a Redis-protocol key-value store: valkey, port 6378, the token as password),
   postgresql (PostgreSQL 17: one database, one user), mysql (MariaDB 11.8: one database, one user;
@@ -35,13 +35,14 @@ const USAGE = `Usage: pier addon create KIND NAME [--flavor F] [--link APP]... [
 
   create      makes the add-on (and links it to the --link apps: their next deploy or restart gets
               its variables). On a swarm it is pinned to one node with its data: --node, or the
-              manager; Pier never moves it (to move it: back up, create one on another node, restore)
+              manager; Pier never moves it (to move it: back up, create one on another node, restore
+              the backup into it with --from)
   env         the variables a link injects; secrets masked unless --reveal
   delete      deletes the add-on and its data (asks for its name, or --yes); refused while apps are
               linked to it, unless --force. Its backups stay on disk.
   backup      create: a backup now (pg_dump, mariadb-dump, a snapshot for kv, a tar.gz for fs); list; restore: replaces
               the add-on's data by the backup (asks, or --yes); a restore that fails leaves the data as
-              it was.
+              it was. --from OTHER: the backup is of the add-on OTHER, of the same kind.
               A backup is also made every day and kept for PIER_BACKUP_DAYS days (default 7).
 
 Options:
@@ -52,6 +53,7 @@ Options:
       --reveal                          show secrets (pier addon env)
   -y, --yes                             do not ask
       --force                           delete even while linked (the links go too)
+      --from <addon>                    backup restore: the add-on whose backup it is
   -h, --help                            show this help
 `;
 
@@ -83,6 +85,7 @@ interface AddonFlags {
   reveal?: boolean;
   yes?: boolean;
   force?: boolean;
+  from?: string;
 }
 
 /** What each subcommand gets: its positionals, the flags, and the checked --format (default: human|json). */
@@ -111,6 +114,10 @@ async function create({ ctx, rest, values, fmt }: Sub): Promise<number> {
       ctx.err(`It runs on ${a.node}, the swarm's manager (choose another node with --node NODE).\n`);
     if (a.apps.length > 0)
       ctx.err(`Linked to ${a.apps.join(", ")}: their next deploy or \`pier restart\` gets its variables.\n`);
+    if (a.kind === "fs" && a.node && a.apps.length > 0)
+      ctx.err(
+        `Instances of ${a.apps.join(", ")} run on node ${a.node}, where bucket ${a.name} lives (once CC_FS_BUCKET names it).\n`,
+      );
   }
   return 0;
 }
@@ -203,6 +210,7 @@ export const addon: Command = {
       reveal: { type: "boolean" },
       yes: { type: "boolean", short: "y" },
       force: { type: "boolean" },
+      from: { type: "string" },
     });
     const [sub = "list", ...rest] = positionals;
     const fmt = (formats: z.ZodType = humanJson) =>
@@ -220,7 +228,7 @@ export const addon: Command = {
 async function backup(
   ctx: Context,
   rest: string[],
-  values: { yes?: boolean },
+  values: { yes?: boolean; from?: string },
   fmt: () => string,
 ): Promise<number> {
   const [op, ...more] = rest;
@@ -265,9 +273,13 @@ async function backup(
     ctx.err(`Restoring ${name} from ${id}...\n`);
     const b = await api.call("POST /v1/addons/:addon/backups/:backup/restore", {
       params: { addon: name as string, backup: id as string },
+      ...(values.from ? { query: { from: values.from } } : {}),
     });
     if (fmt() === "json") ctx.out(json(b));
-    else ctx.out(`Restored ${name} from backup ${b.id} (${b.createdAt}).\n`);
+    else
+      ctx.out(
+        `Restored ${name} from backup ${b.id}${values.from ? ` of ${values.from}` : ""} (${b.createdAt}).\n`,
+      );
     return 0;
   }
   throw new UsageError(`unknown addon backup command '${op ?? ""}' (expected create, list, restore)`, {

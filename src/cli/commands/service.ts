@@ -72,6 +72,12 @@ Options:
             : await api.call("POST /v1/apps/:app/links/apps", { params, body: { app: target as string } });
         if (format === "json") ctx.out(json(l));
         else ctx.out(`Linked ${target} to ${app.ref}.\n`);
+        const pin =
+          "addons" in l ? l.addons.find((a) => a.kind === "fs" && a.node && a.name === target) : undefined;
+        if (pin && format !== "json")
+          ctx.err(
+            `Instances of ${app.ref} run on node ${pin.node}, where bucket ${pin.name} lives (once CC_FS_BUCKET names it).\n`,
+          );
         ctx.err(NEXT);
         return 0;
       }

@@ -244,7 +244,15 @@ export const Backup = z.looseObject({
 });
 
 export const Links = z.looseObject({
-  addons: z.array(z.looseObject({ id: z.string(), name: z.string(), kind: z.enum(ADDON_KINDS) })),
+  addons: z.array(
+    z.looseObject({
+      id: z.string(),
+      name: z.string(),
+      kind: z.enum(ADDON_KINDS),
+      /** On a swarm: the node it is pinned to (an fs bucket pins its apps' instances there). */
+      node: z.string().optional(),
+    }),
+  ),
   apps: z.array(z.looseObject({ id: z.string(), name: z.string() })),
 });
 

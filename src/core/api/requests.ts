@@ -103,6 +103,8 @@ export const queries = {
   reveal: z.object({ reveal: flag }),
   follow: z.object({ follow: flag }),
   force: z.object({ force: flag }),
+  /** A restore's source add-on (name or id), when the backup is another add-on's of the same kind. */
+  restoreFrom: z.object({ from: z.string().optional() }),
   acme: z.object({ acme: flag }),
   logs: z.object({
     since: z.string().optional(),

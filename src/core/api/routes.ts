@@ -301,7 +301,8 @@ export const ROUTES = {
   "POST /v1/addons/:addon/backups/:backup/restore": {
     access: "admin",
     summary:
-      "Replace the add-on's data by a backup of it (admin token); a failed restore changes nothing; 409 ADDON_NOT_RUNNING when it is stopped",
+      "Replace the add-on's data by a backup of it, or with from=ADDON by a backup of that add-on of the same kind (admin token); a failed restore changes nothing; 409 ADDON_NOT_RUNNING when it is stopped",
+    query: queries.restoreFrom,
     responses: { 200: json(r.Backup) },
   },
   "GET /v1/apps/:app/links": {

@@ -3,7 +3,7 @@
 
 import { type LinkedEnvironment, linkedLines } from "../../core/addons.js";
 import { isTask } from "../../core/app-state.js";
-import { type BucketMount, bucketMounts, isBucketVariable } from "../../core/buckets.js";
+import { type BucketMount, bucketMounts, bucketNode, isBucketVariable } from "../../core/buckets.js";
 import { healthCheckPaths, instanceEnvironment, platformVariables } from "../../core/env.js";
 import { ENV_CAP_HINT, instanceEnvProblem } from "../../core/env-limits.js";
 import { PierError } from "../../core/errors.js";
@@ -138,10 +138,23 @@ export async function mountedBuckets(
       errors.join("; "),
       "Link the fs add-on (pier service link-addon NAME --app APP) or fix the variable with `pier env set`.",
     );
+  const pin = bucketNode(mounts, linked, app.name);
+  if (pin.error)
+    throw new PierError(
+      "INVALID_VARIABLE",
+      pin.error,
+      "Mount buckets of one node only (unset a CC_FS_BUCKET* variable or unlink a bucket), or move a bucket: create one with --node and restore the other's backup into it (docs/guide.md).",
+    );
   for (const m of mounts) {
     const b = linked.find((x) => x.id === m.addonId);
     ctx.write(
       `The fs add-on ${b?.name ?? m.addonId} (bucket ${b?.host ?? m.addonId}) is mounted at ${m.target}.`,
+    );
+  }
+  if (pin.node) {
+    const names = mounts.map((m) => linked.find((x) => x.id === m.addonId)?.name ?? m.addonId);
+    ctx.write(
+      `Instances of ${app.name} run on node ${pin.node}, where bucket ${[...new Set(names)].join(", ")} lives.`,
     );
   }
   return mounts;

@@ -129,11 +129,32 @@ test("an image whose vendor/ is in a release volume is refused: a volume lives o
   );
 });
 
-test("an instance that mounts an fs bucket is refused until buckets are served over the swarm", () => {
-  assert.throws(
-    () => serviceSpec(instance({ buckets: [{ addonId: "ad1", target: "/app/uploads" }] }), inputs),
-    (e: PierError) => e.code === "ENGINE_ERROR" && /fs bucket/.test(e.message),
+test("an instance that mounts an fs bucket mounts its add-on's volume and is pinned to the bucket's node", () => {
+  const s = serviceSpec(
+    instance({ buckets: [{ addonId: "ad1", target: "/app/uploads", node: "node2" }] }),
+    inputs,
   );
+  assert.deepEqual(
+    s.TaskTemplate.ContainerSpec.Mounts.filter((m) => m.Type === "volume"),
+    [{ Type: "volume", Source: "pier-addon-ad1-data", Target: "/app/uploads" }],
+  );
+  assert.deepEqual(s.TaskTemplate.Placement.Constraints, ["node.hostname==node2"]);
+  assert.equal(serviceSpec(instance(), inputs).TaskTemplate.Placement.Constraints, undefined);
+});
+
+test("an instance whose buckets are on two nodes, or on none, is refused with what to do", () => {
+  for (const buckets of [
+    [
+      { addonId: "ad1", target: "/app/a", node: "node2" },
+      { addonId: "ad2", target: "/app/b", node: "node3" },
+    ],
+    [{ addonId: "ad1", target: "/app/a" }],
+  ])
+    assert.throws(
+      () => serviceSpec(instance({ buckets }), inputs),
+      (e: PierError) =>
+        e.code === "ENGINE_ERROR" && /one swarm node/.test(e.message) && /--node/.test(e.hint ?? ""),
+    );
 });
 
 const task = (id: string, over: Partial<SwarmTask> & { state?: string; at?: string } = {}): SwarmTask => ({
@@ -242,10 +263,16 @@ test("an instance the swarm placed elsewhere after losing its node says from whe
       undefined,
     ],
     [
-      "the swarm orphaned the old task",
+      "the swarm orphaned the old task and its node is back: nothing to say",
       [{ ...lost, Status: { State: "orphaned" } }, now],
       () => false,
-      "node2 was lost",
+      undefined,
+    ],
+    [
+      "the swarm orphaned the old task and its node left the swarm",
+      [{ ...lost, NodeID: "n9", Status: { State: "orphaned" } }, now],
+      () => false,
+      "n9 was lost",
     ],
     [
       "the old task failed by itself: a restart, not a move",

@@ -223,6 +223,11 @@ describe("add-on commands", () => {
     const r = await pier(["addon", "backup", "restore", "cache", "bak-1", "--yes"], answers);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /Restored cache from backup bak-1/);
+    const from = await pier(["addon", "backup", "restore", "cache2", "bak-1", "--from", "cache", "--yes"], {
+      "POST /v1/addons/cache2/backups/bak-1/restore?from=cache": { status: 200, body: backup },
+    });
+    assert.equal(from.code, 0, from.stderr);
+    assert.match(from.stdout, /Restored cache2 from backup bak-1 of cache/);
   });
 
   test("service link-addon / link-app / unlink, and published-config set", async () => {
@@ -232,6 +237,17 @@ describe("add-on commands", () => {
     });
     assert.deepEqual(a.sent[0]?.body, { addon: "cache" });
     assert.match(a.stderr, /next deploy or `pier restart`/);
+    assert.doesNotMatch(a.stderr, /run on node/);
+    const pinned = await pier(["service", "link-addon", "uploads", "-a", "web"], {
+      "POST /v1/apps/web/links/addons": {
+        status: 201,
+        body: { addons: [{ id: "adn-2", name: "uploads", kind: "fs", node: "node2" }], apps: [] },
+      },
+    });
+    assert.match(
+      pinned.stderr,
+      /Instances of web run on node node2, where bucket uploads lives \(once CC_FS_BUCKET names it\)\./,
+    );
     const b = await pier(["service", "link-app", "api", "-a", "web"], {
       "POST /v1/apps/web/links/apps": { status: 201, body: links },
     });

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { addonVariables } from "../../../src/core/addons.js";
-import { bucketMounts, bucketRequests, parseBucketVariable } from "../../../src/core/buckets.js";
+import { bucketMounts, bucketNode, bucketRequests, parseBucketVariable } from "../../../src/core/buckets.js";
 
 const UPLOADS = { id: "adn-1", name: "uploads", host: "pier-addon-adn-1" };
 const MEDIA = { id: "adn-2", name: "media", host: "pier-addon-adn-2" };
@@ -95,6 +95,33 @@ describe("bucketMounts", () => {
 
   it("no variable: no mount", () => {
     assert.deepEqual(bucketMounts({ A: "1" }, [UPLOADS], "blog", "/app"), { mounts: [], errors: [] });
+  });
+});
+
+describe("bucketNode", () => {
+  const on = (node: string | null) => [
+    { ...UPLOADS, node },
+    { ...MEDIA, node: node === null ? null : "node3" },
+  ];
+  it("pins the app to the node its buckets live on, and to none on one dockerd", () => {
+    const vars = { CC_FS_BUCKET: "/up:pier-addon-adn-1" };
+    const swarm = on("node2");
+    assert.deepEqual(bucketNode(bucketMounts(vars, swarm, "blog", "/app").mounts, swarm, "blog"), {
+      node: "node2",
+    });
+    const one = on(null);
+    assert.deepEqual(bucketNode(bucketMounts(vars, one, "blog", "/app").mounts, one, "blog"), { node: null });
+  });
+
+  it("refuses buckets on two nodes, naming each bucket's node", () => {
+    const linked = on("node2");
+    const vars = { CC_FS_BUCKET: "/up:pier-addon-adn-1", CC_FS_BUCKET_1: "/media:media" };
+    const r = bucketNode(bucketMounts(vars, linked, "blog", "/app").mounts, linked, "blog");
+    assert.equal(r.node, null);
+    assert.match(
+      r.error ?? "",
+      /blog mounts fs buckets on different nodes \(uploads on node2, media on node3\)/,
+    );
   });
 });
 

@@ -1,6 +1,7 @@
 // The add-on service on a real SQLite store with the real providers over the fake engine: what it
 // records, what it refuses, the links' environment, the daily backups and their retention, and the undo
 // of a failed provisioning.
+
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,6 +11,7 @@ import pino from "pino";
 import { addonProviders } from "../../../src/adapters/addons/providers.js";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
+import type { PierError } from "../../../src/core/errors.js";
 import { LABEL } from "../../../src/core/labels.js";
 import { AddonService } from "../../../src/server/addons.js";
 import { newApp } from "../../conformance/store.js";
@@ -211,6 +213,36 @@ describe("AddonService", () => {
     assert.equal(fsLeft.length, 1, "an fs add-on's automatic backups rotate alike");
     assert.match(fsLeft[0]!.file, /\.tar\.gz$/);
     await service.restore(b, fsLeft[0]!.id);
+    store.close();
+  });
+
+  it("a backup of one add-on restores into another of its kind when named (--from), never of another kind", async () => {
+    const { store, service } = setup("restore-from");
+    const a = await service.create({ kind: "kv", name: "cache" });
+    const moved = await service.create({ kind: "kv", name: "cache2" });
+    const files = await service.create({ kind: "fs", name: "files" });
+    const b = await service.backup(a);
+    await assert.rejects(service.restore(moved, b.id), (e: PierError) => {
+      assert.equal(e.code, "BACKUP_NOT_FOUND");
+      assert.match(e.message, /is of the add-on 'cache', not of 'cache2'/);
+      assert.equal(
+        e.hint,
+        `To restore another add-on's backup into cache2: pier addon backup restore cache2 ${b.id} --from cache`,
+      );
+      return true;
+    });
+    assert.equal((await service.restore(moved, b.id, a)).id, b.id);
+    await assert.rejects(service.restore(files, b.id, a), (e: PierError) => {
+      assert.equal(e.code, "INVALID_INPUT");
+      assert.match(e.message, /'cache' is a kv add-on and 'files' an fs one: .* Nothing was restored\./);
+      return true;
+    });
+    await assert.rejects(service.restore(moved, b.id, moved), /is of the add-on 'cache', not of 'cache2'/);
+    assert.deepEqual(
+      (await store.addons().listBackups(moved.id)).map((x) => x.id),
+      [],
+      "the backup stays its source's",
+    );
     store.close();
   });
 

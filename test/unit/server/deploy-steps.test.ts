@@ -1,7 +1,9 @@
 // The deploy's steps alone (src/server/deploy/*): what each gives the next, and what a user reads in the
 // deploy log or the deployment's reason when it refuses.
+
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import type { LinkedBucket } from "../../../src/core/buckets.js";
 import type { App, Deployment, Release } from "../../../src/core/model.js";
 import { type BuildStepContext, buildImage } from "../../../src/server/deploy/build.js";
 import type { DeployRequest, Plan } from "../../../src/server/deploy/context.js";
@@ -73,7 +75,7 @@ describe("the variables step", () => {
 });
 
 describe("the buckets of a deploy (CC_FS_BUCKET)", () => {
-  const linked = [{ id: "adn-1", name: "uploads", host: "pier-addon-adn-1" }];
+  const linked: LinkedBucket[] = [{ id: "adn-1", name: "uploads", host: "pier-addon-adn-1" }];
   const context = (buckets = linked) => {
     const lines: string[] = [];
     return {
@@ -93,6 +95,25 @@ describe("the buckets of a deploy (CC_FS_BUCKET)", () => {
       "The fs add-on uploads (bucket pier-addon-adn-1) is mounted at /app/wp-content/uploads.",
     ]);
     assert.deepEqual(await mountedBuckets(ctx, node, {}), [], "no variable, no mount");
+  });
+
+  test("on a swarm the deploy says its instances run on the bucket's node, and refuses buckets on two", async () => {
+    const { ctx, lines } = context([
+      { id: "adn-1", name: "uploads", host: "pier-addon-adn-1", node: "node2" },
+      { id: "adn-2", name: "media", host: "pier-addon-adn-2", node: "node3" },
+    ]);
+    assert.deepEqual(await mountedBuckets(ctx, node, { CC_FS_BUCKET: "/up:uploads" }), [
+      { addonId: "adn-1", target: "/app/up", node: "node2" },
+    ]);
+    assert.equal(lines.at(-1), "Instances of web run on node node2, where bucket uploads lives.");
+    await assert.rejects(
+      mountedBuckets(ctx, node, { CC_FS_BUCKET: "/up:uploads", CC_FS_BUCKET_1: "/m:media" }),
+      {
+        code: "INVALID_VARIABLE",
+        message:
+          "web mounts fs buckets on different nodes (uploads on node2, media on node3): its instances can run on one node only, where its buckets live.",
+      },
+    );
   });
 
   test("a bucket unlinked since the variable was set fails the deploy, naming the variable and the bucket", async () => {
