@@ -6,8 +6,8 @@
 // node2 (the deploy says so), one writes a file and the other reads it.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { NODE_DOCKER_APP, Pier } from "../e2e/harness.js";
-import { copyImages, docker, type LabInfo, lab, labUp, swarmSettings, until } from "./lab.js";
+import { NODE_DOCKER_APP, type Pier } from "../e2e/harness.js";
+import { docker, type LabInfo, swarmPier, swarmPierDown, swarmSettings, until } from "./lab.js";
 
 /** A kv client run inside an instance (node is in its image): `host port password CMD...` -> the answer. */
 const KV_CLIENT = String.raw`
@@ -75,32 +75,24 @@ describe("add-ons on the swarm: pinned to a node, reached from every node by lin
   };
 
   before(async () => {
-    await lab("down");
-    info = await labUp(3);
-    // What scripts/setup.sh builds where Pier runs: builds on the manager, and the kv add-on's image, which
-    // Pier copies to the node an add-on is pinned to.
-    await copyImages(info, "node1", [
-      "pier/base:bookworm",
-      "pier/node:22",
-      "pier/addon-kv:8",
-      "pier/addon-fs:1",
-    ]);
-    const engines = info.nodes
-      .filter((n) => n.name !== "node1")
-      .map((n) => `${n.name}=${n.dockerHost}`)
-      .join(",");
-    pier = new Pier({ ...swarmSettings(info), PIER_ISOLATION: "off", PIER_SWARM_NODE_ENGINES: engines });
-    await pier.start();
-    await pier.addKey();
+    ({ info, pier } = await swarmPier({
+      // What scripts/setup.sh builds where Pier runs: builds on the manager, and the add-ons' images, which
+      // Pier copies to the node an add-on is pinned to.
+      images: ["pier/base:bookworm", "pier/node:22", "pier/addon-kv:8", "pier/addon-fs:1"],
+      settings: (lab) => ({
+        ...swarmSettings(lab),
+        PIER_SWARM_NODE_ENGINES: lab.nodes
+          .filter((n) => n.name !== "node1")
+          .map((n) => `${n.name}=${n.dockerHost}`)
+          .join(","),
+      }),
+    }));
     web = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "web"]);
     other = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "other"]);
     for (const app of ["web", "other"])
       await ok(["env", "set", "CC_HEALTH_CHECK_PATH", "/health", "--app", app]);
   });
-  after(async () => {
-    await pier?.destroy();
-    await lab("down");
-  });
+  after(() => swarmPierDown(pier));
 
   test("a --node that does not exist is refused, naming the nodes, and nothing is made", async () => {
     const r = await pier.cli(["addon", "create", "kv", "nowhere", "--node", "node9"]);

@@ -5,8 +5,8 @@
 // the last exit).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { NODE_DOCKER_APP, Pier } from "../e2e/harness.js";
-import { copyImages, type LabInfo, lab, labUp, swarmSettings, until } from "./lab.js";
+import { NODE_DOCKER_APP, type Pier } from "../e2e/harness.js";
+import { type LabInfo, lab, swarmPier, swarmPierDown, until } from "./lab.js";
 
 interface StatusInstance {
   number: number;
@@ -33,12 +33,7 @@ describe("pier status and pier nodes on the swarm", { timeout: 1_200_000 }, () =
     });
 
   before(async () => {
-    await lab("down");
-    info = await labUp(3);
-    await copyImages(info, "node1", ["pier/base:bookworm", "pier/node:22", "pier/addon-kv:8"]);
-    pier = new Pier({ ...swarmSettings(info), PIER_ISOLATION: "off" });
-    await pier.start();
-    await pier.addKey();
+    ({ info, pier } = await swarmPier({ images: ["pier/base:bookworm", "pier/node:22", "pier/addon-kv:8"] }));
     const web = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "web"]);
     assert.equal((await pier.cli(["env", "set", "CC_HEALTH_CHECK_PATH", "/health", "--app", "web"])).code, 0);
     const hook = 'echo "hook sees $APP_ID greeting=$GREETING on $(hostname)"';
@@ -49,10 +44,7 @@ describe("pier status and pier nodes on the swarm", { timeout: 1_200_000 }, () =
     const scaled = await pier.cli(["scale", "--instances", "3", "--app", "web"]);
     assert.equal(scaled.code, 0, scaled.stderr);
   });
-  after(async () => {
-    await pier?.destroy();
-    await lab("down");
-  });
+  after(() => swarmPierDown(pier));
 
   test("pier status names each instance's node; pier nodes counts them per node", async () => {
     const list = await running(3);
