@@ -64,8 +64,13 @@ export class SwarmEngine
   /** Services, tasks and nodes as the verbs read them and wait on them. */
   private readonly svc: SwarmServices;
   private readonly cpus: () => Promise<number>;
-  /** Repository and local image id -> its reference by digest in the registry (a push of the same image changes nothing). */
-  private readonly published = new Map<string, string>();
+  /**
+   * Repository and local image id -> its reference by digest in the registry (a push of the same image
+   * changes nothing): the push itself, so that instances started together push it once.
+   */
+  private readonly published = new Map<string, Promise<string>>();
+  /** Each start waits on the scheduler and a node: a release's instances start together (ADR 0030). */
+  readonly startsTogether = true;
 
   constructor(private readonly opts: SwarmEngineOptions) {
     this.docker = opts.docker;
@@ -161,10 +166,12 @@ export class SwarmEngine
     const key = `${splitImage(image).repo} ${local.Id}`;
     let ref = this.published.get(key);
     if (!ref) {
-      ref = await this.opts.registry.publish(image);
+      ref = this.opts.registry.publish(image);
       this.published.set(key, ref);
+      // A failed push is tried again by the next start.
+      ref.catch(() => this.published.delete(key));
     }
-    return { ref, labels };
+    return { ref: await ref, labels };
   }
 
   async runInstance(s: InstanceSpec): Promise<InstanceInfo> {
