@@ -559,6 +559,11 @@ export interface InstanceSlots {
  * with `CONFLICT`.
  */
 export interface ReleaseInstances {
+  /**
+   * Whether a release's instances are best started together: each start waits on a scheduler and a node
+   * (a swarm, ADR 0030), not on this engine's one daemon. Absent: one after the other.
+   */
+  readonly startsTogether?: boolean;
   runInstance(spec: InstanceSpec): Promise<InstanceInfo>;
   inspectInstance(id: string): Promise<InstanceInfo | null>;
   /** SIGTERM, wait up to graceMs, then SIGKILL; then remove. */

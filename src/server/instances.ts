@@ -126,49 +126,36 @@ export class Instances {
     return this.deps.engine.removeSlots(appId);
   }
 
+  /**
+   * Starts the release's instances: one after the other, or all together where the engine says its starts
+   * are best made together (a swarm: ADR 0030). A failed start removes those that started, and fails it.
+   */
   async start(r: ReleaseToRun, onLine: (line: string) => void): Promise<InstanceInfo[]> {
     const network = appNetworkName(r.appId, r.ipv6Subnet);
-    // Web instances start in ready slots (no network set-up on the critical path); tasks get their own.
-    const inSlot = r.restart && r.httpPort !== null;
     const started: InstanceInfo[] = [];
+    const run = async (n: number): Promise<InstanceInfo> => {
+      const info = await this.deps.engine.runInstance(instanceSpec(r, n, network));
+      onLine(
+        `Instance ${n} started (${info.name}${info.http ? `, ${info.http.host}:${info.http.port}` : ""})`,
+      );
+      started.push(info);
+      return info;
+    };
     try {
       await this.deps.networks.ensure(network, r.appId, r.ipv6Subnet);
-      for (let n = 0; n < r.instances; n++) {
-        const instanceId = randomUUID();
-        const spec: InstanceSpec = {
-          name: `pier-${r.appName}-${r.deploymentId.slice(-8)}-${n}`,
-          image: r.image,
-          env: { ...r.env, INSTANCE_NUMBER: String(n), INSTANCE_ID: instanceId },
-          labels: {
-            [LABEL.app]: r.appId,
-            [LABEL.deployment]: r.deploymentId,
-            [LABEL.instance]: String(n),
-            [LABEL.instanceId]: instanceId,
-            [LABEL.network]: network,
-            // The edge redirects HTTP to HTTPS for the instances of a release with CC_FORCE_HTTPS=true.
-            ...(r.env.CC_FORCE_HTTPS === "true" ? { [LABEL.forceHttps]: "true" } : {}),
-          },
-          cmd: r.cmd,
-          httpPort: r.httpPort,
-          tcpPort: r.tcpPort,
-          memoryBytes: FLAVOR_MEMORY_MIB[r.flavor] * 2 ** 20,
-          network: { name: network, ipv6Subnet: r.ipv6Subnet },
-          mountDockerSocket: r.mountDockerSocket,
-          restart: r.restart,
-          slot: inSlot ? { appId: r.appId } : null,
-          buckets: r.buckets,
-        };
-        const info = await this.deps.engine.runInstance(spec);
-        onLine(
-          `Instance ${n} started (${info.name}${info.http ? `, ${info.http.host}:${info.http.port}` : ""})`,
-        );
-        started.push(info);
+      const numbers = Array.from({ length: r.instances }, (_, n) => n);
+      if (!this.deps.engine.startsTogether) {
+        for (const n of numbers) await run(n);
+        return started;
       }
+      const all = await Promise.allSettled(numbers.map(run));
+      const failed = all.find((x) => x.status === "rejected");
+      if (failed) throw failed.reason;
+      return all.flatMap((x) => (x.status === "fulfilled" ? [x.value] : []));
     } catch (e) {
       await this.remove(started);
       throw e;
     }
-    return started;
   }
 
   /** Removes the app's networks that no instance uses any more (after a change of IPv6 subnet). */
@@ -316,4 +303,32 @@ export class Instances {
     }
     this.pending.delete(appId);
   }
+}
+
+/** Instance `n` of a release, on its network. Web instances start in ready slots; tasks get their own. */
+function instanceSpec(r: ReleaseToRun, n: number, network: string): InstanceSpec {
+  const instanceId = randomUUID();
+  return {
+    name: `pier-${r.appName}-${r.deploymentId.slice(-8)}-${n}`,
+    image: r.image,
+    env: { ...r.env, INSTANCE_NUMBER: String(n), INSTANCE_ID: instanceId },
+    labels: {
+      [LABEL.app]: r.appId,
+      [LABEL.deployment]: r.deploymentId,
+      [LABEL.instance]: String(n),
+      [LABEL.instanceId]: instanceId,
+      [LABEL.network]: network,
+      // The edge redirects HTTP to HTTPS for the instances of a release with CC_FORCE_HTTPS=true.
+      ...(r.env.CC_FORCE_HTTPS === "true" ? { [LABEL.forceHttps]: "true" } : {}),
+    },
+    cmd: r.cmd,
+    httpPort: r.httpPort,
+    tcpPort: r.tcpPort,
+    memoryBytes: FLAVOR_MEMORY_MIB[r.flavor] * 2 ** 20,
+    network: { name: network, ipv6Subnet: r.ipv6Subnet },
+    mountDockerSocket: r.mountDockerSocket,
+    restart: r.restart,
+    slot: r.restart && r.httpPort !== null ? { appId: r.appId } : null,
+    buckets: r.buckets,
+  };
 }

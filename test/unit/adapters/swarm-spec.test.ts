@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { overlapping } from "../../../src/adapters/engine/swarm-networks.js";
 import { RUN_OF, runLikeSpec } from "../../../src/adapters/engine/swarm-run.js";
+import { pollDelay } from "../../../src/adapters/engine/swarm-services.js";
 import { serviceSpec } from "../../../src/adapters/engine/swarm-spec.js";
 import {
   currentTask,
@@ -333,5 +334,12 @@ test("a task that never started names its node; one that could not pull its imag
   assert.match(
     pull.hint ?? "",
     /^Check that node2 reaches r:5000 and trusts its CA: run there the lines `pier nodes join-command` prints/,
+  );
+});
+
+test("a wait on the swarm probes soon, then backs off to one probe every 200 ms", () => {
+  assert.deepEqual(
+    [0, 1, 2, 3, 4, 10].map((a) => pollDelay(a)),
+    [25, 50, 100, 200, 200, 200],
   );
 });
