@@ -239,4 +239,27 @@ describe("PIER_ENGINE=swarm: git push deploys onto the swarm", { timeout: 900_00
     );
     assert.equal((await pier.cli(["env", "rm", "HEALTH_STATUS", "--app", "web"])).code, 0);
   });
+
+  test("no node takes new work (all paused): the deploy fails naming why and what to do; the app keeps serving", async () => {
+    const names = info.nodes.map((n) => n.name);
+    const availability = (a: string) =>
+      Promise.all(names.map((n) => docker(info, "node1", ["node", "update", "--availability", a, n])));
+    await availability("pause");
+    try {
+      await pier.commit(
+        repo,
+        { "server.js": NODE_DOCKER_APP["server.js"]!.replace('|| "1"', '|| "5"') },
+        "v5",
+      );
+      const push5 = await pier.push(repo);
+      assert.notEqual(push5.code, 0);
+      assert.match(push5.stderr, /did not start: no node can run it \(no suitable node/);
+      assert.match(push5.stderr, /pier nodes activate NAME/);
+      const r = await pier.get("web");
+      assert.equal(r.status, 200, r.body);
+      assert.equal((JSON.parse(r.body) as { version: string }).version, "1");
+    } finally {
+      await availability("active");
+    }
+  });
 });

@@ -11,6 +11,7 @@ import {
   type SwarmTask,
   startFailure,
   startOutcome,
+  unplaceable,
 } from "./swarm-tasks.js";
 
 /** A node of the swarm, as the driver names it to find its engine. */
@@ -75,6 +76,7 @@ export class SwarmServices {
    */
   async started(id: string, name: string, known: ReadonlySet<string>): Promise<SwarmTask[]> {
     let last = "no task yet";
+    const since = Date.now();
     return poll(
       this.opts.startTimeoutMs ?? 120_000,
       async () => {
@@ -82,6 +84,13 @@ export class SwarmServices {
         const task = currentTask(tasks.filter((t) => !known.has(t.ID)));
         if (!task) return undefined;
         last = `${task.Status?.State ?? "new"}${task.Status?.Err ? `: ${task.Status.Err}` : ""}`;
+        const nowhere = unplaceable(task, Date.now() - since);
+        if (nowhere)
+          throw new PierError(
+            "ENGINE_ERROR",
+            `The instance ${name} did not start: ${nowhere}.`,
+            "Every node that could run it is drained, paused or down (an app linked to an fs bucket runs on the bucket's node only): see `pier nodes`, and `pier nodes activate NAME`.",
+          );
         const outcome = startOutcome(task);
         if (!outcome) return undefined;
         if (!outcome.ran)

@@ -61,6 +61,20 @@ export function startOutcome(t: SwarmTask): { ran: true } | { ran: false; why: s
   return null;
 }
 
+/** How long a task may wait for a node that fits before its start fails (the swarm would wait for ever). */
+export const NO_NODE_GRACE_MS = 15_000;
+
+/**
+ * Why no node can take a task that has waited `waitedMs` for one (the scheduler's `no suitable node`), or
+ * null while it may still find one: every node drained, paused or down, or its constraint (an fs bucket's
+ * node) on a node that is not available.
+ */
+export function unplaceable(t: SwarmTask, waitedMs: number): string | null {
+  const why = [t.Status?.Err, t.Status?.Message].find((m) => m && /no suitable node/i.test(m));
+  if (t.Status?.State !== "pending" || !why || waitedMs < NO_NODE_GRACE_MS) return null;
+  return `no node can run it (${why})`;
+}
+
 const PULL_FAILURE =
   /no such image|x509|certificate|unauthorized|authentication required|pull access denied|manifest unknown|connection refused|i\/o timeout|no route to host/i;
 

@@ -10,10 +10,12 @@ import {
   currentTask,
   instanceOf,
   movedFrom,
+  NO_NODE_GRACE_MS,
   type SwarmService,
   type SwarmTask,
   startFailure,
   startOutcome,
+  unplaceable,
 } from "../../../src/adapters/engine/swarm-tasks.js";
 import type { PierError } from "../../../src/core/errors.js";
 import { LABEL } from "../../../src/core/labels.js";
@@ -233,6 +235,19 @@ test("a start ran, failed to happen, or is on its way", () => {
   ];
   for (const [status, expected] of cases)
     assert.deepEqual(startOutcome({ ID: "t", Status: status }), expected, JSON.stringify(status));
+});
+
+test("a task no node can take fails its start after a grace, naming the scheduler's reason", () => {
+  const noNode = "no suitable node (3 nodes not available for new tasks)";
+  const pending = (over: Partial<SwarmTask["Status"]>): SwarmTask => ({
+    ID: "t",
+    Status: { State: "pending", ...over },
+  });
+  assert.equal(unplaceable(pending({ Err: noNode }), NO_NODE_GRACE_MS - 1), null, "it may still find one");
+  assert.equal(unplaceable(pending({ Err: noNode }), NO_NODE_GRACE_MS), `no node can run it (${noNode})`);
+  assert.equal(unplaceable(pending({ Message: noNode }), NO_NODE_GRACE_MS), `no node can run it (${noNode})`);
+  assert.equal(unplaceable(pending({ Message: "pending task scheduling" }), 10 * NO_NODE_GRACE_MS), null);
+  assert.equal(unplaceable({ ID: "t", Status: { State: "assigned", Err: noNode } }, NO_NODE_GRACE_MS), null);
 });
 
 test("subnets that overlap a network of the swarm are named before the swarm accepts them", () => {
