@@ -55,7 +55,8 @@ export function renderGuardNft(plan: NodeGuardPlan): string {
     "  }",
     "  chain host {",
     "    ct state established,related return",
-    "    meta l4proto { icmp, ipv6-icmp } return",
+    // By number (ICMP, ICMPv6): the guard's minbase image has no /etc/protocols to resolve the names.
+    "    meta l4proto { 1, 58 } return",
     ...ports,
     "    meta l4proto { tcp, udp } th dport 53 return",
     "    drop",
