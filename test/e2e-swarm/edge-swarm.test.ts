@@ -1,9 +1,13 @@
 // The edge on the swarm (ADR 0030), end to end on the lab's three nodes: the edge's sandbox on the manager
 // joins each app's overlay and reaches instances on every node; a redeploy under load drops no request;
 // two apps' instances cannot reach each other, and the edge's sandbox routes nothing between them; a deleted
-// app's overlay goes (the edge left it first).
+// app's overlay goes (the edge left it first); the node guard (ADR 0019 on a swarm) keeps instances from
+// their node's own ports and the lab's addresses.
 import assert from "node:assert/strict";
+import { request } from "node:http";
 import { after, before, describe, test } from "node:test";
+import { guardServiceSpec } from "../../src/adapters/swarm-guard.js";
+import { planNodeGuard } from "../../src/core/swarm-guard.js";
 import { NODE_DOCKER_APP, Pier } from "../e2e/harness.js";
 import { tcpProbe } from "../e2e/probes.js";
 import { copyImages, docker, type LabInfo, lab, labUp, swarmSettings, until } from "./lab.js";
@@ -40,6 +44,29 @@ async function placements(info: LabInfo, appId: string) {
     }
   }
   return out;
+}
+
+/** POST a JSON body to a lab node's engine API (what `docker service create` has no flag for: a spec). */
+function postJson(info: LabInfo, node: string, path: string, body: unknown): Promise<string> {
+  const n = info.nodes.find((x) => x.name === node);
+  if (!n) throw new Error(`no lab node ${node}`);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { socketPath: n.dockerHost.replace(/^unix:\/\//, ""), path, method: "POST" },
+      (res) => {
+        let text = "";
+        res.on("data", (c: Buffer) => {
+          text += c.toString();
+        });
+        res.on("end", () =>
+          (res.statusCode ?? 500) < 300 ? resolve(text) : reject(new Error(`${res.statusCode} ${text}`)),
+        );
+      },
+    );
+    req.on("error", reject);
+    req.setHeader("Content-Type", "application/json");
+    req.end(JSON.stringify(body));
+  });
 }
 
 describe("the edge on the swarm: every node, no dropped request, apps apart", { timeout: 1_200_000 }, () => {
@@ -140,6 +167,111 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
     for (const f of ["ipv4/ip_forward", "ipv6/conf/all/forwarding"])
       assert.equal(await docker(info, "node1", ["exec", sandbox, "cat", `/proc/sys/net/${f}`]), "0", f);
     assert.equal((await pier.cli(["delete", "--app", "other", "--yes"])).code, 0);
+  });
+
+  test("the node guard: instances on a worker and on the manager reach neither their node's ports nor the lab's other addresses, an allowed address still; the app serves", async () => {
+    const registry = info.registry.address.split(":")[0] as string;
+    const guard = planNodeGuard({
+      scope: "e2eguard",
+      pool: "10.210.0.0/16",
+      allow: [`${registry}/32`],
+      hostPorts: [],
+      edges: [],
+    });
+    const nodes = info.nodes.map((n) => n.name);
+    for (const n of nodes) await copyImages(info, n, ["pier/guard:1"]);
+    const mine = await placements(info, web.id);
+    const onManager = mine.find((p) => p.node === "node1");
+    const onWorker = mine.find((p) => p.node !== "node1");
+    assert.ok(onManager && onWorker, JSON.stringify(mine));
+    const address = (node: string) => info.nodes.find((n) => n.name === node)?.address as string;
+    const other = (node: string) => address(node === "node1" ? "node2" : "node1");
+    // Its own node's swarm ports (gossip, and the manager's 2377), another node's, the lab's registry.
+    const reach = async (p: { node: string; container: string }) => ({
+      ownGossip: await docker(info, p.node, [
+        "exec",
+        p.container,
+        "node",
+        "-e",
+        tcpProbe(address(p.node), 7946),
+      ]),
+      otherGossip: await docker(info, p.node, [
+        "exec",
+        p.container,
+        "node",
+        "-e",
+        tcpProbe(other(p.node), 7946),
+      ]),
+      manager: await docker(info, p.node, [
+        "exec",
+        p.container,
+        "node",
+        "-e",
+        tcpProbe(address("node1"), 2377),
+      ]),
+      registry: await docker(info, p.node, ["exec", p.container, "node", "-e", tcpProbe(registry, 5000)]),
+    });
+    const open = { ownGossip: "open", otherGossip: "open", manager: "open", registry: "open" };
+    // Without the guard, through docker_gwbridge an instance reaches all of them.
+    for (const p of [onManager, onWorker]) assert.deepEqual(await reach(p), open, p.node);
+    await postJson(
+      info,
+      "node1",
+      "/v1.41/services/create",
+      guardServiceSpec(guard, "pier/guard:1", { "pier.scope": "e2eguard" }),
+    );
+    const tables = (node: string) =>
+      docker(info, node, [
+        "run",
+        "--rm",
+        "--network",
+        "host",
+        "--cap-add",
+        "NET_ADMIN",
+        "pier/guard:1",
+        "nft",
+        "list",
+        "tables",
+      ]);
+    try {
+      for (const n of nodes)
+        await until(`the guard's table on ${n}`, 120, async () =>
+          (await tables(n)).includes(guard.table) ? true : undefined,
+        );
+      for (const p of [onManager, onWorker]) {
+        const r = await reach(p);
+        assert.equal(r.registry, "open", `${p.node}: the allowed address`);
+        for (const k of ["ownGossip", "otherGossip", "manager"] as const)
+          assert.match(r[k], /^closed/, `${p.node} ${k}`);
+      }
+      const served = await pier.get("web", "/");
+      assert.equal(served.status, 200, served.body);
+      // Removed by hand (nft flush ruleset, a node's restart of nftables): the guard applies it again.
+      await docker(info, "node2", [
+        "run",
+        "--rm",
+        "--network",
+        "host",
+        "--cap-add",
+        "NET_ADMIN",
+        "pier/guard:1",
+        "nft",
+        "delete",
+        "table",
+        "inet",
+        guard.table,
+      ]);
+      await until("the guard's table applied again on node2", 30, async () =>
+        (await tables("node2")).includes(guard.table) ? true : undefined,
+      );
+    } finally {
+      await docker(info, "node1", ["service", "rm", guard.table]);
+    }
+    // The service removed: its tasks deleted their table on every node.
+    for (const n of nodes)
+      await until(`no guard table on ${n}`, 60, async () =>
+        (await tables(n)).includes(guard.table) ? undefined : true,
+      );
   });
 
   test("a deleted app's overlay is removed: the edge's sandbox left it first", async () => {
