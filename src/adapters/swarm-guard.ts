@@ -140,3 +140,58 @@ export function guardServiceSpec(
     Mode: { Global: {} },
   };
 }
+
+/** The guard's image as the set-up builds it (images/guard/build.sh). */
+export const GUARD_IMAGE = "pier/guard:1";
+
+/** The fields Pier reads of a service (GET /services). */
+export interface GuardService {
+  ID: string;
+  Version?: { Index?: number };
+  Spec?: { Name?: string; TaskTemplate?: { ContainerSpec?: { Env?: string[]; Image?: string } } };
+}
+
+/** What the guard needs of the manager's engine (dockerode's, narrowed: a fake in the unit tests). */
+export interface GuardEngine {
+  listServices(opts: { filters: string }): Promise<GuardService[]>;
+  createService(spec: GuardServiceSpec): Promise<unknown>;
+  updateService(id: string, version: number, spec: GuardServiceSpec): Promise<unknown>;
+  removeService(id: string): Promise<unknown>;
+}
+
+/**
+ * The guard service of one Pier installation: made, or updated when its rules or image changed, at each
+ * start of pier server with isolation on; removed with isolation off (its tasks delete the table).
+ */
+export class SwarmGuard {
+  constructor(private readonly engine: GuardEngine) {}
+
+  private async current(name: string): Promise<GuardService | null> {
+    const all = await this.engine.listServices({ filters: JSON.stringify({ name: [name] }) });
+    // The engine's name filter matches prefixes: pier-guard-a would find pier-guard-ab.
+    return all.find((s) => s.Spec?.Name === name) ?? null;
+  }
+
+  /** Made or brought up to date; "unchanged" when the running spec already has these rules and image. */
+  async ensure(spec: GuardServiceSpec): Promise<"created" | "updated" | "unchanged"> {
+    const now = await this.current(spec.Name);
+    if (!now) {
+      await this.engine.createService(spec);
+      return "created";
+    }
+    const c = now.Spec?.TaskTemplate?.ContainerSpec;
+    const want = spec.TaskTemplate.ContainerSpec;
+    if (c?.Image === want.Image && JSON.stringify(c?.Env ?? []) === JSON.stringify(want.Env))
+      return "unchanged";
+    await this.engine.updateService(now.ID, now.Version?.Index ?? 0, spec);
+    return "updated";
+  }
+
+  /** Removed if there: true when it was. */
+  async remove(name: string): Promise<boolean> {
+    const now = await this.current(name);
+    if (!now) return false;
+    await this.engine.removeService(now.ID);
+    return true;
+  }
+}

@@ -1,8 +1,14 @@
 // The node guard as nftables text and as a global service (ADR 0019 on the swarm).
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { guardLoop, guardServiceSpec, renderGuardNft } from "../../../src/adapters/swarm-guard.js";
+import {
+  guardLoop,
+  guardServiceSpec,
+  renderGuardNft,
+  SwarmGuard,
+} from "../../../src/adapters/swarm-guard.js";
 import { planNodeGuard } from "../../../src/core/swarm-guard.js";
+import { FakeGuardEngine } from "../../support/fake-guard-engine.js";
 
 const plan = planNodeGuard({
   scope: "s1",
@@ -65,5 +71,36 @@ describe("guardServiceSpec", () => {
     const loop = guardLoop(plan.table);
     assert.match(loop, /nft list table inet pier-guard-s1 >\/dev\/null 2>&1 \|\| apply/);
     assert.match(loop, /trap 'nft delete table inet pier-guard-s1/);
+  });
+});
+
+describe("SwarmGuard", () => {
+  const spec = guardServiceSpec(plan, "reg:5000/pier/guard@sha256:abc", { "pier.scope": "s1" });
+  test("made once; the same rules and image again change nothing; other rules update it in place", async () => {
+    const engine = new FakeGuardEngine();
+    const guard = new SwarmGuard(engine);
+    assert.equal(await guard.ensure(spec), "created");
+    assert.equal(await guard.ensure(spec), "unchanged");
+    const wider = guardServiceSpec(
+      { ...plan, allow4: ["192.168.251.0/24"] },
+      spec.TaskTemplate.ContainerSpec.Image,
+      {},
+    );
+    assert.equal(await guard.ensure(wider), "updated");
+    assert.deepEqual(engine.calls, ["create pier-guard-s1", "update pier-guard-s1"]);
+    assert.equal(engine.services.size, 1);
+  });
+  test("removed with isolation off; another scope's guard whose name it prefixes is left alone", async () => {
+    const engine = new FakeGuardEngine();
+    const guard = new SwarmGuard(engine);
+    const longer = guardServiceSpec({ ...plan, table: "pier-guard-s1x" }, "img", {});
+    await guard.ensure(longer);
+    assert.equal(await guard.remove("pier-guard-s1"), false);
+    await guard.ensure(spec);
+    assert.equal(await guard.remove("pier-guard-s1"), true);
+    assert.deepEqual(
+      [...engine.services.values()].map((s) => s.spec.Name),
+      ["pier-guard-s1x"],
+    );
   });
 });
