@@ -123,6 +123,7 @@ async function swarmEngine(
   await guardNodes(config, manager, new DockerRegistryPush({ docker: manager, address, ...auth }), {
     scope,
     managerAddress: info.Swarm?.NodeAddr ?? null,
+    pullAuth: { ...auth, serveraddress: address },
   });
   const edgePlace = new EdgeSandbox({
     docker: manager,
@@ -158,13 +159,18 @@ async function guardNodes(
   config: Config,
   manager: Docker,
   registry: DockerRegistryPush,
-  o: { scope: string; managerAddress: string | null },
+  o: {
+    scope: string;
+    managerAddress: string | null;
+    /** The nodes pull the guard's image with the registry's credentials, as they do releases. */
+    pullAuth: { username: string; password: string; serveraddress: string };
+  },
 ): Promise<void> {
   const guard = new SwarmGuard({
     listServices: async (opts) => (await manager.listServices(opts)) as GuardService[],
-    createService: (spec) => manager.createService(spec),
+    createService: (spec) => manager.createService(o.pullAuth, spec),
     updateService: (id, version, spec: GuardServiceSpec) =>
-      manager.getService(id).update({ _query: { version }, _body: spec }),
+      manager.getService(id).update({ _query: { version }, _body: spec, authconfig: o.pullAuth }),
     removeService: (id) => manager.getService(id).remove(),
   });
   if (!config.isolation) {
@@ -185,7 +191,8 @@ async function guardNodes(
     hostPorts: [config.http.port, config.https.port],
     edges: o.managerAddress ? [o.managerAddress] : [],
   });
-  await guard.ensure(guardServiceSpec(plan, image, { [LABEL.managed]: "true", [LABEL.scope]: o.scope }));
+  // Its scope, not `pier.managed`: the swarm driver takes every service with both for an instance.
+  await guard.ensure(guardServiceSpec(plan, image, { [LABEL.scope]: o.scope }));
 }
 
 /** A swarm node's name (its host name, as `pier nodes` shows it). */

@@ -4,10 +4,7 @@
 // app's overlay goes (the edge left it first); the node guard (ADR 0019 on a swarm) keeps instances from
 // their node's own ports and the lab's addresses.
 import assert from "node:assert/strict";
-import { request } from "node:http";
 import { after, before, describe, test } from "node:test";
-import { guardServiceSpec } from "../../src/adapters/swarm-guard.js";
-import { planNodeGuard } from "../../src/core/swarm-guard.js";
 import { NODE_DOCKER_APP, Pier } from "../e2e/harness.js";
 import { tcpProbe } from "../e2e/probes.js";
 import { copyImages, docker, type LabInfo, lab, labUp, swarmSettings, until } from "./lab.js";
@@ -46,28 +43,8 @@ async function placements(info: LabInfo, appId: string) {
   return out;
 }
 
-/** POST a JSON body to a lab node's engine API (what `docker service create` has no flag for: a spec). */
-function postJson(info: LabInfo, node: string, path: string, body: unknown): Promise<string> {
-  const n = info.nodes.find((x) => x.name === node);
-  if (!n) throw new Error(`no lab node ${node}`);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { socketPath: n.dockerHost.replace(/^unix:\/\//, ""), path, method: "POST" },
-      (res) => {
-        let text = "";
-        res.on("data", (c: Buffer) => {
-          text += c.toString();
-        });
-        res.on("end", () =>
-          (res.statusCode ?? 500) < 300 ? resolve(text) : reject(new Error(`${res.statusCode} ${text}`)),
-        );
-      },
-    );
-    req.on("error", reject);
-    req.setHeader("Content-Type", "application/json");
-    req.end(JSON.stringify(body));
-  });
-}
+/** The lab registry's host: the one private address the file's Pier allows (PIER_EGRESS_ALLOW). */
+const REGISTRY_HOST = (info: LabInfo) => info.registry.address.split(":")[0] as string;
 
 describe("the edge on the swarm: every node, no dropped request, apps apart", { timeout: 1_200_000 }, () => {
   let info: LabInfo;
@@ -78,8 +55,9 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
   before(async () => {
     await lab("down");
     info = await labUp(3);
-    await copyImages(info, "node1", ["pier/base:bookworm", "pier/node:22"]);
-    pier = new Pier({ ...swarmSettings(info), PIER_ISOLATION: "off" });
+    await copyImages(info, "node1", ["pier/base:bookworm", "pier/node:22", "pier/guard:1"]);
+    // Isolation on (ADR 0019): the one-machine table on this host, and the node guard on the lab's nodes.
+    pier = new Pier({ ...swarmSettings(info), PIER_EGRESS_ALLOW: `${REGISTRY_HOST(info)}/32` });
     await pier.start();
     await pier.addKey();
     web = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "web"]);
@@ -170,108 +148,73 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
   });
 
   test("the node guard: instances on a worker and on the manager reach neither their node's ports nor the lab's other addresses, an allowed address still; the app serves", async () => {
-    const registry = info.registry.address.split(":")[0] as string;
-    const guard = planNodeGuard({
-      scope: "e2eguard",
-      pool: "10.210.0.0/16",
-      allow: [`${registry}/32`],
-      hostPorts: [],
-      edges: [],
-    });
     const nodes = info.nodes.map((n) => n.name);
-    for (const n of nodes) await copyImages(info, n, ["pier/guard:1"]);
+    const guardTask = (node: string) => docker(info, node, ["ps", "-q", "--filter", "label=pier.role=guard"]);
+    const tables = async (node: string) => {
+      const task = await guardTask(node);
+      return task ? docker(info, node, ["exec", task, "nft", "list", "tables"]) : "";
+    };
+    const service = await docker(info, "node1", [
+      "service",
+      "ls",
+      "--filter",
+      "label=pier.role=guard",
+      "--format",
+      "{{.Name}}",
+    ]);
+    assert.match(service, /^pier-guard-\S+$/, "pier server made one guard service");
+    for (const n of nodes)
+      await until(`the guard's table on ${n}`, 120, async () =>
+        (await tables(n)).includes(`inet ${service}`) ? true : undefined,
+      );
     const mine = await placements(info, web.id);
     const onManager = mine.find((p) => p.node === "node1");
     const onWorker = mine.find((p) => p.node !== "node1");
     assert.ok(onManager && onWorker, JSON.stringify(mine));
     const address = (node: string) => info.nodes.find((n) => n.name === node)?.address as string;
     const other = (node: string) => address(node === "node1" ? "node2" : "node1");
-    // Its own node's swarm ports (gossip, and the manager's 2377), another node's, the lab's registry.
+    const probe = (p: { node: string; container: string }, host: string, port: number) =>
+      docker(info, p.node, ["exec", p.container, "node", "-e", tcpProbe(host, port)]);
+    // Its own node's swarm gossip port, another node's, the manager's 2377, the lab's registry (allowed).
     const reach = async (p: { node: string; container: string }) => ({
-      ownGossip: await docker(info, p.node, [
-        "exec",
-        p.container,
-        "node",
-        "-e",
-        tcpProbe(address(p.node), 7946),
-      ]),
-      otherGossip: await docker(info, p.node, [
-        "exec",
-        p.container,
-        "node",
-        "-e",
-        tcpProbe(other(p.node), 7946),
-      ]),
-      manager: await docker(info, p.node, [
-        "exec",
-        p.container,
-        "node",
-        "-e",
-        tcpProbe(address("node1"), 2377),
-      ]),
-      registry: await docker(info, p.node, ["exec", p.container, "node", "-e", tcpProbe(registry, 5000)]),
+      ownGossip: await probe(p, address(p.node), 7946),
+      otherGossip: await probe(p, other(p.node), 7946),
+      manager: await probe(p, address("node1"), 2377),
+      registry: await probe(p, REGISTRY_HOST(info), 5000),
     });
-    const open = { ownGossip: "open", otherGossip: "open", manager: "open", registry: "open" };
-    // Without the guard, through docker_gwbridge an instance reaches all of them.
-    for (const p of [onManager, onWorker]) assert.deepEqual(await reach(p), open, p.node);
-    await postJson(
-      info,
-      "node1",
-      "/v1.41/services/create",
-      guardServiceSpec(guard, "pier/guard:1", { "pier.scope": "e2eguard" }),
-    );
-    const tables = (node: string) =>
-      docker(info, node, [
-        "run",
-        "--rm",
-        "--network",
-        "host",
-        "--cap-add",
-        "NET_ADMIN",
-        "pier/guard:1",
-        "nft",
-        "list",
-        "tables",
-      ]);
-    try {
-      for (const n of nodes)
-        await until(`the guard's table on ${n}`, 120, async () =>
-          (await tables(n)).includes(guard.table) ? true : undefined,
-        );
-      for (const p of [onManager, onWorker]) {
-        const r = await reach(p);
-        assert.equal(r.registry, "open", `${p.node}: the allowed address`);
-        for (const k of ["ownGossip", "otherGossip", "manager"] as const)
-          assert.match(r[k], /^closed/, `${p.node} ${k}`);
-      }
-      const served = await pier.get("web", "/");
-      assert.equal(served.status, 200, served.body);
-      // Removed by hand (nft flush ruleset, a node's restart of nftables): the guard applies it again.
-      await docker(info, "node2", [
-        "run",
-        "--rm",
-        "--network",
-        "host",
-        "--cap-add",
-        "NET_ADMIN",
-        "pier/guard:1",
-        "nft",
-        "delete",
-        "table",
-        "inet",
-        guard.table,
-      ]);
-      await until("the guard's table applied again on node2", 30, async () =>
-        (await tables("node2")).includes(guard.table) ? true : undefined,
-      );
-    } finally {
-      await docker(info, "node1", ["service", "rm", guard.table]);
+    for (const p of [onManager, onWorker]) {
+      const r = await reach(p);
+      assert.equal(r.registry, "open", `${p.node}: the address PIER_EGRESS_ALLOW names`);
+      for (const k of ["ownGossip", "otherGossip", "manager"] as const)
+        assert.match(r[k], /^closed/, `${p.node} ${k}`);
     }
-    // The service removed: its tasks deleted their table on every node.
-    for (const n of nodes)
-      await until(`no guard table on ${n}`, 60, async () =>
-        (await tables(n)).includes(guard.table) ? undefined : true,
+    const served = await pier.get("web", "/");
+    assert.equal(served.status, 200, served.body);
+    // Removed by hand (nft flush ruleset, a restart of nftables on a node): the guard applies it again.
+    await docker(info, "node2", [
+      "exec",
+      await guardTask("node2"),
+      "nft",
+      "delete",
+      "table",
+      "inet",
+      service,
+    ]);
+    await until("the guard's table applied again on node2", 30, async () =>
+      (await tables("node2")).includes(`inet ${service}`) ? true : undefined,
+    );
+    // The control: without the service (its tasks delete their table) the same instances reach them all.
+    await docker(info, "node1", ["service", "rm", service]);
+    const open = { ownGossip: "open", otherGossip: "open", manager: "open", registry: "open" };
+    for (const p of [onManager, onWorker])
+      await until(`${p.node}: everything reached without the guard`, 60, async () =>
+        JSON.stringify(await reach(p)) === JSON.stringify(open) ? true : undefined,
       );
+    // pier server makes it again at its next start.
+    await pier.restartServer();
+    await until("the guard again after a restart of pier server", 120, async () =>
+      (await probe(onWorker, other(onWorker.node), 7946)).startsWith("closed") ? true : undefined,
+    );
   });
 
   test("a deleted app's overlay is removed: the edge's sandbox left it first", async () => {
