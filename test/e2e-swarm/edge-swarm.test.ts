@@ -167,10 +167,38 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
       await until(`the guard's table on ${n}`, 120, async () =>
         (await tables(n)).includes(`inet ${service}`) ? true : undefined,
       );
+    // An instance on the manager and one on a worker; where the scheduler put none, a container run there
+    // like one (the release's image on the app's overlay: its egress is the node's docker_gwbridge too).
     const mine = await placements(info, web.id);
-    const onManager = mine.find((p) => p.node === "node1");
-    const onWorker = mine.find((p) => p.node !== "node1");
-    assert.ok(onManager && onWorker, JSON.stringify(mine));
+    const model = mine[0];
+    assert.ok(model, "web runs");
+    const image = await docker(info, model.node, ["inspect", "-f", "{{.Config.Image}}", model.container]);
+    const overlay = await docker(info, model.node, [
+      "inspect",
+      "-f",
+      "{{range $name, $n := .NetworkSettings.Networks}}{{$name}}{{end}}",
+      model.container,
+    ]);
+    const started: { node: string; container: string }[] = [];
+    const on = async (node: string) => {
+      const found = mine.find((p) => p.node === node);
+      if (found) return found;
+      const container = await docker(info, node, [
+        "run",
+        "-d",
+        "--network",
+        overlay,
+        "--entrypoint",
+        "node",
+        image,
+        "-e",
+        "setInterval(() => {}, 1000)",
+      ]);
+      started.push({ node, container });
+      return { node, container };
+    };
+    const onManager = await on("node1");
+    const onWorker = await on("node2");
     const address = (node: string) => info.nodes.find((n) => n.name === node)?.address as string;
     const other = (node: string) => address(node === "node1" ? "node2" : "node1");
     const probe = (p: { node: string; container: string }, host: string, port: number) =>
@@ -215,6 +243,7 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
     await until("the guard again after a restart of pier server", 120, async () =>
       (await probe(onWorker, other(onWorker.node), 7946)).startsWith("closed") ? true : undefined,
     );
+    for (const c of started) await docker(info, c.node, ["rm", "-f", c.container]);
   });
 
   test("a deleted app's overlay is removed: the edge's sandbox left it first", async () => {
