@@ -134,3 +134,9 @@ for addon in kv:pier/addon-kv:8 postgresql:pier/addon-postgresql:17 mysql:pier/a
     images/addons/build.sh "${addon%%:*}"
   fi
 done
+# The node guard's image (docs/adr/0019, on a swarm): Debian trixie's nftables, about 30 s, built once.
+export PIER_GUARD_GENERATION=1
+if [ "$(label pier/guard:1 pier.guard.generation)" != "$PIER_GUARD_GENERATION" ]; then
+  say "building pier/guard:1 (nftables for the swarm nodes' guard, from Debian trixie)"
+  images/guard/build.sh
+fi

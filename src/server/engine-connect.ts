@@ -12,8 +12,18 @@ import { SwarmEngine } from "../adapters/engine/swarm.js";
 import { SwarmAddonServers } from "../adapters/engine/swarm-addons.js";
 import { SwarmComposite } from "../adapters/engine/swarm-engine.js";
 import { SwarmNodes } from "../adapters/engine/swarm-nodes.js";
+import {
+  GUARD_IMAGE,
+  type GuardService,
+  type GuardServiceSpec,
+  guardServiceSpec,
+  SwarmGuard,
+} from "../adapters/swarm-guard.js";
 import { PierError } from "../core/errors.js";
+import { LABEL } from "../core/labels.js";
 import type { Engine } from "../core/ports.js";
+import { formatCidr } from "../core/subnets.js";
+import { guardTable, planNodeGuard } from "../core/swarm-guard.js";
 import type { Config } from "./config.js";
 
 /** What sandboxes run (`sleep infinity`): Pier's base image, which builds need on the engine anyway. */
@@ -110,6 +120,11 @@ async function swarmEngine(
     // Exec into an instance goes through its node's engine: the manager's, and those Pier is told of.
     nodeEngine: (node) => (node.id === self ? manager : (engines.get(node.name) ?? null)),
   });
+  await guardNodes(config, manager, new DockerRegistryPush({ docker: manager, address, ...auth }), {
+    scope,
+    managerAddress: info.Swarm?.NodeAddr ?? null,
+    pullAuth: { ...auth, serveraddress: address },
+  });
   const edgePlace = new EdgeSandbox({
     docker: manager,
     scope,
@@ -132,6 +147,52 @@ async function swarmEngine(
     edgePlace,
     swarm: { registry: { address, caPem }, managerNodeId: self || null },
   };
+}
+
+/**
+ * The node guard (ADR 0019, on a swarm): with isolation on, the global service that applies the
+ * one-machine rules to what enters each node from docker_gwbridge, its image pushed through the swarm's
+ * registry; with isolation off, that service removed. A guard that cannot be made stops pier server, as
+ * the one-machine table does (ISOLATION_FAILED), rather than run unguarded silently.
+ */
+async function guardNodes(
+  config: Config,
+  manager: Docker,
+  registry: DockerRegistryPush,
+  o: {
+    scope: string;
+    managerAddress: string | null;
+    /** The nodes pull the guard's image with the registry's credentials, as they do releases. */
+    pullAuth: { username: string; password: string; serveraddress: string };
+  },
+): Promise<void> {
+  const guard = new SwarmGuard({
+    listServices: async (opts) => (await manager.listServices(opts)) as GuardService[],
+    createService: (spec) => manager.createService(o.pullAuth, spec),
+    updateService: (id, version, spec: GuardServiceSpec) =>
+      manager.getService(id).update({ _query: { version }, _body: spec, authconfig: o.pullAuth }),
+    removeService: (id) => manager.getService(id).remove(),
+  });
+  if (!config.isolation) {
+    await guard.remove(guardTable(o.scope));
+    return;
+  }
+  const image = await registry.publish(GUARD_IMAGE).catch((e: Error) => {
+    throw new PierError(
+      "ISOLATION_FAILED",
+      `The swarm nodes' guard cannot be installed: ${e.message}`,
+      "Run scripts/setup.sh on the manager (it builds pier/guard:1), or set PIER_ISOLATION=off.",
+    );
+  });
+  const plan = planNodeGuard({
+    scope: o.scope,
+    pool: formatCidr(config.subnets.pool),
+    allow: config.egressAllow,
+    hostPorts: [config.http.port, config.https.port],
+    edges: o.managerAddress ? [o.managerAddress] : [],
+  });
+  // Its scope, not `pier.managed`: the swarm driver takes every service with both for an instance.
+  await guard.ensure(guardServiceSpec(plan, image, { [LABEL.scope]: o.scope }));
 }
 
 /** A swarm node's name (its host name, as `pier nodes` shows it). */

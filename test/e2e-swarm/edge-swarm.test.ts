@@ -1,7 +1,8 @@
 // The edge on the swarm (ADR 0030), end to end on the lab's three nodes: the edge's sandbox on the manager
 // joins each app's overlay and reaches instances on every node; a redeploy under load drops no request;
 // two apps' instances cannot reach each other, and the edge's sandbox routes nothing between them; a deleted
-// app's overlay goes (the edge left it first).
+// app's overlay goes (the edge left it first); the node guard (ADR 0019 on a swarm) keeps instances from
+// their node's own ports and the lab's addresses.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { NODE_DOCKER_APP, Pier } from "../e2e/harness.js";
@@ -42,6 +43,9 @@ async function placements(info: LabInfo, appId: string) {
   return out;
 }
 
+/** The lab registry's host: the one private address the file's Pier allows (PIER_EGRESS_ALLOW). */
+const REGISTRY_HOST = (info: LabInfo) => info.registry.address.split(":")[0] as string;
+
 describe("the edge on the swarm: every node, no dropped request, apps apart", { timeout: 1_200_000 }, () => {
   let info: LabInfo;
   let pier: Pier;
@@ -51,8 +55,9 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
   before(async () => {
     await lab("down");
     info = await labUp(3);
-    await copyImages(info, "node1", ["pier/base:bookworm", "pier/node:22"]);
-    pier = new Pier({ ...swarmSettings(info), PIER_ISOLATION: "off" });
+    await copyImages(info, "node1", ["pier/base:bookworm", "pier/node:22", "pier/guard:1"]);
+    // Isolation on (ADR 0019): the one-machine table on this host, and the node guard on the lab's nodes.
+    pier = new Pier({ ...swarmSettings(info), PIER_EGRESS_ALLOW: `${REGISTRY_HOST(info)}/32` });
     await pier.start();
     await pier.addKey();
     web = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "web"]);
@@ -140,6 +145,105 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
     for (const f of ["ipv4/ip_forward", "ipv6/conf/all/forwarding"])
       assert.equal(await docker(info, "node1", ["exec", sandbox, "cat", `/proc/sys/net/${f}`]), "0", f);
     assert.equal((await pier.cli(["delete", "--app", "other", "--yes"])).code, 0);
+  });
+
+  test("the node guard: instances on a worker and on the manager reach neither their node's ports nor the lab's other addresses, an allowed address still; the app serves", async () => {
+    const nodes = info.nodes.map((n) => n.name);
+    const guardTask = (node: string) => docker(info, node, ["ps", "-q", "--filter", "label=pier.role=guard"]);
+    const tables = async (node: string) => {
+      const task = await guardTask(node);
+      return task ? docker(info, node, ["exec", task, "nft", "list", "tables"]) : "";
+    };
+    const service = await docker(info, "node1", [
+      "service",
+      "ls",
+      "--filter",
+      "label=pier.role=guard",
+      "--format",
+      "{{.Name}}",
+    ]);
+    assert.match(service, /^pier-guard-\S+$/, "pier server made one guard service");
+    for (const n of nodes)
+      await until(`the guard's table on ${n}`, 120, async () =>
+        (await tables(n)).includes(`inet ${service}`) ? true : undefined,
+      );
+    // An instance on the manager and one on a worker; where the scheduler put none, a container run there
+    // like one (the release's image on the app's overlay: its egress is the node's docker_gwbridge too).
+    const mine = await placements(info, web.id);
+    const model = mine[0];
+    assert.ok(model, "web runs");
+    const image = await docker(info, model.node, ["inspect", "-f", "{{.Config.Image}}", model.container]);
+    const overlay = await docker(info, model.node, [
+      "inspect",
+      "-f",
+      "{{range $name, $n := .NetworkSettings.Networks}}{{$name}}{{end}}",
+      model.container,
+    ]);
+    const started: { node: string; container: string }[] = [];
+    const on = async (node: string) => {
+      const found = mine.find((p) => p.node === node);
+      if (found) return found;
+      const container = await docker(info, node, [
+        "run",
+        "-d",
+        "--network",
+        overlay,
+        "--entrypoint",
+        "node",
+        image,
+        "-e",
+        "setInterval(() => {}, 1000)",
+      ]);
+      started.push({ node, container });
+      return { node, container };
+    };
+    const onManager = await on("node1");
+    const onWorker = await on("node2");
+    const address = (node: string) => info.nodes.find((n) => n.name === node)?.address as string;
+    const other = (node: string) => address(node === "node1" ? "node2" : "node1");
+    const probe = (p: { node: string; container: string }, host: string, port: number) =>
+      docker(info, p.node, ["exec", p.container, "node", "-e", tcpProbe(host, port)]);
+    // Its own node's swarm gossip port, another node's, the manager's 2377, the lab's registry (allowed).
+    const reach = async (p: { node: string; container: string }) => ({
+      ownGossip: await probe(p, address(p.node), 7946),
+      otherGossip: await probe(p, other(p.node), 7946),
+      manager: await probe(p, address("node1"), 2377),
+      registry: await probe(p, REGISTRY_HOST(info), 5000),
+    });
+    for (const p of [onManager, onWorker]) {
+      const r = await reach(p);
+      assert.equal(r.registry, "open", `${p.node}: the address PIER_EGRESS_ALLOW names`);
+      for (const k of ["ownGossip", "otherGossip", "manager"] as const)
+        assert.match(r[k], /^closed/, `${p.node} ${k}`);
+    }
+    const served = await pier.get("web", "/");
+    assert.equal(served.status, 200, served.body);
+    // Removed by hand (nft flush ruleset, a restart of nftables on a node): the guard applies it again.
+    await docker(info, "node2", [
+      "exec",
+      await guardTask("node2"),
+      "nft",
+      "delete",
+      "table",
+      "inet",
+      service,
+    ]);
+    await until("the guard's table applied again on node2", 30, async () =>
+      (await tables("node2")).includes(`inet ${service}`) ? true : undefined,
+    );
+    // The control: without the service (its tasks delete their table) the same instances reach them all.
+    await docker(info, "node1", ["service", "rm", service]);
+    const open = { ownGossip: "open", otherGossip: "open", manager: "open", registry: "open" };
+    for (const p of [onManager, onWorker])
+      await until(`${p.node}: everything reached without the guard`, 60, async () =>
+        JSON.stringify(await reach(p)) === JSON.stringify(open) ? true : undefined,
+      );
+    // pier server makes it again at its next start.
+    await pier.restartServer();
+    await until("the guard again after a restart of pier server", 120, async () =>
+      (await probe(onWorker, other(onWorker.node), 7946)).startsWith("closed") ? true : undefined,
+    );
+    for (const c of started) await docker(info, c.node, ["rm", "-f", c.container]);
   });
 
   test("a deleted app's overlay is removed: the edge's sandbox left it first", async () => {

@@ -1,0 +1,197 @@
+// The node guard (ADR 0019, ADR 0030): the plan of src/core/swarm-guard.ts as one nftables table, and the
+// global service that applies it on every node and keeps it. Both pure, for the unit tests; the service is
+// created and removed by the swarm driver like Pier's other services.
+import { LABEL } from "../core/labels.js";
+import type { NodeGuardPlan } from "../core/swarm-guard.js";
+
+/** Before the engine's own filter chains (iptables-nft's, priority 0): a drop here is final. */
+const PRIORITY = "filter - 10";
+/** Seconds between two checks that the table is still there (someone ran `nft flush ruleset`). */
+export const GUARD_RECHECK_SECONDS = 5;
+
+const elements = (xs: readonly string[]) => (xs.length > 0 ? ` elements = { ${xs.join(", ")} };` : "");
+const set = (name: string, type: "ipv4_addr" | "ipv6_addr", xs: readonly string[]) =>
+  `  set ${name} { type ${type}; flags interval; auto-merge;${elements(xs)} }`;
+const addrSet = (name: string, type: "ipv4_addr" | "ipv6_addr", xs: readonly string[]) =>
+  `  set ${name} { type ${type};${elements(xs)} }`;
+
+/** The edge's ports on the manager's addresses: the one thing of the nodes' LAN a task reaches. */
+function edgeRules(plan: NodeGuardPlan): string[] {
+  if (plan.hostPorts.length === 0) return [];
+  const ports = `tcp dport { ${plan.hostPorts.join(", ")} } return`;
+  return [`    ip daddr @edge4 ${ports}`, `    ip6 daddr @edge6 ${ports}`];
+}
+
+/**
+ * The plan as an nftables script (`nft -f -`): the table is created if missing, deleted and made again in
+ * one transaction, so packets see the old rules or the new ones, never none. No bridge: the table deleted.
+ */
+export function renderGuardNft(plan: NodeGuardPlan): string {
+  const t = `inet ${plan.table}`;
+  const head = [`table ${t} {}`, `delete table ${t}`];
+  if (plan.bridges.length === 0) return `${head.join("\n")}\n`;
+  const bridges = `{ ${plan.bridges.map((b) => `"${b}"`).join(", ")} }`;
+  const ports = plan.hostPorts.length > 0 ? [`    tcp dport { ${plan.hostPorts.join(", ")} } return`] : [];
+  return [
+    ...head,
+    `table ${t} {`,
+    set("tenants4", "ipv4_addr", plan.tenants4),
+    set("tenants6", "ipv6_addr", plan.tenants6),
+    set("internal4", "ipv4_addr", plan.internal4),
+    set("internal6", "ipv6_addr", plan.internal6),
+    set("allow4", "ipv4_addr", plan.allow4),
+    set("allow6", "ipv6_addr", plan.allow6),
+    addrSet("edge4", "ipv4_addr", plan.edge4),
+    addrSet("edge6", "ipv6_addr", plan.edge6),
+    "  chain egress {",
+    "    ip daddr @tenants4 drop",
+    "    ip6 daddr @tenants6 drop",
+    ...edgeRules(plan),
+    "    ip daddr @allow4 return",
+    "    ip6 daddr @allow6 return",
+    "    meta l4proto { tcp, udp } th dport 53 return",
+    "    ip daddr @internal4 drop",
+    "    ip6 daddr @internal6 drop",
+    "  }",
+    "  chain host {",
+    "    ct state established,related return",
+    // By number (ICMP, ICMPv6): the guard's minbase image has no /etc/protocols to resolve the names.
+    "    meta l4proto { 1, 58 } return",
+    ...ports,
+    "    meta l4proto { tcp, udp } th dport 53 return",
+    "    drop",
+    "  }",
+    "  chain forward {",
+    `    type filter hook forward priority ${PRIORITY}; policy accept;`,
+    "    ct state established,related accept",
+    `    iifname ${bridges} jump egress`,
+    "  }",
+    "  chain input {",
+    `    type filter hook input priority ${PRIORITY}; policy accept;`,
+    `    iifname ${bridges} jump host`,
+    "  }",
+    "}",
+    "",
+  ].join("\n");
+}
+
+/**
+ * The guard's loop, run by `sh -c` in the service's container (host network, NET_ADMIN): apply the table,
+ * apply it again whenever it is gone, delete it when the task is stopped (the service removed or
+ * updated: the next task applies its own). The rules come in PIER_GUARD_RULES (not a secret: addresses).
+ */
+export function guardLoop(table: string): string {
+  const t = `inet ${table}`;
+  return [
+    'apply() { printf "%s" "$PIER_GUARD_RULES" | nft -f - || echo "pier-guard: nft refused the rules" >&2; }',
+    `trap 'nft delete table ${t} 2>/dev/null; exit 0' TERM INT`,
+    "apply",
+    "while :; do",
+    `  sleep ${GUARD_RECHECK_SECONDS} & wait $!`,
+    `  nft list table ${t} >/dev/null 2>&1 || apply`,
+    "done",
+  ].join("\n");
+}
+
+/** The parts of the engine's service spec (API 1.41, Docker 20.10) the guard uses. */
+export interface GuardServiceSpec {
+  Name: string;
+  Labels: Record<string, string>;
+  TaskTemplate: {
+    ContainerSpec: {
+      Image: string;
+      Labels: Record<string, string>;
+      Command: string[];
+      Env: string[];
+      /** API 1.41: a service's task may be given a capability (NET_ADMIN: write the node's nftables). */
+      CapabilityAdd: string[];
+      StopGracePeriod: number;
+    };
+    RestartPolicy: { Condition: "any"; Delay: number };
+    /** `host`: the task's nft writes the node's own tables. */
+    Networks: { Target: string }[];
+  };
+  /** One task on every node, the ones joined later included. */
+  Mode: { Global: Record<string, never> };
+}
+
+/** The service that guards every node of the swarm for one Pier installation: `pier-guard-<scope>`. */
+export function guardServiceSpec(
+  plan: NodeGuardPlan,
+  image: string,
+  own: Record<string, string>,
+): GuardServiceSpec {
+  const labels = { ...own, [LABEL.role]: "guard" };
+  return {
+    Name: plan.table,
+    Labels: labels,
+    TaskTemplate: {
+      ContainerSpec: {
+        Image: image,
+        Labels: labels,
+        Command: ["/bin/sh", "-c", guardLoop(plan.table)],
+        Env: [`PIER_GUARD_RULES=${renderGuardNft(plan)}`],
+        CapabilityAdd: ["CAP_NET_ADMIN"],
+        StopGracePeriod: 10_000_000_000,
+      },
+      RestartPolicy: { Condition: "any", Delay: 1_000_000_000 },
+      Networks: [{ Target: "host" }],
+    },
+    Mode: { Global: {} },
+  };
+}
+
+/** The guard's image as the set-up builds it (images/guard/build.sh). */
+export const GUARD_IMAGE = "pier/guard:1";
+
+/** The fields Pier reads of a service (GET /services). */
+export interface GuardService {
+  ID: string;
+  Version?: { Index?: number };
+  Spec?: { Name?: string; TaskTemplate?: { ContainerSpec?: { Env?: string[]; Image?: string } } };
+}
+
+/** What the guard needs of the manager's engine (dockerode's, narrowed: a fake in the unit tests). */
+export interface GuardEngine {
+  listServices(opts: { filters: string }): Promise<GuardService[]>;
+  createService(spec: GuardServiceSpec): Promise<unknown>;
+  updateService(id: string, version: number, spec: GuardServiceSpec): Promise<unknown>;
+  removeService(id: string): Promise<unknown>;
+}
+
+/**
+ * The guard service of one Pier installation: made, or updated when its rules or image changed, at each
+ * start of pier server with isolation on; removed with isolation off (its tasks delete the table).
+ */
+export class SwarmGuard {
+  constructor(private readonly engine: GuardEngine) {}
+
+  private async current(name: string): Promise<GuardService | null> {
+    const all = await this.engine.listServices({ filters: JSON.stringify({ name: [name] }) });
+    // The engine's name filter matches prefixes: pier-guard-a would find pier-guard-ab.
+    return all.find((s) => s.Spec?.Name === name) ?? null;
+  }
+
+  /** Made or brought up to date; "unchanged" when the running spec already has these rules and image. */
+  async ensure(spec: GuardServiceSpec): Promise<"created" | "updated" | "unchanged"> {
+    const now = await this.current(spec.Name);
+    if (!now) {
+      await this.engine.createService(spec);
+      return "created";
+    }
+    const c = now.Spec?.TaskTemplate?.ContainerSpec;
+    const want = spec.TaskTemplate.ContainerSpec;
+    if (c?.Image === want.Image && JSON.stringify(c?.Env ?? []) === JSON.stringify(want.Env))
+      return "unchanged";
+    await this.engine.updateService(now.ID, now.Version?.Index ?? 0, spec);
+    return "updated";
+  }
+
+  /** Removed if there: true when it was. */
+  async remove(name: string): Promise<boolean> {
+    const now = await this.current(name);
+    if (!now) return false;
+    await this.engine.removeService(now.ID);
+    return true;
+  }
+}

@@ -1,0 +1,37 @@
+// The manager's engine as the node guard sees it (GuardEngine, src/adapters/swarm-guard.ts): services in
+// memory, with the engine's prefix-matching name filter, and every call recorded.
+import type { GuardEngine, GuardService, GuardServiceSpec } from "../../src/adapters/swarm-guard.js";
+
+export class FakeGuardEngine implements GuardEngine {
+  readonly services = new Map<string, { version: number; spec: GuardServiceSpec }>();
+  readonly calls: string[] = [];
+  private next = 1;
+
+  async listServices(opts: { filters: string }): Promise<GuardService[]> {
+    const names = (JSON.parse(opts.filters) as { name?: string[] }).name ?? [];
+    return [...this.services]
+      .filter(([, s]) => names.length === 0 || names.some((n) => s.spec.Name.startsWith(n)))
+      .map(([id, s]) => ({ ID: id, Version: { Index: s.version }, Spec: s.spec }));
+  }
+
+  async createService(spec: GuardServiceSpec): Promise<unknown> {
+    this.calls.push(`create ${spec.Name}`);
+    this.services.set(`svc${this.next++}`, { version: 1, spec });
+    return {};
+  }
+
+  async updateService(id: string, version: number, spec: GuardServiceSpec): Promise<unknown> {
+    const s = this.services.get(id);
+    if (!s || s.version !== version) throw new Error(`update out of sequence: ${id} ${version}`);
+    this.calls.push(`update ${spec.Name}`);
+    this.services.set(id, { version: version + 1, spec });
+    return {};
+  }
+
+  async removeService(id: string): Promise<unknown> {
+    const s = this.services.get(id);
+    this.calls.push(`remove ${s?.spec.Name ?? id}`);
+    this.services.delete(id);
+    return {};
+  }
+}
