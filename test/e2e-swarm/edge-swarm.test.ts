@@ -5,9 +5,9 @@
 // their node's own ports and the lab's addresses.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { NODE_DOCKER_APP, Pier } from "../e2e/harness.js";
+import { NODE_DOCKER_APP, type Pier } from "../e2e/harness.js";
 import { tcpProbe } from "../e2e/probes.js";
-import { copyImages, docker, type LabInfo, lab, labUp, swarmSettings, until } from "./lab.js";
+import { docker, type LabInfo, lab, swarmPier, swarmPierDown, swarmSettings, until } from "./lab.js";
 
 interface Served {
   version: string;
@@ -53,23 +53,22 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
   let dir: string;
 
   before(async () => {
-    await lab("down");
-    info = await labUp(3);
-    await copyImages(info, "node1", ["pier/base:bookworm", "pier/node:22", "pier/guard:1"]);
-    // Isolation on (ADR 0019): the one-machine table on this host, and the node guard on the lab's nodes.
-    pier = new Pier({ ...swarmSettings(info), PIER_EGRESS_ALLOW: `${REGISTRY_HOST(info)}/32` });
-    await pier.start();
-    await pier.addKey();
+    ({ info, pier } = await swarmPier({
+      images: ["pier/base:bookworm", "pier/node:22", "pier/guard:1"],
+      // Isolation on (ADR 0019): the one-machine table on this host, and the node guard on the lab's nodes.
+      settings: (l) => ({
+        ...swarmSettings(l),
+        PIER_ISOLATION: "on",
+        PIER_EGRESS_ALLOW: `${REGISTRY_HOST(l)}/32`,
+      }),
+    }));
     web = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "web"]);
     assert.equal((await pier.cli(["env", "set", "CC_HEALTH_CHECK_PATH", "/health", "--app", "web"])).code, 0);
     dir = await pier.repo("web", NODE_DOCKER_APP, web.id);
     const push = await pier.push(dir);
     assert.equal(push.code, 0, push.stderr);
   });
-  after(async () => {
-    await pier?.destroy();
-    await lab("down");
-  });
+  after(() => swarmPierDown(pier));
 
   test("3 instances run on at least 2 nodes, and the edge reaches every one", async () => {
     const scaled = await pier.cli(["scale", "--instances", "3", "--app", "web"]);
