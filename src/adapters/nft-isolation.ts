@@ -100,6 +100,61 @@ export function renderNftChange(prev: IsolationPlan, next: IsolationPlan): strin
   return out.length === 0 ? "" : `${out.join("\n")}\n`;
 }
 
+type SetRender = (name: string, type: "ipv4_addr" | "ipv6_addr", xs: readonly string[]) => string;
+
+/** The policy's address sets (others' networks, private ranges, allowed ones), each drawn by `render`. */
+export function policySets(
+  plan: Pick<IsolationPlan, "tenants4" | "tenants6" | "internal4" | "internal6" | "allow4" | "allow6">,
+  render: SetRender,
+): string[] {
+  return [
+    render("tenants4", "ipv4_addr", plan.tenants4),
+    render("tenants6", "ipv6_addr", plan.tenants6),
+    render("internal4", "ipv4_addr", plan.internal4),
+    render("internal6", "ipv6_addr", plan.internal6),
+    render("allow4", "ipv4_addr", plan.allow4),
+    render("allow6", "ipv6_addr", plan.allow6),
+  ];
+}
+
+/**
+ * The chain every packet from a Pier network to elsewhere goes through (here and in the swarm's node guard,
+ * src/adapters/swarm-guard.ts): no other tenant, allowed ranges and DNS, no private range. `before` comes
+ * right after the tenants' drops (the node guard's edge ports).
+ */
+export function egressChain(before: readonly string[]): string[] {
+  return [
+    "  chain egress {",
+    "    ip daddr @tenants4 drop",
+    "    ip6 daddr @tenants6 drop",
+    ...before,
+    "    ip daddr @allow4 return",
+    "    ip6 daddr @allow6 return",
+    // The engine's DNS server forwards queries from inside the instance's network namespace.
+    "    meta l4proto { tcp, udp } th dport 53 return",
+    "    ip daddr @internal4 drop",
+    "    ip6 daddr @internal6 drop",
+    "  }",
+  ];
+}
+
+/**
+ * What the host takes from Pier's networks: replies, ICMP (`icmp`: its protocols as nft reads them, names or
+ * numbers), the edge's ports and DNS.
+ */
+export function hostChain(hostPorts: readonly number[], icmp: string): string[] {
+  const ports = hostPorts.length > 0 ? [`    tcp dport { ${hostPorts.join(", ")} } return`] : [];
+  return [
+    "  chain host {",
+    "    ct state established,related return",
+    `    meta l4proto { ${icmp} } return`,
+    ...ports,
+    "    meta l4proto { tcp, udp } th dport 53 return",
+    "    drop",
+    "  }",
+  ];
+}
+
 /**
  * The plan as an nftables script (`nft -f -`): the table is created if missing, deleted and made again in
  * one transaction, so packets see the old rules or the new ones, never none. A plan with no network deletes
@@ -113,28 +168,13 @@ export function renderNft(plan: IsolationPlan): string {
     plan.networks.flatMap((n) => n[fam].map((s) => `${s} : jump ${n.chain}-${dir}`));
   const src4 = plan.networks.flatMap((n) => n.v4);
   const src6 = plan.networks.flatMap((n) => n.v6);
-  const ports = plan.hostPorts.length > 0 ? [`    tcp dport { ${plan.hostPorts.join(", ")} } return`] : [];
   return [
     ...head,
     `table ${t} {`,
-    set("tenants4", "ipv4_addr", plan.tenants4),
-    set("tenants6", "ipv6_addr", plan.tenants6),
-    set("internal4", "ipv4_addr", plan.internal4),
-    set("internal6", "ipv6_addr", plan.internal6),
-    set("allow4", "ipv4_addr", plan.allow4),
-    set("allow6", "ipv6_addr", plan.allow6),
+    ...policySets(plan, set),
     set("sources4", "ipv4_addr", src4),
     set("sources6", "ipv6_addr", src6),
-    "  chain egress {",
-    "    ip daddr @tenants4 drop",
-    "    ip6 daddr @tenants6 drop",
-    "    ip daddr @allow4 return",
-    "    ip6 daddr @allow6 return",
-    // The engine's DNS server forwards queries from inside the instance's network namespace.
-    "    meta l4proto { tcp, udp } th dport 53 return",
-    "    ip daddr @internal4 drop",
-    "    ip6 daddr @internal6 drop",
-    "  }",
+    ...egressChain([]),
     "  chain ingress {",
     // A published port (the engine's DNAT) is reached from anywhere; a direct connection is not.
     "    ct status dnat return",
@@ -156,13 +196,7 @@ export function renderNft(plan: IsolationPlan): string {
     "    ip daddr vmap @in4",
     "    ip6 daddr vmap @in6",
     "  }",
-    "  chain host {",
-    "    ct state established,related return",
-    "    meta l4proto { icmp, ipv6-icmp } return",
-    ...ports,
-    "    meta l4proto { tcp, udp } th dport 53 return",
-    "    drop",
-    "  }",
+    ...hostChain(plan.hostPorts, "icmp, ipv6-icmp"),
     "  chain input {",
     `    type filter hook input priority ${PRIORITY}; policy accept;`,
     "    ip saddr @sources4 jump host",

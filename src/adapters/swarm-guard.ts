@@ -3,6 +3,7 @@
 // created and removed by the swarm driver like Pier's other services.
 import { LABEL } from "../core/labels.js";
 import type { NodeGuardPlan } from "../core/swarm-guard.js";
+import { egressChain, hostChain, policySets } from "./nft-isolation.js";
 
 /** Before the engine's own filter chains (iptables-nft's, priority 0): a drop here is final. */
 const PRIORITY = "filter - 10";
@@ -31,36 +32,15 @@ export function renderGuardNft(plan: NodeGuardPlan): string {
   const head = [`table ${t} {}`, `delete table ${t}`];
   if (plan.bridges.length === 0) return `${head.join("\n")}\n`;
   const bridges = `{ ${plan.bridges.map((b) => `"${b}"`).join(", ")} }`;
-  const ports = plan.hostPorts.length > 0 ? [`    tcp dport { ${plan.hostPorts.join(", ")} } return`] : [];
   return [
     ...head,
     `table ${t} {`,
-    set("tenants4", "ipv4_addr", plan.tenants4),
-    set("tenants6", "ipv6_addr", plan.tenants6),
-    set("internal4", "ipv4_addr", plan.internal4),
-    set("internal6", "ipv6_addr", plan.internal6),
-    set("allow4", "ipv4_addr", plan.allow4),
-    set("allow6", "ipv6_addr", plan.allow6),
+    ...policySets(plan, set),
     addrSet("edge4", "ipv4_addr", plan.edge4),
     addrSet("edge6", "ipv6_addr", plan.edge6),
-    "  chain egress {",
-    "    ip daddr @tenants4 drop",
-    "    ip6 daddr @tenants6 drop",
-    ...edgeRules(plan),
-    "    ip daddr @allow4 return",
-    "    ip6 daddr @allow6 return",
-    "    meta l4proto { tcp, udp } th dport 53 return",
-    "    ip daddr @internal4 drop",
-    "    ip6 daddr @internal6 drop",
-    "  }",
-    "  chain host {",
-    "    ct state established,related return",
+    ...egressChain(edgeRules(plan)),
     // By number (ICMP, ICMPv6): the guard's minbase image has no /etc/protocols to resolve the names.
-    "    meta l4proto { 1, 58 } return",
-    ...ports,
-    "    meta l4proto { tcp, udp } th dport 53 return",
-    "    drop",
-    "  }",
+    ...hostChain(plan.hostPorts, "1, 58"),
     "  chain forward {",
     `    type filter hook forward priority ${PRIORITY}; policy accept;`,
     "    ct state established,related accept",
