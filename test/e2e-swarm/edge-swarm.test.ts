@@ -43,6 +43,17 @@ async function placements(info: LabInfo, appId: string) {
   return out;
 }
 
+/**
+ * The app's running containers once they are its `n` serving instances only: a release retired by the
+ * deploy before is stopped off the pusher's path, so right after a push its containers may still run (and
+ * stop while a probe uses them).
+ */
+const serving = (info: LabInfo, appId: string, n: number) =>
+  until(`${n} running instances of ${appId}, and no other`, 90, async () => {
+    const p = await placements(info, appId);
+    return p.length === n ? p : undefined;
+  });
+
 /** The lab registry's host: the one private address the file's Pier allows (PIER_EGRESS_ALLOW). */
 const REGISTRY_HOST = (info: LabInfo) => info.registry.address.split(":")[0] as string;
 
@@ -128,9 +139,8 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
     const other = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "other"]);
     const push = await pier.push(await pier.repo("other", NODE_DOCKER_APP, other.id));
     assert.equal(push.code, 0, push.stderr);
-    const [target] = await placements(info, other.id);
-    assert.ok(target, "other's instance runs");
-    const mine = await placements(info, web.id);
+    const target = (await serving(info, other.id, 1))[0]!;
+    const mine = await serving(info, web.id, 3);
     // From a web instance on the same node as other's (the node-local bridges too), else from any.
     const from = mine.find((p) => p.node === target.node) ?? mine[0]!;
     const sibling = mine.find((p) => p.container !== from.container)!;
@@ -168,7 +178,7 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
       );
     // An instance on the manager and one on a worker; where the scheduler put none, a container run there
     // like one (the release's image on the app's overlay: its egress is the node's docker_gwbridge too).
-    const mine = await placements(info, web.id);
+    const mine = await serving(info, web.id, 3);
     const model = mine[0];
     assert.ok(model, "web runs");
     const image = await docker(info, model.node, ["inspect", "-f", "{{.Config.Image}}", model.container]);
@@ -286,7 +296,7 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
   });
 
   test("a node's dockerd killed: requests succeed again within 30 s, its instances come back elsewhere, the edge follows", async () => {
-    const before = await placements(info, web.id);
+    const before = await serving(info, web.id, 3);
     const victim = before.find((p) => p.node !== "node1");
     assert.ok(victim, JSON.stringify(before));
     await lab("kill", victim.node);

@@ -193,6 +193,9 @@ export async function swarmPier(opts: {
 
 /** The end of a swarmPier: its Pier destroyed (if it was made), the lab down. */
 export async function swarmPierDown(pier: Pier | undefined): Promise<void> {
-  await pier?.destroy();
-  await lab("down");
+  try {
+    await pier?.destroy();
+  } finally {
+    await lab("down"); // even when the destroy failed: no lab left to the next file
+  }
 }
