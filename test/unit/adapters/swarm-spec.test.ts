@@ -352,9 +352,9 @@ test("a task that never started names its node; one that could not pull its imag
   );
 });
 
-test("a wait on the swarm probes soon, then backs off to one probe every 200 ms", () => {
+test("a wait on the swarm probes soon, every 50 ms for ~2 s, then backs off to one probe every 200 ms", () => {
   assert.deepEqual(
-    [0, 1, 2, 3, 4, 10].map((a) => pollDelay(a)),
-    [25, 50, 100, 200, 200, 200],
+    [0, 1, 2, 10, 39, 40, 100].map((a) => pollDelay(a)),
+    [25, 50, 50, 50, 50, 200, 200],
   );
 });
