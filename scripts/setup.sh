@@ -81,8 +81,13 @@ if ! "$DOCKER" info >/dev/null 2>&1; then
   if dockerd_alive; then
     say "dockerd is running but not answering yet; waiting"
   else
-    say "starting dockerd (log: $log)"
-    setsid nohup dockerd >"$log" 2>&1 </dev/null 9>&- &
+    # Published ports through the kernel's DNAT rather than one docker-proxy process each: the edge's
+    # requests to an instance's loopback port go ~2x faster and each app saves ~1.5 MiB (ADR 0007). A
+    # daemon.json that sets it already wins (dockerd refuses the same setting twice).
+    flags=(--userland-proxy=false)
+    grep -qs '"userland-proxy"' /etc/docker/daemon.json && flags=()
+    say "starting dockerd ${flags[*]} (log: $log)"
+    setsid nohup dockerd "${flags[@]}" >"$log" 2>&1 </dev/null 9>&- &
   fi
   # Up to 60 s; a daemon that has exited (no live pid file after 5 s) is not waited for.
   for i in $(seq 1 120); do
