@@ -245,7 +245,7 @@ describe("tenant isolation while networks come and go", { timeout: 900_000 }, ()
     );
     assert.equal(dns, "resolved", "the engine's DNS forwards to the host's resolver");
     const [address] = hostAddresses();
-    // Up to three tries of 3 s: CI saw one time out at a load of ~9, right after the churn above (the apps it
+    // Up to three tries of 3 s: one timed out in a run at a load of ~9, right after the churn above (the apps it
     // deleted still being cleaned up); a path that is closed answers none of them.
     let seen = "";
     for (let i = 0; i < 3 && seen !== "status 200"; i++)
