@@ -43,18 +43,30 @@ export function pollDelay(attempt: number): number {
   return attempt < 40 ? 50 : 200;
 }
 
-/** Polls `probe` (backing off per `pollDelay`) until it returns a value, at most `ms`; then `late()` is thrown. */
+/**
+ * The wait of a poll nobody waits on (a removal off the push's path, whose probe lists every task of the
+ * swarm): 25 ms, doubled each time up to 200 ms.
+ */
+export function backOff(attempt: number): number {
+  return Math.min(200, 25 * 2 ** Math.max(0, attempt));
+}
+
+/**
+ * Polls `probe` (waiting `delay(attempt)` between probes, `pollDelay` by default) until it returns a value,
+ * at most `ms`; then `late()` is thrown.
+ */
 export async function poll<T>(
   ms: number,
   probe: () => Promise<T | undefined>,
   late: () => Error,
+  delay: (attempt: number) => number = pollDelay,
 ): Promise<T> {
   const end = Date.now() + ms;
   for (let attempt = 0; ; attempt++) {
     const got = await probe();
     if (got !== undefined) return got;
     if (Date.now() > end) throw late();
-    await new Promise((r) => setTimeout(r, pollDelay(attempt)));
+    await new Promise((r) => setTimeout(r, delay(attempt)));
   }
 }
 

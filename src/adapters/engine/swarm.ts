@@ -27,7 +27,7 @@ import { splitImage } from "./registry-push.js";
 import { followSwarm } from "./swarm-events.js";
 import { SwarmNetworks } from "./swarm-networks.js";
 import { runLike } from "./swarm-run.js";
-import { notFound, poll, SwarmServices, type SwarmServicesOptions } from "./swarm-services.js";
+import { backOff, notFound, poll, SwarmServices, type SwarmServicesOptions } from "./swarm-services.js";
 import { serviceSpec } from "./swarm-spec.js";
 import {
   currentTask,
@@ -294,6 +294,7 @@ export class SwarmEngine
         return left ? undefined : true;
       },
       () => new PierError("ENGINE_ERROR", `The tasks of ${s.Spec.Name} were not removed in time.`),
+      backOff,
     );
   }
 

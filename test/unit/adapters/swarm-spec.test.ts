@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { overlapping } from "../../../src/adapters/engine/swarm-networks.js";
 import { RUN_OF, runLikeSpec } from "../../../src/adapters/engine/swarm-run.js";
-import { pollDelay } from "../../../src/adapters/engine/swarm-services.js";
+import { backOff, pollDelay } from "../../../src/adapters/engine/swarm-services.js";
 import { serviceSpec } from "../../../src/adapters/engine/swarm-spec.js";
 import {
   currentTask,
@@ -356,5 +356,10 @@ test("a wait on the swarm probes soon, every 50 ms for ~2 s, then backs off to o
   assert.deepEqual(
     [0, 1, 2, 10, 39, 40, 100].map((a) => pollDelay(a)),
     [25, 50, 50, 50, 50, 200, 200],
+  );
+  // A removal's wait, which lists every task of the swarm, backs off at once.
+  assert.deepEqual(
+    [0, 1, 2, 3, 4, 10].map((a) => backOff(a)),
+    [25, 50, 100, 200, 200, 200],
   );
 });
