@@ -3,6 +3,7 @@
 // created and removed by the swarm driver like Pier's other services.
 import { LABEL } from "../core/labels.js";
 import type { NodeGuardPlan } from "../core/swarm-guard.js";
+import type { EngineServiceSpec } from "./engine/swarm-spec.js";
 import { egressChain, hostChain, policySets } from "./nft-isolation.js";
 
 /** Before the engine's own filter chains (iptables-nft's, priority 0): a drop here is final. */
@@ -73,27 +74,12 @@ export function guardLoop(table: string): string {
   ].join("\n");
 }
 
-/** The parts of the engine's service spec (API 1.41, Docker 20.10) the guard uses. */
-export interface GuardServiceSpec {
-  Name: string;
-  Labels: Record<string, string>;
-  TaskTemplate: {
-    ContainerSpec: {
-      Image: string;
-      Labels: Record<string, string>;
-      Command: string[];
-      Env: string[];
-      /** API 1.41: a service's task may be given a capability (NET_ADMIN: write the node's nftables). */
-      CapabilityAdd: string[];
-      StopGracePeriod: number;
-    };
-    RestartPolicy: { Condition: "any"; Delay: number };
-    /** `host`: the task's nft writes the node's own tables. */
-    Networks: { Target: string }[];
-  };
+/** The guard's service spec: the engine's (API 1.41), with a command, NET_ADMIN, one task on every node. */
+export type GuardServiceSpec = EngineServiceSpec & {
+  TaskTemplate: { ContainerSpec: { Command: string[]; CapabilityAdd: string[] } };
   /** One task on every node, the ones joined later included. */
   Mode: { Global: Record<string, never> };
-}
+};
 
 /** The service that guards every node of the swarm for one Pier installation: `pier-guard-<scope>`. */
 export function guardServiceSpec(
@@ -111,10 +97,12 @@ export function guardServiceSpec(
         Labels: labels,
         Command: ["/bin/sh", "-c", guardLoop(plan.table)],
         Env: [`PIER_GUARD_RULES=${renderGuardNft(plan)}`],
+        // A service's task may be given a capability (API 1.41): NET_ADMIN writes the node's nftables.
         CapabilityAdd: ["CAP_NET_ADMIN"],
         StopGracePeriod: 10_000_000_000,
       },
       RestartPolicy: { Condition: "any", Delay: 1_000_000_000 },
+      // `host`: the task's nft writes the node's own tables.
       Networks: [{ Target: "host" }],
     },
     Mode: { Global: {} },
