@@ -2,6 +2,7 @@
 // global service that applies it on every node and keeps it. Both pure, for the unit tests; the service is
 // created and removed by the swarm driver like Pier's other services.
 import { LABEL } from "../core/labels.js";
+import type { GuardReport, GuardTask } from "../core/nodes.js";
 import type { NodeGuardPlan } from "../core/swarm-guard.js";
 import type { EngineServiceSpec } from "./engine/swarm-spec.js";
 import { egressChain, hostChain, policySets } from "./nft-isolation.js";
@@ -119,9 +120,20 @@ export interface GuardService {
   Spec?: { Name?: string; TaskTemplate?: { ContainerSpec?: { Env?: string[]; Image?: string } } };
 }
 
+/** The fields Pier reads of a task of the guard's service (GET /tasks). */
+export interface GuardEngineTask {
+  NodeID?: string;
+  CreatedAt?: string;
+  DesiredState?: string;
+  Status?: { State?: string; Err?: string };
+  Spec?: { ContainerSpec?: { Env?: string[]; Image?: string } };
+}
+
 /** What the guard needs of the manager's engine (dockerode's, narrowed: a fake in the unit tests). */
 export interface GuardEngine {
   listServices(opts: { filters: string }): Promise<GuardService[]>;
+  /** The tasks of a service (`{"service":[id]}`), every node's, replaced ones included. */
+  listTasks(opts: { filters: string }): Promise<GuardEngineTask[]>;
   createService(spec: GuardServiceSpec): Promise<unknown>;
   updateService(id: string, version: number, spec: GuardServiceSpec): Promise<unknown>;
   removeService(id: string): Promise<unknown>;
@@ -140,6 +152,15 @@ export class SwarmGuard {
     return all.find((s) => s.Spec?.Name === name) ?? null;
   }
 
+  /** The guard's service and its tasks, for `pier nodes` (which nodes are guarded). */
+  async report(name: string): Promise<GuardReport> {
+    const now = await this.current(name);
+    if (!now) return { isolation: true, service: name, exists: false, tasks: [] };
+    const want = now.Spec?.TaskTemplate?.ContainerSpec;
+    const tasks = await this.engine.listTasks({ filters: JSON.stringify({ service: [now.ID] }) });
+    return { isolation: true, service: name, exists: true, tasks: tasks.map((t) => guardTask(t, want)) };
+  }
+
   /** Made or brought up to date; "unchanged" when the running spec already has these rules and image. */
   async ensure(spec: GuardServiceSpec): Promise<"created" | "updated" | "unchanged"> {
     const now = await this.current(spec.Name);
@@ -147,10 +168,7 @@ export class SwarmGuard {
       await this.engine.createService(spec);
       return "created";
     }
-    const c = now.Spec?.TaskTemplate?.ContainerSpec;
-    const want = spec.TaskTemplate.ContainerSpec;
-    if (c?.Image === want.Image && JSON.stringify(c?.Env ?? []) === JSON.stringify(want.Env))
-      return "unchanged";
+    if (sameRules(now.Spec?.TaskTemplate?.ContainerSpec, spec.TaskTemplate.ContainerSpec)) return "unchanged";
     await this.engine.updateService(now.ID, now.Version?.Index ?? 0, spec);
     return "updated";
   }
@@ -162,4 +180,20 @@ export class SwarmGuard {
     await this.engine.removeService(now.ID);
     return true;
   }
+}
+
+type Container = { Env?: string[]; Image?: string } | undefined;
+const sameRules = (a: Container, b: Container) =>
+  a?.Image === b?.Image && JSON.stringify(a?.Env ?? []) === JSON.stringify(b?.Env ?? []);
+
+/** An engine's task in Pier's words; `current` when it runs the service's rules and image. */
+function guardTask(t: GuardEngineTask, want: Container): GuardTask {
+  return {
+    nodeId: t.NodeID ?? "",
+    state: t.Status?.State ?? "unknown",
+    desired: t.DesiredState ?? "",
+    createdAt: t.CreatedAt ?? "",
+    error: t.Status?.Err || null,
+    current: sameRules(t.Spec?.ContainerSpec, want),
+  };
 }

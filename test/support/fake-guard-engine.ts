@@ -1,11 +1,24 @@
 // The manager's engine as the node guard sees it (GuardEngine, src/adapters/swarm-guard.ts): services in
-// memory, with the engine's prefix-matching name filter, and every call recorded.
-import type { GuardEngine, GuardService, GuardServiceSpec } from "../../src/adapters/swarm-guard.js";
+// memory, with the engine's prefix-matching name filter, tasks the tests place on nodes, and every call
+// recorded.
+import type {
+  GuardEngine,
+  GuardEngineTask,
+  GuardService,
+  GuardServiceSpec,
+} from "../../src/adapters/swarm-guard.js";
 
 export class FakeGuardEngine implements GuardEngine {
   readonly services = new Map<string, { version: number; spec: GuardServiceSpec }>();
   readonly calls: string[] = [];
+  /** Each service's tasks (by service id), as the tests place them. */
+  readonly tasks = new Map<string, GuardEngineTask[]>();
   private next = 1;
+
+  async listTasks(opts: { filters: string }): Promise<GuardEngineTask[]> {
+    const ids = (JSON.parse(opts.filters) as { service?: string[] }).service ?? [];
+    return ids.flatMap((id) => this.tasks.get(id) ?? []);
+  }
 
   async listServices(opts: { filters: string }): Promise<GuardService[]> {
     const names = (JSON.parse(opts.filters) as { name?: string[] }).name ?? [];
