@@ -134,6 +134,10 @@ export interface GuardEngine {
   listServices(opts: { filters: string }): Promise<GuardService[]>;
   /** The tasks of a service (`{"service":[id]}`), every node's, replaced ones included. */
   listTasks(opts: { filters: string }): Promise<GuardEngineTask[]>;
+  /** The digests a local image was pushed as (`<registry>/<repo>@sha256:...`): its RepoDigests. */
+  repoDigests(image: string): Promise<string[]>;
+  /** The registry still has this image (by digest): a node joining later can pull it. */
+  inRegistry(image: string): Promise<boolean>;
   createService(spec: GuardServiceSpec): Promise<unknown>;
   updateService(id: string, version: number, spec: GuardServiceSpec): Promise<unknown>;
   removeService(id: string): Promise<unknown>;
@@ -150,6 +154,16 @@ export class SwarmGuard {
     const all = await this.engine.listServices({ filters: JSON.stringify({ name: [name] }) });
     // The engine's name filter matches prefixes: pier-guard-a would find pier-guard-ab.
     return all.find((s) => s.Spec?.Name === name) ?? null;
+  }
+
+  /**
+   * The image the guard's service runs now, when it is the local `image` as pushed before and the registry
+   * still has it: no push needed (pier server starts a push's time sooner). Null: push it.
+   */
+  async pushed(name: string, image: string): Promise<string | null> {
+    const running = (await this.current(name))?.Spec?.TaskTemplate?.ContainerSpec?.Image;
+    if (!running || !(await this.engine.repoDigests(image)).includes(running)) return null;
+    return (await this.engine.inRegistry(running)) ? running : null;
   }
 
   /** The guard's service and its tasks, for `pier nodes` (which nodes are guarded). */

@@ -161,7 +161,8 @@ async function swarmEngine(
 /**
  * The node guard (ADR 0019, on a swarm): with isolation on, the global service that applies the
  * one-machine rules to what enters each node from docker_gwbridge, its image pushed through the swarm's
- * registry; with isolation off, that service removed. A guard that cannot be made stops pier server, as the one-machine table does
+ * registry (unless the service already runs that image: the push skipped); with isolation off, that
+ * service removed. A guard that cannot be made stops pier server, as the one-machine table does
  * (ISOLATION_FAILED), rather than run unguarded silently. How to read the guard's state afterwards.
  */
 async function guardNodes(
@@ -175,9 +176,18 @@ async function guardNodes(
     pullAuth: { username: string; password: string; serveraddress: string };
   },
 ): Promise<() => Promise<GuardReport>> {
+  const auth = o.pullAuth;
   const guard = new SwarmGuard({
     listServices: async (opts) => (await manager.listServices(opts)) as GuardService[],
     listTasks: async (opts) => (await manager.listTasks(opts)) as GuardEngineTask[],
+    repoDigests: async (image) =>
+      ((await manager.getImage(image).inspect()) as { RepoDigests?: string[] }).RepoDigests ?? [],
+    inRegistry: (image) =>
+      manager
+        .getImage(image)
+        .distribution({ authconfig: auth })
+        .then(() => true)
+        .catch(() => false),
     createService: (spec) => manager.createService(o.pullAuth, spec),
     updateService: (id, version, spec: GuardServiceSpec) =>
       manager.getService(id).update({ _query: { version }, _body: spec, authconfig: o.pullAuth }),
@@ -188,13 +198,16 @@ async function guardNodes(
     await guard.remove(name);
     return async () => ({ isolation: false });
   }
-  const image = await registry.publish(GUARD_IMAGE).catch((e: Error) => {
-    throw new PierError(
-      "ISOLATION_FAILED",
-      `The swarm nodes' guard cannot be installed: ${e.message}`,
-      "Run scripts/setup.sh on the manager (it builds pier/guard:1), or set PIER_ISOLATION=off.",
-    );
-  });
+  const pushed = await guard.pushed(name, GUARD_IMAGE).catch(() => null);
+  const image =
+    pushed ??
+    (await registry.publish(GUARD_IMAGE).catch((e: Error) => {
+      throw new PierError(
+        "ISOLATION_FAILED",
+        `The swarm nodes' guard cannot be installed: ${e.message}`,
+        "Run scripts/setup.sh on the manager (it builds pier/guard:1), or set PIER_ISOLATION=off.",
+      );
+    }));
   const plan = planNodeGuard({
     scope: o.scope,
     pool: formatCidr(config.subnets.pool),

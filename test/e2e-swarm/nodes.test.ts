@@ -1,13 +1,13 @@
 // On the swarm lab's three nodes: the Swarm adapter tells a manager from a worker, pier server with
 // PIER_ENGINE=swarm refuses an engine that is no manager, `pier nodes` over a server on the manager (with
-// isolation on: every node guarded, a drained one not), and the adapter keeps the Nodes port's contract
-// (test/conformance/nodes.ts).
+// isolation on: every node guarded, a drained one not; a restart pushes no guard image), and the adapter
+// keeps the Nodes port's contract (test/conformance/nodes.ts).
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { SwarmNodes } from "../../src/adapters/engine/swarm-nodes.js";
 import { nodesConformance } from "../conformance/nodes.js";
 import { Pier } from "../e2e/harness.js";
-import { copyImages, type LabInfo, lab, labSocket, labUp, swarmSettings, until } from "./lab.js";
+import { copyImages, docker, type LabInfo, lab, labSocket, labUp, swarmSettings, until } from "./lab.js";
 
 const socket = labSocket;
 
@@ -94,6 +94,23 @@ test("pier nodes over pier server on the swarm's manager: list, guarded, join-co
       new RegExp(`node1 +${addr("node1")} +manager \\(leader\\) +active +ready +yes +0`),
     );
     assert.equal(table.stderr, "");
+    // A restart of pier server finds the guard running its image: nothing pushed again.
+    const since = (await docker(i, "node1", ["info", "--format", "{{.SystemTime}}"])).trim();
+    await pier.restartServer();
+    const pushes = await docker(i, "node1", [
+      "events",
+      "--since",
+      since,
+      "--until",
+      (await docker(i, "node1", ["info", "--format", "{{.SystemTime}}"])).trim(),
+      "--filter",
+      "type=image",
+      "--filter",
+      "event=push",
+      "--format",
+      "{{.Actor.ID}}",
+    ]);
+    assert.equal(pushes, "", "no image pushed at the restart");
     const join = await pier.cli(["nodes", "join-command"]);
     assert.equal(join.code, 0, join.stderr);
     assert.match(join.stdout, new RegExp(`^docker swarm join --token SWMTKN-\\S+ ${addr("node1")}:2377\n$`));

@@ -103,6 +103,20 @@ describe("SwarmGuard", () => {
       ["pier-guard-s1x"],
     );
   });
+  test("the push is skipped when the service runs the local image as pushed and the registry still has it", async () => {
+    const engine = new FakeGuardEngine();
+    const guard = new SwarmGuard(engine);
+    const image = spec.TaskTemplate.ContainerSpec.Image;
+    assert.equal(await guard.pushed("pier-guard-s1", "pier/guard:1"), null, "no service yet: push");
+    await guard.ensure(spec);
+    assert.equal(await guard.pushed("pier-guard-s1", "pier/guard:1"), null, "never pushed from here");
+    engine.digests.set("pier/guard:1", ["reg:5000/pier/guard@sha256:old"]);
+    assert.equal(await guard.pushed("pier-guard-s1", "pier/guard:1"), null, "a rebuilt image: push");
+    engine.digests.set("pier/guard:1", ["reg:5000/pier/guard@sha256:old", image]);
+    assert.equal(await guard.pushed("pier-guard-s1", "pier/guard:1"), null, "the registry lost it: push");
+    engine.registry.add(image);
+    assert.equal(await guard.pushed("pier-guard-s1", "pier/guard:1"), image);
+  });
   test("the report: the service's tasks, each current when it runs the service's rules and image", async () => {
     const engine = new FakeGuardEngine();
     const guard = new SwarmGuard(engine);
