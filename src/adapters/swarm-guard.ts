@@ -41,7 +41,7 @@ export function renderGuardNft(plan: NodeGuardPlan): string {
     addrSet("edge4", "ipv4_addr", plan.edge4),
     addrSet("edge6", "ipv6_addr", plan.edge6),
     ...egressChain(edgeRules(plan)),
-    // By number (ICMP, ICMPv6): the guard's minbase image has no /etc/protocols to resolve the names.
+    // By number (ICMP, ICMPv6): the guard's image has no /etc/protocols to resolve the names.
     ...hostChain(plan.hostPorts, "1, 58"),
     "  chain forward {",
     `    type filter hook forward priority ${PRIORITY}; policy accept;`,
