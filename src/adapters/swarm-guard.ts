@@ -2,7 +2,9 @@
 // global service that applies it on every node and keeps it. Both pure, for the unit tests; the service is
 // created and removed by the swarm driver like Pier's other services.
 import { LABEL } from "../core/labels.js";
+import type { GuardReport, GuardTask } from "../core/nodes.js";
 import type { NodeGuardPlan } from "../core/swarm-guard.js";
+import type { EngineServiceSpec } from "./engine/swarm-spec.js";
 import { egressChain, hostChain, policySets } from "./nft-isolation.js";
 
 /** Before the engine's own filter chains (iptables-nft's, priority 0): a drop here is final. */
@@ -39,7 +41,7 @@ export function renderGuardNft(plan: NodeGuardPlan): string {
     addrSet("edge4", "ipv4_addr", plan.edge4),
     addrSet("edge6", "ipv6_addr", plan.edge6),
     ...egressChain(edgeRules(plan)),
-    // By number (ICMP, ICMPv6): the guard's minbase image has no /etc/protocols to resolve the names.
+    // By number (ICMP, ICMPv6): the guard's image has no /etc/protocols to resolve the names.
     ...hostChain(plan.hostPorts, "1, 58"),
     "  chain forward {",
     `    type filter hook forward priority ${PRIORITY}; policy accept;`,
@@ -73,27 +75,12 @@ export function guardLoop(table: string): string {
   ].join("\n");
 }
 
-/** The parts of the engine's service spec (API 1.41, Docker 20.10) the guard uses. */
-export interface GuardServiceSpec {
-  Name: string;
-  Labels: Record<string, string>;
-  TaskTemplate: {
-    ContainerSpec: {
-      Image: string;
-      Labels: Record<string, string>;
-      Command: string[];
-      Env: string[];
-      /** API 1.41: a service's task may be given a capability (NET_ADMIN: write the node's nftables). */
-      CapabilityAdd: string[];
-      StopGracePeriod: number;
-    };
-    RestartPolicy: { Condition: "any"; Delay: number };
-    /** `host`: the task's nft writes the node's own tables. */
-    Networks: { Target: string }[];
-  };
+/** The guard's service spec: the engine's (API 1.41), with a command, NET_ADMIN, one task on every node. */
+export type GuardServiceSpec = EngineServiceSpec & {
+  TaskTemplate: { ContainerSpec: { Command: string[]; CapabilityAdd: string[] } };
   /** One task on every node, the ones joined later included. */
   Mode: { Global: Record<string, never> };
-}
+};
 
 /** The service that guards every node of the swarm for one Pier installation: `pier-guard-<scope>`. */
 export function guardServiceSpec(
@@ -111,10 +98,12 @@ export function guardServiceSpec(
         Labels: labels,
         Command: ["/bin/sh", "-c", guardLoop(plan.table)],
         Env: [`PIER_GUARD_RULES=${renderGuardNft(plan)}`],
+        // A service's task may be given a capability (API 1.41): NET_ADMIN writes the node's nftables.
         CapabilityAdd: ["CAP_NET_ADMIN"],
         StopGracePeriod: 10_000_000_000,
       },
       RestartPolicy: { Condition: "any", Delay: 1_000_000_000 },
+      // `host`: the task's nft writes the node's own tables.
       Networks: [{ Target: "host" }],
     },
     Mode: { Global: {} },
@@ -131,9 +120,24 @@ export interface GuardService {
   Spec?: { Name?: string; TaskTemplate?: { ContainerSpec?: { Env?: string[]; Image?: string } } };
 }
 
+/** The fields Pier reads of a task of the guard's service (GET /tasks). */
+export interface GuardEngineTask {
+  NodeID?: string;
+  CreatedAt?: string;
+  DesiredState?: string;
+  Status?: { State?: string; Err?: string };
+  Spec?: { ContainerSpec?: { Env?: string[]; Image?: string } };
+}
+
 /** What the guard needs of the manager's engine (dockerode's, narrowed: a fake in the unit tests). */
 export interface GuardEngine {
   listServices(opts: { filters: string }): Promise<GuardService[]>;
+  /** The tasks of a service (`{"service":[id]}`), every node's, replaced ones included. */
+  listTasks(opts: { filters: string }): Promise<GuardEngineTask[]>;
+  /** The digests a local image was pushed as (`<registry>/<repo>@sha256:...`): its RepoDigests. */
+  repoDigests(image: string): Promise<string[]>;
+  /** The registry still has this image (by digest): a node joining later can pull it. */
+  inRegistry(image: string): Promise<boolean>;
   createService(spec: GuardServiceSpec): Promise<unknown>;
   updateService(id: string, version: number, spec: GuardServiceSpec): Promise<unknown>;
   removeService(id: string): Promise<unknown>;
@@ -152,6 +156,25 @@ export class SwarmGuard {
     return all.find((s) => s.Spec?.Name === name) ?? null;
   }
 
+  /**
+   * The image the guard's service runs now, when it is the local `image` as pushed before and the registry
+   * still has it: no push needed (pier server starts a push's time sooner). Null: push it.
+   */
+  async pushed(name: string, image: string): Promise<string | null> {
+    const running = (await this.current(name))?.Spec?.TaskTemplate?.ContainerSpec?.Image;
+    if (!running || !(await this.engine.repoDigests(image)).includes(running)) return null;
+    return (await this.engine.inRegistry(running)) ? running : null;
+  }
+
+  /** The guard's service and its tasks, for `pier nodes` (which nodes are guarded). */
+  async report(name: string): Promise<GuardReport> {
+    const now = await this.current(name);
+    if (!now) return { isolation: true, service: name, exists: false, tasks: [] };
+    const want = now.Spec?.TaskTemplate?.ContainerSpec;
+    const tasks = await this.engine.listTasks({ filters: JSON.stringify({ service: [now.ID] }) });
+    return { isolation: true, service: name, exists: true, tasks: tasks.map((t) => guardTask(t, want)) };
+  }
+
   /** Made or brought up to date; "unchanged" when the running spec already has these rules and image. */
   async ensure(spec: GuardServiceSpec): Promise<"created" | "updated" | "unchanged"> {
     const now = await this.current(spec.Name);
@@ -159,10 +182,7 @@ export class SwarmGuard {
       await this.engine.createService(spec);
       return "created";
     }
-    const c = now.Spec?.TaskTemplate?.ContainerSpec;
-    const want = spec.TaskTemplate.ContainerSpec;
-    if (c?.Image === want.Image && JSON.stringify(c?.Env ?? []) === JSON.stringify(want.Env))
-      return "unchanged";
+    if (sameRules(now.Spec?.TaskTemplate?.ContainerSpec, spec.TaskTemplate.ContainerSpec)) return "unchanged";
     await this.engine.updateService(now.ID, now.Version?.Index ?? 0, spec);
     return "updated";
   }
@@ -174,4 +194,20 @@ export class SwarmGuard {
     await this.engine.removeService(now.ID);
     return true;
   }
+}
+
+type Container = { Env?: string[]; Image?: string } | undefined;
+const sameRules = (a: Container, b: Container) =>
+  a?.Image === b?.Image && JSON.stringify(a?.Env ?? []) === JSON.stringify(b?.Env ?? []);
+
+/** An engine's task in Pier's words; `current` when it runs the service's rules and image. */
+function guardTask(t: GuardEngineTask, want: Container): GuardTask {
+  return {
+    nodeId: t.NodeID ?? "",
+    state: t.Status?.State ?? "unknown",
+    desired: t.DesiredState ?? "",
+    createdAt: t.CreatedAt ?? "",
+    error: t.Status?.Err || null,
+    current: sameRules(t.Spec?.ContainerSpec, want),
+  };
 }

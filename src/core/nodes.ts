@@ -58,3 +58,60 @@ export function registryTrustScript(address: string, caPem: string): string {
 export function joinCommandLine(join: JoinToken): string {
   return ["docker", "swarm", "join", "--token", join.token, join.managers[0] ?? "MANAGER:2377"].join(" ");
 }
+
+/**
+ * Whether the node guard (ADR 0019 on a swarm) protects a node now: `yes` when its guard task runs the
+ * rules pier server last set, `no` when it does not (why in `guardProblem`), `off` with PIER_ISOLATION=off.
+ */
+export const NODE_GUARDED = ["yes", "no", "off"] as const;
+export type NodeGuarded = (typeof NODE_GUARDED)[number];
+
+/** One task of the guard's global service, as the engine reports it. */
+export interface GuardTask {
+  nodeId: string;
+  /** The engine's task state: running, pending, preparing, failed, rejected, shutdown... */
+  state: string;
+  /** What the orchestrator wants of it: running, or shutdown for a replaced one. */
+  desired: string;
+  createdAt: string;
+  /** The engine's reason for a task that failed or was rejected (no such image, nft refused...). */
+  error: string | null;
+  /** It runs the service's current rules and image (false: an older spec, being replaced). */
+  current: boolean;
+}
+
+/** The guard as pier server finds it: isolation off, or its service (null: none) and tasks. */
+export type GuardReport =
+  | { isolation: false }
+  | { isolation: true; service: string; exists: boolean; tasks: readonly GuardTask[] };
+
+export interface NodeGuard {
+  guarded: NodeGuarded;
+  /** Why a node is not guarded (`no`); null otherwise. */
+  guardProblem: string | null;
+}
+
+const newest = (tasks: readonly GuardTask[]) =>
+  tasks.reduce<GuardTask | null>((b, t) => (!b || t.createdAt > b.createdAt ? t : b), null);
+
+/** Whether `node` is guarded, and why not, from the guard's report. */
+export function nodeGuard(node: ClusterNode, report: GuardReport): NodeGuard {
+  if (!report.isolation) return { guarded: "off", guardProblem: null };
+  const no = (why: string): NodeGuard => ({ guarded: "no", guardProblem: why });
+  if (!report.exists)
+    return no(
+      `the guard service ${report.service} is missing (removed by hand?): the next start of pier server makes it again`,
+    );
+  const mine = report.tasks.filter((t) => t.nodeId === node.id);
+  const live = newest(mine.filter((t) => t.desired === "running"));
+  if (live?.state === "running")
+    return live.current
+      ? { guarded: "yes", guardProblem: null }
+      : no("its guard task runs older rules than pier server's (it is being replaced)");
+  const failed = newest(mine.filter((t) => t.error !== null));
+  if (failed) return no(`its guard task ${failed.state}: ${failed.error}`);
+  if (live) return no(`its guard task is ${live.state}, not running yet`);
+  if (node.availability === "drain") return no("no guard task runs there: a drained node runs none");
+  if (node.state !== "ready") return no(`no guard task runs there: the node is ${node.state}`);
+  return no("no guard task runs there");
+}

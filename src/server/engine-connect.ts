@@ -14,6 +14,7 @@ import { SwarmComposite } from "../adapters/engine/swarm-engine.js";
 import { SwarmNodes } from "../adapters/engine/swarm-nodes.js";
 import {
   GUARD_IMAGE,
+  type GuardEngineTask,
   type GuardService,
   type GuardServiceSpec,
   guardServiceSpec,
@@ -21,6 +22,7 @@ import {
 } from "../adapters/swarm-guard.js";
 import { PierError } from "../core/errors.js";
 import { LABEL } from "../core/labels.js";
+import type { GuardReport } from "../core/nodes.js";
 import type { Engine } from "../core/ports.js";
 import { formatCidr } from "../core/subnets.js";
 import { guardTable, planNodeGuard } from "../core/swarm-guard.js";
@@ -63,6 +65,8 @@ export interface SwarmFacts {
   registry: { address: string; caPem: string | null };
   /** The manager Pier runs on: its edge, builds and add-ons are there. */
   managerNodeId: string | null;
+  /** The node guard's service and tasks now (which nodes are guarded), or isolation off. */
+  guards: () => Promise<GuardReport>;
 }
 
 type SwarmInfo = { Swarm?: { NodeID?: string; NodeAddr?: string } };
@@ -120,11 +124,16 @@ async function swarmEngine(
     // Exec into an instance goes through its node's engine: the manager's, and those Pier is told of.
     nodeEngine: (node) => (node.id === self ? manager : (engines.get(node.name) ?? null)),
   });
-  await guardNodes(config, manager, new DockerRegistryPush({ docker: manager, address, ...auth }), {
-    scope,
-    managerAddress: info.Swarm?.NodeAddr ?? null,
-    pullAuth: { ...auth, serveraddress: address },
-  });
+  const guards = await guardNodes(
+    config,
+    manager,
+    new DockerRegistryPush({ docker: manager, address, ...auth }),
+    {
+      scope,
+      managerAddress: info.Swarm?.NodeAddr ?? null,
+      pullAuth: { ...auth, serveraddress: address },
+    },
+  );
   const edgePlace = new EdgeSandbox({
     docker: manager,
     scope,
@@ -145,15 +154,16 @@ async function swarmEngine(
   return {
     engine: new SwarmComposite(docker, swarm, edgePlace, addons),
     edgePlace,
-    swarm: { registry: { address, caPem }, managerNodeId: self || null },
+    swarm: { registry: { address, caPem }, managerNodeId: self || null, guards },
   };
 }
 
 /**
  * The node guard (ADR 0019, on a swarm): with isolation on, the global service that applies the
  * one-machine rules to what enters each node from docker_gwbridge, its image pushed through the swarm's
- * registry; with isolation off, that service removed. A guard that cannot be made stops pier server, as
- * the one-machine table does (ISOLATION_FAILED), rather than run unguarded silently.
+ * registry (unless the service already runs that image: the push skipped); with isolation off, that
+ * service removed. A guard that cannot be made stops pier server, as the one-machine table does
+ * (ISOLATION_FAILED), rather than run unguarded silently. How to read the guard's state afterwards.
  */
 async function guardNodes(
   config: Config,
@@ -165,25 +175,39 @@ async function guardNodes(
     /** The nodes pull the guard's image with the registry's credentials, as they do releases. */
     pullAuth: { username: string; password: string; serveraddress: string };
   },
-): Promise<void> {
+): Promise<() => Promise<GuardReport>> {
+  const auth = o.pullAuth;
   const guard = new SwarmGuard({
     listServices: async (opts) => (await manager.listServices(opts)) as GuardService[],
+    listTasks: async (opts) => (await manager.listTasks(opts)) as GuardEngineTask[],
+    repoDigests: async (image) =>
+      ((await manager.getImage(image).inspect()) as { RepoDigests?: string[] }).RepoDigests ?? [],
+    inRegistry: (image) =>
+      manager
+        .getImage(image)
+        .distribution({ authconfig: auth })
+        .then(() => true)
+        .catch(() => false),
     createService: (spec) => manager.createService(o.pullAuth, spec),
     updateService: (id, version, spec: GuardServiceSpec) =>
       manager.getService(id).update({ _query: { version }, _body: spec, authconfig: o.pullAuth }),
     removeService: (id) => manager.getService(id).remove(),
   });
+  const name = guardTable(o.scope);
   if (!config.isolation) {
-    await guard.remove(guardTable(o.scope));
-    return;
+    await guard.remove(name);
+    return async () => ({ isolation: false });
   }
-  const image = await registry.publish(GUARD_IMAGE).catch((e: Error) => {
-    throw new PierError(
-      "ISOLATION_FAILED",
-      `The swarm nodes' guard cannot be installed: ${e.message}`,
-      "Run scripts/setup.sh on the manager (it builds pier/guard:1), or set PIER_ISOLATION=off.",
-    );
-  });
+  const pushed = await guard.pushed(name, GUARD_IMAGE).catch(() => null);
+  const image =
+    pushed ??
+    (await registry.publish(GUARD_IMAGE).catch((e: Error) => {
+      throw new PierError(
+        "ISOLATION_FAILED",
+        `The swarm nodes' guard cannot be installed: ${e.message}`,
+        "Run scripts/setup.sh on the manager (it builds pier/guard:1), or set PIER_ISOLATION=off.",
+      );
+    }));
   const plan = planNodeGuard({
     scope: o.scope,
     pool: formatCidr(config.subnets.pool),
@@ -193,6 +217,7 @@ async function guardNodes(
   });
   // Its scope, not `pier.managed`: the swarm driver takes every service with both for an instance.
   await guard.ensure(guardServiceSpec(plan, image, { [LABEL.scope]: o.scope }));
+  return () => guard.report(name);
 }
 
 /** A swarm node's name (its host name, as `pier nodes` shows it). */

@@ -167,6 +167,7 @@ async function startApi(b: Base, s: Services, r: Runtimes, a: AppServices): Prom
       b.swarm,
       (node) => s.addons.pinnedTo(node),
       () => b.engine.listInstances({}),
+      b.swarm?.guards,
     ),
     logger: logger.child({ part: "api" }),
     maxBodyBytes: config.apiMaxBodyBytes,

@@ -4,8 +4,11 @@ import { findNode } from "../core/node-lookup.js";
 import {
   type ClusterNode,
   drainProblem,
+  type GuardReport,
   joinCommandLine,
+  type NodeGuard,
   type NodeRole,
+  nodeGuard,
   registryTrustScript,
 } from "../core/nodes.js";
 import type { Nodes } from "../core/ports.js";
@@ -19,8 +22,8 @@ export interface JoinCommandView {
   registry: { address: string; trust: string | null } | null;
 }
 
-/** A node as `pier nodes` lists it: with how many of Pier's instances run there now. */
-export type NodeView = ClusterNode & { instances: number };
+/** A node as `pier nodes` lists it: with how many of Pier's instances run there now, and whether guarded. */
+export type NodeView = ClusterNode & { instances: number } & NodeGuard;
 
 /** Pier's instances, where each runs (InstanceInfo's `node` and `running`). */
 export type PlacedInstances = () => Promise<readonly { node?: string; running: boolean }[]>;
@@ -38,6 +41,8 @@ export class NodeService {
     private readonly pinnedAddons: (node: string) => Promise<string[]> = async () => [],
     /** Pier's instances on the engine (none: every node counts 0). */
     private readonly placed: PlacedInstances = async () => [],
+    /** The node guard's service and tasks (ADR 0019 on a swarm); none given: isolation off. */
+    private readonly guards: () => Promise<GuardReport> = async () => ({ isolation: false }),
   ) {}
 
   private port(): Nodes {
@@ -49,12 +54,16 @@ export class NodeService {
     );
   }
 
-  /** Every node, with the number of Pier's instances running on it (by the node's name). */
+  /** Every node, with the number of Pier's instances running on it (by the node's name), and its guard. */
   async list(): Promise<NodeView[]> {
-    const [nodes, placed] = await Promise.all([this.port().listNodes(), this.placed()]);
+    const [nodes, placed, guards] = await Promise.all([
+      this.port().listNodes(),
+      this.placed(),
+      this.guards(),
+    ]);
     const count = new Map<string, number>();
     for (const i of placed) if (i.running && i.node) count.set(i.node, (count.get(i.node) ?? 0) + 1);
-    return nodes.map((n) => ({ ...n, instances: count.get(n.name) ?? 0 }));
+    return nodes.map((n) => ({ ...n, instances: count.get(n.name) ?? 0, ...nodeGuard(n, guards) }));
   }
 
   async joinCommand(role: NodeRole): Promise<JoinCommandView> {

@@ -247,10 +247,23 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
       await until(`${p.node}: everything reached without the guard`, 60, async () =>
         JSON.stringify(await reach(p)) === JSON.stringify(open) ? true : undefined,
       );
+    // pier nodes says so, for every node.
+    const unguarded = await pier.cliJson<{ name: string; guarded: string; guardProblem: string | null }[]>([
+      "nodes",
+    ]);
+    for (const n of unguarded) {
+      assert.equal(n.guarded, "no", n.name);
+      assert.match(n.guardProblem ?? "", new RegExp(`^the guard service ${service} is missing`), n.name);
+    }
     // pier server makes it again at its next start.
     await pier.restartServer();
     await until("the guard again after a restart of pier server", 120, async () =>
       (await probe(onWorker, other(onWorker.node), 7946)).startsWith("closed") ? true : undefined,
+    );
+    await until("pier nodes: every node guarded again", 120, async () =>
+      (await pier.cliJson<{ guarded: string }[]>(["nodes"])).every((n) => n.guarded === "yes")
+        ? true
+        : undefined,
     );
     for (const c of started) await docker(info, c.node, ["rm", "-f", c.container]);
   });

@@ -1,12 +1,13 @@
 // On the swarm lab's three nodes: the Swarm adapter tells a manager from a worker, pier server with
-// PIER_ENGINE=swarm refuses an engine that is no manager, `pier nodes` over a server on the manager, and
-// the adapter keeps the Nodes port's contract (test/conformance/nodes.ts).
+// PIER_ENGINE=swarm refuses an engine that is no manager, `pier nodes` over a server on the manager (with
+// isolation on: every node guarded, a drained one not; a restart pushes no guard image), and the adapter
+// keeps the Nodes port's contract (test/conformance/nodes.ts).
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { SwarmNodes } from "../../src/adapters/engine/swarm-nodes.js";
 import { nodesConformance } from "../conformance/nodes.js";
 import { Pier } from "../e2e/harness.js";
-import { copyImages, type LabInfo, lab, labSocket, labUp, swarmSettings } from "./lab.js";
+import { copyImages, docker, type LabInfo, lab, labSocket, labUp, swarmSettings, until } from "./lab.js";
 
 const socket = labSocket;
 
@@ -15,8 +16,9 @@ const up = async () => {
   if (!info) {
     await lab("down");
     info = await labUp(3);
-    // The edge's sandbox on the manager runs Pier's base image (scripts/setup.sh builds it where Pier runs).
-    await copyImages(info, "node1", ["pier/base:bookworm"]);
+    // The edge's sandbox on the manager runs Pier's base image (scripts/setup.sh builds it where Pier runs),
+    // the node guard the guard's.
+    await copyImages(info, "node1", ["pier/base:bookworm", "pier/guard:1"]);
   }
   return info;
 };
@@ -61,28 +63,69 @@ test("pier server with PIER_ENGINE=swarm does not start on an engine that is no 
   }
 });
 
-test("pier nodes over pier server on the swarm's manager: list, join-command, drain, activate, bad input", async () => {
+interface Listed {
+  name: string;
+  role: string;
+  state: string;
+  guarded: string;
+  guardProblem: string | null;
+}
+
+test("pier nodes over pier server on the swarm's manager: list, guarded, join-command, drain, activate, bad input", async () => {
   const i = await up();
-  const pier = new Pier({ ...swarmSettings(i), PIER_ISOLATION: "off" });
+  const pier = new Pier({ ...swarmSettings(i), PIER_ISOLATION: "on" });
   try {
     await pier.start();
-    const listed = await pier.cliJson<{ name: string; role: string; state: string }[]>(["nodes"]);
-    assert.deepEqual(listed.map((n) => `${n.name} ${n.role} ${n.state}`).sort(), [
-      "node1 manager ready",
-      "node2 worker ready",
-      "node3 worker ready",
+    const listed = await until("every node guarded", 120, async () => {
+      const l = await pier.cliJson<Listed[]>(["nodes"]);
+      return l.every((n) => n.guarded === "yes") ? l : undefined;
+    });
+    assert.deepEqual(listed.map((n) => `${n.name} ${n.role} ${n.state} ${n.guardProblem}`).sort(), [
+      "node1 manager ready null",
+      "node2 worker ready null",
+      "node3 worker ready null",
     ]);
     const table = await pier.cli(["nodes"]);
     assert.equal(table.code, 0, table.stderr);
-    assert.match(table.stdout, /^NAME +ADDRESS +ROLE +AVAILABILITY +STATE +INSTANCES +LABELS/);
+    assert.match(table.stdout, /^NAME +ADDRESS +ROLE +AVAILABILITY +STATE +GUARDED +INSTANCES +LABELS/);
     const addr = (n: string) => (i.nodes.find((x) => x.name === n)?.address ?? "?").replaceAll(".", "\\.");
-    assert.match(table.stdout, new RegExp(`node1 +${addr("node1")} +manager \\(leader\\) +active +ready`));
+    assert.match(
+      table.stdout,
+      new RegExp(`node1 +${addr("node1")} +manager \\(leader\\) +active +ready +yes +0`),
+    );
+    assert.equal(table.stderr, "");
+    // A restart of pier server finds the guard running its image: nothing pushed again.
+    const since = (await docker(i, "node1", ["info", "--format", "{{.SystemTime}}"])).trim();
+    await pier.restartServer();
+    const pushes = await docker(i, "node1", [
+      "events",
+      "--since",
+      since,
+      "--until",
+      (await docker(i, "node1", ["info", "--format", "{{.SystemTime}}"])).trim(),
+      "--filter",
+      "type=image",
+      "--filter",
+      "event=push",
+      "--format",
+      "{{.Actor.ID}}",
+    ]);
+    assert.equal(pushes, "", "no image pushed at the restart");
     const join = await pier.cli(["nodes", "join-command"]);
     assert.equal(join.code, 0, join.stderr);
     assert.match(join.stdout, new RegExp(`^docker swarm join --token SWMTKN-\\S+ ${addr("node1")}:2377\n$`));
     const drained = await pier.cli(["nodes", "drain", "node2"]);
     const node2 = i.nodes.find((x) => x.name === "node2")?.address;
     assert.equal(drained.stdout, `Drained node2 (${node2}): worker, drain, ready.\n`);
+    // A drained node runs no task, the guard's neither: not guarded, and said so.
+    const afterDrain = await until("node2's guard task stopped", 60, async () => {
+      const l = await pier.cli(["nodes"]);
+      return /^node2 +\S+ +worker +drain +ready +no +0/m.test(l.stdout) ? l : undefined;
+    });
+    assert.match(
+      afterDrain.stderr,
+      /^node2 is not guarded: no guard task runs there: a drained node runs none$/m,
+    );
     assert.equal((await pier.cli(["nodes", "drain", "node3"])).code, 0);
     // node1 is the manager pier server runs on (and the last active node): its edge must keep joining
     // new apps' overlays, which a drained node cannot.

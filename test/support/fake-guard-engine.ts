@@ -1,11 +1,37 @@
 // The manager's engine as the node guard sees it (GuardEngine, src/adapters/swarm-guard.ts): services in
-// memory, with the engine's prefix-matching name filter, and every call recorded.
-import type { GuardEngine, GuardService, GuardServiceSpec } from "../../src/adapters/swarm-guard.js";
+// memory, with the engine's prefix-matching name filter, tasks the tests place on nodes, local images' pushed
+// digests and what the registry holds, and every call recorded.
+import type {
+  GuardEngine,
+  GuardEngineTask,
+  GuardService,
+  GuardServiceSpec,
+} from "../../src/adapters/swarm-guard.js";
 
 export class FakeGuardEngine implements GuardEngine {
   readonly services = new Map<string, { version: number; spec: GuardServiceSpec }>();
   readonly calls: string[] = [];
+  /** Each service's tasks (by service id), as the tests place them. */
+  readonly tasks = new Map<string, GuardEngineTask[]>();
+  /** Each local image's RepoDigests. */
+  readonly digests = new Map<string, string[]>();
+  /** The images (by digest) the registry holds. */
+  readonly registry = new Set<string>();
   private next = 1;
+
+  async listTasks(opts: { filters: string }): Promise<GuardEngineTask[]> {
+    const ids = (JSON.parse(opts.filters) as { service?: string[] }).service ?? [];
+    return ids.flatMap((id) => this.tasks.get(id) ?? []);
+  }
+
+  async repoDigests(image: string): Promise<string[]> {
+    return [...(this.digests.get(image) ?? [])];
+  }
+
+  async inRegistry(image: string): Promise<boolean> {
+    this.calls.push(`registry ${image}`);
+    return this.registry.has(image);
+  }
 
   async listServices(opts: { filters: string }): Promise<GuardService[]> {
     const names = (JSON.parse(opts.filters) as { name?: string[] }).name ?? [];

@@ -22,39 +22,60 @@ export interface ServiceMount {
   TmpfsOptions?: { SizeBytes: number; Mode: number };
 }
 
-/** The parts of the engine's service spec (API 1.41, Docker 20.10) Pier writes and reads back. */
-export interface ServiceSpec {
+/** A service's container (API 1.41, Docker 20.10): the fields any of Pier's services sets. */
+export interface EngineContainerSpec {
+  Image: string;
+  Labels: Record<string, string>;
+  /** Replaces the image's ENTRYPOINT (a command run like an instance: swarm-run.ts; the guard's loop). */
+  Command?: string[];
+  Args?: string[];
+  Env: string[];
+  Init?: boolean;
+  StopGracePeriod: number;
+  CapabilityDrop?: string[];
+  /** API 1.41: a capability given to the task (NET_ADMIN: the node guard writes the node's nftables). */
+  CapabilityAdd?: string[];
+  ReadOnly?: boolean;
+  Mounts?: ServiceMount[];
+}
+
+/**
+ * The engine's service spec (API 1.41, Docker 20.10): the fields any of Pier's services sets, one base for
+ * the instances' (`ServiceSpec`) and the node guard's (`GuardServiceSpec`, src/adapters/swarm-guard.ts).
+ */
+export interface EngineServiceSpec {
   Name: string;
   Labels: Record<string, string>;
   TaskTemplate: {
-    ContainerSpec: {
-      Image: string;
-      Labels: Record<string, string>;
-      /** Replaces the image's ENTRYPOINT (a command run like an instance: swarm-run.ts). */
-      Command?: string[];
-      Args?: string[];
-      Env: string[];
-      Init: boolean;
-      StopGracePeriod: number;
-      CapabilityDrop: string[];
-      ReadOnly: boolean;
-      Mounts: ServiceMount[];
-    };
-    Resources: {
+    ContainerSpec: EngineContainerSpec;
+    Resources?: {
       Limits: { MemoryBytes: number; NanoCPUs: number; Pids: number };
       Reservations: { MemoryBytes: number };
     };
     RestartPolicy: { Condition: "any" | "none"; Delay?: number };
-    Placement: { Preferences: { Spread: { SpreadDescriptor: string } }[]; Constraints?: string[] };
+    Placement?: { Preferences: { Spread: { SpreadDescriptor: string } }[]; Constraints?: string[] };
     Networks: { Target: string }[];
-    LogDriver: { Name: string; Options: Record<string, string> };
+    LogDriver?: { Name: string; Options: Record<string, string> };
     /** Bumped to replace the task with a new one (a restart). */
     ForceUpdate?: number;
   };
-  Mode: { Replicated: { Replicas: number } };
-  UpdateConfig: { Parallelism: number; Order: "stop-first"; FailureAction: "continue" };
-  EndpointSpec: { Mode: "dnsrr" };
+  /** Replicated: that many tasks, placed by the scheduler; global: one on every node. */
+  Mode: { Replicated: { Replicas: number } } | { Global: Record<string, never> };
+  UpdateConfig?: { Parallelism: number; Order: "stop-first"; FailureAction: "continue" };
+  EndpointSpec?: { Mode: "dnsrr" };
 }
+
+type Template = EngineServiceSpec["TaskTemplate"];
+
+/** An instance's service spec: the base with everything an instance sets required. */
+export type ServiceSpec = EngineServiceSpec & {
+  TaskTemplate: Required<Pick<Template, "Resources" | "Placement" | "LogDriver">> & {
+    ContainerSpec: Required<Pick<EngineContainerSpec, "Init" | "CapabilityDrop" | "ReadOnly" | "Mounts">>;
+  };
+  Mode: { Replicated: { Replicas: number } };
+  UpdateConfig: NonNullable<EngineServiceSpec["UpdateConfig"]>;
+  EndpointSpec: NonNullable<EngineServiceSpec["EndpointSpec"]>;
+};
 
 /** What the plan needs besides the instance: resolved by the driver. */
 export interface ServicePlanInputs {

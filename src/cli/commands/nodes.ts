@@ -15,8 +15,9 @@ const USAGE = `Usage: pier nodes [--format human|json]
   The machines of the swarm Pier runs on (pier server with PIER_ENGINE=swarm on a swarm manager; on one
   dockerd there are none). Admin tokens only.
 
-  (none)        every node: name, address, role, availability, state, how many of Pier's
-                instances run there, labels
+  (none)        every node: name, address, role, availability, state, whether the node guard
+                runs there with pier server's rules (yes, no, off: PIER_ISOLATION=off; why not on
+                stderr, and in the JSON's guardProblem), how many of Pier's instances run there, labels
   join-command  what a new machine runs to join the swarm (a worker; --manager: a manager). The token
                 in it lets a machine into the swarm: keep it secret
   drain         moves a node's work to the other nodes (refused for the last active, ready node)
@@ -55,21 +56,25 @@ export const nodes: Command = {
         takePositionals("nodes", rest, 0, 0, "");
         const list = await api().call("GET /v1/nodes");
         if (format === "json") ctx.out(json(list));
-        else
+        else {
           ctx.out(
             table(
-              ["NAME", "ADDRESS", "ROLE", "AVAILABILITY", "STATE", "INSTANCES", "LABELS"],
+              ["NAME", "ADDRESS", "ROLE", "AVAILABILITY", "STATE", "GUARDED", "INSTANCES", "LABELS"],
               list.map((n) => [
                 n.name,
                 n.address,
                 n.leader ? `${n.role} (leader)` : n.role,
                 n.availability,
                 n.state,
+                n.guarded,
                 String(n.instances),
                 labels(n.labels),
               ]),
             ),
           );
+          // Why a node is not guarded: a warning, beside the data.
+          for (const n of list) if (n.guardProblem) ctx.err(`${n.name} is not guarded: ${n.guardProblem}\n`);
+        }
         return 0;
       }
       case "join-command": {

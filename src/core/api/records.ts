@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { ADDON_KINDS } from "../addons.js";
 import { DEPLOY_STATES, FLAVORS, RUNTIMES } from "../model.js";
-import { NODE_AVAILABILITIES, NODE_ROLES, NODE_STATES } from "../nodes.js";
+import { NODE_AVAILABILITIES, NODE_GUARDED, NODE_ROLES, NODE_STATES } from "../nodes.js";
 
 const time = z.string();
 const flavor = z.enum(FLAVORS);
@@ -277,8 +277,15 @@ export const ClusterNode = z.looseObject({
   labels: vars,
 });
 
-/** A node as `GET /v1/nodes` lists it: with how many of Pier's instances run there now. */
-export const ListedNode = ClusterNode.extend({ instances: z.number() });
+/**
+ * A node as `GET /v1/nodes` lists it: with how many of Pier's instances run there now, and whether the node
+ * guard (ADR 0019 on a swarm) runs there with pier server's rules (`guardProblem`: why not).
+ */
+export const ListedNode = ClusterNode.extend({
+  instances: z.number(),
+  guarded: z.enum(NODE_GUARDED),
+  guardProblem: z.string().nullable(),
+});
 
 /** What a new machine runs to join the swarm; `token` and `command` hold the swarm's join secret. */
 export const JoinCommand = z.looseObject({

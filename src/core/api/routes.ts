@@ -382,7 +382,7 @@ export const ROUTES = {
   "GET /v1/nodes": {
     access: "admin",
     summary:
-      "The swarm's nodes: name, address, role, availability, state, labels, Pier's instances there (409 NO_SWARM on one dockerd)",
+      "The swarm's nodes: name, address, role, availability, state, labels, Pier's instances there, whether the node guard runs there (409 NO_SWARM on one dockerd)",
     responses: { 200: json(z.array(r.ListedNode)) },
   },
   "POST /v1/nodes/join-command": {

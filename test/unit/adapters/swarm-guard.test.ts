@@ -103,4 +103,56 @@ describe("SwarmGuard", () => {
       ["pier-guard-s1x"],
     );
   });
+  test("the push is skipped when the service runs the local image as pushed and the registry still has it", async () => {
+    const engine = new FakeGuardEngine();
+    const guard = new SwarmGuard(engine);
+    const image = spec.TaskTemplate.ContainerSpec.Image;
+    assert.equal(await guard.pushed("pier-guard-s1", "pier/guard:1"), null, "no service yet: push");
+    await guard.ensure(spec);
+    assert.equal(await guard.pushed("pier-guard-s1", "pier/guard:1"), null, "never pushed from here");
+    engine.digests.set("pier/guard:1", ["reg:5000/pier/guard@sha256:old"]);
+    assert.equal(await guard.pushed("pier-guard-s1", "pier/guard:1"), null, "a rebuilt image: push");
+    engine.digests.set("pier/guard:1", ["reg:5000/pier/guard@sha256:old", image]);
+    assert.equal(await guard.pushed("pier-guard-s1", "pier/guard:1"), null, "the registry lost it: push");
+    engine.registry.add(image);
+    assert.equal(await guard.pushed("pier-guard-s1", "pier/guard:1"), image);
+  });
+  test("the report: the service's tasks, each current when it runs the service's rules and image", async () => {
+    const engine = new FakeGuardEngine();
+    const guard = new SwarmGuard(engine);
+    assert.deepEqual(await guard.report("pier-guard-s1"), {
+      isolation: true,
+      service: "pier-guard-s1",
+      exists: false,
+      tasks: [],
+    });
+    await guard.ensure(spec);
+    const [id] = [...engine.services.keys()];
+    const container = spec.TaskTemplate.ContainerSpec;
+    engine.tasks.set(id ?? "", [
+      {
+        NodeID: "n1",
+        DesiredState: "running",
+        Status: { State: "running" },
+        Spec: { ContainerSpec: container },
+      },
+      {
+        NodeID: "n2",
+        DesiredState: "running",
+        Status: { State: "running" },
+        Spec: { ContainerSpec: { ...container, Env: ["PIER_GUARD_RULES=older"] } },
+      },
+      { NodeID: "n3", DesiredState: "shutdown", Status: { State: "rejected", Err: "No such image" } },
+    ]);
+    const r = await guard.report("pier-guard-s1");
+    assert.ok(r.isolation && r.exists);
+    assert.deepEqual(
+      r.tasks.map((t) => [t.nodeId, t.state, t.current, t.error]),
+      [
+        ["n1", "running", true, null],
+        ["n2", "running", false, null],
+        ["n3", "rejected", false, "No such image"],
+      ],
+    );
+  });
 });

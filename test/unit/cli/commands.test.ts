@@ -294,6 +294,33 @@ describe("commands", () => {
     assert.match(r.stdout, /ci +app web, read-only +2026/);
   });
 
+  test("nodes: GUARDED per node; why a node is not guarded on stderr, not in the table", async () => {
+    const node = (name: string, guarded: string, guardProblem: string | null) => ({
+      id: `id-${name}`,
+      name,
+      address: "192.0.2.11",
+      role: "worker",
+      leader: false,
+      availability: "active",
+      state: "ready",
+      labels: {},
+      instances: 1,
+      guarded,
+      guardProblem,
+    });
+    const r = await pier(["nodes"], {
+      "GET /v1/nodes": {
+        status: 200,
+        body: [node("node1", "yes", null), node("node2", "no", "its guard task rejected: No such image")],
+      },
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^NAME +ADDRESS +ROLE +AVAILABILITY +STATE +GUARDED +INSTANCES +LABELS\n/);
+    assert.match(r.stdout, /^node1 +192\.0\.2\.11 +worker +active +ready +yes +1/m);
+    assert.match(r.stdout, /^node2 +192\.0\.2\.11 +worker +active +ready +no +1/m);
+    assert.equal(r.stderr, "node2 is not guarded: its guard task rejected: No such image\n");
+  });
+
   test("tokens revoke deletes by name; --app belongs to create only", async () => {
     const r = await pier(["tokens", "revoke", "ci"], { "DELETE /v1/tokens/ci": { status: 204 } });
     assert.equal(r.code, 0, r.stderr);

@@ -4,7 +4,10 @@ import { findNode } from "../../../src/core/node-lookup.js";
 import {
   type ClusterNode,
   drainProblem,
+  type GuardReport,
+  type GuardTask,
   joinCommandLine,
+  nodeGuard,
   registryTrustScript,
 } from "../../../src/core/nodes.js";
 import { NodeService } from "../../../src/server/nodes.js";
@@ -106,5 +109,80 @@ describe("nodes", () => {
         ["node3", 0],
       ],
     );
+  });
+
+  const task = (t: Partial<GuardTask>): GuardTask => ({
+    nodeId: "fake2",
+    state: "running",
+    desired: "running",
+    createdAt: "2026-01-01T00:00:02Z",
+    error: null,
+    current: true,
+    ...t,
+  });
+  const on = (...tasks: Partial<GuardTask>[]): GuardReport => ({
+    isolation: true,
+    service: "pier-guard-s1",
+    exists: true,
+    tasks: tasks.map(task),
+  });
+  const guardCases: [string, GuardReport, Partial<ClusterNode>, string, RegExp | null][] = [
+    ["isolation off", { isolation: false }, {}, "off", null],
+    ["its task runs the current rules", on({}), {}, "yes", null],
+    ["another node's task only", on({ nodeId: "fake3" }), {}, "no", /^no guard task runs there$/],
+    [
+      "the service removed by hand",
+      { isolation: true, service: "pier-guard-s1", exists: false, tasks: [] },
+      {},
+      "no",
+      /^the guard service pier-guard-s1 is missing .*next start of pier server makes it again/,
+    ],
+    ["its task runs older rules", on({ current: false }), {}, "no", /older rules than pier server's/],
+    [
+      "its task was rejected, the next one pending",
+      on(
+        { state: "rejected", desired: "shutdown", error: "No such image: r:5000/pier/guard@sha256:1" },
+        { state: "pending", createdAt: "2026-01-01T00:00:03Z" },
+      ),
+      {},
+      "no",
+      /^its guard task rejected: No such image: r:5000\/pier\/guard@sha256:1$/,
+    ],
+    [
+      "a failed task replaced by one that runs",
+      on(
+        { state: "failed", desired: "shutdown", error: "task: non-zero exit (1)" },
+        { createdAt: "2026-01-01T00:00:03Z" },
+      ),
+      {},
+      "yes",
+      null,
+    ],
+    ["its task starting", on({ state: "preparing" }), {}, "no", /^its guard task is preparing/],
+    ["a drained node", on(), { availability: "drain" }, "no", /a drained node runs none/],
+    ["a node down", on(), { state: "down" }, "no", /the node is down/],
+  ];
+  for (const [what, report, change, guarded, problem] of guardCases)
+    test(`the node guard on node2: ${what} -> ${guarded}`, () => {
+      const node = { ...swarm([])[1]!, ...change };
+      const g = nodeGuard(node, report);
+      assert.equal(g.guarded, guarded);
+      if (problem) assert.match(g.guardProblem ?? "", problem);
+      else assert.equal(g.guardProblem, null);
+    });
+
+  test("pier nodes lists each node's guard; no guard given: isolation off", async () => {
+    const guards = async () => on({ nodeId: "fake1" }, { nodeId: "fake2", state: "failed", error: "boom" });
+    const listed = await new NodeService(new FakeNodes(), null, undefined, undefined, guards).list();
+    assert.deepEqual(
+      listed.map((n) => [n.name, n.guarded, n.guardProblem]),
+      [
+        ["node1", "yes", null],
+        ["node2", "no", "its guard task failed: boom"],
+        ["node3", "no", "no guard task runs there"],
+      ],
+    );
+    const off = await new NodeService(new FakeNodes()).list();
+    assert.deepEqual(new Set(off.map((n) => n.guarded)), new Set(["off"]));
   });
 });
