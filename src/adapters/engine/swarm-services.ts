@@ -151,6 +151,15 @@ export class SwarmServices {
     }
   }
 
+  /**
+   * The tasks of the service named `name`, also once it is gone (the engine's `name` filter is a prefix of
+   * the tasks' names, `<service>.<slot>.<id>`; the `service` filter refuses a service that is gone): a few
+   * tasks rather than every task of the swarm.
+   */
+  async tasksNamed(name: string): Promise<SwarmTask[]> {
+    return (await this.docker.listTasks({ filters: { name: [`${name}.`] } })) as SwarmTask[];
+  }
+
   /** The tasks of a service; none once it is gone. */
   async tasks(serviceId: string): Promise<SwarmTask[]> {
     try {

@@ -286,11 +286,11 @@ export class SwarmEngine
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }
-    // Its tasks outlive it a moment (the engine cannot filter by a service that is gone: all are listed).
+    // Its tasks outlive it a moment (listed by name: the engine's service filter refuses a service that is gone).
     await poll(
       30_000,
       async () => {
-        const left = ((await this.docker.listTasks()) as SwarmTask[]).some((t) => t.ServiceID === s.ID);
+        const left = (await this.svc.tasksNamed(s.Spec.Name)).some((t) => t.ServiceID === s.ID);
         return left ? undefined : true;
       },
       () => new PierError("ENGINE_ERROR", `The tasks of ${s.Spec.Name} were not removed in time.`),
