@@ -896,4 +896,13 @@ export interface ReleaseRegistry {
    * ENGINE_ERROR naming the registry and its reason (never the password).
    */
   publish(image: string): Promise<string>;
+  /**
+   * Forgets what was published to a repository (`pier-app/<app id>`) but the images in `keep` (`repo:tag`,
+   * as given to publish): their manifests are deleted unless a kept image resolves to the same digest
+   * (identical builds share one), so a pull of a forgotten digest fails and a kept one still pulls. The
+   * registry's disk space comes back with its garbage collection (ADR 0030). A repository or tag that is
+   * gone: nothing to do. A registry that refuses: ENGINE_ERROR naming it (never the password). How many
+   * manifests were deleted.
+   */
+  forget(repository: string, keep: readonly string[]): Promise<number>;
 }

@@ -1,6 +1,5 @@
 // The ReleaseRegistry port's conformance suite (ADR 0030): the Docker adapter passes it on the swarm lab
-// (test/e2e-swarm/registry.test.ts). No fake yet: nothing in the server uses the port until the Swarm
-// instance driver lands.
+// (test/e2e-swarm/registry.test.ts), the fake (test/support/fake-release-registry.ts) in the unit tests.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { ReleaseRegistry } from "../../src/core/ports.js";
@@ -13,6 +12,10 @@ export interface RegistryBed {
   password: string;
   /** A local image (`repo:tag`) of the engine the registry pushes from. */
   image: string;
+  /** Another tag of `image`'s repository, the same content (an identical rebuild: the same digest). */
+  twin: string;
+  /** Another tag of `image`'s repository, other content (another digest). */
+  other: string;
   /** Pulls a reference on another node of the engine (what a task's start does there). */
   pullElsewhere(ref: string): Promise<void>;
   cleanUp(): Promise<void>;
@@ -48,6 +51,39 @@ export function releaseRegistryConformance(name: string, make: () => Promise<Reg
           return true;
         },
       );
+    });
+
+    test("forgotten images no longer pull; one a kept image resolves to (an identical rebuild) still does", async () => {
+      const repo = bed.image.slice(0, bed.image.lastIndexOf(":"));
+      const ref = await bed.registry.publish(bed.image);
+      assert.equal(await bed.registry.publish(bed.twin), ref, "an identical image: one digest");
+      const other = await bed.registry.publish(bed.other);
+      assert.notEqual(other, ref);
+      // Only the twin is kept: the image's own tag is forgotten, but not the manifest the twin resolves to.
+      assert.equal(await bed.registry.forget(repo, [bed.twin]), 1);
+      await assert.rejects(bed.pullElsewhere(other));
+      await bed.pullElsewhere(ref);
+      // Again, or a repository never published: nothing to do.
+      assert.equal(await bed.registry.forget(repo, [bed.twin]), 0);
+      assert.equal(await bed.registry.forget(`${repo}-never-published`, []), 0);
+      // A forgotten image published again pulls again.
+      assert.equal(await bed.registry.publish(bed.other), other);
+      await bed.pullElsewhere(other);
+    });
+
+    test("a registry that refuses a forget: ENGINE_ERROR naming the registry, never the password", async () => {
+      const repo = bed.image.slice(0, bed.image.lastIndexOf(":"));
+      await assert.rejects(
+        bed.wrongPassword.forget(repo, []),
+        (e: Error & { code?: string; hint?: string }) => {
+          assert.equal(e.code, "ENGINE_ERROR");
+          assert.match(e.message, new RegExp(`registry ${bed.registry.address.replaceAll(".", "\\.")}`));
+          assert.match(e.message, /unauthorized|401/i);
+          assert.ok(!`${e.message} ${e.hint}`.includes(bed.password));
+          return true;
+        },
+      );
+      await bed.pullElsewhere(await bed.registry.publish(bed.image));
     });
 
     test("a registry that refuses the password: ENGINE_ERROR naming the registry, never the password", async () => {

@@ -1,8 +1,10 @@
 // The ReleaseRegistry port over the engine Pier builds on (ADR 0030): a release image tagged for the
-// registry and pushed with the registry's credentials; what the nodes pull is its digest.
+// registry and pushed with the registry's credentials; what the nodes pull is its digest. Forgetting goes
+// through the registry's own API (registry-api.ts): the engine has no verb for it.
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import type { ReleaseRegistry } from "../../core/ports.js";
+import { RegistryApi } from "./registry-api.js";
 
 /** One event of the engine's push stream (the digest arrives in `aux`). */
 interface PushEvent {
@@ -25,13 +27,73 @@ export class DockerRegistryPush implements ReleaseRegistry {
   private readonly docker: Docker;
   private readonly auth: { username: string; password: string };
 
-  constructor(opts: { docker: Docker; address: string; username: string; password: string }) {
+  private readonly api: RegistryApi;
+  /** Pushes under way: a forget waits for them, so it sees the tags they make. */
+  private readonly pushing = new Set<Promise<unknown>>();
+  /** A forget under way: pushes wait for it, so none of their manifests is deleted under them. */
+  private forgetting: Promise<unknown> | null = null;
+
+  constructor(opts: {
+    docker: Docker;
+    address: string;
+    username: string;
+    password: string;
+    /** The CA of the registry's certificate (PEM) where it is not a public one. */
+    caPem?: string | null;
+  }) {
     this.docker = opts.docker;
     this.address = opts.address;
     this.auth = { username: opts.username, password: opts.password };
+    this.api = new RegistryApi({ ...opts, caPem: opts.caPem ?? null });
   }
 
   async publish(image: string): Promise<string> {
+    while (this.forgetting) await this.forgetting.catch(() => undefined);
+    const push = this.push(image);
+    this.pushing.add(push);
+    try {
+      return await push;
+    } finally {
+      this.pushing.delete(push);
+    }
+  }
+
+  /**
+   * Deletes the manifests of `repository`'s tags but those of `keep`; a manifest a kept tag resolves to
+   * stays (identical builds share one digest). One at a time, pushes held meanwhile.
+   */
+  async forget(repository: string, keep: readonly string[]): Promise<number> {
+    while (this.forgetting) await this.forgetting.catch(() => undefined);
+    const run = (async () => {
+      await Promise.allSettled([...this.pushing]);
+      return this.forgetNow(repository, keep);
+    })();
+    this.forgetting = run;
+    try {
+      return await run;
+    } finally {
+      this.forgetting = null;
+    }
+  }
+
+  private async forgetNow(repository: string, keep: readonly string[]): Promise<number> {
+    const kept = new Set(keep.map(splitImage).flatMap((i) => (i.repo === repository ? [i.tag] : [])));
+    const tags = await this.api.tags(repository);
+    const keptDigests = new Set<string>();
+    const others = new Set<string>();
+    for (const tag of tags) {
+      const digest = await this.api.digest(repository, tag);
+      if (digest) (kept.has(tag) ? keptDigests : others).add(digest);
+    }
+    let deleted = 0;
+    for (const digest of others) {
+      if (keptDigests.has(digest)) continue;
+      if (await this.api.deleteManifest(repository, digest)) deleted++;
+    }
+    return deleted;
+  }
+
+  private async push(image: string): Promise<string> {
     const { repo, tag } = splitImage(image);
     const target = `${this.address}/${repo}`;
     try {
