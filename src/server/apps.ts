@@ -7,9 +7,10 @@ import { instanceNumber, LABEL } from "../core/labels.js";
 import { smallerFlavor } from "../core/limits.js";
 import { type App, type Deployment, type Flavor, parseReleaseNumber, type Runtime } from "../core/model.js";
 import { appNameProblem } from "../core/names.js";
-import type { Engine, InstanceLogLine, Store } from "../core/ports.js";
+import type { Engine, InstanceLogLine, ReleaseRegistry, Store } from "../core/ports.js";
 import { appListStatuses } from "./app-list.js";
 import { type Deployer, newId } from "./deployer.js";
+import { forgetReleases } from "./forget-releases.js";
 import type { Instances } from "./instances.js";
 import type { AppLimits } from "./limits.js";
 import { parsePrivateKey, type SshPrivateKeyInfo } from "./ssh-keys.js";
@@ -45,6 +46,8 @@ export class AppService {
       detachAddons?: (appId: string) => Promise<void>;
       /** Takes the certificates of domains gone with the app off the edge (DomainService.removeOrphans). */
       dropCertificates?: () => Promise<void>;
+      /** The swarm's registry (ADR 0030): a deleted app's images are forgotten there. None: one dockerd. */
+      registry?: ReleaseRegistry | null;
     },
   ) {}
 
@@ -279,6 +282,7 @@ export class AppService {
           for (const tag of await engine.releaseImages(app.id)) await engine.removeImage(tag);
         },
       ],
+      ["registry images", () => forgetReleases(this.deps.registry, this.deps.logger, app.id, [])],
       ["volumes", () => engine.removeAppVolumes(app.id)],
       ["add-on connections", () => this.deps.detachAddons?.(app.id) ?? Promise.resolve()],
       ["networks", () => this.deps.instances.removeNetworks(app.id)],

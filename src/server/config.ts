@@ -253,7 +253,14 @@ export interface Config {
    * on PIER_SWARM_REGISTRY_LISTEN (default: the manager's swarm address, port 5000).
    */
   swarmRegistry:
-    | { kind: "external"; address: string; username: string; passwordFile: string }
+    | {
+        kind: "external";
+        address: string;
+        username: string;
+        passwordFile: string;
+        /** Where the manager's dockerd reads registries' CAs: Pier trusts the same for the registry's API. */
+        certsDir: string;
+      }
     | { kind: "own"; listen: string | null; certsDir: string }
     | null;
   /**
@@ -432,7 +439,13 @@ function swarmRegistry(c: {
       certsDir: resolve(c.PIER_DOCKER_CERTS_DIR),
     };
   if (address && username && passwordFile)
-    return { kind: "external", address, username, passwordFile: resolve(passwordFile) };
+    return {
+      kind: "external",
+      address,
+      username,
+      passwordFile: resolve(passwordFile),
+      certsDir: resolve(c.PIER_DOCKER_CERTS_DIR),
+    };
   const missing = (
     ["PIER_SWARM_REGISTRY", "PIER_SWARM_REGISTRY_USER", "PIER_SWARM_REGISTRY_PASSWORD_FILE"] as const
   ).filter((k) => c[k] === undefined);

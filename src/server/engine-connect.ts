@@ -3,6 +3,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import Docker from "dockerode";
+import type { Logger } from "pino";
 import { EdgeSandbox } from "../adapters/edge/edge-sandbox.js";
 import { type EdgePlace, hostPlace } from "../adapters/edge/reach.js";
 import { DockerEngine } from "../adapters/engine/docker.js";
@@ -23,7 +24,7 @@ import {
 import { PierError } from "../core/errors.js";
 import { LABEL } from "../core/labels.js";
 import type { GuardReport } from "../core/nodes.js";
-import type { Engine } from "../core/ports.js";
+import type { Engine, ReleaseRegistry } from "../core/ports.js";
 import { formatCidr } from "../core/subnets.js";
 import { guardTable, planNodeGuard } from "../core/swarm-guard.js";
 import type { Config } from "./config.js";
@@ -40,6 +41,7 @@ const SANDBOX_IMAGE = "pier/base:bookworm";
 export async function connectEngine(
   config: Config,
   scope: string,
+  logger?: Logger,
 ): Promise<{ engine: Engine; edgePlace: EdgePlace; swarm: SwarmFacts | null }> {
   const docker = new DockerEngine({
     socketPath: config.dockerSocket,
@@ -48,7 +50,7 @@ export async function connectEngine(
   });
   await docker.ping();
   const { engine, edgePlace, swarm } = config.swarmRegistry
-    ? await swarmEngine(config, config.swarmRegistry, docker, scope)
+    ? await swarmEngine(config, config.swarmRegistry, docker, scope, logger)
     : { engine: docker, edgePlace: hostPlace, swarm: null };
   if (config.buildNetwork && !(await engine.networkExists(config.buildNetwork)))
     throw new PierError(
@@ -67,6 +69,8 @@ export interface SwarmFacts {
   managerNodeId: string | null;
   /** The node guard's service and tasks now (which nodes are guarded), or isolation off. */
   guards: () => Promise<GuardReport>;
+  /** Where release images are published: the server forgets pruned and deleted apps' images there. */
+  releases: ReleaseRegistry;
 }
 
 type SwarmInfo = { Swarm?: { NodeID?: string; NodeAddr?: string } };
@@ -79,10 +83,20 @@ async function registryAccess(
   config: Config,
   reg: NonNullable<Config["swarmRegistry"]>,
   info: SwarmInfo,
-): Promise<{ address: string; username: string; password: string; caPem: string | null }> {
+  logger?: Logger,
+): Promise<{
+  address: string;
+  username: string;
+  password: string;
+  caPem: string | null;
+  /** The CA Pier's API calls trust: Pier's own, or the one the manager's dockerd has for the operator's. */
+  apiCaPem: string | null;
+  own: OwnRegistry | null;
+}> {
   if (reg.kind === "external") {
     const password = await readSecretFile(reg.passwordFile, "PIER_SWARM_REGISTRY_PASSWORD_FILE");
-    return { address: reg.address, username: reg.username, password, caPem: null };
+    const apiCaPem = await readFile(join(reg.certsDir, reg.address, "ca.crt"), "utf8").catch(() => null);
+    return { address: reg.address, username: reg.username, password, caPem: null, apiCaPem, own: null };
   }
   const host = info.Swarm?.NodeAddr;
   const listen = reg.listen ?? (host ? `${host}:5000` : null);
@@ -92,7 +106,14 @@ async function registryAccess(
       "PIER_ENGINE=swarm: the manager's swarm address is unknown, so Pier cannot tell where its registry should listen.",
       "Set PIER_SWARM_REGISTRY_LISTEN to an address of this machine the nodes reach, with a port (e.g. 10.0.0.1:5000).",
     );
-  return new OwnRegistry({ dir: join(config.dataDir, "registry"), listen, certsDir: reg.certsDir }).ensure();
+  const own = new OwnRegistry({
+    dir: join(config.dataDir, "registry"),
+    listen,
+    certsDir: reg.certsDir,
+    ...(logger ? { logger: logger.child({ part: "registry" }) } : {}),
+  });
+  const access = await own.ensure();
+  return { ...access, apiCaPem: access.caPem, own };
 }
 
 /** The swarm's engine: the Swarm driver on the manager, publishing release images to the registry. */
@@ -101,11 +122,13 @@ async function swarmEngine(
   reg: NonNullable<Config["swarmRegistry"]>,
   docker: DockerEngine,
   scope: string,
+  logger?: Logger,
 ): Promise<{ engine: Engine; edgePlace: EdgeSandbox; swarm: SwarmFacts }> {
   const manager = new Docker({ socketPath: config.dockerSocket });
   const info = (await manager.info()) as SwarmInfo;
   const self = info.Swarm?.NodeID ?? "";
-  const { address, caPem, ...auth } = await registryAccess(config, reg, info);
+  const { address, caPem, apiCaPem, own, ...auth } = await registryAccess(config, reg, info, logger);
+  const push = new DockerRegistryPush({ docker: manager, address, ...auth, caPem: apiCaPem });
   const managerName = await nodeName(manager, self);
   // Each node's own dockerd where PIER_SWARM_NODE_ENGINES names it: add-ons pinned there, exec in instances.
   const engines = new Map<string, Docker>(
@@ -118,22 +141,18 @@ async function swarmEngine(
   const swarm = new SwarmEngine({
     docker: manager,
     scope,
-    registry: new DockerRegistryPush({ docker: manager, address, ...auth }),
+    // Pier's own registry collects what was forgotten at its next start (ADR 0030).
+    registry: own ? own.collecting(push) : push,
     pullAuth: { ...auth, serveraddress: address },
     stopGraceMs: config.stopGraceMs,
     // Exec into an instance goes through its node's engine: the manager's, and those Pier is told of.
     nodeEngine: (node) => (node.id === self ? manager : (engines.get(node.name) ?? null)),
   });
-  const guards = await guardNodes(
-    config,
-    manager,
-    new DockerRegistryPush({ docker: manager, address, ...auth }),
-    {
-      scope,
-      managerAddress: info.Swarm?.NodeAddr ?? null,
-      pullAuth: { ...auth, serveraddress: address },
-    },
-  );
+  const guards = await guardNodes(config, manager, push, {
+    scope,
+    managerAddress: info.Swarm?.NodeAddr ?? null,
+    pullAuth: { ...auth, serveraddress: address },
+  });
   const edgePlace = new EdgeSandbox({
     docker: manager,
     scope,
@@ -154,7 +173,12 @@ async function swarmEngine(
   return {
     engine: new SwarmComposite(docker, swarm, edgePlace, addons),
     edgePlace,
-    swarm: { registry: { address, caPem }, managerNodeId: self || null, guards },
+    swarm: {
+      registry: { address, caPem },
+      managerNodeId: self || null,
+      guards,
+      releases: swarm.releaseRegistry ?? push,
+    },
   };
 }
 

@@ -1,7 +1,8 @@
 import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import type { AppVolumes, EngineEvents, ReleaseImages, Store } from "../core/ports.js";
+import type { AppVolumes, EngineEvents, ReleaseImages, ReleaseRegistry, Store } from "../core/ports.js";
+import { forgetReleases } from "./forget-releases.js";
 
 /**
  * What deleted apps left behind (a delete that could not finish its clean-up, a crash in the middle of
@@ -15,6 +16,8 @@ export async function removeLeftovers(deps: {
   /** Removes an app's networks and frees their subnets. */
   removeNetworks: (appId: string) => Promise<void>;
   logger: Logger;
+  /** The swarm's registry (ADR 0030): a deleted app's images are forgotten there. None: one dockerd. */
+  registry?: ReleaseRegistry | null;
 }): Promise<number> {
   const { store, engine, logger } = deps;
   // What exists is read before which apps exist: an app created meanwhile is never taken for a gone one.
@@ -28,6 +31,7 @@ export async function removeLeftovers(deps: {
   for (const appId of gone) {
     try {
       for (const tag of await engine.releaseImages(appId)) await engine.removeImage(tag);
+      await forgetReleases(deps.registry, logger, appId, []);
       await engine.removeAppVolumes(appId);
       await deps.removeNetworks(appId);
     } catch (err) {

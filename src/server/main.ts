@@ -140,6 +140,7 @@ async function startRecovery(b: Base, s: Services, a: AppServices): Promise<{ st
     reposDir: join(config.dataDir, "repos"),
     removeNetworks: (appId) => networks.remove(appId),
     logger,
+    registry: b.swarm?.releases ?? null,
   }).catch((err) => logger.warn({ err }, "could not look for what deleted apps left behind"));
   // Add-ons whose container is gone are made again on their volumes (off the path that brings routes back).
   void addons.reconcile().catch((err) => logger.warn({ err }, "could not reconcile the add-ons"));
@@ -284,7 +285,7 @@ export async function startServer(
   const tokenFile = await adminToken(config, store);
   const scope = createHash("sha256").update(config.dataDir).digest("hex").slice(0, 12);
   const nodes = await connectSwarm(config);
-  const { engine, edgePlace, swarm } = await connectEngine(config, scope);
+  const { engine, edgePlace, swarm } = await connectEngine(config, scope, logger);
   const networks = await startNetworking(config, { engine, store, scope, logger });
   const edge = await startEdge(config, logger, edgePlace);
   const base: Base = {

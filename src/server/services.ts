@@ -147,6 +147,7 @@ export function createAppServices(b: Base, s: Services, r: Runtimes) {
     listenTimeoutMs: config.listenTimeoutMs,
     stopGraceMs: config.stopGraceMs,
     links: s.addons,
+    registry: b.swarm?.releases ?? null,
   });
   const apps = new AppService({
     store,
@@ -164,6 +165,7 @@ export function createAppServices(b: Base, s: Services, r: Runtimes) {
     detachAddons: (appId) => s.addons.detach(appId),
     // The app's domains went with it (cascade): their certificates leave the edge at once.
     dropCertificates: () => s.domains.removeOrphans(),
+    registry: b.swarm?.releases ?? null,
   });
   return { limits, deployer, apps };
 }

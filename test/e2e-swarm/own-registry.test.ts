@@ -1,13 +1,16 @@
 // Pier's own swarm registry (ADR 0030): with PIER_ENGINE=swarm and no PIER_SWARM_REGISTRY, pier server runs
 // Debian's docker-registry itself, with TLS from a CA it made and a random password; `pier nodes
 // join-command` prints what a node runs to trust it; a push is built, pushed there and pulled by the
-// workers; a restarted pier server adopts the running registry.
+// workers; pruned releases and deleted apps leave it, and the next start collects their blobs; a restarted
+// pier server with nothing to collect adopts the running registry.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
+import { RegistryApi } from "../../src/adapters/engine/registry-api.js";
+import { KEPT_RELEASES } from "../../src/server/deployer.js";
 import { freePort, NODE_DOCKER_APP, type Pier } from "../e2e/harness.js";
 import { docker, type LabInfo, labSocket, swarmPier, swarmPierDown, until } from "./lab.js";
 
@@ -97,6 +100,63 @@ describe("Pier's own registry on the swarm", { timeout: 900_000 }, () => {
       image,
       new RegExp(`^${listen.replaceAll(".", "\\.")}/pier-app/${app.id}@sha256:[0-9a-f]{64}$`),
     );
+    assert.equal((await pier.get("web", "/health")).status, 200);
+  });
+
+  test("pruned releases and a deleted app leave the registry; a restart collects their blobs", async () => {
+    const dir = join(pier.dataDir, "registry");
+    const api = new RegistryApi({
+      address: listen,
+      username: "pier",
+      password: readFileSync(join(dir, "password"), "utf8").trim(),
+      caPem: readFileSync(join(dir, "ca.crt"), "utf8"),
+    });
+    const app = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "gc"]);
+    const repo = `pier-app/${app.id}`;
+    const code = (v: number) => ({
+      "server.js": NODE_DOCKER_APP["server.js"]!.replace('|| "1"', `|| "${v}"`),
+    });
+    const work = await pier.repo("gc", code(1), app.id);
+    for (let v = 1; v <= KEPT_RELEASES + 2; v++) {
+      if (v > 1) await pier.commit(work, code(v), `v${v}`);
+      const push = await pier.push(work);
+      assert.equal(push.code, 0, push.stderr);
+    }
+    type Release = { number: number; deploymentId: string; image: string };
+    const releases = await pier.cliJson<Release[]>(["releases", "--app", "gc"]);
+    const kept = releases.slice(0, KEPT_RELEASES);
+    // The registry holds the kept releases' tags only (the prune runs off the pusher's path).
+    const tags = await until("the registry's tags are the kept releases'", 60, async () => {
+      const t = (await api.tags(repo)).sort();
+      return t.length === KEPT_RELEASES ? t : undefined;
+    });
+    assert.deepEqual(tags, kept.map((r) => r.deploymentId).sort());
+    for (const r of releases.slice(KEPT_RELEASES))
+      assert.equal(await api.digest(repo, r.deploymentId), null, `v${r.number} is forgotten`);
+    // A rollback to the oldest kept release pulls its digest on the workers too.
+    const oldest = kept.at(-1)!;
+    assert.equal((await pier.cli(["scale", "--instances", "3", "--app", "gc"])).code, 0);
+    const back = await pier.cli(["rollback", `v${oldest.number}`, "--app", "gc"]);
+    assert.equal(back.code, 0, back.stderr);
+    const version = async () => (JSON.parse((await pier.get("gc")).body) as { version: string }).version;
+    for (let i = 0; i < 6; i++) assert.equal(await version(), String(oldest.number));
+    const workers = await docker(info, "node2", ["ps", "-q", "--filter", `label=pier.app=${app.id}`]);
+    assert.notEqual(workers, "", "an instance of the rollback runs on node2");
+    // A deleted app: its repository holds no manifest.
+    const storage = async () => Number((await pexec("du", ["-sb", join(dir, "data")])).stdout.split("\t")[0]);
+    assert.equal((await pier.cli(["delete", "--app", "gc", "--yes"])).code, 0);
+    await until("the deleted app's tags gone", 30, async () =>
+      (await api.tags(repo)).length === 0 ? true : undefined,
+    );
+    // The next start of pier server stops the registry, collects what no manifest names, starts it again.
+    assert.ok(existsSync(join(dir, "gc-due")));
+    const before = await storage();
+    const pid = readFileSync(join(dir, "registry.pid"), "utf8").trim();
+    await pier.restartServer();
+    assert.ok(!existsSync(join(dir, "gc-due")));
+    assert.notEqual(readFileSync(join(dir, "registry.pid"), "utf8").trim(), pid);
+    const after = await storage();
+    assert.ok(after < before, `the registry's storage shrank (${before} -> ${after} bytes)`);
     assert.equal((await pier.get("web", "/health")).status, 200);
   });
 

@@ -2,15 +2,17 @@
 // runs beside itself on the manager when the operator names none. Its files live in Pier's data dir: a CA
 // made for it (the nodes trust it: `pier nodes join-command` prints how), a certificate for the address the
 // nodes reach it at, htpasswd (bcrypt) with a random password kept in a 0600 file, its storage. It is a
-// daemon, like the edge: it outlives pier server, and a restarted pier server adopts it.
+// daemon, like the edge: it outlives pier server, and a restarted pier server adopts it; unless manifests
+// were deleted since its last garbage collection: then that pier server stops it, collects, and starts it.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, openSync } from "node:fs";
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { request } from "node:https";
 import { isIP } from "node:net";
 import { join } from "node:path";
 import { PierError } from "../../core/errors.js";
+import type { ReleaseRegistry } from "../../core/ports.js";
 import { ExecError, exec } from "../exec.js";
 
 export const OWN_REGISTRY_USER = "pier";
@@ -23,7 +25,7 @@ export interface OwnRegistryOptions {
   /** Where the manager's dockerd reads registries' CAs (`/etc/docker/certs.d`): Pier's goes there. */
   certsDir: string;
   bin?: string;
-  logger?: { info: (o: object, m?: string) => void };
+  logger?: { info: (o: object, m?: string) => void; warn: (o: object, m?: string) => void };
 }
 
 export interface OwnRegistryAccess {
@@ -35,6 +37,24 @@ export interface OwnRegistryAccess {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Marks a garbage collection due (a manifest was deleted since the last one). */
+const GC_DUE = "gc-due";
+
+/** Whether a process runs (one that exited and waits for its parent to reap it does not). */
+async function alive(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => null);
+  return stat !== null && !/\) Z /.test(stat);
+}
+
+/** Bytes a directory's files take on disk (`du`), or null when it cannot be read. */
+async function diskUse(dir: string): Promise<number | null> {
+  try {
+    return Number((await exec(["du", "-sb", dir])).stdout.split("\t")[0]);
+  } catch {
+    return null;
+  }
+}
 
 async function run(argv: string[], what: string, input?: string): Promise<string> {
   try {
@@ -66,8 +86,64 @@ export class OwnRegistry {
     await writeFile(this.path("config.yml"), this.config(), { mode: 0o600 });
     const caPem = await readFile(this.path("ca.crt"), "utf8");
     await this.trustOnManager(caPem);
+    if (existsSync(this.path(GC_DUE))) await this.collect(caPem);
     if (!(await this.answers(caPem))) await this.start(caPem);
     return { address: this.opts.listen, username: OWN_REGISTRY_USER, password, caPem };
+  }
+
+  /**
+   * `registry`, which marks a garbage collection due whenever it forgets a manifest: the blobs only it
+   * used take disk space until `registry garbage-collect` runs, with the daemon stopped (ADR 0030).
+   */
+  collecting(registry: ReleaseRegistry): ReleaseRegistry {
+    return {
+      address: registry.address,
+      publish: (image) => registry.publish(image),
+      forget: async (repository, keep) => {
+        const n = await registry.forget(repository, keep);
+        if (n > 0) await writeFile(this.path(GC_DUE), `${new Date().toISOString()}\n`, { mode: 0o600 });
+        return n;
+      },
+    };
+  }
+
+  /**
+   * At start, before anything pushes: the adopted daemon stopped, the blobs no manifest names removed
+   * (`garbage-collect`), the mark cleared. A collection that fails is logged and tried at the next start;
+   * the registry serves either way.
+   */
+  private async collect(caPem: string): Promise<void> {
+    await this.stopAdopted();
+    if (await this.answers(caPem)) {
+      this.opts.logger?.warn(
+        { listen: this.opts.listen },
+        "swarm registry: another process answers on its address; its garbage collection waits",
+      );
+      return;
+    }
+    const bin = this.opts.bin ?? "docker-registry";
+    const before = await diskUse(this.path("data"));
+    try {
+      await exec([bin, "garbage-collect", this.path("config.yml")]);
+      await rm(this.path(GC_DUE), { force: true });
+      const after = await diskUse(this.path("data"));
+      this.opts.logger?.info({ before, after }, "swarm registry: garbage collected (bytes of its storage)");
+    } catch (e) {
+      const why = e instanceof ExecError ? e.stderrTail.trim() : (e as Error).message;
+      this.opts.logger?.warn({ err: why }, "swarm registry: garbage collection failed; tried at next start");
+    }
+  }
+
+  /** The daemon a previous pier server started (its pid file, and its command line naming our config). */
+  private async stopAdopted(): Promise<void> {
+    const pid = Number((await readFile(this.path("registry.pid"), "utf8").catch(() => "")).trim());
+    if (!Number.isInteger(pid) || pid <= 0) return;
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
+    if (!cmdline.includes(this.path("config.yml"))) return;
+    process.kill(pid, "SIGTERM");
+    for (let i = 0; i < 50 && (await alive(pid)); i++) await sleep(100);
+    if (await alive(pid)) process.kill(pid, "SIGKILL");
+    for (let i = 0; i < 50 && (await alive(pid)); i++) await sleep(100);
   }
 
   private async ensureCa(): Promise<void> {

@@ -150,6 +150,24 @@ export class SwarmEngine
 
   // ReleaseInstances.
 
+  /**
+   * The registry as the server forgets through it (ADR 0030): what this driver remembers of a repository's
+   * pushes goes first, so an image pushed again after a forget is pushed, not taken for still there.
+   */
+  get releaseRegistry(): ReleaseRegistry | null {
+    const registry = this.opts.registry;
+    if (!registry) return null;
+    return {
+      address: registry.address,
+      publish: (image) => registry.publish(image),
+      forget: (repository, keep) => {
+        for (const key of [...this.published.keys()])
+          if (key.startsWith(`${repository} `)) this.published.delete(key);
+        return registry.forget(repository, keep);
+      },
+    };
+  }
+
   /** The image as nodes pull it: by digest, published to the registry first when it is a local tag. */
   private async imageRef(image: string): Promise<{ ref: string; labels: Record<string, string> }> {
     let local: { Id: string; Config?: { Labels?: Record<string, string> } } | null = null;

@@ -1,5 +1,7 @@
-import type { Engine, InstanceInfo, Store } from "../../core/ports.js";
+import { releaseImageTag } from "../../core/model.js";
+import type { Engine, InstanceInfo, ReleaseRegistry, Store } from "../../core/ports.js";
 import { unnamedVolumes } from "../../core/release-volumes.js";
+import { type ForgetLog, forgetReleases } from "../forget-releases.js";
 import type { Instances } from "../instances.js";
 import { KEPT_RELEASES } from "./build.js";
 import type { NextShape, Plan, Started, StepContext } from "./context.js";
@@ -38,6 +40,9 @@ export interface CleanUpDeps {
   store: Store;
   engine: Engine;
   instances: Instances;
+  /** The swarm's registry (ADR 0030): pruned releases are forgotten there too. None: one dockerd. */
+  registry?: ReleaseRegistry | null;
+  logger: ForgetLog;
 }
 
 /**
@@ -63,10 +68,11 @@ export async function retirePrevious(
 
 /**
  * Keeps the images of the last KEPT_RELEASES releases (for rollbacks); removes the rest, then the release
- * volumes (a PHP release's vendor/) that no remaining image names.
+ * volumes (a PHP release's vendor/) that no remaining image names; on a swarm, the registry forgets the
+ * rest too.
  */
 export async function pruneImages(
-  deps: Pick<CleanUpDeps, "store" | "engine">,
+  deps: Pick<CleanUpDeps, "store" | "engine" | "registry" | "logger">,
   appId: string,
   active: () => string | null,
 ): Promise<void> {
@@ -77,6 +83,12 @@ export async function pruneImages(
     if (keep.has(tag) || (busy && tag.endsWith(`:${busy}`))) continue;
     await engine.removeImage(tag).catch(() => undefined);
   }
+  // The deployment under way asked again: the registry holds its pushes while it forgets (ADR 0030).
+  const now = active();
+  await forgetReleases(deps.registry, deps.logger, appId, [
+    ...keep,
+    ...(now ? [releaseImageTag(appId, now)] : []),
+  ]);
   // Volumes first, then images: a volume whose image a deploy commits meanwhile is that deploy's (busy).
   const volumes = await engine.releaseVolumes(appId);
   if (volumes.length === 0) return;

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { LinkedEnvironment } from "../../core/addons.js";
 import type { BucketMount, LinkedBucket } from "../../core/buckets.js";
 import type { App, Deployment, Release } from "../../core/model.js";
-import type { Engine, InstanceInfo, InstanceReach, Store } from "../../core/ports.js";
+import type { Engine, InstanceInfo, InstanceReach, ReleaseRegistry, Store } from "../../core/ports.js";
 import type { DeployLogs } from "../deploy-logs.js";
 import type { Instances, ReleaseToRun } from "../instances.js";
 import type { AppLimits } from "../limits.js";
@@ -36,6 +36,8 @@ export interface StepDeps {
   stopGraceMs: number;
   /** Each app's ceiling (ADR 0022). */
   limits: Pick<AppLimits, "check">;
+  /** The swarm's registry (ADR 0030): pruned releases are forgotten there too. None: one dockerd. */
+  registry?: ReleaseRegistry | null;
   /**
    * Add-ons and links (ADR 0015): the app's environment with its links' variables, and the linked
    * add-ons joining the app's networks before its build and instances start. None: no links.

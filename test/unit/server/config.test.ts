@@ -238,6 +238,7 @@ describe("PIER_ENGINE (ADR 0030)", () => {
       address: "10.0.0.2:5000",
       username: "pier",
       passwordFile: "/dev/null",
+      certsDir: "/etc/docker/certs.d",
     });
   });
   test("the registry's settings are ignored on one dockerd", () => {
