@@ -114,6 +114,7 @@ describe("Pier's own registry on the swarm", { timeout: 900_000 }, () => {
     const app = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "gc"]);
     const repo = `pier-app/${app.id}`;
     const code = (v: number) => ({
+      ...NODE_DOCKER_APP,
       "server.js": NODE_DOCKER_APP["server.js"]!.replace('|| "1"', `|| "${v}"`),
     });
     const work = await pier.repo("gc", code(1), app.id);
