@@ -37,6 +37,11 @@ describe("Pier's own registry on the swarm", { timeout: 900_000 }, () => {
           PIER_SWARM_REGISTRY_LISTEN: listen,
           // The manager's dockerd reads its CAs there (the lab node's own /etc/docker).
           PIER_DOCKER_CERTS_DIR: join(etcDocker(l, "node1"), "certs.d"),
+          // The workers' own engines: Pier prunes the release images they pulled.
+          PIER_SWARM_NODE_ENGINES: l.nodes
+            .filter((n) => n.name !== "node1")
+            .map((n) => `${n.name}=${n.dockerHost}`)
+            .join(","),
         };
       },
     }));
@@ -134,6 +139,17 @@ describe("Pier's own registry on the swarm", { timeout: 900_000 }, () => {
     assert.deepEqual(tags, kept.map((r) => r.deploymentId).sort());
     for (const r of releases.slice(KEPT_RELEASES))
       assert.equal(await api.digest(repo, r.deploymentId), null, `v${r.number} is forgotten`);
+    // No node keeps the image of a pruned release (its tasks ended several deploys ago).
+    for (const n of info.nodes)
+      for (const r of releases.slice(KEPT_RELEASES)) {
+        const held = await docker(info, n.name, [
+          "images",
+          "-q",
+          "--filter",
+          `label=pier.deployment=${r.deploymentId}`,
+        ]);
+        assert.equal(held, "", `${n.name} holds no image of v${r.number}`);
+      }
     // A rollback to the oldest kept release pulls its digest on the workers too.
     const oldest = kept.at(-1)!;
     assert.equal((await pier.cli(["scale", "--instances", "3", "--app", "gc"])).code, 0);

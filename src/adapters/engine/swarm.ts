@@ -5,6 +5,7 @@
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { LABEL } from "../../core/labels.js";
+import { releaseRepository } from "../../core/model.js";
 import type {
   AppNetworks,
   BuildSlot,
@@ -160,12 +161,31 @@ export class SwarmEngine
     return {
       address: registry.address,
       publish: (image) => registry.publish(image),
-      forget: (repository, keep) => {
+      forget: async (repository, keep) => {
         for (const key of [...this.published.keys()])
           if (key.startsWith(`${repository} `)) this.published.delete(key);
-        return registry.forget(repository, keep);
+        const n = await registry.forget(repository, keep);
+        const app = releaseRepository("");
+        if (repository.startsWith(app)) await this.pruneNodeImages(repository.slice(app.length));
+        return n;
       },
     };
+  }
+
+  /**
+   * On each node whose engine Pier reaches (the manager, PIER_SWARM_NODE_ENGINES): the app's images no
+   * container uses. A node pulled them by digest, untagged, so they are dangling once unused; the manager's
+   * kept releases keep their tags. A kept release's image goes from a node that runs none of it (a rollback
+   * pulls it again). A node that does not answer keeps its images until the next prune.
+   */
+  private async pruneNodeImages(appId: string): Promise<void> {
+    const nodes = await this.svc.nodes().catch(() => new Map<string, { name: string }>());
+    for (const [id, n] of nodes) {
+      const engine = this.opts.nodeEngine({ id, name: n.name, address: "" });
+      await engine
+        ?.pruneImages({ filters: { dangling: ["true"], label: [`${LABEL.app}=${appId}`] } })
+        .catch(() => undefined);
+    }
   }
 
   /** The image as nodes pull it: by digest, published to the registry first when it is a local tag. */
