@@ -5,7 +5,6 @@
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { LABEL } from "../../core/labels.js";
-import { releaseRepository } from "../../core/model.js";
 import type {
   AppNetworks,
   BuildSlot,
@@ -27,6 +26,7 @@ import { type LogSink, logLines, pumpLogs } from "./docker-logs.js";
 import { splitImage } from "./registry-push.js";
 import { followSwarm } from "./swarm-events.js";
 import { SwarmNetworks } from "./swarm-networks.js";
+import { forgettingEverywhere } from "./swarm-release-images.js";
 import { runLike } from "./swarm-run.js";
 import { backOff, notFound, poll, SwarmServices, type SwarmServicesOptions } from "./swarm-services.js";
 import { serviceSpec } from "./swarm-spec.js";
@@ -153,41 +153,22 @@ export class SwarmEngine
 
   /**
    * The registry as the server forgets through it (ADR 0030): what this driver remembers of a repository's
-   * pushes goes first, so an image pushed again after a forget is pushed, not taken for still there.
+   * pushes goes first, so an image pushed again after a forget is pushed, not taken for still there; then the
+   * manager's and the nodes' copies (swarm-release-images.ts).
    */
   get releaseRegistry(): ReleaseRegistry | null {
     const registry = this.opts.registry;
     if (!registry) return null;
-    return {
-      address: registry.address,
-      publish: (image) => registry.publish(image),
-      forget: async (repository, keep) => {
+    return forgettingEverywhere(registry, {
+      docker: this.docker,
+      nodes: () => this.svc.nodes(),
+      nodeEngine: this.opts.nodeEngine,
+      forgetPushes: (repository) => {
         for (const key of [...this.published.keys()])
           if (key.startsWith(`${repository} `)) this.published.delete(key);
-        const n = await registry.forget(repository, keep);
-        const app = releaseRepository("");
-        if (repository.startsWith(app)) await this.pruneNodeImages(repository.slice(app.length));
-        return n;
       },
-    };
+    });
   }
-
-  /**
-   * On each node whose engine Pier reaches (the manager, PIER_SWARM_NODE_ENGINES): the app's images no
-   * container uses. A node pulled them by digest, untagged, so they are dangling once unused; the manager's
-   * kept releases keep their tags. A kept release's image goes from a node that runs none of it (a rollback
-   * pulls it again). A node that does not answer keeps its images until the next prune.
-   */
-  private async pruneNodeImages(appId: string): Promise<void> {
-    const nodes = await this.svc.nodes().catch(() => new Map<string, { name: string }>());
-    for (const [id, n] of nodes) {
-      const engine = this.opts.nodeEngine({ id, name: n.name, address: "" });
-      await engine
-        ?.pruneImages({ filters: { dangling: ["true"], label: [`${LABEL.app}=${appId}`] } })
-        .catch(() => undefined);
-    }
-  }
-
   /** The image as nodes pull it: by digest, published to the registry first when it is a local tag. */
   private async imageRef(image: string): Promise<{ ref: string; labels: Record<string, string> }> {
     let local: { Id: string; Config?: { Labels?: Record<string, string> } } | null = null;

@@ -1,0 +1,68 @@
+// Release images a swarm forgets (ADR 0030): the registry's manifests (ReleaseRegistry.forget), then the
+// copies the engines keep: the manager's tags that pushes leave, and each node's images pulled by digest.
+import type Docker from "dockerode";
+import { LABEL } from "../../core/labels.js";
+import { releaseRepository } from "../../core/model.js";
+import type { ReleaseRegistry } from "../../core/ports.js";
+import type { SwarmNodeRef } from "./swarm-services.js";
+
+export interface EngineCopies {
+  /** The manager's engine. */
+  docker: Docker;
+  /** The swarm's nodes by id. */
+  nodes: () => Promise<Map<string, { name: string }>>;
+  /** A node's own engine where Pier reaches it. */
+  nodeEngine: (node: SwarmNodeRef) => Docker | null;
+  /** What the driver remembers of a repository's pushes, dropped before the forget. */
+  forgetPushes: (repository: string) => void;
+}
+
+/** `registry`, whose forget also removes the engines' copies of an app's forgotten images. */
+export function forgettingEverywhere(registry: ReleaseRegistry, o: EngineCopies): ReleaseRegistry {
+  return {
+    address: registry.address,
+    publish: (image) => registry.publish(image),
+    forget: async (repository, keep) => {
+      o.forgetPushes(repository);
+      const n = await registry.forget(repository, keep);
+      const apps = releaseRepository("");
+      if (!repository.startsWith(apps)) return n;
+      const appId = repository.slice(apps.length);
+      await untagPushed(o.docker, registry.address, appId, keep).catch(() => undefined);
+      await pruneNodeImages(o, appId);
+      return n;
+    },
+  };
+}
+
+/**
+ * The manager's `address/repo:tag` tags that each push leaves (the node guard reads its digest from one),
+ * but the kept images': kept, one would hold its image on the manager's disk after its release is pruned.
+ */
+async function untagPushed(docker: Docker, address: string, appId: string, keep: readonly string[]) {
+  const kept = new Set(keep.map((k) => `${address}/${k}`));
+  const prefix = `${address}/${releaseRepository(appId)}:`;
+  const images = await docker.listImages({ filters: { label: [`${LABEL.app}=${appId}`] } });
+  for (const tag of images.flatMap((i) => i.RepoTags ?? []))
+    if (tag.startsWith(prefix) && !kept.has(tag))
+      await docker
+        .getImage(tag)
+        .remove()
+        .catch(() => undefined);
+}
+
+/**
+ * On each node whose engine Pier reaches (the manager, PIER_SWARM_NODE_ENGINES): the app's images no
+ * container uses. A node pulled them by digest, untagged, so they are dangling once unused; the manager's
+ * kept releases keep their tags. A kept release's image goes from a node that runs none of it (a rollback
+ * pulls it again). A node that does not answer keeps its images until the next prune.
+ */
+async function pruneNodeImages(o: EngineCopies, appId: string): Promise<void> {
+  const nodes = await o.nodes().catch(() => new Map<string, { name: string }>());
+  for (const [id, n] of nodes) {
+    const engine = o.nodeEngine({ id, name: n.name, address: "" });
+    await engine
+      ?.pruneImages({ filters: { dangling: ["true"], label: [`${LABEL.app}=${appId}`] } })
+      .catch(() => undefined);
+  }
+}
