@@ -1,4 +1,3 @@
-import { releaseImageTag } from "../../core/model.js";
 import type { Engine, InstanceInfo, ReleaseRegistry, Store } from "../../core/ports.js";
 import { unnamedVolumes } from "../../core/release-volumes.js";
 import { type ForgetLog, forgetReleases } from "../forget-releases.js";
@@ -83,12 +82,9 @@ export async function pruneImages(
     if (keep.has(tag) || (busy && tag.endsWith(`:${busy}`))) continue;
     await engine.removeImage(tag).catch(() => undefined);
   }
-  // The deployment under way asked again: the registry holds its pushes while it forgets (ADR 0030).
-  const now = active();
-  await forgetReleases(deps.registry, deps.logger, appId, [
-    ...keep,
-    ...(now ? [releaseImageTag(appId, now)] : []),
-  ]);
+  // Forgotten only while no deployment of the app is under way (asked again): its tasks may be pulling its
+  // image on the nodes, whose unused images of the app the forget prunes; the next clean-up forgets them.
+  if (!active()) await forgetReleases(deps.registry, deps.logger, appId, [...keep]);
   // Volumes first, then images: a volume whose image a deploy commits meanwhile is that deploy's (busy).
   const volumes = await engine.releaseVolumes(appId);
   if (volumes.length === 0) return;
