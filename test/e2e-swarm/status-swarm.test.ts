@@ -64,7 +64,11 @@ describe("pier status and pier nodes on the swarm", { timeout: 1_200_000 }, () =
       return JSON.stringify(nodes.map((n) => [n.name, n.instances]).sort()) === expected ? true : undefined;
     });
     const table = await pier.cli(["nodes"]);
-    assert.match(table.stdout, /NAME\s+ADDRESS\s+ROLE\s+AVAILABILITY\s+STATE\s+INSTANCES/);
+    assert.match(table.stdout, /NAME\s+ADDRESS\s+ROLE\s+AVAILABILITY\s+STATE\s+GUARDED\s+INSTANCES/);
+    // This Pier runs with isolation off: no node is guarded, and each says so.
+    const rows = table.stdout.split("\n").filter((l) => /^node\d/.test(l));
+    assert.equal(rows.length, 3, table.stdout);
+    for (const row of rows) assert.match(row, /\sready\s+off\s+\d+\s/, row);
   });
 
   test("a run hook runs like instance 0 wherever it is (its image and variables), its output in the deploy log", () => {
