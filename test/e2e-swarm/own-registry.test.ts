@@ -150,11 +150,16 @@ describe("Pier's own registry on the swarm", { timeout: 900_000 }, () => {
         ]);
         assert.equal(held, "", `${n.name} holds no image of v${r.number}`);
       }
-    // A rollback to the oldest kept release pulls its digest on the workers too. The scale is a release of
-    // its own (the current image again), so the oldest kept is read after it.
+    // A rollback to the oldest kept build pulls its digest on the workers too. The scale is a release of its
+    // own with the current image: it pushes no build out, so the oldest kept is still kept[-1], now the
+    // sixth release.
     assert.equal((await pier.cli(["scale", "--instances", "3", "--app", "gc"])).code, 0);
     const scaled = await pier.cliJson<Release[]>(["releases", "--app", "gc"]);
-    const oldest = scaled.slice(0, KEPT_RELEASES).at(-1)!;
+    const oldest = kept.at(-1)!;
+    assert.equal(
+      scaled.findIndex((r) => r.number === oldest.number),
+      KEPT_RELEASES,
+    );
     const back = await pier.cli(["rollback", `v${oldest.number}`, "--app", "gc"]);
     assert.equal(back.code, 0, back.stderr);
     const version = async () => (JSON.parse((await pier.get("gc")).body) as { version: string }).version;

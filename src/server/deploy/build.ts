@@ -36,7 +36,7 @@ async function rollbackImage(ctx: BuildStepContext, target: Release): Promise<st
   if (!(await ctx.deps.engine.imageExists(target.image))) {
     throw new PierError(
       "RELEASE_NOT_FOUND",
-      `The image of release v${target.number} is no longer kept (the last ${KEPT_RELEASES} releases keep theirs).`,
+      `The image of release v${target.number} is no longer kept (an app keeps the images of its last ${KEPT_RELEASES} builds).`,
       `Redeploy its commit ${target.commit.slice(0, 12)} with git push instead.`,
     );
   }

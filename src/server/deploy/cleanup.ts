@@ -66,7 +66,20 @@ export async function retirePrevious(
 }
 
 /**
- * Keeps the images of the last KEPT_RELEASES releases (for rollbacks); removes the rest, then the release
+ * The images rollbacks can go back to: the newest KEPT_RELEASES distinct images of the app's releases, newest
+ * first. A scale or a restart is a release of its own with the current image: it does not use up a place.
+ */
+export function keptImages(releases: readonly { image: string }[]): string[] {
+  const kept: string[] = [];
+  for (const r of releases) {
+    if (kept.length === KEPT_RELEASES) break;
+    if (!kept.includes(r.image)) kept.push(r.image);
+  }
+  return kept;
+}
+
+/**
+ * Keeps the images of the releases rollbacks can go back to (`keptImages`); removes the rest, then the release
  * volumes (a PHP release's vendor/) that no remaining image names; on a swarm, the registry forgets the
  * rest too.
  */
@@ -76,7 +89,7 @@ export async function pruneImages(
   active: () => string | null,
 ): Promise<void> {
   const { engine } = deps;
-  const keep = new Set((await deps.store.listReleases(appId)).slice(0, KEPT_RELEASES).map((r) => r.image));
+  const keep = new Set(keptImages(await deps.store.listReleases(appId)));
   const busy = active();
   for (const tag of await engine.releaseImages(appId)) {
     if (keep.has(tag) || (busy && tag.endsWith(`:${busy}`))) continue;

@@ -2,7 +2,7 @@
 // swarm's registry too; a registry that refuses is logged (never with its password) and fails nothing.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { pruneImages } from "../../../src/server/deploy/cleanup.js";
+import { keptImages, pruneImages } from "../../../src/server/deploy/cleanup.js";
 import { KEPT_RELEASES } from "../../../src/server/deployer.js";
 import { forgetReleases } from "../../../src/server/forget-releases.js";
 import { FakeEngine } from "../../support/fake-engine.js";
@@ -114,5 +114,42 @@ describe("the swarm's registry forgets pruned releases", () => {
     await forgetReleases(live.registry, recorder(), "app-1", []);
     assert.ok(live.refs.every((r) => !live.registry.pullable(r)));
     assert.equal(live.registry.digests(REPO).size, 0);
+  });
+});
+
+describe("the images rollbacks can go back to", () => {
+  const r = (image: string) => ({ image });
+
+  test("the newest KEPT_RELEASES distinct images: scales and restarts, which reuse an image, keep older builds", () => {
+    // Newest first: v9 and v8 are scales of v7's build, v5 a restart of v4's.
+    const list = ["d7", "d7", "d7", "d6", "d4", "d4", "d3", "d2", "d1"].map(r);
+    assert.deepEqual(keptImages(list), ["d7", "d6", "d4", "d3", "d2"]);
+  });
+
+  test("fewer builds than places: every one is kept", () => {
+    assert.deepEqual(keptImages(["d2", "d2", "d1"].map(r)), ["d2", "d1"]);
+    assert.deepEqual(keptImages([]), []);
+  });
+
+  test("a prune after scales leaves the last builds' images on the engine", async () => {
+    const live = await releases(KEPT_RELEASES + 1);
+    // Two scales of the newest build: releases with its image again.
+    for (const n of [1, 2])
+      await live.store.createRelease({
+        id: `s${n}`,
+        appId: "app-1",
+        deploymentId: `s${n}`,
+        image: `${REPO}:d${KEPT_RELEASES + 1}`,
+        commit: "c",
+        env: {},
+        httpPort: 8080,
+        tcpPort: null,
+        task: false,
+      });
+    await pruneImages({ ...live, logger: recorder() }, "app-1", () => null);
+    assert.deepEqual(
+      (await live.engine.releaseImages("app-1")).sort(),
+      [2, 3, 4, 5, 6].map((i) => `${REPO}:d${i}`),
+    );
   });
 });
