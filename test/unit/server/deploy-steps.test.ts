@@ -166,7 +166,7 @@ describe("the build step", () => {
     const { ctx } = context({ rollbackTo: release(1, "pier-app/app-1:old") }, null, false);
     await assert.rejects(buildImage(ctx, plan), {
       code: "RELEASE_NOT_FOUND",
-      message: "The image of release v1 is no longer kept (the last 5 releases keep theirs).",
+      message: "The image of release v1 is no longer kept (an app keeps the images of its last 5 builds).",
       hint: `Redeploy its commit ${"b".repeat(12)} with git push instead.`,
     });
   });
