@@ -2,7 +2,7 @@
 // global service that applies it on every node and keeps it. Both pure, for the unit tests; the service is
 // created and removed by the swarm driver like Pier's other services.
 import { LABEL } from "../core/labels.js";
-import type { GuardReport, GuardTask } from "../core/nodes.js";
+import type { GuardFound, GuardTask } from "../core/nodes.js";
 import type { NodeGuardPlan } from "../core/swarm-guard.js";
 import type { EngineServiceSpec } from "./engine/swarm-spec.js";
 import { egressChain, hostChain, policySets } from "./nft-isolation.js";
@@ -167,7 +167,7 @@ export class SwarmGuard {
   }
 
   /** The guard's service and its tasks, for `pier nodes` (which nodes are guarded). */
-  async report(name: string): Promise<GuardReport> {
+  async report(name: string): Promise<GuardFound> {
     const now = await this.current(name);
     if (!now) return { isolation: true, service: name, exists: false, tasks: [] };
     const want = now.Spec?.TaskTemplate?.ContainerSpec;

@@ -61,9 +61,10 @@ export function joinCommandLine(join: JoinToken): string {
 
 /**
  * Whether the node guard (ADR 0019 on a swarm) protects a node now: `yes` when its guard task runs the
- * rules pier server last set, `no` when it does not (why in `guardProblem`), `off` with PIER_ISOLATION=off.
+ * rules pier server last set, `no` when it does not (why in `guardProblem`), `off` with PIER_ISOLATION=off,
+ * `unknown` when the engine did not answer about the guard (why in `guardProblem`; the other columns stand).
  */
-export const NODE_GUARDED = ["yes", "no", "off"] as const;
+export const NODE_GUARDED = ["yes", "no", "off", "unknown"] as const;
 export type NodeGuarded = (typeof NODE_GUARDED)[number];
 
 /** One task of the guard's global service, as the engine reports it. */
@@ -83,7 +84,17 @@ export interface GuardTask {
 /** The guard as pier server finds it: isolation off, or its service (null: none) and tasks. */
 export type GuardReport =
   | { isolation: false }
-  | { isolation: true; service: string; exists: boolean; tasks: readonly GuardTask[] };
+  | GuardFound
+  /** The engine did not answer about the guard: `unread` says what it answered instead. */
+  | { isolation: true; unread: string };
+
+/** The guard's service as the engine lists it (`exists` false: removed) and its tasks. */
+export interface GuardFound {
+  isolation: true;
+  service: string;
+  exists: boolean;
+  tasks: readonly GuardTask[];
+}
 
 export interface NodeGuard {
   guarded: NodeGuarded;
@@ -97,6 +108,8 @@ const newest = (tasks: readonly GuardTask[]) =>
 /** Whether `node` is guarded, and why not, from the guard's report. */
 export function nodeGuard(node: ClusterNode, report: GuardReport): NodeGuard {
   if (!report.isolation) return { guarded: "off", guardProblem: null };
+  if ("unread" in report)
+    return { guarded: "unknown", guardProblem: `the guard's tasks could not be read: ${report.unread}` };
   const no = (why: string): NodeGuard => ({ guarded: "no", guardProblem: why });
   if (!report.exists)
     return no(

@@ -59,7 +59,8 @@ export class NodeService {
     const [nodes, placed, guards] = await Promise.all([
       this.port().listNodes(),
       this.placed(),
-      this.guards(),
+      // A node list without the guard's column rather than none: the engine's answer says why.
+      this.guards().catch((e: unknown): GuardReport => ({ isolation: true, unread: (e as Error).message })),
     ]);
     const count = new Map<string, number>();
     for (const i of placed) if (i.running && i.node) count.set(i.node, (count.get(i.node) ?? 0) + 1);

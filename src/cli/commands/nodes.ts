@@ -73,7 +73,13 @@ export const nodes: Command = {
             ),
           );
           // Why a node is not guarded: a warning, beside the data.
-          for (const n of list) if (n.guardProblem) ctx.err(`${n.name} is not guarded: ${n.guardProblem}\n`);
+          for (const n of list)
+            if (n.guardProblem)
+              ctx.err(
+                n.guarded === "unknown"
+                  ? `whether ${n.name} is guarded is unknown: ${n.guardProblem}\n`
+                  : `${n.name} is not guarded: ${n.guardProblem}\n`,
+              );
         }
         return 0;
       }

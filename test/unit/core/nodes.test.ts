@@ -185,4 +185,20 @@ describe("nodes", () => {
     const off = await new NodeService(new FakeNodes()).list();
     assert.deepEqual(new Set(off.map((n) => n.guarded)), new Set(["off"]));
   });
+
+  test("the guard's tasks cannot be read: every node is listed, its guard unknown and why", async () => {
+    const guards = async (): Promise<GuardReport> => {
+      throw new Error("connect ECONNREFUSED /var/run/docker.sock");
+    };
+    const listed = await new NodeService(new FakeNodes(), null, undefined, undefined, guards).list();
+    assert.deepEqual(
+      listed.map((n) => [n.name, n.state, n.guarded]),
+      [
+        ["node1", "ready", "unknown"],
+        ["node2", "ready", "unknown"],
+        ["node3", "ready", "unknown"],
+      ],
+    );
+    assert.match(listed[0]!.guardProblem ?? "", /^the guard's tasks could not be read: connect ECONNREFUSED/);
+  });
 });
