@@ -139,10 +139,11 @@ for addon in kv:pier/addon-kv:8 postgresql:pier/addon-postgresql:17 mysql:pier/a
     images/addons/build.sh "${addon%%:*}"
   fi
 done
-# The node guard's image (docs/adr/0019, on a swarm): Debian trixie's nft and its libraries with a static
-# busybox (about 7 MB), about 30 s, built once. Generation 2: the slim image (1 was the whole minbase).
-export PIER_GUARD_GENERATION=2
+# The image of Pier's work on the swarm nodes (docs/adr/0019's guard, docs/adr/0030's sweep): Debian trixie's
+# nft and socat with their libraries and a static busybox (about 16 MB), about 30 s, built once. Generation
+# 3: socat for the sweep (2 was the slim guard, 1 the whole minbase).
+export PIER_GUARD_GENERATION=3
 if [ "$(label pier/guard:1 pier.guard.generation)" != "$PIER_GUARD_GENERATION" ]; then
-  say "building pier/guard:1 (nftables for the swarm nodes' guard, from Debian trixie)"
+  say "building pier/guard:1 (nftables and socat for the swarm nodes' guard and sweep, from Debian trixie)"
   images/guard/build.sh
 fi

@@ -108,6 +108,11 @@ const schema = z.object({
     .optional(),
   // Where the manager's dockerd reads registries' CAs (Pier puts its registry's there).
   PIER_DOCKER_CERTS_DIR: z.string().default("/etc/docker/certs.d"),
+  // Where each swarm node's dockerd listens, on that node (the sweep mounts it; swarm templates allowed).
+  PIER_SWARM_NODE_SOCKET: z
+    .string()
+    .regex(/^\//, { message: "must be an absolute path (the docker socket on each node)" })
+    .default("/var/run/docker.sock"),
   // The dockerd of each node Pier may run add-ons on and exec into (ADR 0030): node=unix:///sock,node=tcp://h:p.
   PIER_SWARM_NODE_ENGINES: z
     .string()
@@ -268,6 +273,11 @@ export interface Config {
    * commands in its instances); a node not named is reached only through the swarm's manager.
    */
   swarmNodeEngines: Record<string, NodeEngine>;
+  /**
+   * PIER_SWARM_NODE_SOCKET: the docker socket's path on each node, mounted into the sweep's tasks (a swarm
+   * template such as `{{.Node.Hostname}}` may name the node).
+   */
+  swarmNodeSocket: string;
   dockerCli: string;
   haproxy: string;
   deployTimeoutMs: number;
@@ -371,6 +381,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, host: HostFacts
     engine: c.PIER_ENGINE,
     swarmRegistry: swarmRegistry(c),
     swarmNodeEngines: c.PIER_SWARM_NODE_ENGINES,
+    swarmNodeSocket: c.PIER_SWARM_NODE_SOCKET,
     dockerCli: c.PIER_DOCKER_CLI,
     haproxy: c.PIER_HAPROXY,
     deployTimeoutMs: c.PIER_DEPLOY_TIMEOUT * 1000,

@@ -13,6 +13,7 @@ import { SwarmEngine } from "../adapters/engine/swarm.js";
 import { SwarmAddonServers } from "../adapters/engine/swarm-addons.js";
 import { SwarmComposite } from "../adapters/engine/swarm-engine.js";
 import { SwarmNodes } from "../adapters/engine/swarm-nodes.js";
+import { NodeSweep } from "../adapters/engine/swarm-sweep.js";
 import {
   GUARD_IMAGE,
   type GuardEngineTask,
@@ -147,6 +148,7 @@ async function swarmEngine(
     stopGraceMs: config.stopGraceMs,
     // Exec into an instance goes through its node's engine: the manager's, and those Pier is told of.
     nodeEngine: (node) => (node.id === self ? manager : (engines.get(node.name) ?? null)),
+    sweep: nodeSweep(config, manager, push, scope, { ...auth, serveraddress: address }, logger),
   });
   const guards = await guardNodes(config, manager, push, {
     scope,
@@ -180,6 +182,36 @@ async function swarmEngine(
       releases: swarm.releaseRegistry ?? push,
     },
   };
+}
+
+/**
+ * The nodes' sweep (ADR 0030): the swarm's job that prunes an app's unused images on every node, in Pier's
+ * node tool image (the guard's), published to the registry at its first use.
+ */
+function nodeSweep(
+  config: Config,
+  manager: Docker,
+  registry: DockerRegistryPush,
+  scope: string,
+  pullAuth: { username: string; password: string; serveraddress: string },
+  logger?: Logger,
+): (appId: string) => Promise<unknown> {
+  let image: Promise<string> | null = null;
+  const sweep = new NodeSweep({
+    docker: manager,
+    scope,
+    socket: config.swarmNodeSocket,
+    pullAuth,
+    logger,
+    image: () => {
+      image ??= registry.publish(GUARD_IMAGE).catch((e: Error) => {
+        image = null;
+        throw e;
+      });
+      return image;
+    },
+  });
+  return (appId) => sweep.sweep(appId);
 }
 
 /**

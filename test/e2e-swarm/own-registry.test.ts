@@ -37,11 +37,13 @@ describe("Pier's own registry on the swarm", { timeout: 900_000 }, () => {
           PIER_SWARM_REGISTRY_LISTEN: listen,
           // The manager's dockerd reads its CAs there (the lab node's own /etc/docker).
           PIER_DOCKER_CERTS_DIR: join(etcDocker(l, "node1"), "certs.d"),
-          // The workers' own engines: Pier prunes the release images they pulled.
-          PIER_SWARM_NODE_ENGINES: l.nodes
-            .filter((n) => n.name !== "node1")
-            .map((n) => `${n.name}=${n.dockerHost}`)
-            .join(","),
+          // Pier reaches no worker's engine: the sweep (a job of the swarm) prunes what they pulled, through
+          // each node's socket (the lab's nodes each have theirs, named by the node's host name).
+          PIER_SWARM_NODE_SOCKET: join(
+            dirname(dirname(labSocket(l, "node1"))),
+            "{{.Node.Hostname}}",
+            "docker.sock",
+          ),
         };
       },
     }));
@@ -139,17 +141,25 @@ describe("Pier's own registry on the swarm", { timeout: 900_000 }, () => {
     assert.deepEqual(tags, kept.map((r) => r.deploymentId).sort());
     for (const r of releases.slice(KEPT_RELEASES))
       assert.equal(await api.digest(repo, r.deploymentId), null, `v${r.number} is forgotten`);
-    // No node keeps the image of a pruned release (its tasks ended several deploys ago).
+    // No node keeps the image of a pruned release (its tasks ended several deploys ago): the sweep's job
+    // runs on every node after the registry's forget.
     for (const n of info.nodes)
-      for (const r of releases.slice(KEPT_RELEASES)) {
-        const held = await docker(info, n.name, [
-          "images",
-          "-q",
-          "--filter",
-          `label=pier.deployment=${r.deploymentId}`,
-        ]);
-        assert.equal(held, "", `${n.name} holds no image of v${r.number}`);
-      }
+      for (const r of releases.slice(KEPT_RELEASES))
+        await until(`${n.name} holds no image of v${r.number}`, 60, async () => {
+          const held = await docker(info, n.name, [
+            "images",
+            "-q",
+            "--filter",
+            `label=pier.deployment=${r.deploymentId}`,
+          ]);
+          return held === "" ? true : undefined;
+        });
+    // The sweep's jobs are gone once they ran.
+    await until("no sweep job left", 60, async () =>
+      (await docker(info, "node1", ["service", "ls", "-q", "--filter", "label=pier.role=sweep"])) === ""
+        ? true
+        : undefined,
+    );
     // A rollback to the oldest kept build pulls its digest on the workers too. The scale is a release of its
     // own with the current image: it pushes no build out, so the oldest kept is still kept[-1], now the
     // sixth release.

@@ -10,11 +10,13 @@ export interface EngineCopies {
   /** The manager's engine. */
   docker: Docker;
   /** The swarm's nodes by id. */
-  nodes: () => Promise<Map<string, { name: string }>>;
+  nodes: () => Promise<Map<string, { name: string; ready?: boolean }>>;
   /** A node's own engine where Pier reaches it. */
   nodeEngine: (node: SwarmNodeRef) => Docker | null;
   /** What the driver remembers of a repository's pushes, dropped before the forget. */
   forgetPushes: (repository: string) => void;
+  /** The swarm's job that prunes an app's unused images on every node (swarm-sweep.ts); none: engines only. */
+  sweep?: (appId: string) => Promise<unknown>;
 }
 
 /** `registry`, whose forget also removes the engines' copies of an app's forgotten images. */
@@ -52,17 +54,24 @@ async function untagPushed(docker: Docker, address: string, appId: string, keep:
 }
 
 /**
- * On each node whose engine Pier reaches (the manager, PIER_SWARM_NODE_ENGINES): the app's images no
- * container uses. A node pulled them by digest, untagged, so they are dangling once unused; the manager's
- * kept releases keep their tags. A kept release's image goes from a node that runs none of it (a rollback
- * pulls it again). A node that does not answer keeps its images until the next prune.
+ * The app's images no container uses, on every node. A node pulled them by digest, untagged, so they are
+ * dangling once unused; the manager's kept releases keep their tags. When Pier reaches every ready node's
+ * engine (the manager, PIER_SWARM_NODE_ENGINES), through those; else through the sweep, a job the swarm
+ * runs on each node. A kept release's image goes from a node that runs none of it (a rollback pulls it
+ * again). A node that does not answer keeps its images until the next prune.
  */
 async function pruneNodeImages(o: EngineCopies, appId: string): Promise<void> {
-  const nodes = await o.nodes().catch(() => new Map<string, { name: string }>());
-  for (const [id, n] of nodes) {
-    const engine = o.nodeEngine({ id, name: n.name, address: "" });
-    await engine
+  const nodes = await o.nodes().catch(() => new Map<string, { name: string; ready?: boolean }>());
+  const engines = [...nodes].map(([id, n]) => ({
+    ...n,
+    engine: o.nodeEngine({ id, name: n.name, address: "" }),
+  }));
+  if (o.sweep && engines.some((n) => n.ready !== false && !n.engine)) {
+    await o.sweep(appId).catch(() => undefined);
+    return;
+  }
+  for (const n of engines)
+    await n.engine
       ?.pruneImages({ filters: { dangling: ["true"], label: [`${LABEL.app}=${appId}`] } })
       .catch(() => undefined);
-  }
 }

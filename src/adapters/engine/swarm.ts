@@ -51,6 +51,8 @@ export interface SwarmEngineOptions extends SwarmServicesOptions {
   registry: ReleaseRegistry | null;
   /** How often the task list is read for events (1 s). */
   eventPollMs?: number;
+  /** Prunes an app's unused images on every node (swarm-sweep.ts); none: through the engines Pier reaches. */
+  sweep?: (appId: string) => Promise<unknown>;
 }
 
 export class SwarmEngine
@@ -163,6 +165,7 @@ export class SwarmEngine
       docker: this.docker,
       nodes: () => this.svc.nodes(),
       nodeEngine: this.opts.nodeEngine,
+      sweep: this.opts.sweep,
       forgetPushes: (repository) => {
         for (const key of [...this.published.keys()])
           if (key.startsWith(`${repository} `)) this.published.delete(key);
