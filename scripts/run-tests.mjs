@@ -3,6 +3,9 @@
 // folder or global: ports are 0, folders mkdtemp); then the end-to-end tests one file at a time (they share
 // dockerd and build images); then the disruptive ones (they restart dockerd under every app on the machine),
 // last and one at a time. `--unit` runs the unit files alone (`npm run test:unit`). ADR 0027.
+// SIGINT, SIGTERM or SIGHUP ends the run: the test files' processes it started are ended (node's run()
+// aborted: it SIGTERMs them; the e2e harness's `pier server` children follow their test process), then it
+// exits non-zero; a second signal ends this process at once.
 
 import { readdirSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
@@ -45,6 +48,17 @@ if (unit.length + e2e.length + disruptive.length + swarm.length === 0) {
 // and the end-to-end phase (serial) are two calls whose events feed one spec reporter. Each call ends with
 // its totals (top-level diagnostics `tests N`, `pass N`, ...): they are added up and printed once, at the
 // end, so the run still prints ONE summary.
+const stop = new AbortController();
+const SIGNALS = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 };
+let stoppedBy = "";
+for (const sig of Object.keys(SIGNALS)) {
+  process.once(sig, () => {
+    stoppedBy = sig;
+    console.error(`\nrun-tests: ${sig}: ending the test files' processes`);
+    stop.abort();
+  });
+}
+
 const reporter = new spec();
 reporter.pipe(process.stdout);
 const TOTAL = /^(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) ([0-9.]+)$/;
@@ -52,8 +66,8 @@ const totals = new Map();
 let failed = false;
 
 async function phase(files, concurrency) {
-  if (files.length === 0) return;
-  for await (const event of run({ files, concurrency })) {
+  if (files.length === 0 || stoppedBy) return;
+  for await (const event of run({ files, concurrency, signal: stop.signal })) {
     if (event.type === "test:fail" && !event.data.todo) failed = true;
     const total = event.type === "test:diagnostic" && !event.data.file && TOTAL.exec(event.data.message);
     if (total) totals.set(total[1], (totals.get(total[1]) ?? 0) + Number(total[2]));
@@ -66,4 +80,5 @@ await phase([...e2e, ...swarm, ...disruptive], 1);
 for (const [name, n] of totals)
   reporter.write({ type: "test:diagnostic", data: { nesting: 0, message: `${name} ${n}` } });
 reporter.end();
-process.exitCode = failed ? 1 : 0;
+process.exitCode = stoppedBy ? 128 + SIGNALS[stoppedBy] : failed ? 1 : 0;
+if (stoppedBy) console.error(`run-tests: stopped by ${stoppedBy}`);

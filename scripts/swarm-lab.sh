@@ -6,6 +6,7 @@
 #   npm run swarm-lab -- start NODE       start a killed node again (it rejoins the swarm by itself)
 #   npm run swarm-lab -- status [--json]  what runs
 #   npm run swarm-lab -- down             remove all of it, and check that nothing is left
+#   npm run swarm-lab -- lock | unlock    the lab's lock alone (up takes it, down releases it)
 #
 # The recipe (and its pitfalls) is SWARM-LAB.md in the shared notes, summarised in ADR 0030. The machine's
 # own dockerd, its iptables and its networks are never touched: every lab node is a dockerd in a network
@@ -17,6 +18,14 @@
 # cgroups; two labs with different names and networks run side by side), PIER_SWARM_LAB_DIR (default
 # /var/lib/pier-swarm-lab, or /var/lib/pier-swarm-lab-NAME for another name; on a file system where overlay2
 # works), PIER_SWARM_LAB_NET (the /24's first three octets, default 192.168.250 for the default name).
+#
+# One owner per lab: `up` takes the lab's lock (a file under /run/pier-swarm-lab, or
+# PIER_SWARM_LAB_LOCK_DIR, holding the owner's pid and start time) for PIER_SWARM_LAB_OWNER (a pid: the
+# swarm e2e files pass their own, test/e2e-swarm/lab.ts, so a file holds its lab for its whole run) or,
+# without it, for this script's own process (held while `up` runs). While the owner lives, `up`, `kill`,
+# `start` and an owner's `down` of the lab refuse, naming it; a lock whose owner is gone is taken over with
+# a notice. `down` without PIER_SWARM_LAB_OWNER (by hand) takes the lab from a live owner, saying so, and
+# releases the lock last, once nothing is left.
 set -euo pipefail
 
 PFX=${PIER_SWARM_LAB_NAME:-pierlab}
@@ -45,6 +54,68 @@ say() { echo "swarm-lab: $*" >&2; }
 die() {
   say "$*"
   exit 1
+}
+
+# ---------------------------------------------------------------------------------------------- lock
+LOCK_DIR=${PIER_SWARM_LAB_LOCK_DIR:-/run/pier-swarm-lab}
+LOCK=$LOCK_DIR/$PFX.lock
+OWNER=${PIER_SWARM_LAB_OWNER:-$$}
+[[ $OWNER =~ ^[1-9][0-9]*$ ]] || die "PIER_SWARM_LAB_OWNER '$OWNER' is not a process id"
+
+# A process's start time (clock ticks since boot; empty when it is gone): with its pid, it names one
+# process (a pid is reused).
+proc_start() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+proc_cmd() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | sed 's/ $//'; }
+# The lock's recorded pid, whether its owner lives or not (empty without a lock).
+lock_pid() { [ -s "$LOCK" ] && cut -d' ' -f1 "$LOCK" || true; }
+# The lock's owner when it still lives (empty otherwise).
+lock_holder() {
+  local pid start
+  [ -s "$LOCK" ] || return 0
+  read -r pid start <"$LOCK" || true
+  [ -n "$pid" ] && [ -n "$start" ] && [ "$(proc_start "$pid")" = "$start" ] && echo "$pid"
+  return 0
+}
+# Serialises the lock's readers and writers (every lab's: what they do takes milliseconds).
+lock_guard() {
+  mkdir -p "$LOCK_DIR"
+  exec 9<"$LOCK_DIR"
+  flock -w 10 9 || die "the lock directory $LOCK_DIR stays locked (flock)"
+}
+refuse_held() {
+  die "the lab $PFX is in use by pid $1 ($(proc_cmd "$1")); free it with" \
+    "\`PIER_SWARM_LAB_NAME=$PFX PIER_SWARM_LAB_NET=$NET npm run swarm-lab -- down\` or \`kill $1\`"
+}
+# Takes the lock for OWNER (again, when it holds it); refuses when another live process holds it.
+lock_take() {
+  local holder old
+  lock_guard
+  holder=$(lock_holder)
+  [ -z "$holder" ] || [ "$holder" = "$OWNER" ] || refuse_held "$holder"
+  old=$(lock_pid)
+  [ -z "$holder" ] && [ -n "$old" ] && [ "$old" != "$OWNER" ] &&
+    say "the lab $PFX's lock was held by pid $old, which is gone: taking it over"
+  [ -n "$(proc_start "$OWNER")" ] || die "the lab's owner, pid $OWNER, is not running"
+  echo "$OWNER $(proc_start "$OWNER")" >"$LOCK.new"
+  mv -f "$LOCK.new" "$LOCK"
+  exec 9<&-
+}
+# Before a change to a lab that may be held: refuses when another live process holds it, unless `by_hand`
+# (a `down` without PIER_SWARM_LAB_OWNER), which takes the lab, saying so.
+lock_check() {
+  local holder
+  lock_guard
+  holder=$(lock_holder)
+  if [ -n "$holder" ] && [ "$holder" != "$OWNER" ]; then
+    [ "${1:-}" = by_hand ] || refuse_held "$holder"
+    say "taking the lab $PFX from pid $holder ($(proc_cmd "$holder"))"
+  fi
+  exec 9<&-
+}
+lock_release() {
+  lock_guard
+  rm -f "$LOCK"
+  exec 9<&-
 }
 node_ns() { echo "$PFX-$1"; }
 node_dir() { echo "$LAB/$1"; }
@@ -324,6 +395,7 @@ print_info() {
 cmd_up() {
   local n=${1:-3} i
   [[ $n =~ ^[1-9]$ ]] || die "up takes a number of nodes from 1 to 9, not '$n'"
+  lock_take
   mkdir -p "$LAB"
   hub_up
   registry_up
@@ -364,6 +436,7 @@ leftovers() {
 
 cmd_down() {
   local ns node m left
+  if [ -n "${PIER_SWARM_LAB_OWNER:-}" ]; then lock_check; else lock_check by_hand; fi
   for node in $(known_nodes); do node_kill "$node" >/dev/null 2>&1 || true; done
   for ns in $(ip netns list | awk '{print $1}' | grep "^$PFX-" || true); do
     ns_pids "$ns" | xargs -r kill -9 2>/dev/null || true
@@ -378,6 +451,7 @@ cmd_down() {
   rm -rf "$LAB"
   left=$(leftovers)
   [ -z "$left" ] || die "down left: $(echo "$left" | tr '\n' ';')"
+  lock_release
   say "down: nothing left"
 }
 
@@ -387,21 +461,34 @@ for a in "$@"; do
   if [ "$a" = --json ]; then JSON=1; else args+=("$a"); fi
 done
 set -- "${args[@]}"
+case "${1:-}" in
+lock)
+  lock_take
+  exit 0
+  ;;
+unlock)
+  lock_check
+  lock_release
+  exit 0
+  ;;
+esac
 [ "$(id -u)" = 0 ] || die "run as root (network namespaces, mounts)"
 case "${1:-}" in
 up) cmd_up "${2:-3}" ;;
 kill)
   valid_node "${2:-}"
+  lock_check
   node_kill "$2"
   ;;
 start)
   valid_node "${2:-}"
   [ -d "$(node_dir "$2")" ] || die "$2 is not a node of the lab (up first)"
+  lock_check
   node_start "$2"
   ;;
 status) cmd_status ;;
 down) cmd_down ;;
 leftovers) leftovers ;;
 __node) node_main "$2" ;;
-*) die "usage: swarm-lab up N [--json] | kill NODE | start NODE | status [--json] | down" ;;
+*) die "usage: swarm-lab up N [--json] | kill NODE | start NODE | status [--json] | down | lock | unlock" ;;
 esac

@@ -2,10 +2,13 @@
 // Ready, an image through the lab's registry (TLS from the lab's CA, htpasswd) deployed by digest and
 // pulled on two nodes, a dnsrr service on an attachable overlay answering HTTP from a container on that
 // overlay on another node, a killed node's task running again on another node, and `down` leaving nothing.
+// The lab is this file's while it runs: another process's `up` or `down` of it refuses, naming this one.
 // Timings are printed as diagnostics, never asserted (bench/ holds timings).
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
-import { docker, importBusybox, type LabInfo, lab, labLeftovers, labUp, until } from "./lab.js";
+import { docker, importBusybox, type LabInfo, lab, labAs, labLeftovers, labUp, until } from "./lab.js";
 
 const SERVICE = "web";
 const NETWORK = "lab-net";
@@ -69,6 +72,27 @@ describe("the swarm lab", { timeout: 600_000 }, () => {
       "node3 Ready Active ",
     ]);
     // up is idempotent: a second one changes nothing and prints the same.
+    assert.deepEqual(await labUp(3), info);
+  });
+
+  test("held: another process's up, then down, of this lab refuses at once, naming this process", async () => {
+    const name = process.env.PIER_SWARM_LAB_NAME ?? "pierlab";
+    const command = readFileSync("/proc/self/cmdline", "utf8").split("\0").join(" ").trim();
+    const other = spawn("sleep", ["120"], { stdio: "ignore" });
+    try {
+      const owner = other.pid ?? 0;
+      const held = `the lab ${name} is in use by pid ${process.pid} (${command}); free it with`;
+      for (const args of [["up", "3", "--json"], ["down"]]) {
+        await assert.rejects(labAs(owner, ...args), (e: Error) => {
+          assert.ok(e.message.includes(held), e.message);
+          assert.match(e.message, /npm run swarm-lab -- down` or `kill [0-9]+`/);
+          return true;
+        });
+      }
+    } finally {
+      other.kill("SIGKILL");
+    }
+    // The lab is still up, and still this process's.
     assert.deepEqual(await labUp(3), info);
   });
 

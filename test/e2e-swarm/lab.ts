@@ -1,5 +1,10 @@
 // The swarm lab (scripts/swarm-lab.sh, ADR 0030) as the swarm e2e files use it: up, kill, start, down,
 // the docker CLI against one of its nodes, and a bounded wait.
+//
+// This process owns the lab it brings up: every call passes PIER_SWARM_LAB_OWNER (this process's pid), so
+// `up` takes the lab's lock for it and holds it until the file's final `down` (or this process's death):
+// another run's file on the same lab name refuses at once, naming this process, instead of bringing the
+// lab down under it. A lock left by a dead process is taken over with a notice (scripts/swarm-lab.sh).
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -47,10 +52,16 @@ export function swarmSettings(info: LabInfo, node = "node1"): Record<string, str
   };
 }
 
-/** Runs the lab script; rejects with its stderr when it fails. */
+/** Runs the lab script as this process, the lab's owner; rejects with its stderr when it fails. */
 export async function lab(...args: string[]): Promise<string> {
+  return labAs(process.pid, ...args);
+}
+
+/** Runs the lab script for the owner `owner` (a pid), as another process's file would. */
+export async function labAs(owner: number, ...args: string[]): Promise<string> {
   try {
     const { stdout } = await pexec("bash", [join(ROOT, "scripts/swarm-lab.sh"), ...args], {
+      env: { ...process.env, PIER_SWARM_LAB_OWNER: String(owner) },
       timeout: 180_000,
       maxBuffer: 2 ** 24,
     });

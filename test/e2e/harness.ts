@@ -3,7 +3,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
-import { createServer } from "node:net";
+import { createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { afterEach } from "node:test";
@@ -155,6 +155,36 @@ afterEach((t) => {
 /** How many lines of a server's output a failure prints. */
 const TAIL_LINES = 200;
 
+/**
+ * A watchdog beside a `pier server` child (ADR 0027): a shell reading a pipe from this process. When this
+ * process dies, however (an interrupted run's SIGTERM, a SIGKILL), the kernel closes the pipe; the shell
+ * then ends the server (SIGTERM, SIGKILL after 10 s) and the daemons it leaves on purpose (the edge, its
+ * swarm registry), as destroy() would. The server stays this process's own child (its pid, signals, exit
+ * code and output are the test's); the harness ends the watchdog when the server exits.
+ */
+const WATCHDOG = `read _
+kill -0 "$1" 2>/dev/null || exit 0
+kill -TERM "$1"
+i=0
+while kill -0 "$1" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill -KILL "$1" 2>/dev/null
+for f in "$2/edge/haproxy.pid" "$2/registry/registry.pid"; do
+  [ -s "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null
+done
+exit 0`;
+
+function watchServer(server: ChildProcess, dataDir: string): void {
+  if (server.pid === undefined) return;
+  const dog = spawn("sh", ["-c", WATCHDOG, "pier-e2e-watchdog", String(server.pid), dataDir], {
+    stdio: ["pipe", "ignore", "ignore"],
+  });
+  // Neither keeps this process alive: the server's own pipes do, as before.
+  dog.unref();
+  dog.stdin?.on("error", () => undefined);
+  (dog.stdin as Socket | null)?.unref();
+  server.once("exit", () => dog.kill("SIGKILL"));
+}
+
 export class Pier {
   readonly dataDir: string;
   readonly work: string;
@@ -205,6 +235,7 @@ export class Pier {
       detached: false,
     });
     this.proc = child;
+    watchServer(child, this.dataDir);
     live.add(this);
     child.stdout?.on("data", (c: Buffer) => {
       this.output += c.toString();
