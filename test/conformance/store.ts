@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { PierError } from "../../src/core/errors.js";
+import type { App } from "../../src/core/model.js";
 import type { AddonStore, DomainStore, NewApp, Store } from "../../src/core/ports.js";
 import { accessConformance } from "./store-access.js";
 import { addonConformance } from "./store-addons.js";
@@ -28,6 +29,15 @@ export const newApp = (name: string, extra: Partial<NewApp> = {}): NewApp => ({
   buildFlavor: "M",
   instances: 1,
   task: null,
+  ...extra,
+});
+
+/** A stored app (as `Store.getApp` returns it), for unit tests that need one without a store. */
+export const appRecord = (name: string, extra: Partial<App> = {}): App => ({
+  ...newApp(name),
+  allowDockerSocket: false,
+  stopped: false,
+  createdAt: "2026-01-01T00:00:00.000Z",
   ...extra,
 });
 

@@ -9,6 +9,7 @@ import { after, before, describe, test } from "node:test";
 import pino from "pino";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
+import { newApp } from "../../conformance/store.js";
 import type { RoutableInstance } from "../../../src/core/ports.js";
 import { appListStatuses } from "../../../src/server/app-list.js";
 import { FakeEngine } from "../../support/fake-engine.js";
@@ -41,15 +42,7 @@ describe("the app list's statuses", () => {
     store = new SqliteStore(join(dir, "pier.db"), SecretBox.fromFile(join(dir, "secret.key")));
     for (let i = 0; i < APPS; i++) {
       const id = `app-list${String(i).padStart(8, "0")}`;
-      await store.createApp({
-        id,
-        name: `app${i}`,
-        type: "docker",
-        flavor: "nano",
-        buildFlavor: "M",
-        instances: 2,
-        task: null,
-      });
+      await store.createApp(newApp(`app${i}`, { id, type: "docker", instances: 2 }));
       // Every third app is never deployed; the others have a release with two instances, one of them down
       // for every fifth app, both down for every seventh; one more app is deploying its first release.
       if (i % 3 === 0) {

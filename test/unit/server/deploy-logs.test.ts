@@ -9,6 +9,7 @@ import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import type { Store } from "../../../src/core/ports.js";
 import { DeployLogs } from "../../../src/server/deploy-logs.js";
 import { MemoryStore } from "../../support/memory-store.js";
+import { newApp } from "../../conformance/store.js";
 
 /** The in-memory store with app-1 and its deployments; it records the prunes DeployLogs asks for. */
 class LogStore extends MemoryStore {
@@ -25,15 +26,7 @@ class LogStore extends MemoryStore {
 
 async function logStore(): Promise<LogStore> {
   const store = new LogStore();
-  await store.createApp({
-    id: "app-1",
-    name: "web",
-    type: "node",
-    flavor: "nano",
-    buildFlavor: "M",
-    instances: 1,
-    task: null,
-  });
+  await store.createApp(newApp("web", { id: "app-1" }));
   for (const id of ["dep-1", "dep-x", "dep-9"])
     await store.createDeployment({ id, appId: "app-1", commit: "c", cause: "push", withoutCache: false });
   return store;
@@ -183,15 +176,7 @@ describe("DeployLogs", () => {
     const onUnhandled = (e: unknown) => unhandled.push(e);
     process.on("unhandledRejection", onUnhandled);
     try {
-      await store.createApp({
-        id: "app-gone",
-        name: "gone",
-        type: "phpserver",
-        flavor: "XS",
-        buildFlavor: "M",
-        instances: 1,
-        task: null,
-      });
+      await store.createApp(newApp("gone", { type: "phpserver", flavor: "XS" }));
       await store.createDeployment({
         id: "dep-gone",
         appId: "app-gone",

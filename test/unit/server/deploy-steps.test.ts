@@ -11,19 +11,9 @@ import { runHook } from "../../../src/server/deploy/gate.js";
 import { releaseToRun } from "../../../src/server/deploy/start.js";
 import { checkSocket, mountedBuckets, runSettings } from "../../../src/server/deploy/variables.js";
 import type { RunSettings, Runtime } from "../../../src/server/runtimes/runtime.js";
+import { appRecord } from "../../conformance/store.js";
 
-const app: App = {
-  id: "app-1",
-  name: "web",
-  type: "docker",
-  flavor: "nano",
-  buildFlavor: "M",
-  instances: 2,
-  task: null,
-  allowDockerSocket: false,
-  stopped: false,
-  createdAt: "2026-01-01T00:00:00.000Z",
-};
+const app: App = appRecord("web", { id: "app-1", type: "docker", instances: 2 });
 const deployment = { id: "dep-1", appId: app.id, commit: "a".repeat(40), cause: "test" } as Deployment;
 const settings: RunSettings = {
   httpPort: 8080,

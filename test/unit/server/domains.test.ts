@@ -16,6 +16,7 @@ import { FakeTls } from "../../support/fake-edge.js";
 import { FakeIssuer } from "../../support/fake-issuer.js";
 import { ManualClock } from "../../support/manual-clock.js";
 import { LEAF, LEAF_KEY, OTHER_KEY } from "../core/tls-fixtures.js";
+import { newApp } from "../../conformance/store.js";
 import { storeApp } from "./store-apps.js";
 
 const dir = mkdtempSync(join(tmpdir(), "pier-domains-unit-"));
@@ -102,15 +103,7 @@ describe("DomainService", () => {
       /^CONFLICT The domain www\.example\.test belongs to the app web/,
     );
     assert.match(await code(service.remove(api, "www.example.test")), /^DOMAIN_NOT_FOUND/);
-    const job = await store.createApp({
-      id: "app-job",
-      name: "job",
-      type: "node",
-      flavor: "nano",
-      buildFlavor: "M",
-      instances: 1,
-      task: "node job.js",
-    });
+    const job = await store.createApp(newApp("job", { task: "node job.js" }));
     assert.match(await code(service.add(job, "job.example.test")), /^INVALID_INPUT job is a task app/);
   });
 

@@ -5,20 +5,10 @@ import type { App } from "../../../src/core/model.js";
 import { RELEASE_VOLUME_ROLE, VOLUME_LABEL } from "../../../src/core/release-volumes.js";
 import { WARM_SCRIPT, WarmBuilds } from "../../../src/server/runtimes/php-warm.js";
 import { FakeEngine } from "../../support/fake-engine.js";
+import { appRecord } from "../../conformance/store.js";
 
-const app = (over: Partial<App> = {}): App => ({
-  id: "app-1",
-  name: "one",
-  type: "phpserver",
-  flavor: "XS",
-  buildFlavor: "M",
-  instances: 1,
-  task: null,
-  allowDockerSocket: false,
-  stopped: false,
-  createdAt: "",
-  ...over,
-});
+const app = (over: Partial<App> = {}): App =>
+  appRecord("one", { id: "app-1", type: "phpserver", flavor: "XS", createdAt: "", ...over });
 
 function setup(o: { app?: App | null; current?: string | null; idleMs?: number } = {}) {
   const engine = new FakeEngine();

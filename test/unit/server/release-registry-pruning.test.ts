@@ -8,6 +8,7 @@ import { forgetReleases } from "../../../src/server/forget-releases.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 import { FakeReleaseRegistry } from "../../support/fake-release-registry.js";
 import { MemoryStore } from "../../support/memory-store.js";
+import { newApp } from "../../conformance/store.js";
 
 const REPO = "pier-app/app-1";
 
@@ -24,15 +25,7 @@ function recorder() {
 /** app-1 with `n` releases d1..dn, each image built on the engine and published to the registry. */
 async function releases(n: number, content: (i: number) => string = (i) => `code ${i}`) {
   const store = new MemoryStore();
-  await store.createApp({
-    id: "app-1",
-    name: "web",
-    type: "node",
-    flavor: "nano",
-    buildFlavor: "M",
-    instances: 1,
-    task: null,
-  });
+  await store.createApp(newApp("web", { id: "app-1" }));
   const engine = new FakeEngine();
   const registry = new FakeReleaseRegistry();
   const refs: string[] = [];
