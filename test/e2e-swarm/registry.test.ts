@@ -2,18 +2,18 @@
 // a registry and a worker pulls it by digest; what is forgotten no longer pulls. Twice, on one lab: to the
 // lab's registry (TLS from the lab's CA, htpasswd), and to a registry with token auth (distribution's
 // `auth: token:`, its token service test/support/token-server.ts), as an operator's registry often is.
-import { type ChildProcess, spawn } from "node:child_process";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { after } from "node:test";
+import { after, before, describe, test } from "node:test";
 import Docker from "dockerode";
 import { RegistryApi } from "../../src/adapters/engine/registry-api.js";
 import { DockerRegistryPush } from "../../src/adapters/engine/registry-push.js";
 import { releaseRegistryConformance } from "../conformance/release-registry.js";
-import { makeTokenPki, TokenServer } from "../support/token-server.js";
-import { docker, importBusybox, type LabInfo, lab, labUp, until } from "./lab.js";
+import { startTokenRegistry, type TokenRegistry } from "../support/token-server.js";
+import { docker, importBusybox, type LabInfo, lab, labUp } from "./lab.js";
 
 interface LabImages {
   info: LabInfo;
@@ -93,43 +93,28 @@ function login(info: LabInfo, node: string, address: string, user: string, passw
 
 releaseRegistryConformance("Docker, to a registry with token auth", async () => {
   const { info, manager, image, twin, other } = await labOnce();
-  const host = info.hostAddress;
-  const address = `${host}:5000`;
-  const dir = mkdtempSync(join(tmpdir(), "pier-token-registry-"));
-  const pki = await makeTokenPki(dir, host);
   const password = randomBytes(16).toString("hex");
   const pusherPassword = randomBytes(16).toString("hex");
-  const service = "pier-test-registry";
-  const tokens = new TokenServer({
-    host,
-    issuer: "pier-test-token-service",
-    service,
-    tls: pki.tls,
-    signing: pki.signing,
+  // On the host's address on the lab's bridge: the nodes reach it.
+  const registry = await startTokenRegistry({
+    host: info.hostAddress,
+    port: 5000,
     accounts: {
       pier: { password, actions: ["pull", "push", "delete"] },
       pusher: { password: pusherPassword, actions: ["pull", "push"] },
     },
   });
-  await tokens.start();
-  mkdirSync(join(dir, "data"));
-  writeFileSync(join(dir, "config.yml"), registryConfig(dir, address, tokens.realm, service, pki));
-  const registryProcess: ChildProcess = spawn("docker-registry", ["serve", join(dir, "config.yml")], {
-    stdio: ["ignore", openSync(join(dir, "registry.log"), "a"), openSync(join(dir, "registry.log"), "a")],
-  });
-  await until(`the token-auth registry answers on ${address}`, 20, async () =>
-    (await RegistryApi.probe(address, pki.caPem, 1000)) === 401 ? true : undefined,
-  );
+  const { address, caPem, tokens } = registry;
   // The lab's nodes trust its CA for its address (their /etc/docker is the lab's), the worker logs in.
   const labDir = dirname(dirname(info.registry.caFile));
   for (const node of ["node1", "node2"]) {
     const certs = join(labDir, node, "etc-docker/certs.d", address);
     mkdirSync(certs, { recursive: true });
-    writeFileSync(join(certs, "ca.crt"), pki.caPem);
+    writeFileSync(join(certs, "ca.crt"), caPem);
   }
   await login(info, "node2", address, "pier", password);
   const as = (user: string, pw: string) =>
-    new DockerRegistryPush({ docker: manager, address, username: user, password: pw, caPem: pki.caPem });
+    new DockerRegistryPush({ docker: manager, address, username: user, password: pw, caPem });
   return {
     registry: as("pier", password),
     wrongPassword: as("pier", "not-the-password"),
@@ -146,39 +131,41 @@ releaseRegistryConformance("Docker, to a registry with token auth", async () => 
       fresh: () => as("pier", password),
       withoutDelete: () => as("pusher", pusherPassword),
     },
-    cleanUp: async () => {
-      registryProcess.kill();
-      await tokens.stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
+    cleanUp: () => registry.stop(),
   };
 });
 
-function registryConfig(
-  dir: string,
-  address: string,
-  realm: string,
-  service: string,
-  pki: Awaited<ReturnType<typeof makeTokenPki>>,
-): string {
-  return `version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: ${join(dir, "data")}
-  delete:
-    enabled: true
-http:
-  addr: ${address}
-  tls:
-    certificate: ${pki.tls.certFile}
-    key: ${pki.tls.keyFile}
-auth:
-  token:
-    realm: ${realm}
-    service: ${service}
-    issuer: pier-test-token-service
-    rootcertbundle: ${pki.signing.certFile}
-`;
-}
+describe("the registry's API and a token service: a token per scope, reused", () => {
+  let registry: TokenRegistry;
+  before(async () => {
+    const { info } = await labOnce();
+    registry = await startTokenRegistry({
+      host: info.hostAddress,
+      port: 5001,
+      accounts: { pier: { password: "pier-password", actions: ["pull", "delete"] } },
+    });
+  });
+  after(() => registry?.stop());
+
+  test("several repositories' tags and deletes: the token service is asked once per repository and action", async () => {
+    const { address, caPem } = registry;
+    const api = new RegistryApi({ address, caPem, username: "pier", password: "pier-password" });
+    const zero = `sha256:${"0".repeat(64)}`;
+    for (let i = 0; i < 3; i++) {
+      for (const repo of ["pier-app/a", "pier-app/b"]) {
+        assert.deepEqual(await api.tags(repo), []);
+        assert.equal(await api.digest(repo, "d1"), null);
+        assert.equal(await api.deleteManifest(repo, zero), false);
+      }
+    }
+    assert.deepEqual(
+      registry.tokens.requests.map((r) => `${r.account} ${r.scopes.join(" ")} ${r.status}`),
+      [
+        "pier repository:pier-app/a:pull 200",
+        "pier repository:pier-app/a:delete 200",
+        "pier repository:pier-app/b:pull 200",
+        "pier repository:pier-app/b:delete 200",
+      ],
+    );
+  });
+});

@@ -3,13 +3,15 @@
 // signed by a key whose self-signed certificate is the registry's `rootcertbundle` and rides in the
 // header's `x5c`; issuer and audience (the registry's service) as configured; `access` what the account
 // may do of what was asked. It can be stopped and started again on the same port (a token service down).
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { randomUUID, sign } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { RegistryApi } from "../../src/adapters/engine/registry-api.js";
 
 const pexec = promisify(execFile);
 
@@ -162,37 +164,54 @@ export interface TokenPki {
 
 export async function makeTokenPki(dir: string, ip: string): Promise<TokenPki> {
   const f = (n: string) => join(dir, n);
-  const ssl = (args: string[]) => pexec("openssl", args);
-  const self = (key: string, crt: string, cn: string) =>
+  const ssl = (...args: string[]) => pexec("openssl", args);
+  const selfSigned = (name: string, cn: string) =>
     ssl(
-      ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", `/CN=${cn}`].concat([
-        "-keyout",
-        f(key),
-        "-out",
-        f(crt),
-      ]),
-    );
-  await self("ca.key", "ca.crt", "Pier token-auth test CA");
-  await self("signing.key", "signing.crt", "Pier test token signer");
-  await ssl(
-    ["req", "-newkey", "rsa:2048", "-nodes", "-subj", `/CN=${ip}`].concat([
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-days",
+      "2",
+      "-subj",
+      `/CN=${cn}`,
       "-keyout",
-      f("tls.key"),
+      f(`${name}.key`),
       "-out",
-      f("tls.csr"),
-    ]),
+      f(`${name}.crt`),
+    );
+  await selfSigned("ca", "Pier token-auth test CA");
+  await selfSigned("signing", "Pier test token signer");
+  await ssl(
+    "req",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-subj",
+    `/CN=${ip}`,
+    "-keyout",
+    f("tls.key"),
+    "-out",
+    f("tls.csr"),
   );
   writeFileSync(f("tls.ext"), `subjectAltName=IP:${ip}\nextendedKeyUsage=serverAuth\n`);
   await ssl(
-    ["x509", "-req", "-in", f("tls.csr"), "-CA", f("ca.crt"), "-CAkey", f("ca.key")].concat([
-      "-CAcreateserial",
-      "-days",
-      "2",
-      "-extfile",
-      f("tls.ext"),
-      "-out",
-      f("tls.crt"),
-    ]),
+    "x509",
+    "-req",
+    "-in",
+    f("tls.csr"),
+    "-CA",
+    f("ca.crt"),
+    "-CAkey",
+    f("ca.key"),
+    "-CAcreateserial",
+    "-days",
+    "2",
+    "-extfile",
+    f("tls.ext"),
+    "-out",
+    f("tls.crt"),
   );
   const read = (n: string) => readFileSync(f(n), "utf8");
   return {
@@ -200,4 +219,84 @@ export async function makeTokenPki(dir: string, ip: string): Promise<TokenPki> {
     tls: { certPem: read("tls.crt"), keyPem: read("tls.key"), certFile: f("tls.crt"), keyFile: f("tls.key") },
     signing: { certPem: read("signing.crt"), keyPem: read("signing.key"), certFile: f("signing.crt") },
   };
+}
+
+/** A docker-registry with TLS and `auth: token:`, its token server, in a directory of their own. */
+export interface TokenRegistry {
+  /** host:port */
+  address: string;
+  /** The CA of its (and its token server's) certificate. */
+  caPem: string;
+  tokens: TokenServer;
+  /** The registry stopped (its process), the token server stopped, the directory removed. */
+  stop(): Promise<void>;
+}
+
+const ISSUER = "pier-test-token-service";
+const SERVICE = "pier-test-registry";
+
+/**
+ * Debian's `docker-registry` (distribution 2.8) on `host:port` with deletes enabled, TLS and token auth,
+ * its token server on `host` (another port) knowing `accounts`; answering when this resolves.
+ */
+export async function startTokenRegistry(opts: {
+  host: string;
+  port: number;
+  accounts: Record<string, TokenAccount>;
+}): Promise<TokenRegistry> {
+  const address = `${opts.host}:${opts.port}`;
+  const dir = mkdtempSync(join(tmpdir(), "pier-token-registry-"));
+  const pki = await makeTokenPki(dir, opts.host);
+  const tokens = new TokenServer({
+    host: opts.host,
+    issuer: ISSUER,
+    service: SERVICE,
+    accounts: opts.accounts,
+    tls: pki.tls,
+    signing: pki.signing,
+  });
+  await tokens.start();
+  mkdirSync(join(dir, "data"));
+  const config = [
+    "version: 0.1",
+    "log:",
+    "  level: warn",
+    "storage:",
+    "  filesystem:",
+    `    rootdirectory: ${join(dir, "data")}`,
+    "  delete:",
+    "    enabled: true",
+    "http:",
+    `  addr: ${address}`,
+    "  tls:",
+    `    certificate: ${pki.tls.certFile}`,
+    `    key: ${pki.tls.keyFile}`,
+    "auth:",
+    "  token:",
+    `    realm: ${tokens.realm}`,
+    `    service: ${SERVICE}`,
+    `    issuer: ${ISSUER}`,
+    `    rootcertbundle: ${pki.signing.certFile}`,
+    "",
+  ].join("\n");
+  writeFileSync(join(dir, "config.yml"), config);
+  const log = openSync(join(dir, "registry.log"), "a");
+  const child = spawn("docker-registry", ["serve", join(dir, "config.yml")], { stdio: ["ignore", log, log] });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null) child.kill();
+    await exited;
+    await tokens.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  for (let i = 0; ; i++) {
+    if ((await RegistryApi.probe(address, pki.caPem, 1000)) === 401) break;
+    if (i >= 100 || child.exitCode !== null) {
+      const tail = readFileSync(join(dir, "registry.log"), "utf8").trim().split("\n").slice(-5).join(" | ");
+      await stop();
+      throw new Error(`the token-auth registry did not answer on ${address}: ${tail}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { address, caPem: pki.caPem, tokens, stop };
 }
