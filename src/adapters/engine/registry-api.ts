@@ -1,6 +1,8 @@
 // The registry's own HTTP API (distribution's /v2/), for what the engine cannot do: list a repository's
 // tags, resolve a tag to its manifest's digest, delete a manifest by digest (ADR 0030). Over HTTPS with the
-// registry's CA when it is not a public one; basic auth, or the bearer token a registry's challenge names.
+// registry's CA when it is not a public one; basic auth, or (distribution's `auth: token:`) a bearer token per
+// scope from the token service a registry's challenge names, kept until it expires. Also the one place that
+// builds a request to a registry: `probe` is Pier's own registry's liveness check.
 import { request } from "node:https";
 import { isIP } from "node:net";
 import { rootCertificates } from "node:tls";
@@ -43,11 +45,12 @@ function challengeParams(challenge: string): Record<string, string> {
 /** How to reach `address` (host:port) over TLS: host, port, CAs and the name its certificate is checked for. */
 function endpoint(address: string, caPem: string | string[] | null | undefined) {
   const url = new URL(`https://${address}`);
+  const host = url.hostname.replace(/^\[|\]$/g, "");
   return {
-    host: url.hostname.replace(/^\[|\]$/g, ""),
+    host,
     port: url.port || 443,
     ...(caPem ? { ca: caPem } : {}),
-    servername: isIP(url.hostname.replace(/^\[|\]$/g, "")) ? undefined : url.hostname,
+    servername: isIP(host) ? undefined : host,
   };
 }
 
