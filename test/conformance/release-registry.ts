@@ -18,7 +18,30 @@ export interface RegistryBed {
   other: string;
   /** Pulls a reference on another node of the engine (what a task's start does there). */
   pullElsewhere(ref: string): Promise<void>;
+  /** Where the registry uses token auth (distribution's `auth: token:`): its token service, to break. */
+  tokenService?: TokenServiceBed;
   cleanUp(): Promise<void>;
+}
+
+export interface TokenServiceBed {
+  /** The token service stops answering, until started again. */
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  /** The registry as `registry` is, new (no token kept from earlier calls). */
+  fresh(): ReleaseRegistry;
+  /** The registry as an account the token service grants pull and push, not delete. */
+  withoutDelete(): ReleaseRegistry;
+}
+
+/** An ENGINE_ERROR naming the registry, matching `why`, never showing `password`. */
+function registryError(address: string, password: string, why: RegExp) {
+  return (e: Error & { code?: string; hint?: string }) => {
+    assert.equal(e.code, "ENGINE_ERROR", e.message);
+    assert.match(e.message, new RegExp(`registry ${address.replaceAll(".", "\\.")}`));
+    assert.match(e.message, why);
+    assert.ok(!`${e.message} ${e.hint}`.includes(password));
+    return true;
+  };
 }
 
 export function releaseRegistryConformance(name: string, make: () => Promise<RegistryBed>): void {
@@ -102,6 +125,40 @@ export function releaseRegistryConformance(name: string, make: () => Promise<Reg
           return true;
         },
       );
+    });
+
+    // (A push meanwhile fails too, with the engine's message, after its retries: ~50 s, not worth CI's time.)
+    test("a token service that is down: a forget's ENGINE_ERROR names the registry and its token service; back, all works again", async (t) => {
+      const ts = bed.tokenService;
+      if (!ts) return t.skip("this registry uses no token service");
+      const repo = bed.image.slice(0, bed.image.lastIndexOf(":"));
+      await ts.stop();
+      try {
+        const why = /token service .*did not answer/;
+        await assert.rejects(
+          ts.fresh().forget(`${repo}-never-published`, []),
+          registryError(bed.registry.address, bed.password, why),
+        );
+      } finally {
+        await ts.start();
+      }
+      assert.equal(await ts.fresh().forget(`${repo}-never-published`, []), 0);
+      await bed.pullElsewhere(await ts.fresh().publish(bed.image));
+    });
+
+    test("an account the token service grants no delete: publishes, but its forget is refused saying so, and nothing goes", async (t) => {
+      const ts = bed.tokenService;
+      if (!ts) return t.skip("this registry uses no token service");
+      const repo = bed.image.slice(0, bed.image.lastIndexOf(":"));
+      const limited = ts.withoutDelete();
+      const ref = await limited.publish(bed.image);
+      const other = await limited.publish(bed.other);
+      await assert.rejects(
+        limited.forget(repo, [bed.image]),
+        registryError(bed.registry.address, bed.password, /could not delete .*delete.*insufficient_scope/),
+      );
+      await bed.pullElsewhere(other);
+      await bed.pullElsewhere(ref);
     });
   });
 }

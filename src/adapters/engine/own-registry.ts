@@ -8,12 +8,12 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, openSync } from "node:fs";
 import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
-import { request } from "node:https";
 import { isIP } from "node:net";
 import { join } from "node:path";
 import { PierError } from "../../core/errors.js";
 import type { ReleaseRegistry } from "../../core/ports.js";
 import { ExecError, exec } from "../exec.js";
+import { RegistryApi } from "./registry-api.js";
 
 export const OWN_REGISTRY_USER = "pier";
 
@@ -265,26 +265,8 @@ export class OwnRegistry {
   }
 
   /** Whether it answers `/v2/` over TLS with its CA (401: it asks for the password). */
-  private answers(caPem: string): Promise<boolean> {
-    const port = Number(this.opts.listen.slice(this.opts.listen.lastIndexOf(":") + 1));
-    return new Promise((resolve) => {
-      const req = request(
-        {
-          host: this.host,
-          port,
-          path: "/v2/",
-          ca: caPem,
-          servername: isIP(this.host) ? undefined : this.host,
-        },
-        (res) => {
-          res.resume();
-          resolve(res.statusCode === 401);
-        },
-      );
-      req.setTimeout(2000, () => req.destroy());
-      req.on("error", () => resolve(false));
-      req.end();
-    });
+  private async answers(caPem: string): Promise<boolean> {
+    return (await RegistryApi.probe(this.opts.listen, caPem, 2000)) === 401;
   }
 
   private async start(caPem: string): Promise<void> {
