@@ -9,11 +9,11 @@ import { type EdgePlace, hostPlace } from "../adapters/edge/reach.js";
 import { DockerEngine } from "../adapters/engine/docker.js";
 import { OwnRegistry } from "../adapters/engine/own-registry.js";
 import { DockerRegistryPush } from "../adapters/engine/registry-push.js";
-import { SwarmEngine } from "../adapters/engine/swarm.js";
+import { SwarmEngine, type SwarmEngineOptions } from "../adapters/engine/swarm.js";
 import { SwarmAddonServers } from "../adapters/engine/swarm-addons.js";
 import { SwarmComposite } from "../adapters/engine/swarm-engine.js";
 import { SwarmNodes } from "../adapters/engine/swarm-nodes.js";
-import { NodeSweep } from "../adapters/engine/swarm-sweep.js";
+import { NodeSweep, sweepEngine } from "../adapters/engine/swarm-sweep.js";
 import {
   GUARD_IMAGE,
   type GuardEngineTask,
@@ -195,13 +195,12 @@ function nodeSweep(
   scope: string,
   pullAuth: { username: string; password: string; serveraddress: string },
   logger?: Logger,
-): (appId: string) => Promise<unknown> {
+): NonNullable<SwarmEngineOptions["sweep"]> {
   let image: Promise<string> | null = null;
   const sweep = new NodeSweep({
-    docker: manager,
+    docker: sweepEngine(manager, pullAuth),
     scope,
     socket: config.swarmNodeSocket,
-    pullAuth,
     logger,
     image: () => {
       image ??= registry.publish(GUARD_IMAGE).catch((e: Error) => {
@@ -211,7 +210,7 @@ function nodeSweep(
       return image;
     },
   });
-  return (appId) => sweep.sweep(appId);
+  return (appId, filters) => sweep.sweep(appId, filters);
 }
 
 /**

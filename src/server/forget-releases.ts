@@ -19,8 +19,8 @@ export async function forgetReleases(
 ): Promise<void> {
   if (!registry) return;
   try {
-    const manifests = await registry.forget(releaseRepository(appId), keep);
-    if (manifests > 0) logger.info({ appId, manifests }, "the swarm's registry forgot pruned release images");
+    const tags = await registry.forget(releaseRepository(appId), keep);
+    if (tags.length > 0) logger.info({ appId, tags }, "the swarm's registry forgot pruned release images");
   } catch (err) {
     logger.warn(
       { appId, err: (err as Error).message },

@@ -83,12 +83,13 @@ export function releaseRegistryConformance(name: string, make: () => Promise<Reg
       const other = await bed.registry.publish(bed.other);
       assert.notEqual(other, ref);
       // Only the twin is kept: the image's own tag is forgotten, but not the manifest the twin resolves to.
-      assert.equal(await bed.registry.forget(repo, [bed.twin]), 1);
+      const otherTag = bed.other.slice(bed.other.lastIndexOf(":") + 1);
+      assert.deepEqual(await bed.registry.forget(repo, [bed.twin]), [otherTag]);
       await assert.rejects(bed.pullElsewhere(other));
       await bed.pullElsewhere(ref);
       // Again, or a repository never published: nothing to do.
-      assert.equal(await bed.registry.forget(repo, [bed.twin]), 0);
-      assert.equal(await bed.registry.forget(`${repo}-never-published`, []), 0);
+      assert.deepEqual(await bed.registry.forget(repo, [bed.twin]), []);
+      assert.deepEqual(await bed.registry.forget(`${repo}-never-published`, []), []);
       // A forgotten image published again pulls again.
       assert.equal(await bed.registry.publish(bed.other), other);
       await bed.pullElsewhere(other);
@@ -142,7 +143,7 @@ export function releaseRegistryConformance(name: string, make: () => Promise<Reg
       } finally {
         await ts.start();
       }
-      assert.equal(await ts.fresh().forget(`${repo}-never-published`, []), 0);
+      assert.deepEqual(await ts.fresh().forget(`${repo}-never-published`, []), []);
       await bed.pullElsewhere(await ts.fresh().publish(bed.image));
     });
 

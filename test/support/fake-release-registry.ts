@@ -74,7 +74,7 @@ export class FakeReleaseRegistry implements ReleaseRegistry {
     return `${this.address}/${repo}@${digest}`;
   }
 
-  async forget(repository: string, keep: readonly string[]): Promise<number> {
+  async forget(repository: string, keep: readonly string[]): Promise<string[]> {
     if (this.refuses)
       throw new PierError(
         "ENGINE_ERROR",
@@ -82,11 +82,11 @@ export class FakeReleaseRegistry implements ReleaseRegistry {
       );
     this.state.forgets.push({ repository, keep: [...keep] });
     const tags = this.state.tags.get(repository);
-    if (!tags) return 0;
+    if (!tags) return [];
     const kept = new Set(keep.map(splitTag).flatMap((i) => (i.repo === repository ? [i.tag] : [])));
     const keptDigests = new Set([...tags].filter(([t]) => kept.has(t)).map(([, d]) => d));
-    const gone = new Set([...tags.values()].filter((d) => !keptDigests.has(d)));
-    for (const [t, d] of [...tags]) if (gone.has(d)) tags.delete(t);
-    return gone.size;
+    const forgotten = [...tags].filter(([, d]) => !keptDigests.has(d)).map(([t]) => t);
+    for (const t of forgotten) tags.delete(t);
+    return forgotten.sort();
   }
 }

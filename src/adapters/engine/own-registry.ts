@@ -100,9 +100,10 @@ export class OwnRegistry {
       address: registry.address,
       publish: (image) => registry.publish(image),
       forget: async (repository, keep) => {
-        const n = await registry.forget(repository, keep);
-        if (n > 0) await writeFile(this.path(GC_DUE), `${new Date().toISOString()}\n`, { mode: 0o600 });
-        return n;
+        const forgotten = await registry.forget(repository, keep);
+        if (forgotten.length > 0)
+          await writeFile(this.path(GC_DUE), `${new Date().toISOString()}\n`, { mode: 0o600 });
+        return forgotten;
       },
     };
   }

@@ -62,7 +62,7 @@ export class DockerRegistryPush implements ReleaseRegistry {
    * Deletes the manifests of `repository`'s tags but those of `keep`; a manifest a kept tag resolves to
    * stays (identical builds share one digest). One at a time, pushes held meanwhile.
    */
-  async forget(repository: string, keep: readonly string[]): Promise<number> {
+  async forget(repository: string, keep: readonly string[]): Promise<string[]> {
     while (this.forgetting) await this.forgetting.catch(() => undefined);
     const run = (async () => {
       await Promise.allSettled([...this.pushing]);
@@ -76,21 +76,23 @@ export class DockerRegistryPush implements ReleaseRegistry {
     }
   }
 
-  private async forgetNow(repository: string, keep: readonly string[]): Promise<number> {
+  private async forgetNow(repository: string, keep: readonly string[]): Promise<string[]> {
     const kept = new Set(keep.map(splitImage).flatMap((i) => (i.repo === repository ? [i.tag] : [])));
     const tags = await this.api.tags(repository);
     const keptDigests = new Set<string>();
-    const others = new Set<string>();
+    const others = new Map<string, string[]>();
     for (const tag of tags) {
       const digest = await this.api.digest(repository, tag);
-      if (digest) (kept.has(tag) ? keptDigests : others).add(digest);
+      if (!digest) continue;
+      if (kept.has(tag)) keptDigests.add(digest);
+      else others.set(digest, [...(others.get(digest) ?? []), tag]);
     }
-    let deleted = 0;
-    for (const digest of others) {
+    const forgotten: string[] = [];
+    for (const [digest, named] of others) {
       if (keptDigests.has(digest)) continue;
-      if (await this.api.deleteManifest(repository, digest)) deleted++;
+      if (await this.api.deleteManifest(repository, digest)) forgotten.push(...named);
     }
-    return deleted;
+    return forgotten.sort();
   }
 
   private async push(image: string): Promise<string> {

@@ -15,8 +15,28 @@ export interface EngineCopies {
   nodeEngine: (node: SwarmNodeRef) => Docker | null;
   /** What the driver remembers of a repository's pushes, dropped before the forget. */
   forgetPushes: (repository: string) => void;
-  /** The swarm's job that prunes an app's unused images on every node (swarm-sweep.ts); none: engines only. */
-  sweep?: (appId: string) => Promise<unknown>;
+  /** The swarm's job that prunes images on every node (swarm-sweep.ts); none: through the engines only. */
+  sweep?: (appId: string, filters: readonly NodePruneFilters[]) => Promise<unknown>;
+}
+
+/** The filters of `docker image prune` (POST /images/prune) on a node. */
+export type NodePruneFilters = Record<string, string[]>;
+
+/**
+ * What a node may prune of an app once the registry forgot `forgotten` (tags, which are the deployments
+ * that built the images): for each, its image if no container uses it and no tag names it (pulled by
+ * digest). A kept release's image, or a new deploy's, never matches; a node that has just pulled one for a
+ * new task (its container not created yet, the image dangling for a moment) never loses it. An app deleted
+ * (`deleted`): all its unused images.
+ */
+export function nodePruneFilters(
+  appId: string,
+  forgotten: readonly string[],
+  deleted: boolean,
+): NodePruneFilters[] {
+  const app = `${LABEL.app}=${appId}`;
+  if (deleted) return [{ dangling: ["true"], label: [app] }];
+  return forgotten.map((tag) => ({ dangling: ["true"], label: [app, `${LABEL.deployment}=${tag}`] }));
 }
 
 /** `registry`, whose forget also removes the engines' copies of an app's forgotten images. */
@@ -26,13 +46,14 @@ export function forgettingEverywhere(registry: ReleaseRegistry, o: EngineCopies)
     publish: (image) => registry.publish(image),
     forget: async (repository, keep) => {
       o.forgetPushes(repository);
-      const n = await registry.forget(repository, keep);
+      const forgotten = await registry.forget(repository, keep);
       const apps = releaseRepository("");
-      if (!repository.startsWith(apps)) return n;
+      if (!repository.startsWith(apps)) return forgotten;
       const appId = repository.slice(apps.length);
       await untagPushed(o.docker, registry.address, appId, keep).catch(() => undefined);
-      await pruneNodeImages(o, appId);
-      return n;
+      const filters = nodePruneFilters(appId, forgotten, keep.length === 0);
+      if (filters.length > 0) await pruneNodeImages(o, appId, filters);
+      return forgotten;
     },
   };
 }
@@ -54,24 +75,21 @@ async function untagPushed(docker: Docker, address: string, appId: string, keep:
 }
 
 /**
- * The app's images no container uses, on every node. A node pulled them by digest, untagged, so they are
+ * The app's images `filters` name (`nodePruneFilters`), on every node: pulled by digest, untagged, they are
  * dangling once unused; the manager's kept releases keep their tags. When Pier reaches every ready node's
  * engine (the manager, PIER_SWARM_NODE_ENGINES), through those; else through the sweep, a job the swarm
- * runs on each node. A kept release's image goes from a node that runs none of it (a rollback pulls it
- * again). A node that does not answer keeps its images until the next prune.
+ * runs on each node. A node that does not answer then keeps them (`docker image prune` there frees them).
  */
-async function pruneNodeImages(o: EngineCopies, appId: string): Promise<void> {
+async function pruneNodeImages(o: EngineCopies, appId: string, filters: NodePruneFilters[]): Promise<void> {
   const nodes = await o.nodes().catch(() => new Map<string, { name: string; ready?: boolean }>());
   const engines = [...nodes].map(([id, n]) => ({
     ...n,
     engine: o.nodeEngine({ id, name: n.name, address: "" }),
   }));
   if (o.sweep && engines.some((n) => n.ready !== false && !n.engine)) {
-    await o.sweep(appId).catch(() => undefined);
+    await o.sweep(appId, filters).catch(() => undefined);
     return;
   }
   for (const n of engines)
-    await n.engine
-      ?.pruneImages({ filters: { dangling: ["true"], label: [`${LABEL.app}=${appId}`] } })
-      .catch(() => undefined);
+    for (const f of filters) await n.engine?.pruneImages({ filters: f }).catch(() => undefined);
 }

@@ -1,27 +1,34 @@
 // The nodes' sweep (ADR 0030): a global job of the swarm that asks each node's own dockerd, through its
-// socket mounted in the task, to prune an app's images no container uses: the release images the node
-// pulled by digest, which the swarm never removes. It reaches every node, Pier's engine access to them or
-// not; it runs off the pusher's path (a deploy's clean-up, an app's deletion), one at a time.
+// socket mounted in the task, to prune apps' images no container uses: the release images the node pulled
+// by digest, which the swarm never removes. It reaches every node, Pier's engine access to them or not; it
+// runs off the pusher's path (a deploy's clean-up, an app's deletion), one job at a time, and the apps asked
+// for meanwhile go together in the next (each forgotten release once: the queue is bounded by what was
+// forgotten, however many deploys end meanwhile).
 import type Docker from "dockerode";
 import { LABEL } from "../../core/labels.js";
+import type { NodePruneFilters } from "./swarm-release-images.js";
 import { backOff } from "./swarm-services.js";
 
 /** Where the task finds its node's dockerd. */
 const SOCKET_IN_TASK = "/var/run/docker.sock";
 
-/** The `filters` of `POST /images/prune` for one app's images no container uses, URL-encoded. */
-export function pruneFilters(appId: string): string {
-  return encodeURIComponent(JSON.stringify({ dangling: ["true"], label: [`${LABEL.app}=${appId}`] }));
+/** `filters` as `POST /images/prune` takes them, URL-encoded (no space: the task splits its list on spaces). */
+export function encodeFilters(filters: NodePruneFilters): string {
+  return encodeURIComponent(JSON.stringify(filters));
 }
 
 /**
- * The task's command: one HTTP/1.0 request on the node's docker socket (socat keeps its write side open,
- * or dockerd cancels the request), its status line checked; the answer's body (what was deleted) is the
- * task's output. Exit 1 with the status line when dockerd refuses.
+ * The task's command: for each app's filters, one HTTP/1.0 request on the node's docker socket (socat keeps
+ * its write side open, or dockerd cancels the request), its status line checked; the answers' bodies (what
+ * was deleted) are the task's output. Exit 1 with the status line when dockerd refuses one.
  */
 export const SWEEP_SCRIPT = [
-  `answer=$(printf 'POST /images/prune?filters=%s HTTP/1.0\\r\\nHost: docker\\r\\n\\r\\n' "$PIER_PRUNE_FILTERS" | socat -t 120 - UNIX-CONNECT:${SOCKET_IN_TASK},shut-none) || exit 2`,
-  `case "$answer" in "HTTP/1."?" 200"*) printf '%s\\n' "$answer" | tail -n 1 ;; *) printf '%s\\n' "$answer" | head -n 1 >&2; exit 1 ;; esac`,
+  "status=0",
+  `for filters in $PIER_PRUNE_FILTERS; do`,
+  `  answer=$(printf 'POST /images/prune?filters=%s HTTP/1.0\r\nHost: docker\r\n\r\n' "$filters" | socat -t 120 - UNIX-CONNECT:${SOCKET_IN_TASK},shut-none) || exit 2`,
+  `  case "$answer" in "HTTP/1."?" 200"*) printf '%s\n' "$answer" | tail -n 1 ;; *) printf '%s\n' "$answer" | head -n 1 >&2; status=1 ;; esac`,
+  "done",
+  "exit $status",
 ].join("\n");
 
 export interface SweepJobSpec {
@@ -48,7 +55,7 @@ export function sweepJobSpec(
   name: string,
   image: string,
   socket: string,
-  appId: string,
+  filters: readonly NodePruneFilters[],
   scope: string,
 ): SweepJobSpec {
   const labels = { [LABEL.scope]: scope, [LABEL.role]: "sweep" };
@@ -60,7 +67,7 @@ export function sweepJobSpec(
         Image: image,
         Labels: labels,
         Command: ["/bin/sh", "-c", SWEEP_SCRIPT],
-        Env: [`PIER_PRUNE_FILTERS=${pruneFilters(appId)}`],
+        Env: [`PIER_PRUNE_FILTERS=${filters.map(encodeFilters).join(" ")}`],
         Mounts: [{ Type: "bind", Source: socket, Target: SOCKET_IN_TASK }],
       },
       RestartPolicy: { Condition: "none" },
@@ -69,7 +76,7 @@ export function sweepJobSpec(
   };
 }
 
-interface JobTask {
+export interface JobTask {
   NodeID?: string;
   Status?: { State?: string; Err?: string; ContainerStatus?: { ExitCode?: number } };
 }
@@ -87,61 +94,117 @@ export function sweepProblems(tasks: readonly JobTask[], nodeName: (id: string) 
     });
 }
 
+/** What the sweep asks of the manager's engine (dockerode's calls, with the registry's pull credentials). */
+export interface SweepEngine {
+  /** Creates the job's service; its id. */
+  createService(spec: SweepJobSpec): Promise<string>;
+  listTasks(serviceId: string): Promise<JobTask[]>;
+  /** Removes a service by id or name; nothing when it is not there. */
+  removeService(idOrName: string): Promise<void>;
+  /** The swarm's node names by id. */
+  nodeNames(): Promise<Map<string, string>>;
+}
+
+/** The sweep's engine calls on the manager's dockerode. */
+export function sweepEngine(docker: Docker, pullAuth: object | null): SweepEngine {
+  return {
+    createService: async (spec) => {
+      const s = (await (pullAuth ? docker.createService(pullAuth, spec) : docker.createService(spec))) as {
+        id?: string;
+        ID?: string;
+      };
+      return s.id ?? s.ID ?? spec.Name;
+    },
+    listTasks: async (id) =>
+      (await docker.listTasks({ filters: JSON.stringify({ service: [id] }) })) as JobTask[],
+    removeService: async (id) => {
+      await docker
+        .getService(id)
+        .remove()
+        .catch(() => undefined);
+    },
+    nodeNames: async () => {
+      const nodes = (await docker.listNodes().catch(() => [])) as {
+        ID: string;
+        Description?: { Hostname?: string };
+      }[];
+      return new Map(nodes.map((n) => [n.ID, n.Description?.Hostname ?? n.ID]));
+    },
+  };
+}
+
 export interface NodeSweepOptions {
-  docker: Docker;
+  docker: SweepEngine;
   scope: string;
   /** The node tool image as the nodes pull it (by digest), published on first use. */
   image: () => Promise<string>;
   /** The nodes' docker socket path (PIER_SWARM_NODE_SOCKET). */
   socket: string;
-  pullAuth: { username: string; password: string; serveraddress: string } | null;
   /** How long the job may take on all nodes; the nodes that have not finished then are reported. Default 60 s. */
   timeoutMs?: number;
   logger?: { warn(obj: object, msg: string): void };
 }
 
 export class NodeSweep {
-  private queue: Promise<unknown> = Promise.resolve();
+  /** The apps asked for since the running job started, each with what it asked (several asks: all). */
+  private pending = new Map<string, NodePruneFilters[]>();
+  /** The job that will take them (one at a time), and when it has run. */
+  private next: Promise<string[]> | null = null;
+  private running: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly o: NodeSweepOptions) {}
 
-  /** Sweeps `appId`'s unused images from every node, after the sweeps asked before; the nodes that did not, and why. */
-  sweep(appId: string): Promise<string[]> {
-    const run = this.queue.then(() => this.run(appId));
-    this.queue = run.catch(() => undefined);
-    return run;
+  /**
+   * Prunes what `filters` names on every node, in the next job (with the other apps asked for meanwhile);
+   * resolves once that job ran, with the nodes that did not sweep and why.
+   */
+  sweep(appId: string, filters: readonly NodePruneFilters[]): Promise<string[]> {
+    const asked = new Map(
+      [...(this.pending.get(appId) ?? []), ...filters].map((f) => [JSON.stringify(f), f]),
+    );
+    this.pending.set(appId, [...asked.values()]);
+    if (!this.next) {
+      const after = this.running;
+      this.next = after.then(() => {
+        const batch = this.pending;
+        this.pending = new Map();
+        this.next = null;
+        return this.run(batch);
+      });
+      this.running = this.next.catch(() => undefined);
+    }
+    return this.next;
   }
 
-  private async run(appId: string): Promise<string[]> {
+  private async run(batch: Map<string, NodePruneFilters[]>): Promise<string[]> {
+    const apps = [...batch.keys()];
     try {
-      return await this.job(appId);
+      const problems = await this.job([...batch.values()].flat());
+      if (problems.length > 0)
+        this.o.logger?.warn(
+          { apps, nodes: problems },
+          "swarm sweep: some nodes keep the apps' unused images",
+        );
+      return problems;
     } catch (e) {
-      this.o.logger?.warn({ appId, err: (e as Error).message }, "swarm sweep: the job could not run");
+      this.o.logger?.warn({ apps, err: (e as Error).message }, "swarm sweep: the job could not run");
       throw e;
     }
   }
 
-  private async job(appId: string): Promise<string[]> {
+  private async job(filters: NodePruneFilters[]): Promise<string[]> {
     const { docker } = this.o;
-    const name = `pier-sweep-${this.o.scope}-${appId}`.slice(0, 63);
-    await removeService(docker, name);
-    const spec = sweepJobSpec(name, await this.o.image(), this.o.socket, appId, this.o.scope);
-    const created = (await (this.o.pullAuth
-      ? docker.createService(this.o.pullAuth, spec)
-      : docker.createService(spec))) as { id?: string; ID?: string };
-    const id = created.id ?? created.ID ?? name;
+    const name = `pier-sweep-${this.o.scope}`.slice(0, 63);
+    await docker.removeService(name);
+    const id = await docker.createService(
+      sweepJobSpec(name, await this.o.image(), this.o.socket, filters, this.o.scope),
+    );
     try {
       const tasks = await this.ended(id);
-      const names = await nodeNames(docker);
-      const problems = sweepProblems(tasks, (n) => names.get(n) ?? n);
-      if (problems.length > 0)
-        this.o.logger?.warn(
-          { appId, nodes: problems },
-          "swarm sweep: some nodes keep the app's unused images",
-        );
-      return problems;
+      const names = await docker.nodeNames();
+      return sweepProblems(tasks, (n) => names.get(n) ?? n);
     } finally {
-      await removeService(docker, id);
+      await docker.removeService(id);
     }
   }
 
@@ -150,25 +213,10 @@ export class NodeSweep {
     const until = Date.now() + (this.o.timeoutMs ?? 60_000);
     let tasks: JobTask[] = [];
     for (let attempt = 0; ; attempt++) {
-      tasks = (await this.o.docker.listTasks({ filters: JSON.stringify({ service: [id] }) })) as JobTask[];
+      tasks = await this.o.docker.listTasks(id);
       const done = tasks.length > 0 && tasks.every((t) => ENDED.has(t.Status?.State ?? ""));
       if (done || Date.now() > until) return tasks;
       await new Promise((r) => setTimeout(r, Math.max(backOff(attempt), 100)));
     }
   }
-}
-
-async function removeService(docker: Docker, idOrName: string): Promise<void> {
-  await docker
-    .getService(idOrName)
-    .remove()
-    .catch(() => undefined);
-}
-
-async function nodeNames(docker: Docker): Promise<Map<string, string>> {
-  const nodes = (await docker.listNodes().catch(() => [])) as {
-    ID: string;
-    Description?: { Hostname?: string };
-  }[];
-  return new Map(nodes.map((n) => [n.ID, n.Description?.Hostname ?? n.ID]));
 }

@@ -26,7 +26,7 @@ import { type LogSink, logLines, pumpLogs } from "./docker-logs.js";
 import { splitImage } from "./registry-push.js";
 import { followSwarm } from "./swarm-events.js";
 import { SwarmNetworks } from "./swarm-networks.js";
-import { forgettingEverywhere } from "./swarm-release-images.js";
+import { type EngineCopies, forgettingEverywhere } from "./swarm-release-images.js";
 import { runLike } from "./swarm-run.js";
 import { backOff, notFound, poll, SwarmServices, type SwarmServicesOptions } from "./swarm-services.js";
 import { serviceSpec } from "./swarm-spec.js";
@@ -52,7 +52,7 @@ export interface SwarmEngineOptions extends SwarmServicesOptions {
   /** How often the task list is read for events (1 s). */
   eventPollMs?: number;
   /** Prunes an app's unused images on every node (swarm-sweep.ts); none: through the engines Pier reaches. */
-  sweep?: (appId: string) => Promise<unknown>;
+  sweep?: EngineCopies["sweep"];
 }
 
 export class SwarmEngine
