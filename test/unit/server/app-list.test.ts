@@ -9,9 +9,9 @@ import { after, before, describe, test } from "node:test";
 import pino from "pino";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
-import { newApp } from "../../conformance/store.js";
 import type { RoutableInstance } from "../../../src/core/ports.js";
 import { appListStatuses } from "../../../src/server/app-list.js";
+import { newApp } from "../../conformance/store.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 
 /** The one fake engine with these containers; listing with an inspect of each is an error. */

@@ -8,8 +8,8 @@ import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import type { Store } from "../../../src/core/ports.js";
 import { DeployLogs } from "../../../src/server/deploy-logs.js";
-import { MemoryStore } from "../../support/memory-store.js";
 import { newApp } from "../../conformance/store.js";
+import { MemoryStore } from "../../support/memory-store.js";
 
 /** The in-memory store with app-1 and its deployments; it records the prunes DeployLogs asks for. */
 class LogStore extends MemoryStore {

@@ -12,11 +12,11 @@ import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import { edgePem } from "../../../src/core/domains.js";
 import { PierError } from "../../../src/core/errors.js";
 import { DomainService } from "../../../src/server/domains.js";
+import { newApp } from "../../conformance/store.js";
 import { FakeTls } from "../../support/fake-edge.js";
 import { FakeIssuer } from "../../support/fake-issuer.js";
 import { ManualClock } from "../../support/manual-clock.js";
 import { LEAF, LEAF_KEY, OTHER_KEY } from "../core/tls-fixtures.js";
-import { newApp } from "../../conformance/store.js";
 import { storeApp } from "./store-apps.js";
 
 const dir = mkdtempSync(join(tmpdir(), "pier-domains-unit-"));

@@ -4,8 +4,8 @@ import { describe, it } from "node:test";
 import type { App } from "../../../src/core/model.js";
 import { RELEASE_VOLUME_ROLE, VOLUME_LABEL } from "../../../src/core/release-volumes.js";
 import { WARM_SCRIPT, WarmBuilds } from "../../../src/server/runtimes/php-warm.js";
-import { FakeEngine } from "../../support/fake-engine.js";
 import { appRecord } from "../../conformance/store.js";
+import { FakeEngine } from "../../support/fake-engine.js";
 
 const app = (over: Partial<App> = {}): App =>
   appRecord("one", { id: "app-1", type: "phpserver", flavor: "XS", createdAt: "", ...over });

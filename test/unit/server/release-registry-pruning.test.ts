@@ -5,10 +5,10 @@ import { describe, test } from "node:test";
 import { keptImages, pruneImages } from "../../../src/server/deploy/cleanup.js";
 import { KEPT_RELEASES } from "../../../src/server/deployer.js";
 import { forgetReleases } from "../../../src/server/forget-releases.js";
+import { newApp } from "../../conformance/store.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 import { FakeReleaseRegistry } from "../../support/fake-release-registry.js";
 import { MemoryStore } from "../../support/memory-store.js";
-import { newApp } from "../../conformance/store.js";
 
 const REPO = "pier-app/app-1";
 
