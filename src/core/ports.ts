@@ -901,8 +901,9 @@ export interface ReleaseRegistry {
    * as given to publish): their manifests are deleted unless a kept image resolves to the same digest
    * (identical builds share one), so a pull of a forgotten digest fails and a kept one still pulls. The
    * registry's disk space comes back with its garbage collection (ADR 0030). A repository or tag that is
-   * gone: nothing to do. A registry that refuses: ENGINE_ERROR naming it (never the password). The tags
-   * whose manifests were deleted (every tag of a deleted digest), sorted: what the nodes may drop too.
+   * gone: nothing to do. A registry that refuses: ENGINE_ERROR naming it (never the password). The
+   * references of the deleted manifests, as publish returns them (`<address>/<repo>@sha256:...`), sorted:
+   * what the nodes pulled and may drop too.
    */
   forget(repository: string, keep: readonly string[]): Promise<string[]>;
 }

@@ -19,8 +19,9 @@ export async function forgetReleases(
 ): Promise<void> {
   if (!registry) return;
   try {
-    const tags = await registry.forget(releaseRepository(appId), keep);
-    if (tags.length > 0) logger.info({ appId, tags }, "the swarm's registry forgot pruned release images");
+    const images = await registry.forget(releaseRepository(appId), keep);
+    if (images.length > 0)
+      logger.info({ appId, images }, "the swarm's registry forgot pruned release images");
   } catch (err) {
     logger.warn(
       { appId, err: (err as Error).message },

@@ -4,7 +4,7 @@
 // workers; pruned releases and deleted apps leave it, and the next start collects their blobs; a restarted
 // pier server with nothing to collect adopts the running registry.
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -17,6 +17,17 @@ import { docker, type LabInfo, labSocket, swarmPier, swarmPierDown, until } from
 const pexec = promisify(execFile);
 
 /** The directory of a lab node's own /etc/docker (its dockerd reads certs.d there). */
+/** The lab's docker CLI logged in to `address` through `node`'s engine (the password on stdin). */
+function login(info: LabInfo, node: string, address: string, password: string): void {
+  const host = info.nodes.find((n) => n.name === node)?.dockerHost ?? "";
+  const r = spawnSync("docker", ["-H", host, "login", "-u", "pier", "--password-stdin", address], {
+    input: password,
+    env: { ...process.env, DOCKER_CONFIG: info.dockerConfig },
+    encoding: "utf8",
+  });
+  assert.equal(r.status, 0, r.stderr);
+}
+
 const etcDocker = (info: LabInfo, node: string) => join(dirname(labSocket(info, node)), "etc-docker");
 
 describe("Pier's own registry on the swarm", { timeout: 900_000 }, () => {
@@ -26,7 +37,8 @@ describe("Pier's own registry on the swarm", { timeout: 900_000 }, () => {
 
   before(async () => {
     ({ info, pier } = await swarmPier({
-      images: ["pier/base:bookworm", "pier/node:22"],
+      // pier/guard:1: the sweep's image (the nodes' tool image), as the set-up builds it on the manager.
+      images: ["pier/base:bookworm", "pier/node:22", "pier/guard:1"],
       settings: async (l) => {
         // The nodes reach this machine at its address on the lab's bridge.
         listen = `${l.hostAddress}:${await freePort()}`;
@@ -124,14 +136,23 @@ describe("Pier's own registry on the swarm", { timeout: 900_000 }, () => {
       ...NODE_DOCKER_APP,
       "server.js": NODE_DOCKER_APP["server.js"]!.replace('|| "1"', `|| "${v}"`),
     });
+    type Release = { number: number; deploymentId: string; image: string };
+    const list = () => pier.cliJson<Release[]>(["releases", "--app", "gc"]);
+    const sweeps = () => docker(info, "node1", ["service", "ls", "-q", "--filter", "label=pier.role=sweep"]);
     const work = await pier.repo("gc", code(1), app.id);
+    // node3 holds every release's image, pulled by digest as a node does for an instance (unused after).
+    login(info, "node3", listen, readFileSync(join(dir, "password"), "utf8").trim());
+    const pulled = new Map<string, string>();
     for (let v = 1; v <= KEPT_RELEASES + 2; v++) {
       if (v > 1) await pier.commit(work, code(v), `v${v}`);
       const push = await pier.push(work);
       assert.equal(push.code, 0, push.stderr);
+      const id = (await list())[0]!.deploymentId;
+      const ref = `${listen}/${repo}@${await api.digest(repo, id)}`;
+      await docker(info, "node3", ["pull", "-q", ref]);
+      pulled.set(id, ref);
     }
-    type Release = { number: number; deploymentId: string; image: string };
-    const releases = await pier.cliJson<Release[]>(["releases", "--app", "gc"]);
+    const releases = await list();
     const kept = releases.slice(0, KEPT_RELEASES);
     // The registry holds the kept releases' tags only (the prune runs off the pusher's path).
     const tags = await until("the registry's tags are the kept releases'", 60, async () => {
@@ -141,25 +162,24 @@ describe("Pier's own registry on the swarm", { timeout: 900_000 }, () => {
     assert.deepEqual(tags, kept.map((r) => r.deploymentId).sort());
     for (const r of releases.slice(KEPT_RELEASES))
       assert.equal(await api.digest(repo, r.deploymentId), null, `v${r.number} is forgotten`);
-    // No node keeps the image of a pruned release (its tasks ended several deploys ago): the sweep's job
-    // runs on every node after the registry's forget.
+    // No node keeps the image of a pruned release (by the reference it was pulled by: a Dockerfile image from
+    // the classic builder has no labels); node3 keeps the kept ones. The sweep's job ran on every node.
+    const held = async (node: string) =>
+      (await docker(info, node, ["images", "--digests", "--format", "{{.Repository}}@{{.Digest}}"])).split(
+        "\n",
+      );
     for (const n of info.nodes)
-      for (const r of releases.slice(KEPT_RELEASES))
-        await until(`${n.name} holds no image of v${r.number}`, 60, async () => {
-          const held = await docker(info, n.name, [
-            "images",
-            "-q",
-            "--filter",
-            `label=pier.deployment=${r.deploymentId}`,
-          ]);
-          return held === "" ? true : undefined;
-        });
+      await until(`${n.name} holds no pruned release's image`, 60, async () => {
+        const on = await held(n.name);
+        return releases.slice(KEPT_RELEASES).every((r) => !on.includes(pulled.get(r.deploymentId)!))
+          ? true
+          : undefined;
+      });
+    const onNode3 = await held("node3");
+    for (const r of kept)
+      assert.ok(onNode3.includes(pulled.get(r.deploymentId)!), `node3 keeps v${r.number}`);
     // The sweep's jobs are gone once they ran.
-    await until("no sweep job left", 60, async () =>
-      (await docker(info, "node1", ["service", "ls", "-q", "--filter", "label=pier.role=sweep"])) === ""
-        ? true
-        : undefined,
-    );
+    await until("no sweep job left", 60, async () => ((await sweeps()) === "" ? true : undefined));
     // A rollback to the oldest kept build pulls its digest on the workers too. The scale is a release of its
     // own with the current image: it pushes no build out, so the oldest kept is still kept[-1], now the
     // sixth release.

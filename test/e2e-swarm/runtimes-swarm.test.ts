@@ -1,7 +1,8 @@
 // The runtimes on the swarm (ADR 0030), end to end on the lab's three nodes: a PHP app with a composer
-// dependency and a Dockerfile app are pushed with git, built on the manager, scaled to 3 instances on at least
-// 2 nodes, and served through the edge. A PHP release's vendor/ travels in its image (no release volume on
-// the manager), so an instance on a worker has it.
+// dependency, a Dockerfile app and a Node.js app (with a worker beside its web process) are pushed with git,
+// built on the manager, scaled to 3 instances on at least 2 nodes, and served through the edge. A PHP
+// release's vendor/ travels in its image (no release volume on the manager), so an instance on a worker has
+// it.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Pier } from "../e2e/harness.js";
@@ -48,7 +49,7 @@ describe("PHP and Dockerfile apps on the swarm", { timeout: 1_500_000 }, () => {
   let repo: string;
 
   before(async () => {
-    ({ info, pier } = await swarmPier({ images: ["pier/base:bookworm", "pier/php:8.4"] }));
+    ({ info, pier } = await swarmPier({ images: ["pier/base:bookworm", "pier/php:8.4", "pier/node:22"] }));
   });
   after(() => swarmPierDown(pier));
 
@@ -128,5 +129,36 @@ describe("PHP and Dockerfile apps on the swarm", { timeout: 1_500_000 }, () => {
       assert.equal(r.status, 200, r.body);
       assert.equal(r.body, "ok");
     }
+  });
+
+  test("a Node.js app with a worker: 3 instances on 2+ nodes serve it, and each runs its worker", async () => {
+    const app = await pier.cliJson<{ id: string }>(["create", "--type", "node", "nodeapp"]);
+    for (const [k, v] of [
+      ["CC_HEALTH_CHECK_PATH", "/"],
+      ["CC_WORKER_COMMAND", "echo worker-tick-$INSTANCE_NUMBER; exec sleep 3600"],
+    ] as const)
+      assert.equal((await pier.cli(["env", "set", k, v, "--app", "nodeapp"])).code, 0);
+    const files = {
+      "package.json": JSON.stringify({ name: "n", version: "1.0.0", scripts: { start: "node server.js" } }),
+      "server.js":
+        'require("http").createServer((q, s) => s.end("node ok")).listen(process.env.PORT, "0.0.0.0");\n',
+    };
+    const push = await pier.push(await pier.repo("nodeapp", files, app.id));
+    assert.equal(push.code, 0, push.stderr);
+    assert.match(push.stderr, /remote: .*Deployment succeeded/);
+    await scaleTo3(pier, info, "nodeapp", app.id);
+    for (let i = 0; i < 6; i++) {
+      const r = await pier.get("nodeapp", "/");
+      assert.equal(r.status, 200, r.body);
+      assert.equal(r.body, "node ok");
+    }
+    // Each instance's worker, wherever it runs: its line in the app's logs (read from every node).
+    let logs = "";
+    await until("a worker line from each of the 3 instances", 60, async () => {
+      logs = (await pier.cli(["logs", "--app", "nodeapp", "--since", "5m"])).stdout;
+      return [0, 1, 2].every((n) => logs.includes(`worker-tick-${n}`)) ? true : undefined;
+    }).catch((e: Error) => {
+      throw new Error(`${e.message}; logs: ${logs.slice(-1500)}`);
+    });
   });
 });

@@ -85,8 +85,8 @@ export class FakeReleaseRegistry implements ReleaseRegistry {
     if (!tags) return [];
     const kept = new Set(keep.map(splitTag).flatMap((i) => (i.repo === repository ? [i.tag] : [])));
     const keptDigests = new Set([...tags].filter(([t]) => kept.has(t)).map(([, d]) => d));
-    const forgotten = [...tags].filter(([, d]) => !keptDigests.has(d)).map(([t]) => t);
-    for (const t of forgotten) tags.delete(t);
-    return forgotten.sort();
+    const gone = new Set([...tags.values()].filter((d) => !keptDigests.has(d)));
+    for (const [t, d] of [...tags]) if (gone.has(d)) tags.delete(t);
+    return [...gone].map((d) => `${this.address}/${repository}@${d}`).sort();
   }
 }

@@ -80,17 +80,16 @@ export class DockerRegistryPush implements ReleaseRegistry {
     const kept = new Set(keep.map(splitImage).flatMap((i) => (i.repo === repository ? [i.tag] : [])));
     const tags = await this.api.tags(repository);
     const keptDigests = new Set<string>();
-    const others = new Map<string, string[]>();
+    const others = new Set<string>();
     for (const tag of tags) {
       const digest = await this.api.digest(repository, tag);
-      if (!digest) continue;
-      if (kept.has(tag)) keptDigests.add(digest);
-      else others.set(digest, [...(others.get(digest) ?? []), tag]);
+      if (digest) (kept.has(tag) ? keptDigests : others).add(digest);
     }
     const forgotten: string[] = [];
-    for (const [digest, named] of others) {
+    for (const digest of others) {
       if (keptDigests.has(digest)) continue;
-      if (await this.api.deleteManifest(repository, digest)) forgotten.push(...named);
+      if (await this.api.deleteManifest(repository, digest))
+        forgotten.push(`${this.address}/${repository}@${digest}`);
     }
     return forgotten.sort();
   }

@@ -1,7 +1,6 @@
 // Release images a swarm forgets (ADR 0030): the registry's manifests (ReleaseRegistry.forget), then the
 // copies the engines keep: the manager's tags that pushes leave, and each node's images pulled by digest.
 import type Docker from "dockerode";
-import { LABEL } from "../../core/labels.js";
 import { releaseRepository } from "../../core/model.js";
 import type { ReleaseRegistry } from "../../core/ports.js";
 import type { SwarmNodeRef } from "./swarm-services.js";
@@ -15,28 +14,8 @@ export interface EngineCopies {
   nodeEngine: (node: SwarmNodeRef) => Docker | null;
   /** What the driver remembers of a repository's pushes, dropped before the forget. */
   forgetPushes: (repository: string) => void;
-  /** The swarm's job that prunes images on every node (swarm-sweep.ts); none: through the engines only. */
-  sweep?: (appId: string, filters: readonly NodePruneFilters[]) => Promise<unknown>;
-}
-
-/** The filters of `docker image prune` (POST /images/prune) on a node. */
-export type NodePruneFilters = Record<string, string[]>;
-
-/**
- * What a node may prune of an app once the registry forgot `forgotten` (tags, which are the deployments
- * that built the images): for each, its image if no container uses it and no tag names it (pulled by
- * digest). A kept release's image, or a new deploy's, never matches; a node that has just pulled one for a
- * new task (its container not created yet, the image dangling for a moment) never loses it. An app deleted
- * (`deleted`): all its unused images.
- */
-export function nodePruneFilters(
-  appId: string,
-  forgotten: readonly string[],
-  deleted: boolean,
-): NodePruneFilters[] {
-  const app = `${LABEL.app}=${appId}`;
-  if (deleted) return [{ dangling: ["true"], label: [app] }];
-  return forgotten.map((tag) => ({ dangling: ["true"], label: [app, `${LABEL.deployment}=${tag}`] }));
+  /** The swarm's job that removes images on every node (swarm-sweep.ts); none: through the engines only. */
+  sweep?: (appId: string, images: readonly string[]) => Promise<unknown>;
 }
 
 /** `registry`, whose forget also removes the engines' copies of an app's forgotten images. */
@@ -51,8 +30,7 @@ export function forgettingEverywhere(registry: ReleaseRegistry, o: EngineCopies)
       if (!repository.startsWith(apps)) return forgotten;
       const appId = repository.slice(apps.length);
       await untagPushed(o.docker, registry.address, appId, keep).catch(() => undefined);
-      const filters = nodePruneFilters(appId, forgotten, keep.length === 0);
-      if (filters.length > 0) await pruneNodeImages(o, appId, filters);
+      if (forgotten.length > 0) await removeFromNodes(o, appId, forgotten);
       return forgotten;
     },
   };
@@ -65,7 +43,10 @@ export function forgettingEverywhere(registry: ReleaseRegistry, o: EngineCopies)
 async function untagPushed(docker: Docker, address: string, appId: string, keep: readonly string[]) {
   const kept = new Set(keep.map((k) => `${address}/${k}`));
   const prefix = `${address}/${releaseRepository(appId)}:`;
-  const images = await docker.listImages({ filters: { label: [`${LABEL.app}=${appId}`] } });
+  // By reference: an image the classic builder made has no labels.
+  const images = await docker.listImages({
+    filters: { reference: [`${address}/${releaseRepository(appId)}`] },
+  });
   for (const tag of images.flatMap((i) => i.RepoTags ?? []))
     if (tag.startsWith(prefix) && !kept.has(tag))
       await docker
@@ -75,21 +56,27 @@ async function untagPushed(docker: Docker, address: string, appId: string, keep:
 }
 
 /**
- * The app's images `filters` name (`nodePruneFilters`), on every node: pulled by digest, untagged, they are
- * dangling once unused; the manager's kept releases keep their tags. When Pier reaches every ready node's
- * engine (the manager, PIER_SWARM_NODE_ENGINES), through those; else through the sweep, a job the swarm
- * runs on each node. A node that does not answer then keeps them (`docker image prune` there frees them).
+ * The forgotten images (`<address>/<repo>@sha256:...`, as the nodes pulled them) on every node, where no
+ * container uses them (the engine refuses to remove an image in use: that node keeps it). A kept release's
+ * image, or a new deploy's, is another digest: never removed, so a node that has just pulled one for a new
+ * task never loses it. By reference, not label: an image the classic builder made has no labels. When Pier
+ * reaches every ready node's engine (the manager, PIER_SWARM_NODE_ENGINES), through those; else through the
+ * sweep, a job the swarm runs on each node. A node that does not answer then keeps them.
  */
-async function pruneNodeImages(o: EngineCopies, appId: string, filters: NodePruneFilters[]): Promise<void> {
+async function removeFromNodes(o: EngineCopies, appId: string, images: readonly string[]): Promise<void> {
   const nodes = await o.nodes().catch(() => new Map<string, { name: string; ready?: boolean }>());
   const engines = [...nodes].map(([id, n]) => ({
     ...n,
     engine: o.nodeEngine({ id, name: n.name, address: "" }),
   }));
   if (o.sweep && engines.some((n) => n.ready !== false && !n.engine)) {
-    await o.sweep(appId, filters).catch(() => undefined);
+    await o.sweep(appId, images).catch(() => undefined);
     return;
   }
   for (const n of engines)
-    for (const f of filters) await n.engine?.pruneImages({ filters: f }).catch(() => undefined);
+    for (const ref of images)
+      await n.engine
+        ?.getImage(ref)
+        .remove()
+        .catch(() => undefined);
 }

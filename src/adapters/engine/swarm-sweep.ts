@@ -1,32 +1,27 @@
 // The nodes' sweep (ADR 0030): a global job of the swarm that asks each node's own dockerd, through its
-// socket mounted in the task, to prune apps' images no container uses: the release images the node pulled
-// by digest, which the swarm never removes. It reaches every node, Pier's engine access to them or not; it
-// runs off the pusher's path (a deploy's clean-up, an app's deletion), one job at a time, and the apps asked
-// for meanwhile go together in the next (each forgotten release once: the queue is bounded by what was
-// forgotten, however many deploys end meanwhile).
+// socket mounted in the task, to remove forgotten release images (by reference, as the node pulled them)
+// where no container uses them: the swarm never removes what a node pulled. It reaches every node, Pier's
+// engine access to them or not; it runs off the pusher's path (a deploy's clean-up, an app's deletion), one
+// job at a time, and the images asked for meanwhile go together in the next (each once: the waiting list is
+// bounded by what was forgotten, however many deploys end meanwhile).
 import type Docker from "dockerode";
 import { LABEL } from "../../core/labels.js";
-import type { NodePruneFilters } from "./swarm-release-images.js";
 import { backOff } from "./swarm-services.js";
 
 /** Where the task finds its node's dockerd. */
 const SOCKET_IN_TASK = "/var/run/docker.sock";
 
-/** `filters` as `POST /images/prune` takes them, URL-encoded (no space: the task splits its list on spaces). */
-export function encodeFilters(filters: NodePruneFilters): string {
-  return encodeURIComponent(JSON.stringify(filters));
-}
-
 /**
- * The task's command: for each app's filters, one HTTP/1.0 request on the node's docker socket (socat keeps
- * its write side open, or dockerd cancels the request), its status line checked; the answers' bodies (what
- * was deleted) are the task's output. Exit 1 with the status line when dockerd refuses one.
+ * The task's command: for each image (`<address>/<repo>@sha256:...`), one `DELETE /images/<image>` over
+ * HTTP/1.0 on the node's docker socket (socat keeps its write side open, or dockerd cancels the request);
+ * 200 removed, 404 not on this node, 409 in use by a container (kept): all fine; anything else fails the
+ * task with its status line. The answers' last lines (what was removed) are the task's output.
  */
 export const SWEEP_SCRIPT = [
   "status=0",
-  `for filters in $PIER_PRUNE_FILTERS; do`,
-  `  answer=$(printf 'POST /images/prune?filters=%s HTTP/1.0\r\nHost: docker\r\n\r\n' "$filters" | socat -t 120 - UNIX-CONNECT:${SOCKET_IN_TASK},shut-none) || exit 2`,
-  `  case "$answer" in "HTTP/1."?" 200"*) printf '%s\n' "$answer" | tail -n 1 ;; *) printf '%s\n' "$answer" | head -n 1 >&2; status=1 ;; esac`,
+  `for image in $PIER_SWEEP_IMAGES; do`,
+  `  answer=$(printf 'DELETE /images/%s HTTP/1.0\r\nHost: docker\r\n\r\n' "$image" | socat -t 120 - UNIX-CONNECT:${SOCKET_IN_TASK},shut-none) || exit 2`,
+  `  case "$answer" in "HTTP/1."?" 200"*|"HTTP/1."?" 404"*|"HTTP/1."?" 409"*) printf '%s %s\n' "$image" "$(printf '%s\n' "$answer" | head -n 1)" ;; *) printf '%s %s\n' "$image" "$(printf '%s\n' "$answer" | head -n 1)" >&2; status=1 ;; esac`,
   "done",
   "exit $status",
 ].join("\n");
@@ -55,7 +50,7 @@ export function sweepJobSpec(
   name: string,
   image: string,
   socket: string,
-  filters: readonly NodePruneFilters[],
+  images: readonly string[],
   scope: string,
 ): SweepJobSpec {
   const labels = { [LABEL.scope]: scope, [LABEL.role]: "sweep" };
@@ -67,7 +62,7 @@ export function sweepJobSpec(
         Image: image,
         Labels: labels,
         Command: ["/bin/sh", "-c", SWEEP_SCRIPT],
-        Env: [`PIER_PRUNE_FILTERS=${filters.map(encodeFilters).join(" ")}`],
+        Env: [`PIER_SWEEP_IMAGES=${images.join(" ")}`],
         Mounts: [{ Type: "bind", Source: socket, Target: SOCKET_IN_TASK }],
       },
       RestartPolicy: { Condition: "none" },
@@ -101,8 +96,8 @@ export interface SweepEngine {
   listTasks(serviceId: string): Promise<JobTask[]>;
   /** Removes a service by id or name; nothing when it is not there. */
   removeService(idOrName: string): Promise<void>;
-  /** The swarm's node names by id. */
-  nodeNames(): Promise<Map<string, string>>;
+  /** The swarm's nodes by id: name, and whether it is ready (a down node's task waits for it). */
+  nodes(): Promise<Map<string, { name: string; ready: boolean }>>;
 }
 
 /** The sweep's engine calls on the manager's dockerode. */
@@ -123,12 +118,18 @@ export function sweepEngine(docker: Docker, pullAuth: object | null): SweepEngin
         .remove()
         .catch(() => undefined);
     },
-    nodeNames: async () => {
+    nodes: async () => {
       const nodes = (await docker.listNodes().catch(() => [])) as {
         ID: string;
         Description?: { Hostname?: string };
+        Status?: { State?: string };
       }[];
-      return new Map(nodes.map((n) => [n.ID, n.Description?.Hostname ?? n.ID]));
+      return new Map(
+        nodes.map((n) => [
+          n.ID,
+          { name: n.Description?.Hostname ?? n.ID, ready: n.Status?.State === "ready" },
+        ]),
+      );
     },
   };
 }
@@ -146,8 +147,8 @@ export interface NodeSweepOptions {
 }
 
 export class NodeSweep {
-  /** The apps asked for since the running job started, each with what it asked (several asks: all). */
-  private pending = new Map<string, NodePruneFilters[]>();
+  /** The images asked for since the running job started, by app. */
+  private pending = new Map<string, Set<string>>();
   /** The job that will take them (one at a time), and when it has run. */
   private next: Promise<string[]> | null = null;
   private running: Promise<unknown> = Promise.resolve();
@@ -155,14 +156,11 @@ export class NodeSweep {
   constructor(private readonly o: NodeSweepOptions) {}
 
   /**
-   * Prunes what `filters` names on every node, in the next job (with the other apps asked for meanwhile);
-   * resolves once that job ran, with the nodes that did not sweep and why.
+   * Removes `images` from every node where no container uses them, in the next job (with the other apps'
+   * asked for meanwhile); resolves once that job ran, with the nodes that did not sweep and why.
    */
-  sweep(appId: string, filters: readonly NodePruneFilters[]): Promise<string[]> {
-    const asked = new Map(
-      [...(this.pending.get(appId) ?? []), ...filters].map((f) => [JSON.stringify(f), f]),
-    );
-    this.pending.set(appId, [...asked.values()]);
+  sweep(appId: string, images: readonly string[]): Promise<string[]> {
+    this.pending.set(appId, new Set([...(this.pending.get(appId) ?? []), ...images]));
     if (!this.next) {
       const after = this.running;
       this.next = after.then(() => {
@@ -176,10 +174,10 @@ export class NodeSweep {
     return this.next;
   }
 
-  private async run(batch: Map<string, NodePruneFilters[]>): Promise<string[]> {
+  private async run(batch: Map<string, Set<string>>): Promise<string[]> {
     const apps = [...batch.keys()];
     try {
-      const problems = await this.job([...batch.values()].flat());
+      const problems = await this.job([...batch.values()].flatMap((images) => [...images]));
       if (problems.length > 0)
         this.o.logger?.warn(
           { apps, nodes: problems },
@@ -192,29 +190,35 @@ export class NodeSweep {
     }
   }
 
-  private async job(filters: NodePruneFilters[]): Promise<string[]> {
+  private async job(images: string[]): Promise<string[]> {
     const { docker } = this.o;
     const name = `pier-sweep-${this.o.scope}`.slice(0, 63);
     await docker.removeService(name);
     const id = await docker.createService(
-      sweepJobSpec(name, await this.o.image(), this.o.socket, filters, this.o.scope),
+      sweepJobSpec(name, await this.o.image(), this.o.socket, images, this.o.scope),
     );
     try {
       const tasks = await this.ended(id);
-      const names = await docker.nodeNames();
-      return sweepProblems(tasks, (n) => names.get(n) ?? n);
+      const nodes = await docker.nodes();
+      return sweepProblems(tasks, (n) => nodes.get(n)?.name ?? n);
     } finally {
       await docker.removeService(id);
     }
   }
 
-  /** The job's tasks once each has ended (or when the time is up, as they are then). */
+  /**
+   * The job's tasks once each has ended or waits for a node that is not ready (down: the job goes before it
+   * is back), or when the time is up, as they are then.
+   */
   private async ended(id: string): Promise<JobTask[]> {
     const until = Date.now() + (this.o.timeoutMs ?? 60_000);
     let tasks: JobTask[] = [];
     for (let attempt = 0; ; attempt++) {
-      tasks = await this.o.docker.listTasks(id);
-      const done = tasks.length > 0 && tasks.every((t) => ENDED.has(t.Status?.State ?? ""));
+      const [now, nodes] = await Promise.all([this.o.docker.listTasks(id), this.o.docker.nodes()]);
+      tasks = now;
+      const over = (t: JobTask) =>
+        ENDED.has(t.Status?.State ?? "") || (t.NodeID !== undefined && nodes.get(t.NodeID)?.ready === false);
+      const done = tasks.length > 0 && tasks.every(over);
       if (done || Date.now() > until) return tasks;
       await new Promise((r) => setTimeout(r, Math.max(backOff(attempt), 100)));
     }

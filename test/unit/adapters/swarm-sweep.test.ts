@@ -2,9 +2,7 @@
 // The task's script runs against real dockerd's in test/e2e-swarm/own-registry.test.ts.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { nodePruneFilters } from "../../../src/adapters/engine/swarm-release-images.js";
 import {
-  encodeFilters,
   NodeSweep,
   type SweepEngine,
   sweepJobSpec,
@@ -17,7 +15,7 @@ describe("the nodes' sweep", () => {
       "pier-sweep-s1",
       "reg:5000/pier/guard@sha256:ab",
       "/n/{{.Node.Hostname}}/docker.sock",
-      [{ label: ["pier.app=app-1"] }, { label: ["pier.app=app-2"] }],
+      ["reg:5000/pier-app/app-1@sha256:aa", "reg:5000/pier-app/app-2@sha256:bb"],
       "s1",
     );
     assert.deepEqual(spec.Mode, { GlobalJob: {} });
@@ -29,25 +27,10 @@ describe("the nodes' sweep", () => {
     assert.equal(spec.Labels["pier.managed"], undefined);
     assert.equal(spec.Labels["pier.role"], "sweep");
     assert.equal(spec.Labels["pier.scope"], "s1");
-    // One request per app: the filters, each URL-encoded (no space), separated by spaces.
-    const env = spec.TaskTemplate.ContainerSpec.Env[0]!.replace(/^PIER_PRUNE_FILTERS=/, "").split(" ");
-    assert.deepEqual(
-      env.map((f) => JSON.parse(decodeURIComponent(f))),
-      [{ label: ["pier.app=app-1"] }, { label: ["pier.app=app-2"] }],
-    );
-  });
-
-  test("a node prunes the images of the releases the registry forgot, each by its deployment; a deleted app: all", () => {
-    assert.deepEqual(nodePruneFilters("app-1", ["dep-2", "dep-3"], false), [
-      { dangling: ["true"], label: ["pier.app=app-1", "pier.deployment=dep-2"] },
-      { dangling: ["true"], label: ["pier.app=app-1", "pier.deployment=dep-3"] },
+    // One request per image, each by the reference the nodes pulled it by, separated by spaces.
+    assert.deepEqual(spec.TaskTemplate.ContainerSpec.Env, [
+      "PIER_SWEEP_IMAGES=reg:5000/pier-app/app-1@sha256:aa reg:5000/pier-app/app-2@sha256:bb",
     ]);
-    // Nothing forgotten: nothing to prune (a kept or new image is never named).
-    assert.deepEqual(nodePruneFilters("app-1", [], false), []);
-    assert.deepEqual(nodePruneFilters("app-1", [], true), [
-      { dangling: ["true"], label: ["pier.app=app-1"] },
-    ]);
-    for (const f of nodePruneFilters("app-1", ["dep-2"], false)) assert.doesNotMatch(encodeFilters(f), / /);
   });
 
   test("every node's task that did not complete is reported with the engine's reason", () => {
@@ -73,14 +56,13 @@ describe("the nodes' sweep", () => {
     ]);
   });
 
-  test("sweeps asked while a job runs go together in the next job, each ask once", async () => {
+  test("images asked for while a job runs go together in the next job, each once", async () => {
     const jobs: string[][] = [];
     let release: () => void = () => undefined;
     let first = true;
     const engine: SweepEngine = {
       createService: async (spec) => {
-        const env = spec.TaskTemplate.ContainerSpec.Env[0]!.replace(/^PIER_PRUNE_FILTERS=/, "").split(" ");
-        jobs.push(env.map((f) => (JSON.parse(decodeURIComponent(f)) as { label: string[] }).label[0]!));
+        jobs.push(spec.TaskTemplate.ContainerSpec.Env[0]!.replace(/^PIER_SWEEP_IMAGES=/, "").split(" "));
         if (first) {
           first = false;
           await new Promise<void>((r) => {
@@ -91,19 +73,47 @@ describe("the nodes' sweep", () => {
       },
       listTasks: async () => [{ NodeID: "n1", Status: { State: "complete" } }],
       removeService: async () => undefined,
-      nodeNames: async () => new Map([["n1", "node1"]]),
+      nodes: async () => new Map([["n1", { name: "node1", ready: true }]]),
     };
     const sweep = new NodeSweep({ docker: engine, scope: "s1", image: async () => "img", socket: "/s" });
-    const f = (app: string) => [{ label: [`pier.app=${app}`] }];
-    const one = sweep.sweep("a", f("a"));
+    const one = sweep.sweep("a", ["r/a@1"]);
     await new Promise((r) => setTimeout(r, 10));
-    const two = sweep.sweep("b", f("b"));
-    const three = sweep.sweep("c", f("c"));
-    // The same ask again is one request; another ask of the app is added.
-    const again = sweep.sweep("b", [...f("b"), { label: ["pier.app=b2"] }]);
+    const two = sweep.sweep("b", ["r/b@1"]);
+    const three = sweep.sweep("c", ["r/c@1"]);
+    // The same image again is one request; another of the app is added.
+    const again = sweep.sweep("b", ["r/b@1", "r/b@2"]);
     assert.equal(two, three);
     release();
     assert.deepEqual(await Promise.all([one, two, three, again]), [[], [], [], []]);
-    assert.deepEqual(jobs, [["pier.app=a"], ["pier.app=b", "pier.app=b2", "pier.app=c"]]);
+    assert.deepEqual(jobs, [["r/a@1"], ["r/b@1", "r/b@2", "r/c@1"]]);
+  });
+
+  test("a node that is down does not hold the job: its task is reported, the job removed", {
+    timeout: 10_000,
+  }, async () => {
+    const removed: string[] = [];
+    const engine: SweepEngine = {
+      createService: async () => "job-1",
+      listTasks: async () => [
+        { NodeID: "n1", Status: { State: "complete" } },
+        { NodeID: "n3", Status: { State: "pending" } },
+      ],
+      removeService: async (id) => void removed.push(id),
+      nodes: async () =>
+        new Map([
+          ["n1", { name: "node1", ready: true }],
+          ["n3", { name: "node3", ready: false }],
+        ]),
+    };
+    // Without the node's state it would wait for the job's 10 minutes.
+    const sweep = new NodeSweep({
+      docker: engine,
+      scope: "s1",
+      image: async () => "img",
+      socket: "/s",
+      timeoutMs: 600_000,
+    });
+    assert.deepEqual(await sweep.sweep("a", ["r/a@1"]), ["node3: still pending"]);
+    assert.deepEqual(removed, ["pier-sweep-s1", "job-1"]);
   });
 });
