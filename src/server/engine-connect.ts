@@ -185,8 +185,8 @@ async function swarmEngine(
 }
 
 /**
- * The nodes' sweep (ADR 0030): the swarm's job that prunes an app's unused images on every node, in Pier's
- * node tool image (the guard's), published to the registry at its first use.
+ * The nodes' sweep (ADR 0030): the swarm's job that removes forgotten release images from every node, in
+ * Pier's node tool image (the guard's), published to the registry at its first use.
  */
 function nodeSweep(
   config: Config,
@@ -210,7 +210,7 @@ function nodeSweep(
       return image;
     },
   });
-  return (appId, filters) => sweep.sweep(appId, filters);
+  return (appId, images) => sweep.sweep(appId, images);
 }
 
 /**

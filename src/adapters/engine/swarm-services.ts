@@ -71,6 +71,24 @@ export async function poll<T>(
 }
 
 /** Unknown service ids become NOT_FOUND. */
+/** A swarm node as the driver and the sweep see it: its host name, and whether it is up. */
+export interface SwarmNodeState {
+  name: string;
+  ready: boolean;
+}
+
+/** The swarm's nodes by id, from one call to the manager. */
+export async function swarmNodes(docker: Docker): Promise<Map<string, SwarmNodeState>> {
+  const nodes = (await docker.listNodes()) as {
+    ID: string;
+    Description?: { Hostname?: string };
+    Status?: { State?: string };
+  }[];
+  return new Map(
+    nodes.map((n) => [n.ID, { name: n.Description?.Hostname ?? n.ID, ready: n.Status?.State === "ready" }]),
+  );
+}
+
 export function notFound(id: string): PierError {
   return new PierError("NOT_FOUND", `There is no instance ${id} on the swarm.`);
 }
@@ -180,15 +198,8 @@ export class SwarmServices {
   }
 
   /** Node id -> its name and whether it is up (ready), from one call. */
-  async nodes(): Promise<Map<string, { name: string; ready: boolean }>> {
-    const nodes = (await this.docker.listNodes()) as {
-      ID: string;
-      Description?: { Hostname?: string };
-      Status?: { State?: string };
-    }[];
-    return new Map(
-      nodes.map((n) => [n.ID, { name: n.Description?.Hostname ?? n.ID, ready: n.Status?.State === "ready" }]),
-    );
+  nodes(): Promise<Map<string, SwarmNodeState>> {
+    return swarmNodes(this.docker);
   }
 
   /** Changes a service's spec (retried when another change came first: the swarm versions its objects). */

@@ -6,7 +6,7 @@
 // bounded by what was forgotten, however many deploys end meanwhile).
 import type Docker from "dockerode";
 import { LABEL } from "../../core/labels.js";
-import { backOff } from "./swarm-services.js";
+import { backOff, type SwarmNodeState, swarmNodes } from "./swarm-services.js";
 
 /** Where the task finds its node's dockerd. */
 const SOCKET_IN_TASK = "/var/run/docker.sock";
@@ -97,7 +97,7 @@ export interface SweepEngine {
   /** Removes a service by id or name; nothing when it is not there. */
   removeService(idOrName: string): Promise<void>;
   /** The swarm's nodes by id: name, and whether it is ready (a down node's task waits for it). */
-  nodes(): Promise<Map<string, { name: string; ready: boolean }>>;
+  nodes(): Promise<Map<string, SwarmNodeState>>;
 }
 
 /** The sweep's engine calls on the manager's dockerode. */
@@ -118,19 +118,7 @@ export function sweepEngine(docker: Docker, pullAuth: object | null): SweepEngin
         .remove()
         .catch(() => undefined);
     },
-    nodes: async () => {
-      const nodes = (await docker.listNodes().catch(() => [])) as {
-        ID: string;
-        Description?: { Hostname?: string };
-        Status?: { State?: string };
-      }[];
-      return new Map(
-        nodes.map((n) => [
-          n.ID,
-          { name: n.Description?.Hostname ?? n.ID, ready: n.Status?.State === "ready" },
-        ]),
-      );
-    },
+    nodes: () => swarmNodes(docker).catch(() => new Map<string, SwarmNodeState>()),
   };
 }
 
@@ -198,8 +186,7 @@ export class NodeSweep {
       sweepJobSpec(name, await this.o.image(), this.o.socket, images, this.o.scope),
     );
     try {
-      const tasks = await this.ended(id);
-      const nodes = await docker.nodes();
+      const { tasks, nodes } = await this.ended(id);
       return sweepProblems(tasks, (n) => nodes.get(n)?.name ?? n);
     } finally {
       await docker.removeService(id);
@@ -208,18 +195,15 @@ export class NodeSweep {
 
   /**
    * The job's tasks once each has ended or waits for a node that is not ready (down: the job goes before it
-   * is back), or when the time is up, as they are then.
+   * is back), or when the time is up, as they are then; with the nodes as last read.
    */
-  private async ended(id: string): Promise<JobTask[]> {
+  private async ended(id: string): Promise<{ tasks: JobTask[]; nodes: Map<string, SwarmNodeState> }> {
     const until = Date.now() + (this.o.timeoutMs ?? 60_000);
-    let tasks: JobTask[] = [];
     for (let attempt = 0; ; attempt++) {
-      const [now, nodes] = await Promise.all([this.o.docker.listTasks(id), this.o.docker.nodes()]);
-      tasks = now;
+      const [tasks, nodes] = await Promise.all([this.o.docker.listTasks(id), this.o.docker.nodes()]);
       const over = (t: JobTask) =>
         ENDED.has(t.Status?.State ?? "") || (t.NodeID !== undefined && nodes.get(t.NodeID)?.ready === false);
-      const done = tasks.length > 0 && tasks.every(over);
-      if (done || Date.now() > until) return tasks;
+      if ((tasks.length > 0 && tasks.every(over)) || Date.now() > until) return { tasks, nodes };
       await new Promise((r) => setTimeout(r, Math.max(backOff(attempt), 100)));
     }
   }
