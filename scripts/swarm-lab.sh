@@ -448,6 +448,12 @@ cmd_down() {
   for m in $(lab_mounts | sort -r); do umount -l "$m" || true; done
   # The nodes' cgroup parents, deepest first.
   find /sys/fs/cgroup/*/ -maxdepth 4 -depth -type d -path "*/$PFX-*" -exec rmdir {} + 2>/dev/null || true
+  # The nodes' dockerd logs outlive the lab (the last down's, per lab): a node that died says why there.
+  local logs=${TMPDIR:-/tmp}/pier-swarm-lab-logs/$PFX
+  if [ -n "$(known_nodes)" ]; then
+    rm -rf "$logs" && mkdir -p "$logs"
+    for node in $(known_nodes); do cp "$(node_dir "$node")/dockerd.log" "$logs/$node.log" 2>/dev/null || true; done
+  fi
   rm -rf "$LAB"
   left=$(leftovers)
   [ -z "$left" ] || die "down left: $(echo "$left" | tr '\n' ';')"

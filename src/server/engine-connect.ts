@@ -202,6 +202,8 @@ function nodeSweep(
     scope,
     socket: config.swarmNodeSocket,
     logger,
+    // What nodes that missed a sweep are owed outlives a restart of pier server.
+    owedFile: join(config.dataDir, "swarm-sweep-owed.json"),
     image: () => {
       image ??= registry.publish(GUARD_IMAGE).catch((e: Error) => {
         image = null;
@@ -210,7 +212,7 @@ function nodeSweep(
       return image;
     },
   });
-  return (appId, images) => sweep.sweep(appId, images);
+  return sweep;
 }
 
 /**

@@ -6,9 +6,10 @@
 // another run's file on the same lab name refuses at once, naming this process, instead of bringing the
 // lab down under it. A lock left by a dead process is taken over with a notice (scripts/swarm-lab.sh).
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { afterEach } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { Pier } from "../e2e/harness.js";
@@ -73,8 +74,30 @@ export async function labAs(owner: number, ...args: string[]): Promise<string> {
 }
 
 export async function labUp(nodes: number): Promise<LabInfo> {
-  return JSON.parse(await lab("up", String(nodes), "--json")) as LabInfo;
+  current = JSON.parse(await lab("up", String(nodes), "--json")) as LabInfo;
+  return current;
 }
+
+/** The lab this file brought up last (its nodes' logs are shown when a test fails). */
+let current: LabInfo | null = null;
+const NODE_LOG_LINES = 40;
+
+// A failed test shows the end of each node's dockerd log while the lab is still up: a node's engine that
+// died under a test (its socket refusing) says why there, and nowhere else once `down` removes the lab.
+afterEach((t) => {
+  if (t.passed || !current) return;
+  for (const n of current.nodes) {
+    const log = join(dirname(labSocket(current, n.name)), "dockerd.log");
+    if (!existsSync(log)) continue;
+    const tail = readFileSync(log, "utf8")
+      .split("\n")
+      .slice(-NODE_LOG_LINES - 1)
+      .join("\n");
+    console.error(
+      `\n----- the test "${t.name}" failed: the last ${NODE_LOG_LINES} lines of ${n.name}'s dockerd log (${log}) -----\n${tail}\n----- end of ${n.name}'s dockerd log -----`,
+    );
+  }
+});
 
 /**
  * The docker CLI against a node of the lab (by name, node1 being the manager), logged in to the registry.

@@ -12,7 +12,7 @@ import { promisify } from "node:util";
 import { RegistryApi } from "../../src/adapters/engine/registry-api.js";
 import { KEPT_RELEASES } from "../../src/server/deployer.js";
 import { freePort, NODE_DOCKER_APP, type Pier } from "../e2e/harness.js";
-import { docker, type LabInfo, labSocket, swarmPier, swarmPierDown, until } from "./lab.js";
+import { docker, type LabInfo, lab, labSocket, swarmPier, swarmPierDown, until } from "./lab.js";
 
 const pexec = promisify(execFile);
 
@@ -196,6 +196,34 @@ describe("Pier's own registry on the swarm", { timeout: 900_000 }, () => {
     for (let i = 0; i < 6; i++) assert.equal(await version(), String(oldest.number));
     const workers = await docker(info, "node2", ["ps", "-q", "--filter", `label=pier.app=${app.id}`]);
     assert.notEqual(workers, "", "an instance of the rollback runs on node2");
+    // node3 down while a build is pruned: its image is owed to node3 (kept in the data directory), and the next
+    // sweep after node3 is back asks for it again: node3 then holds neither.
+    const state = async (node: string) =>
+      docker(info, "node1", ["node", "inspect", node, "--format", "{{.Status.State}}"]);
+    const node3 = await docker(info, "node1", ["node", "inspect", "node3", "--format", "{{.ID}}"]);
+    const byNumber = (n: number) => pulled.get(scaled.find((r) => r.number === n)!.deploymentId)!;
+    const [fourth, fifth] = [byNumber(oldest.number + 1), byNumber(oldest.number + 2)];
+    await lab("kill", "node3");
+    await until("node3 down", 60, async () => ((await state("node3")) === "down" ? true : undefined));
+    await pier.commit(work, code(KEPT_RELEASES + 3), "while node3 is down");
+    assert.equal((await pier.push(work)).code, 0);
+    const owedFile = join(pier.dataDir, "swarm-sweep-owed.json");
+    const owed = await until("the pruned build owed to node3", 60, async () => {
+      const o = existsSync(owedFile)
+        ? (JSON.parse(readFileSync(owedFile, "utf8")) as Record<string, string[]>)
+        : {};
+      return o[fourth] ? o : undefined;
+    });
+    assert.deepEqual(owed[fourth], [node3]);
+    await lab("start", "node3");
+    await until("node3 ready", 90, async () => ((await state("node3")) === "ready" ? true : undefined));
+    await pier.commit(work, code(KEPT_RELEASES + 4), "node3 back");
+    assert.equal((await pier.push(work)).code, 0);
+    await until("node3 holds neither pruned build", 90, async () => {
+      const on = await held("node3");
+      return !on.includes(fourth) && !on.includes(fifth) ? true : undefined;
+    });
+    await until("nothing owed", 30, async () => (readFileSync(owedFile, "utf8") === "{}" ? true : undefined));
     // A deleted app: its repository holds no manifest.
     const storage = async () => Number((await pexec("du", ["-sb", join(dir, "data")])).stdout.split("\t")[0]);
     assert.equal((await pier.cli(["delete", "--app", "gc", "--yes"])).code, 0);

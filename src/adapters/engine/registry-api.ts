@@ -6,6 +6,7 @@
 import { request } from "node:https";
 import { isIP } from "node:net";
 import { rootCertificates } from "node:tls";
+import { type Clock, systemClock } from "../../core/clock.js";
 import { PierError } from "../../core/errors.js";
 
 /** The manifest types a release image is pushed as: asked for, so the digest is the pushed one. */
@@ -29,6 +30,8 @@ export interface RegistryApiOptions {
   password: string;
   /** The CA that signed the registry's certificate (PEM); none: the system's. */
   caPem?: string | null;
+  /** When a kept token has expired (the wall clock unless a test moves it). */
+  clock?: Pick<Clock, "now">;
 }
 
 /** What a bearer challenge names (distribution's `auth: token:`): where tokens come from, for which service. */
@@ -175,7 +178,7 @@ export class RegistryApi {
       return `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`;
     }
     const kept = this.tokens.get(scope);
-    if (kept && kept.until > Date.now()) return `Bearer ${kept.token}`;
+    if (kept && kept.until > this.now()) return `Bearer ${kept.token}`;
     const token = await this.token(this.tokenService, scope, asked, what);
     return `Bearer ${token}`;
   }
@@ -210,8 +213,12 @@ export class RegistryApi {
     if (!token) throw this.refused(what, `${from} gave no token (HTTP ${a.status})`);
     // distribution's default lifetime when none is said is 60 s.
     const lifetime = Math.max(Number(body.expires_in) || 60, 60) * 1000;
-    this.tokens.set(scope, { token, until: Date.now() + lifetime - TOKEN_MARGIN_MS });
+    this.tokens.set(scope, { token, until: this.now() + lifetime - TOKEN_MARGIN_MS });
     return token;
+  }
+
+  private now(): number {
+    return (this.opts.clock ?? systemClock).now();
   }
 
   private async sendOrRefuse(method: string, path: string, authorization: string, what: string) {

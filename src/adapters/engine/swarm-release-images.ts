@@ -4,6 +4,7 @@ import type Docker from "dockerode";
 import { releaseRepository } from "../../core/model.js";
 import type { ReleaseRegistry } from "../../core/ports.js";
 import type { SwarmNodeRef } from "./swarm-services.js";
+import type { NodeSweep } from "./swarm-sweep.js";
 
 export interface EngineCopies {
   /** The manager's engine. */
@@ -15,7 +16,7 @@ export interface EngineCopies {
   /** What the driver remembers of a repository's pushes, dropped before the forget. */
   forgetPushes: (repository: string) => void;
   /** The swarm's job that removes images on every node (swarm-sweep.ts); none: through the engines only. */
-  sweep?: (appId: string, images: readonly string[]) => Promise<unknown>;
+  sweep?: Pick<NodeSweep, "sweep">;
 }
 
 /** `registry`, whose forget also removes the engines' copies of an app's forgotten images. */
@@ -60,8 +61,9 @@ async function untagPushed(docker: Docker, address: string, appId: string, keep:
  * container uses them (the engine refuses to remove an image in use: that node keeps it). A kept release's
  * image, or a new deploy's, is another digest: never removed, so a node that has just pulled one for a new
  * task never loses it. By reference, not label: an image the classic builder made has no labels. When Pier
- * reaches every ready node's engine (the manager, PIER_SWARM_NODE_ENGINES), through those; else through the
- * sweep, a job the swarm runs on each node. A node that does not answer then keeps them.
+ * reaches every node's engine (the manager, PIER_SWARM_NODE_ENGINES) and each is ready, through those; else
+ * through the sweep, a job the swarm runs on each node, which owes the images to a node that is down and
+ * asks for them again once it is back.
  */
 async function removeFromNodes(o: EngineCopies, appId: string, images: readonly string[]): Promise<void> {
   const nodes = await o.nodes().catch(() => new Map<string, { name: string; ready?: boolean }>());
@@ -69,8 +71,8 @@ async function removeFromNodes(o: EngineCopies, appId: string, images: readonly 
     ...n,
     engine: o.nodeEngine({ id, name: n.name, address: "" }),
   }));
-  if (o.sweep && engines.some((n) => n.ready !== false && !n.engine)) {
-    await o.sweep(appId, images).catch(() => undefined);
+  if (o.sweep && engines.some((n) => n.ready === false || !n.engine)) {
+    await o.sweep.sweep(appId, images).catch(() => undefined);
     return;
   }
   for (const n of engines)

@@ -75,6 +75,8 @@ export async function poll<T>(
 export interface SwarmNodeState {
   name: string;
   ready: boolean;
+  /** Its availability is active (not drained or paused): the swarm places tasks there. */
+  active: boolean;
 }
 
 /** The swarm's nodes by id, from one call to the manager. */
@@ -83,9 +85,17 @@ export async function swarmNodes(docker: Docker): Promise<Map<string, SwarmNodeS
     ID: string;
     Description?: { Hostname?: string };
     Status?: { State?: string };
+    Spec?: { Availability?: string };
   }[];
   return new Map(
-    nodes.map((n) => [n.ID, { name: n.Description?.Hostname ?? n.ID, ready: n.Status?.State === "ready" }]),
+    nodes.map((n) => [
+      n.ID,
+      {
+        name: n.Description?.Hostname ?? n.ID,
+        ready: n.Status?.State === "ready",
+        active: (n.Spec?.Availability ?? "active") === "active",
+      },
+    ]),
   );
 }
 

@@ -3,8 +3,12 @@
 // where no container uses them: the swarm never removes what a node pulled. It reaches every node, Pier's
 // engine access to them or not; it runs off the pusher's path (a deploy's clean-up, an app's deletion), one
 // job at a time, and the images asked for meanwhile go together in the next (each once: the waiting list is
-// bounded by what was forgotten, however many deploys end meanwhile).
+// bounded by what was forgotten, however many deploys end meanwhile). A node that did not sweep (down,
+// drained, its task failed) is owed those images: every later job asks for them again, and while a node is
+// owed any, the sweep looks every `retryMs` for it ready again and then runs a job for it alone.
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import type Docker from "dockerode";
+import { type Clock, type ClockTimer, systemClock } from "../../core/clock.js";
 import { LABEL } from "../../core/labels.js";
 import { backOff, type SwarmNodeState, swarmNodes } from "./swarm-services.js";
 
@@ -131,7 +135,54 @@ export interface NodeSweepOptions {
   socket: string;
   /** How long the job may take on all nodes; the nodes that have not finished then are reported. Default 60 s. */
   timeoutMs?: number;
-  logger?: { warn(obj: object, msg: string): void };
+  logger?: { warn(obj: object, msg: string): void; info?(obj: object, msg: string): void };
+  /** How often a node owed images is looked for, ready again (default 60 s). */
+  retryMs?: number;
+  clock?: Clock;
+  /** Where the images owed to nodes are kept across restarts of pier server (none: in memory only). */
+  owedFile?: string;
+}
+
+/** At most this many images are owed to nodes: beyond, the oldest are given up (and logged). */
+export const MAX_OWED = 500;
+
+/** The images owed to nodes that did not sweep them: image -> the nodes' ids. */
+export type Owed = Map<string, Set<string>>;
+
+/**
+ * What is owed after a job that asked for `images`: each image to every node of the swarm whose task did not
+ * complete (a node without a task, drained, too); a node no longer in the swarm is owed nothing.
+ */
+export function owedAfter(
+  owed: Owed,
+  images: readonly string[],
+  tasks: readonly JobTask[],
+  nodeIds: readonly string[],
+): Owed {
+  const swept = new Set(tasks.filter((t) => t.Status?.State === "complete").map((t) => t.NodeID));
+  const missing = nodeIds.filter((id) => !swept.has(id));
+  const next: Owed = new Map();
+  for (const [image, nodes] of owed)
+    if (!images.includes(image)) {
+      const still = [...nodes].filter((id) => nodeIds.includes(id));
+      if (still.length > 0) next.set(image, new Set(still));
+    }
+  if (missing.length > 0) for (const image of images) next.set(image, new Set(missing));
+  return next;
+}
+
+function readOwed(file: string | undefined): Owed {
+  if (!file) return new Map();
+  try {
+    const raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+    return new Map(
+      Object.entries(raw)
+        .filter((e): e is [string, string[]] => Array.isArray(e[1]))
+        .map(([image, nodes]) => [image, new Set(nodes.filter((n) => typeof n === "string"))]),
+    );
+  } catch {
+    return new Map(); // none yet, or unreadable: nothing is owed (a node keeps what it kept before)
+  }
 }
 
 export class NodeSweep {
@@ -140,8 +191,26 @@ export class NodeSweep {
   /** The job that will take them (one at a time), and when it has run. */
   private next: Promise<string[]> | null = null;
   private running: Promise<unknown> = Promise.resolve();
+  private owed: Owed;
+  private retry: ClockTimer | null = null;
 
-  constructor(private readonly o: NodeSweepOptions) {}
+  constructor(private readonly o: NodeSweepOptions) {
+    this.owed = readOwed(o.owedFile);
+    this.scheduleRetry();
+  }
+
+  /** The images owed to nodes, and to which (their ids). */
+  owedImages(): Owed {
+    return new Map([...this.owed].map(([image, nodes]) => [image, new Set(nodes)]));
+  }
+
+  /**
+   * An image published again (an identical rebuild of a pruned release has its digest): no longer owed, so a
+   * node that pulls it for a new instance does not lose it to a later job.
+   */
+  published(image: string): void {
+    if (this.owed.delete(image)) this.saveOwed();
+  }
 
   /**
    * Removes `images` from every node where no container uses them, in the next job (with the other apps'
@@ -149,6 +218,10 @@ export class NodeSweep {
    */
   sweep(appId: string, images: readonly string[]): Promise<string[]> {
     this.pending.set(appId, new Set([...(this.pending.get(appId) ?? []), ...images]));
+    return this.enqueue();
+  }
+
+  private enqueue(): Promise<string[]> {
     if (!this.next) {
       const after = this.running;
       this.next = after.then(() => {
@@ -165,11 +238,13 @@ export class NodeSweep {
   private async run(batch: Map<string, Set<string>>): Promise<string[]> {
     const apps = [...batch.keys()];
     try {
-      const problems = await this.job([...batch.values()].flatMap((images) => [...images]));
+      const images = new Set([...[...batch.values()].flatMap((i) => [...i]), ...this.owed.keys()]);
+      if (images.size === 0) return [];
+      const problems = await this.job([...images]);
       if (problems.length > 0)
         this.o.logger?.warn(
           { apps, nodes: problems },
-          "swarm sweep: some nodes keep the apps' unused images",
+          "swarm sweep: some nodes keep the apps' unused images; they are asked again once each node is ready",
         );
       return problems;
     } catch (e) {
@@ -187,6 +262,7 @@ export class NodeSweep {
     );
     try {
       const { tasks, nodes } = await this.ended(id);
+      this.owe(owedAfter(this.owed, images, tasks, [...nodes.keys()]));
       return sweepProblems(tasks, (n) => nodes.get(n)?.name ?? n);
     } finally {
       await docker.removeService(id);
@@ -206,5 +282,59 @@ export class NodeSweep {
       if ((tasks.length > 0 && tasks.every(over)) || Date.now() > until) return { tasks, nodes };
       await new Promise((r) => setTimeout(r, Math.max(backOff(attempt), 100)));
     }
+  }
+
+  /** Keeps what is now owed (the oldest given up beyond MAX_OWED), and looks for its nodes while any is. */
+  private owe(next: Owed): void {
+    const over = [...next.keys()].slice(0, Math.max(0, next.size - MAX_OWED));
+    for (const image of over) next.delete(image);
+    if (over.length > 0)
+      this.o.logger?.warn(
+        { images: over.length },
+        `swarm sweep: more than ${MAX_OWED} images owed to nodes that did not sweep; the oldest are given up (docker image prune -a on those nodes frees them)`,
+      );
+    const paid = [...this.owed.keys()].filter((image) => !next.has(image));
+    if (paid.length > 0 && this.owed.size > 0)
+      this.o.logger?.info?.(
+        { images: paid.length, owed: next.size },
+        "swarm sweep: images owed to nodes are gone from them",
+      );
+    this.owed = next;
+    this.saveOwed();
+    this.scheduleRetry();
+  }
+
+  private saveOwed(): void {
+    const file = this.o.owedFile;
+    if (!file) return;
+    const body = JSON.stringify(Object.fromEntries([...this.owed].map(([i, n]) => [i, [...n]])));
+    try {
+      writeFileSync(`${file}.new`, body, { mode: 0o600 });
+      renameSync(`${file}.new`, file);
+    } catch (e) {
+      this.o.logger?.warn(
+        { err: (e as Error).message },
+        `swarm sweep: could not keep what nodes are owed in ${file}`,
+      );
+    }
+  }
+
+  /** While nodes are owed images: every retryMs, a job once any of them is ready (not before). */
+  private scheduleRetry(): void {
+    if (this.retry || this.owed.size === 0) return;
+    const clock = this.o.clock ?? systemClock;
+    this.retry = clock.setTimeout(() => {
+      this.retry = null;
+      void this.retryOwed();
+    }, this.o.retryMs ?? 60_000);
+  }
+
+  private async retryOwed(): Promise<void> {
+    const owing = new Set([...this.owed.values()].flatMap((nodes) => [...nodes]));
+    const nodes = await this.o.docker.nodes();
+    // A drained node runs no task of the job: it is looked for again once active.
+    if ([...owing].some((id) => nodes.get(id)?.ready && nodes.get(id)?.active))
+      await this.enqueue().catch(() => undefined);
+    this.scheduleRetry();
   }
 }

@@ -26,10 +26,11 @@ import { type LogSink, logLines, pumpLogs } from "./docker-logs.js";
 import { splitImage } from "./registry-push.js";
 import { followSwarm } from "./swarm-events.js";
 import { SwarmNetworks } from "./swarm-networks.js";
-import { type EngineCopies, forgettingEverywhere } from "./swarm-release-images.js";
+import { forgettingEverywhere } from "./swarm-release-images.js";
 import { runLike } from "./swarm-run.js";
 import { backOff, notFound, poll, SwarmServices, type SwarmServicesOptions } from "./swarm-services.js";
 import { serviceSpec } from "./swarm-spec.js";
+import type { NodeSweep } from "./swarm-sweep.js";
 import {
   currentTask,
   instanceOf,
@@ -51,8 +52,11 @@ export interface SwarmEngineOptions extends SwarmServicesOptions {
   registry: ReleaseRegistry | null;
   /** How often the task list is read for events (1 s). */
   eventPollMs?: number;
-  /** Prunes an app's unused images on every node (swarm-sweep.ts); none: through the engines Pier reaches. */
-  sweep?: EngineCopies["sweep"];
+  /**
+   * Prunes an app's unused images on every node (swarm-sweep.ts), and is told each image published (one
+   * owed to a node that missed a sweep is no longer asked for); none: through the engines Pier reaches.
+   */
+  sweep?: Pick<NodeSweep, "sweep" | "published">;
 }
 
 export class SwarmEngine
@@ -190,6 +194,7 @@ export class SwarmEngine
     if (!ref) {
       ref = this.opts.registry.publish(image);
       this.published.set(key, ref);
+      ref.then((r) => this.opts.sweep?.published(r)).catch(() => undefined);
       // A failed push is tried again by the next start.
       ref.catch(() => this.published.delete(key));
     }

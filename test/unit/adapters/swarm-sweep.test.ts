@@ -1,13 +1,21 @@
 // The nodes' sweep (ADR 0030): the swarm job's spec, what it asks each node's dockerd, and what it reports.
 // The task's script runs against real dockerd's in test/e2e-swarm/own-registry.test.ts.
 import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, test } from "node:test";
+import type { SwarmNodeState } from "../../../src/adapters/engine/swarm-services.js";
 import {
+  type JobTask,
+  MAX_OWED,
   NodeSweep,
+  owedAfter,
   type SweepEngine,
   sweepJobSpec,
   sweepProblems,
 } from "../../../src/adapters/engine/swarm-sweep.js";
+import { ManualClock } from "../../support/manual-clock.js";
 
 describe("the nodes' sweep", () => {
   test("a global job, run once per node, the node's socket mounted where the task asks it", () => {
@@ -73,7 +81,7 @@ describe("the nodes' sweep", () => {
       },
       listTasks: async () => [{ NodeID: "n1", Status: { State: "complete" } }],
       removeService: async () => undefined,
-      nodes: async () => new Map([["n1", { name: "node1", ready: true }]]),
+      nodes: async () => new Map([["n1", { name: "node1", ready: true, active: true }]]),
     };
     const sweep = new NodeSweep({ docker: engine, scope: "s1", image: async () => "img", socket: "/s" });
     const one = sweep.sweep("a", ["r/a@1"]);
@@ -101,8 +109,8 @@ describe("the nodes' sweep", () => {
       removeService: async (id) => void removed.push(id),
       nodes: async () =>
         new Map([
-          ["n1", { name: "node1", ready: true }],
-          ["n3", { name: "node3", ready: false }],
+          ["n1", { name: "node1", ready: true, active: true }],
+          ["n3", { name: "node3", ready: false, active: true }],
         ]),
     };
     // Without the node's state it would wait for the job's 10 minutes.
@@ -115,5 +123,163 @@ describe("the nodes' sweep", () => {
     });
     assert.deepEqual(await sweep.sweep("a", ["r/a@1"]), ["node3: still pending"]);
     assert.deepEqual(removed, ["pier-sweep-s1", "job-1"]);
+  });
+
+  test("what a job leaves owed: each image to every node whose task did not complete, nodes gone owed nothing", () => {
+    const done = (node: string): JobTask => ({ NodeID: node, Status: { State: "complete" } });
+    const pending = (node: string): JobTask => ({ NodeID: node, Status: { State: "pending" } });
+    const owed = new Map([
+      ["r/old@1", new Set(["n2"])],
+      ["r/left@1", new Set(["n3", "n9"])],
+    ]);
+    // n2 swept this time (the job asked for r/old@1 again); n3 was down; n4 is drained (no task at all);
+    // n9 left the swarm.
+    const next = owedAfter(
+      owed,
+      ["r/old@1", "r/new@1"],
+      [done("n1"), done("n2"), pending("n3")],
+      ["n1", "n2", "n3", "n4"],
+    );
+    assert.deepEqual(
+      [...next].map(([i, n]) => [i, [...n].sort()]),
+      [
+        ["r/left@1", ["n3"]],
+        ["r/old@1", ["n3", "n4"]],
+        ["r/new@1", ["n3", "n4"]],
+      ],
+    );
+    assert.equal(owedAfter(next, [...next.keys()], ["n1", "n3", "n4"].map(done), ["n1", "n3", "n4"]).size, 0);
+  });
+
+  /** A swarm of node1..node3 whose state a test sets; each job's images and which nodes completed it. */
+  function swarm() {
+    const state = new Map<string, SwarmNodeState>(
+      ["n1", "n2", "n3"].map((id) => [id, { name: `node${id.slice(1)}`, ready: true, active: true }]),
+    );
+    const jobs: string[][] = [];
+    const engine: SweepEngine = {
+      createService: async (spec) => {
+        jobs.push(spec.TaskTemplate.ContainerSpec.Env[0]!.replace(/^PIER_SWEEP_IMAGES=/, "").split(" "));
+        return `job-${jobs.length}`;
+      },
+      // A global job: a task on each active node, complete where the node is ready.
+      listTasks: async () =>
+        [...state]
+          .filter(([, n]) => n.active)
+          .map(([id, n]) => ({ NodeID: id, Status: { State: n.ready ? "complete" : "pending" } })),
+      removeService: async () => undefined,
+      nodes: async () => new Map([...state].map(([id, n]) => [id, { ...n }])),
+    };
+    return { state, jobs, engine };
+  }
+  const settle = () => new Promise((r) => setTimeout(r, 20));
+
+  test("a node down at its sweep is owed the images: asked again when it is back, then owed nothing", async () => {
+    const { state, jobs, engine } = swarm();
+    const clock = new ManualClock();
+    const sweep = new NodeSweep({
+      docker: engine,
+      scope: "s1",
+      image: async () => "img",
+      socket: "/s",
+      clock,
+    });
+    state.set("n3", { name: "node3", ready: false, active: true });
+    assert.deepEqual(await sweep.sweep("a", ["r/a@1"]), ["node3: still pending"]);
+    assert.deepEqual([...sweep.owedImages()], [["r/a@1", new Set(["n3"])]]);
+    // Still down a minute later: no job.
+    clock.advance(60_000);
+    await settle();
+    assert.equal(jobs.length, 1);
+    // Another app's sweep meanwhile asks for the owed image too.
+    await sweep.sweep("b", ["r/b@1"]);
+    assert.deepEqual(jobs[1], ["r/b@1", "r/a@1"]);
+    // Back: the next look runs a job for what it is owed, and nothing is owed after it.
+    state.set("n3", { name: "node3", ready: true, active: true });
+    clock.advance(60_000);
+    await settle();
+    assert.deepEqual(jobs[2]?.sort(), ["r/a@1", "r/b@1"]);
+    assert.equal(sweep.owedImages().size, 0);
+    assert.deepEqual(clock.pending(), [], "nothing owed: nothing looked for");
+  });
+
+  test("a drained node is owed the images until it is active again; no job runs for it meanwhile", async () => {
+    const { state, jobs, engine } = swarm();
+    const clock = new ManualClock();
+    const sweep = new NodeSweep({
+      docker: engine,
+      scope: "s1",
+      image: async () => "img",
+      socket: "/s",
+      clock,
+    });
+    state.set("n2", { name: "node2", ready: true, active: false });
+    assert.deepEqual(await sweep.sweep("a", ["r/a@1"]), []);
+    assert.deepEqual([...sweep.owedImages()], [["r/a@1", new Set(["n2"])]]);
+    clock.advance(120_000);
+    await settle();
+    assert.equal(jobs.length, 1, "no job while the node is drained");
+    state.set("n2", { name: "node2", ready: true, active: true });
+    clock.advance(60_000);
+    await settle();
+    assert.deepEqual(jobs[1], ["r/a@1"]);
+    assert.equal(sweep.owedImages().size, 0);
+  });
+
+  test("what is owed outlives a restart of pier server; an image published again is owed no more", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pier-sweep-"));
+    try {
+      const owedFile = join(dir, "owed.json");
+      const { state, jobs, engine } = swarm();
+      const clock = new ManualClock();
+      const options = {
+        docker: engine,
+        scope: "s1",
+        image: async () => "img",
+        socket: "/s",
+        clock,
+        owedFile,
+      };
+      state.set("n3", { name: "node3", ready: false, active: true });
+      await new NodeSweep(options).sweep("a", ["r/a@1", "r/a@2"]);
+      assert.deepEqual(JSON.parse(readFileSync(owedFile, "utf8")), { "r/a@1": ["n3"], "r/a@2": ["n3"] });
+      // pier server again: it reads what is owed, and looks for node3.
+      const again = new NodeSweep(options);
+      assert.deepEqual([...again.owedImages().keys()], ["r/a@1", "r/a@2"]);
+      // An identical rebuild of the pruned release is published: its image must stay on the nodes.
+      again.published("r/a@2");
+      assert.deepEqual(JSON.parse(readFileSync(owedFile, "utf8")), { "r/a@1": ["n3"] });
+      state.set("n3", { name: "node3", ready: true, active: true });
+      clock.advance(60_000);
+      await settle();
+      assert.deepEqual(jobs.at(-1), ["r/a@1"]);
+      assert.deepEqual(JSON.parse(readFileSync(owedFile, "utf8")), {});
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test(`at most ${MAX_OWED} images are owed: the oldest are given up, and that is logged`, async () => {
+    const { state, engine } = swarm();
+    const warned: string[] = [];
+    const logger = { warn: (_: object, msg: string) => void warned.push(msg) };
+    const sweep = new NodeSweep({
+      docker: engine,
+      scope: "s1",
+      image: async () => "img",
+      socket: "/s",
+      clock: new ManualClock(),
+      logger,
+    });
+    state.set("n3", { name: "node3", ready: false, active: true });
+    const images = Array.from({ length: MAX_OWED + 3 }, (_, i) => `r/a@${i}`);
+    await sweep.sweep("a", images);
+    const owed = [...sweep.owedImages().keys()];
+    assert.equal(owed.length, MAX_OWED);
+    assert.ok(!owed.includes("r/a@0") && owed.includes(`r/a@${MAX_OWED + 2}`), "the oldest went");
+    assert.ok(
+      warned.some((m) => m.includes(`more than ${MAX_OWED} images owed`)),
+      warned.join("; "),
+    );
   });
 });
