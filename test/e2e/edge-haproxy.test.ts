@@ -1,6 +1,7 @@
 // The HAProxy edge on its own: real HAProxy, real HTTP servers on loopback.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, createServer, request, type Server } from "node:http";
 import { createServer as createTcpServer, type Server as TcpServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -157,6 +158,24 @@ describe("HAProxy edge", { timeout: 120_000 }, () => {
     assert.equal(again.pid(), edge.pid(), "the running daemon is adopted, not replaced");
     await again.apply(routes);
     assert.equal(JSON.parse((await get("c.localhost")).body).name, "c");
+  });
+
+  test("a pid file naming another process (its HAProxy gone, the pid given out again): that process is never signalled", async () => {
+    const other = spawn("sleep", ["60"], { stdio: "ignore" });
+    const own = join(dir, "edge-stale");
+    mkdirSync(own, { recursive: true, mode: 0o700 });
+    writeFileSync(join(own, "haproxy.pid"), `${other.pid}\n`);
+    const stale = new HaproxyEdge({ dir: own, listenHost: "127.0.0.1", listenPort: await freePort() });
+    try {
+      await stale.start();
+      assert.notEqual(stale.pid(), other.pid, "its own HAProxy serves");
+      assert.ok(stale.pid(), "a HAProxy of its own runs");
+      await stale.stop();
+      assert.equal(other.exitCode, null, "the other process was not ended");
+      assert.equal(other.signalCode, null, "the other process got no signal");
+    } finally {
+      other.kill("SIGKILL");
+    }
   });
 
   test("reloads (apps added and removed) drop no request of another app, on new connections too", async () => {

@@ -169,7 +169,9 @@ i=0
 while kill -0 "$1" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 kill -KILL "$1" 2>/dev/null
 for f in "$2/edge/haproxy.pid" "$2/registry/registry.pid"; do
-  [ -s "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null
+  p=$(head -n 1 "$f" 2>/dev/null) || continue
+  # Only the daemon whose command line names this data directory: a pid is given out again once it died.
+  tr '\\0' '\\n' 2>/dev/null <"/proc/$p/cmdline" | grep -qF "$2/" && kill -TERM "$p" 2>/dev/null
 done
 exit 0`;
 
@@ -424,6 +426,16 @@ export class Pier {
   }
 
   /** Deletes every app (so nothing keeps running), stops the server and the edge, removes the data dir. */
+  /** Whether process `pid` is one of this server's daemons (an argument of its names the data directory). */
+  private ownDaemon(pid: number): boolean {
+    try {
+      const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      return args.some((a) => a.startsWith(`${this.dataDir}/`));
+    } catch {
+      return false;
+    }
+  }
+
   async destroy(): Promise<void> {
     try {
       if (!this.proc) await this.start();
@@ -436,13 +448,16 @@ export class Pier {
     }
     await this.stopServer();
     // The daemons Pier leaves running on purpose: the edge, and its own swarm registry (ADR 0030).
-    for (const pid of [
+    for (const file of [
       join(this.dataDir, "edge", "haproxy.pid"),
       join(this.dataDir, "registry", "registry.pid"),
     ]) {
-      if (!existsSync(pid)) continue;
+      if (!existsSync(file)) continue;
+      const pid = Number(readFileSync(file, "utf8").trim().split("\n")[0]);
+      // Only the daemon whose command line names this data directory: a pid is given out again once it died.
+      if (!this.ownDaemon(pid)) continue;
       try {
-        process.kill(Number(readFileSync(pid, "utf8").trim()), "SIGTERM");
+        process.kill(pid, "SIGTERM");
       } catch {
         // already gone
       }

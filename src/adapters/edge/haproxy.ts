@@ -42,6 +42,15 @@ export interface HaproxyEdgeOptions {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Whether process `pid`'s command line has `arg` as one of its arguments. */
+function runsWith(pid: number, arg: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes(arg);
+  } catch {
+    return false;
+  }
+}
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -123,11 +132,16 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
     return next;
   }
 
+  /**
+   * HAProxy's pid from its pid file, when that process lives and is this edge's HAProxy (its command line
+   * names this edge's configuration): a pid file left by a HAProxy that died may name another process once
+   * the kernel gives its pid out again (pid_max is 32768 on many machines), and that one is never signalled.
+   */
   pid(): number | null {
     const file = join(this.opts.dir, "haproxy.pid");
     if (!existsSync(file)) return null;
     const pid = Number(readFileSync(file, "utf8").trim().split("\n")[0]);
-    return Number.isInteger(pid) && pid > 0 && alive(pid) ? pid : null;
+    return Number.isInteger(pid) && pid > 0 && alive(pid) && runsWith(pid, this.conf) ? pid : null;
   }
 
   private render(layout: EdgeLayout): string {
@@ -397,7 +411,7 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
     if (!pid) return;
     process.kill(pid, "SIGUSR1");
     for (let i = 0; i < 100 && alive(pid); i++) await sleep(100);
-    if (alive(pid)) process.kill(pid, "SIGTERM");
+    if (this.pid() === pid) process.kill(pid, "SIGTERM");
     await rm(join(this.opts.dir, "haproxy.pid"), { force: true });
   }
 }
