@@ -129,7 +129,7 @@ export function releaseRegistryConformance(name: string, make: () => Promise<Reg
     });
 
     // (A push meanwhile fails too, with the engine's message, after its retries: ~50 s, not worth CI's time.)
-    test("a token service that is down: a forget's ENGINE_ERROR names the registry and its token service; back, all works again", async (t) => {
+    test("a token service that is down: a forget's and a push's ENGINE_ERROR name the registry and its token service; back, all works again", async (t) => {
       const ts = bed.tokenService;
       if (!ts) return t.skip("this registry uses no token service");
       const repo = bed.image.slice(0, bed.image.lastIndexOf(":"));
@@ -139,6 +139,11 @@ export function releaseRegistryConformance(name: string, make: () => Promise<Reg
         await assert.rejects(
           ts.fresh().forget(`${repo}-never-published`, []),
           registryError(bed.registry.address, bed.password, why),
+        );
+        // A push: the engine cannot get its token either (it tries for a while, then gives up).
+        await assert.rejects(
+          ts.fresh().publish(bed.other),
+          registryError(bed.registry.address, bed.password, /could not be pushed.*token service/),
         );
       } finally {
         await ts.start();

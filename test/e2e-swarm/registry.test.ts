@@ -11,6 +11,7 @@ import { after, before, describe, test } from "node:test";
 import Docker from "dockerode";
 import { RegistryApi } from "../../src/adapters/engine/registry-api.js";
 import { DockerRegistryPush } from "../../src/adapters/engine/registry-push.js";
+import type { PierError } from "../../src/core/errors.js";
 import { releaseRegistryConformance } from "../conformance/release-registry.js";
 import { startTokenRegistry, type TokenRegistry } from "../support/token-server.js";
 import { docker, importBusybox, type LabInfo, lab, labUp } from "./lab.js";
@@ -167,5 +168,49 @@ describe("the registry's API and a token service: a token per scope, reused", ()
         "pier repository:pier-app/b:delete 200",
       ],
     );
+  });
+
+  test("a kept token the registry no longer takes (expired): a new one is asked once, and the call goes through", async () => {
+    const { address, caPem, tokens } = registry;
+    const api = new RegistryApi({ address, caPem, username: "pier", password: "pier-password" });
+    // The first call learns the token service from the registry's challenge.
+    assert.deepEqual(await api.tags("pier-app/fresh"), []);
+    const from = tokens.requests.length;
+    tokens.staleTokens = 1;
+    // The stale token is refused by the registry (401 with a new challenge): Pier asks again, once.
+    assert.deepEqual(await api.tags("pier-app/stale"), []);
+    assert.deepEqual(await api.tags("pier-app/stale"), []);
+    assert.deepEqual(
+      tokens.requests.slice(from).map((r) => `${r.scopes.join(" ")} ${r.status}`),
+      ["repository:pier-app/stale:pull 200", "repository:pier-app/stale:pull 200"],
+    );
+    // A token service that keeps giving stale tokens: the registry's refusal is the error, not a loop.
+    tokens.staleTokens = 2;
+    await assert.rejects(api.tags("pier-app/stale2"), (e: PierError) => {
+      assert.equal(e.code, "ENGINE_ERROR");
+      assert.match(e.message, /HTTP 401/);
+      return true;
+    });
+    assert.equal(tokens.requests.length - from, 4);
+  });
+
+  test("a token kept past its lifetime is not used: a new one is asked for at the next call", async () => {
+    const { address, caPem, tokens } = registry;
+    let now = Date.now();
+    const api = new RegistryApi({
+      address,
+      caPem,
+      username: "pier",
+      password: "pier-password",
+      clock: { now: () => now },
+    });
+    const asked = () => tokens.requests.filter((r) => r.scopes.includes("repository:pier-app/life:pull"));
+    await api.tags("pier-app/life");
+    now += 200_000;
+    await api.tags("pier-app/life");
+    assert.equal(asked().length, 1, "within its lifetime (300 s): kept");
+    now += 200_000;
+    await api.tags("pier-app/life");
+    assert.equal(asked().length, 2, "past its lifetime: asked again");
   });
 });

@@ -110,8 +110,28 @@ export class DockerRegistryPush implements ReleaseRegistry {
     const stream = await this.docker
       .getImage(`${target}:${tag}`)
       .push({}, undefined, { ...this.auth, serveraddress: this.address });
-    const digest = await this.digestOf(stream);
-    return `${target}@${digest}`;
+    try {
+      return `${target}@${await this.digestOf(stream)}`;
+    } catch (e) {
+      throw await this.diagnosed(e as PierError, repo);
+    }
+  }
+
+  /**
+   * A failed push, with what Pier finds asking the registry itself with the same credentials: the engine
+   * says only what it dialled ("dial tcp ...: connection refused"), not that it was the token service, or
+   * that the password is refused. When Pier's own request goes through, the engine's side is at fault (its
+   * trust of the registry's CA): the error stays as it was.
+   */
+  private async diagnosed(failed: PierError, repo: string): Promise<PierError> {
+    try {
+      await this.api.tags(repo);
+      return failed;
+    } catch (e) {
+      if (!(e instanceof PierError)) return failed;
+      const found = e.message.replace(/^The registry \S+ could not [^:]+: /, "");
+      return new PierError("ENGINE_ERROR", `${failed.message} (asked by Pier: ${found})`, e.hint);
+    }
   }
 
   /** Follows the push to its end: the digest it reports, or the engine's reason for failing. */
