@@ -5,7 +5,7 @@
 // `up` takes the lab's lock for it and holds it until the file's final `down` (or this process's death):
 // another run's file on the same lab name refuses at once, naming this process, instead of bringing the
 // lab down under it. A lock left by a dead process is taken over with a notice (scripts/swarm-lab.sh).
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn, spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -97,6 +97,11 @@ afterEach((t) => {
       `\n----- the test "${t.name}" failed: the last ${NODE_LOG_LINES} lines of ${n.name}'s dockerd log (${log}) -----\n${tail}\n----- end of ${n.name}'s dockerd log -----`,
     );
   }
+  // A process the kernel killed for memory says so only there (its ring buffer soon rolls over).
+  const oom = (spawnSync("dmesg", [], { encoding: "utf8" }).stdout ?? "")
+    .split("\n")
+    .filter((l) => /out of memory|oom-kill|killed process/i.test(l));
+  if (oom.length > 0) console.error(`\n----- the kernel's OOM lines -----\n${oom.slice(-10).join("\n")}`);
 });
 
 /**
