@@ -23,8 +23,10 @@ export async function forgetReleases(
     if (images.length > 0)
       logger.info({ appId, images }, "the swarm's registry forgot pruned release images");
   } catch (err) {
+    // The hint says what to do (grant the delete action, allow deletes in the registry's config).
+    const { message, hint } = err as Error & { hint?: string };
     logger.warn(
-      { appId, err: (err as Error).message },
+      { appId, err: message, ...(hint ? { hint } : {}) },
       "the swarm's registry could not forget pruned release images yet",
     );
   }

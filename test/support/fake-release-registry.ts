@@ -79,6 +79,7 @@ export class FakeReleaseRegistry implements ReleaseRegistry {
       throw new PierError(
         "ENGINE_ERROR",
         `The registry ${this.address} could not list the tags of ${repository}: ${this.refuses}`,
+        "Check that Pier trusts the registry's CA and that its password is the registry's.",
       );
     this.state.forgets.push({ repository, keep: [...keep] });
     const tags = this.state.tags.get(repository);

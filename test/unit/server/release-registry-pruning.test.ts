@@ -83,7 +83,7 @@ describe("the swarm's registry forgets pruned releases", () => {
     assert.deepEqual(live.registry.forgets.at(-1)?.keep.length, KEPT_RELEASES);
   });
 
-  test("a registry that refuses: the prune completes, a warning says why, without the password", async () => {
+  test("a registry that refuses: the prune completes, a warning says why and what to do, without the password", async () => {
     const live = await releases(KEPT_RELEASES + 1);
     const logger = recorder();
     const refusing = live.registry.refusing("unauthorized: authentication required");
@@ -92,6 +92,11 @@ describe("the swarm's registry forgets pruned releases", () => {
     const warn = logger.lines.find((l) => l.level === "warn");
     assert.match(warn?.msg ?? "", /could not forget/);
     assert.match(JSON.stringify(warn?.obj), /unauthorized/);
+    assert.match(
+      (warn?.obj as { hint?: string } | undefined)?.hint ?? "",
+      /its password is the registry's/,
+      "what to do",
+    );
   });
 
   test("on one dockerd (no registry) nothing is asked of one", async () => {
