@@ -170,20 +170,15 @@ describe("the nodes' sweep", () => {
       removeService: async () => undefined,
       nodes: async () => new Map([...state].map(([id, n]) => [id, { ...n }])),
     };
-    return { state, jobs, engine };
+    const clock = new ManualClock();
+    const options = { docker: engine, scope: "s1", image: async () => "img", socket: "/s", clock };
+    return { state, jobs, clock, options };
   }
   const settle = () => new Promise((r) => setTimeout(r, 20));
 
   test("a node down at its sweep is owed the images: asked again when it is back, then owed nothing", async () => {
-    const { state, jobs, engine } = swarm();
-    const clock = new ManualClock();
-    const sweep = new NodeSweep({
-      docker: engine,
-      scope: "s1",
-      image: async () => "img",
-      socket: "/s",
-      clock,
-    });
+    const { state, jobs, clock, options } = swarm();
+    const sweep = new NodeSweep(options);
     state.set("n3", { name: "node3", ready: false, active: true });
     assert.deepEqual(await sweep.sweep("a", ["r/a@1"]), ["node3: still pending"]);
     assert.deepEqual([...sweep.owedImages()], [["r/a@1", new Set(["n3"])]]);
@@ -204,15 +199,8 @@ describe("the nodes' sweep", () => {
   });
 
   test("a drained node is owed the images until it is active again; no job runs for it meanwhile", async () => {
-    const { state, jobs, engine } = swarm();
-    const clock = new ManualClock();
-    const sweep = new NodeSweep({
-      docker: engine,
-      scope: "s1",
-      image: async () => "img",
-      socket: "/s",
-      clock,
-    });
+    const { state, jobs, clock, options } = swarm();
+    const sweep = new NodeSweep(options);
     state.set("n2", { name: "node2", ready: true, active: false });
     assert.deepEqual(await sweep.sweep("a", ["r/a@1"]), []);
     assert.deepEqual([...sweep.owedImages()], [["r/a@1", new Set(["n2"])]]);
@@ -230,16 +218,8 @@ describe("the nodes' sweep", () => {
     const dir = mkdtempSync(join(tmpdir(), "pier-sweep-"));
     try {
       const owedFile = join(dir, "owed.json");
-      const { state, jobs, engine } = swarm();
-      const clock = new ManualClock();
-      const options = {
-        docker: engine,
-        scope: "s1",
-        image: async () => "img",
-        socket: "/s",
-        clock,
-        owedFile,
-      };
+      const { state, jobs, clock, options: base } = swarm();
+      const options = { ...base, owedFile };
       state.set("n3", { name: "node3", ready: false, active: true });
       await new NodeSweep(options).sweep("a", ["r/a@1", "r/a@2"]);
       assert.deepEqual(JSON.parse(readFileSync(owedFile, "utf8")), { "r/a@1": ["n3"], "r/a@2": ["n3"] });
@@ -260,17 +240,10 @@ describe("the nodes' sweep", () => {
   });
 
   test(`at most ${MAX_OWED} images are owed: the oldest are given up, and that is logged`, async () => {
-    const { state, engine } = swarm();
+    const { state, options } = swarm();
     const warned: string[] = [];
     const logger = { warn: (_: object, msg: string) => void warned.push(msg) };
-    const sweep = new NodeSweep({
-      docker: engine,
-      scope: "s1",
-      image: async () => "img",
-      socket: "/s",
-      clock: new ManualClock(),
-      logger,
-    });
+    const sweep = new NodeSweep({ ...options, logger });
     state.set("n3", { name: "node3", ready: false, active: true });
     const images = Array.from({ length: MAX_OWED + 3 }, (_, i) => `r/a@${i}`);
     await sweep.sweep("a", images);
