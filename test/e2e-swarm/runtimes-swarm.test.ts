@@ -118,12 +118,36 @@ describe("PHP and Dockerfile apps on the swarm", { timeout: 1_500_000 }, () => {
     assert.equal((JSON.parse(r.body) as { greet: string }).greet, "hello pier");
   });
 
-  test("a Dockerfile app: built on the manager, 3 instances on 2+ nodes served through the edge", async () => {
+  test("a Dockerfile app: built on the manager, 3 instances on 2+ nodes served through the edge; its image's failing HEALTHCHECK is Pier's gate's to decide, as on one machine", async () => {
     const app = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "dockerapp"]);
-    const push = await pier.push(await pier.repo("dockerapp", PHP_DOCKER_APP, app.id));
+    // Left to the swarm, this check would hold each start until it passed and end the instance as unhealthy
+    // 2 s after its start ("dockerexec: unhealthy container"); on one machine Docker only reports it.
+    const files = {
+      ...PHP_DOCKER_APP,
+      Dockerfile: PHP_DOCKER_APP.Dockerfile!.replace(
+        "CMD",
+        "HEALTHCHECK --interval=2s --retries=1 CMD false\nCMD",
+      ),
+    };
+    const push = await pier.push(await pier.repo("dockerapp", files, app.id));
     assert.equal(push.code, 0, push.stderr);
     assert.match(push.stderr, /remote: .*Deployment succeeded/);
     await scaleTo3(pier, info, "dockerapp", app.id);
+    await new Promise((r) => setTimeout(r, 6000));
+    // No task of the app's services failed meanwhile (the swarm would end them as unhealthy).
+    const services = (
+      await docker(info, "node1", ["service", "ls", "-q", "--filter", `label=pier.app=${app.id}`])
+    )
+      .split("\n")
+      .filter(Boolean);
+    const tasks = await docker(info, "node1", [
+      "service",
+      "ps",
+      ...services,
+      "--format",
+      "{{.CurrentState}} {{.Error}}",
+    ]);
+    assert.doesNotMatch(tasks, /Failed|unhealthy/, tasks);
     for (let i = 0; i < 6; i++) {
       const r = await pier.get("dockerapp", "/");
       assert.equal(r.status, 200, r.body);

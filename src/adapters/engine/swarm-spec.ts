@@ -37,6 +37,8 @@ export interface EngineContainerSpec {
   CapabilityAdd?: string[];
   ReadOnly?: boolean;
   Mounts?: ServiceMount[];
+  /** The image's HEALTHCHECK, replaced (`["NONE"]`: off). */
+  HealthCheck?: { Test: string[] };
 }
 
 /**
@@ -70,7 +72,9 @@ type Template = EngineServiceSpec["TaskTemplate"];
 /** An instance's service spec: the base with everything an instance sets required. */
 export type ServiceSpec = EngineServiceSpec & {
   TaskTemplate: Required<Pick<Template, "Resources" | "Placement" | "LogDriver">> & {
-    ContainerSpec: Required<Pick<EngineContainerSpec, "Init" | "CapabilityDrop" | "ReadOnly" | "Mounts">>;
+    ContainerSpec: Required<
+      Pick<EngineContainerSpec, "Init" | "CapabilityDrop" | "ReadOnly" | "Mounts" | "HealthCheck">
+    >;
   };
   Mode: { Replicated: { Replicas: number } };
   UpdateConfig: NonNullable<EngineServiceSpec["UpdateConfig"]>;
@@ -165,6 +169,11 @@ export function serviceSpec(s: InstanceSpec, p: ServicePlanInputs): ServiceSpec 
         CapabilityDrop: [...DROPPED_CAPABILITIES],
         ReadOnly: fs.readOnlyRoot,
         Mounts: mounts,
+        // An image's HEALTHCHECK is off, as it is idle on one machine (where Docker only reports it): the
+        // swarm would hold each start until its first check passed (30 s by default) and end an instance it
+        // finds unhealthy, so the same image would deploy on one machine and fail or crawl on the swarm.
+        // Pier's gate (CC_HEALTH_CHECK_PATH) decides, on both.
+        HealthCheck: { Test: ["NONE"] },
       },
       Resources: {
         Limits: {

@@ -55,6 +55,7 @@ test("an instance becomes one replica of its image by digest, dnsrr on its overl
   assert.deepEqual(s.TaskTemplate.Networks, [{ Target: "pier-a1" }]);
   assert.equal(c.Image, "reg:5000/pier-app/a1@sha256:abc");
   assert.equal(c.Init, true);
+  assert.deepEqual(c.HealthCheck, { Test: ["NONE"] }, "the image's HEALTHCHECK is off: Pier's gate decides");
   assert.ok(c.Env.includes("PORT=8080") && c.Env.includes("TINI_KILL_PROCESS_GROUP=1"));
   assert.equal(c.StopGracePeriod, 10_000 * 1e6);
   assert.equal(s.TaskTemplate.Resources.Limits.MemoryBytes, 256 * MiB);
