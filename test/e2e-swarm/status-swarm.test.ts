@@ -150,6 +150,23 @@ describe("pier status and pier nodes on the swarm", { timeout: 1_200_000 }, () =
       });
       const nodes = await pier.cliJson<{ name: string; instances: number }[]>(["nodes"]);
       assert.equal(nodes.find((n) => n.name === lost)?.instances, 0, JSON.stringify(nodes));
+      // Its lines from the lost node cannot be read while that node is down: pier logs says so, as Pier's
+      // line on stderr (the swarm's note came as a log frame of its own, once shown as the app's output).
+      const logs = await pier.cliJson<{ at: string; stream: string; line: string }[]>([
+        "logs",
+        "--app",
+        "web",
+      ]);
+      const note = logs.find((l) => l.line.startsWith("pier: "));
+      assert.equal(
+        note?.line,
+        `pier: some of this instance's log could not be read (${lost} is not available)`,
+      );
+      assert.equal(note?.stream, "stderr");
+      assert.ok(
+        logs.every((l) => !Number.isNaN(Date.parse(l.at))),
+        `every line is timed: ${JSON.stringify(logs.filter((l) => Number.isNaN(Date.parse(l.at))))}`,
+      );
       await lab("start", lost);
       started = true;
       // The node back: the "moved" line goes, the loss stays as the instance's last exit.

@@ -28,7 +28,7 @@ import {
   targetText,
   unlessGone,
 } from "./docker-common.js";
-import { type LogSink, logLines, pumpLogs } from "./docker-logs.js";
+import { type LogSink, logLines, noteLine, pumpLogs } from "./docker-logs.js";
 import { DockerSandboxes } from "./docker-sandboxes.js";
 import { type SandboxInfo, SlotKeeper } from "./slot-keeper.js";
 
@@ -563,13 +563,15 @@ export class DockerEngine implements Engine {
     };
     if (!opts.follow) {
       const buf = await onInstance(id, () => c.logs({ ...base, follow: false }));
-      for (const l of logLines(buf)) await onLine(l);
+      const notes: string[] = [];
+      for (const l of logLines(buf, (n) => notes.push(n))) await onLine(l);
+      for (const n of notes) await onLine(noteLine(n));
       return;
     }
     const stream = (await onInstance(id, () =>
       c.logs({ ...base, follow: true, abortSignal: signal }),
     )) as NodeJS.ReadableStream;
-    await pumpLogs(stream, onLine, signal);
+    await pumpLogs(stream, onLine, signal, (n) => void onLine(noteLine(n)));
   }
 
   async ownerAppIds(): Promise<Set<string>> {

@@ -22,7 +22,7 @@ import type {
 } from "../../core/ports.js";
 import { engineCpus, isNotFound } from "./docker-build.js";
 import { runExec } from "./docker-common.js";
-import { type LogSink, logLines, pumpLogs } from "./docker-logs.js";
+import { type LogSink, logLines, noteLine, pumpLogs } from "./docker-logs.js";
 import { splitImage } from "./registry-push.js";
 import { followSwarm } from "./swarm-events.js";
 import { SwarmNetworks } from "./swarm-networks.js";
@@ -388,11 +388,18 @@ export class SwarmEngine
       ...(opts.since ? { since: Math.floor(opts.since.getTime() / 1000) } : {}),
       ...(opts.tail !== undefined ? { tail: opts.tail } : {}),
     };
+    // The swarm's note that it could not read some of the log (a task's node is down), with the node's name.
+    const noted = async (note: string) => {
+      const nodes = await this.svc.nodes().catch(() => new Map<string, { name: string }>());
+      return noteLine(note, new Map([...nodes].map(([nodeId, n]) => [nodeId, n.name])));
+    };
     try {
       if (!opts.follow) {
         const out = (await service.logs({ ...base, follow: false })) as Buffer | NodeJS.ReadableStream;
         const buf = Buffer.isBuffer(out) ? out : await collect(out);
-        for (const l of logLines(buf)) await sink(l);
+        const notes: string[] = [];
+        for (const l of logLines(buf, (n) => notes.push(n))) await sink(l);
+        for (const n of notes) await onLine(await noted(n));
         return;
       }
       const stream = (await service.logs({
@@ -400,7 +407,7 @@ export class SwarmEngine
         follow: true,
         abortSignal: signal,
       })) as NodeJS.ReadableStream;
-      await pumpLogs(stream, sink, signal);
+      await pumpLogs(stream, sink, signal, (n) => void noted(n).then(onLine));
     } catch (e) {
       if (isNotFound(e)) throw notFound(id);
       throw e;

@@ -4,10 +4,10 @@
 import assert from "node:assert/strict";
 import { Readable } from "node:stream";
 import { describe, test } from "node:test";
-import { LogFrames, logLines, pumpLogs } from "../../../src/adapters/engine/docker-logs.js";
+import { LogFrames, logLines, noteLine, pumpLogs } from "../../../src/adapters/engine/docker-logs.js";
 import type { InstanceLogLine } from "../../../src/core/ports.js";
 
-function frame(stream: 1 | 2, text: string): Buffer {
+function frame(stream: 1 | 2 | 3, text: string): Buffer {
   const payload = Buffer.from(text, "utf8");
   const header = Buffer.alloc(8);
   header[0] = stream;
@@ -38,6 +38,23 @@ const want = [
 ];
 
 describe("the engine's log frames", () => {
+  test("the engine's own note (stream 3: a swarm task's node is down) is not a line of the app's", () => {
+    const why =
+      "Error grabbing logs: rpc error: code = Unknown desc = warning: incomplete log stream. some logs could not be retrieved for the following reasons: node 7epkvkseh3ie is not available";
+    const notes: string[] = [];
+    const lines = logLines(
+      Buffer.concat([frame(1, `${AT} one\n`), frame(3, `${why}\n`), frame(1, `${AT} two\n`)]),
+      (n) => notes.push(n),
+    );
+    assert.deepEqual(show(lines), [`stdout ${AT} one`, `stdout ${AT} two`]);
+    assert.deepEqual(notes, [why]);
+    // Said as Pier's, on stderr, naming the node by its name.
+    const line = noteLine(why, new Map([["7epkvkseh3ie", "node2"]]));
+    assert.equal(line.stream, "stderr");
+    assert.equal(line.line, "pier: some of this instance's log could not be read (node2 is not available)");
+    assert.ok(!Number.isNaN(Date.parse(line.at)), "timed");
+  });
+
   test("read whole: each stream's lines, a line cut across frames and a character cut in two joined", () => {
     assert.deepEqual(show(logLines(log)), want);
   });
