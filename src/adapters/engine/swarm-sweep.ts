@@ -143,6 +143,9 @@ export interface NodeSweepOptions {
   owedFile?: string;
 }
 
+/** At most this many images go in one job (each ~100 characters in one environment variable). */
+export const JOB_IMAGES = 400;
+
 /** At most this many images are owed to nodes: beyond, the oldest are given up (and logged). */
 export const MAX_OWED = 500;
 
@@ -238,15 +241,18 @@ export class NodeSweep {
   private async run(batch: Map<string, Set<string>>): Promise<string[]> {
     const apps = [...batch.keys()];
     try {
-      const images = new Set([...[...batch.values()].flatMap((i) => [...i]), ...this.owed.keys()]);
-      if (images.size === 0) return [];
-      const problems = await this.job([...images]);
-      if (problems.length > 0)
+      const images = [...new Set([...[...batch.values()].flatMap((i) => [...i]), ...this.owed.keys()])];
+      const problems: string[] = [];
+      // One variable of the task holds a job's images: a few hundred, far below the kernel's 128 KiB.
+      for (let i = 0; i < images.length; i += JOB_IMAGES)
+        problems.push(...(await this.job(images.slice(i, i + JOB_IMAGES))));
+      const nodes = [...new Set(problems)];
+      if (nodes.length > 0)
         this.o.logger?.warn(
-          { apps, nodes: problems },
+          { apps, nodes },
           "swarm sweep: some nodes keep the apps' unused images; they are asked again once each node is ready",
         );
-      return problems;
+      return nodes;
     } catch (e) {
       this.o.logger?.warn({ apps, err: (e as Error).message }, "swarm sweep: the job could not run");
       throw e;
@@ -262,7 +268,8 @@ export class NodeSweep {
     );
     try {
       const { tasks, nodes } = await this.ended(id);
-      this.owe(owedAfter(this.owed, images, tasks, [...nodes.keys()]));
+      // The nodes unread (the manager did not answer): what is owed stays as it was.
+      if (nodes.size > 0) this.owe(owedAfter(this.owed, images, tasks, [...nodes.keys()]));
       return sweepProblems(tasks, (n) => nodes.get(n)?.name ?? n);
     } finally {
       await docker.removeService(id);

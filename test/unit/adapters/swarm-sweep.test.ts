@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import type { SwarmNodeState } from "../../../src/adapters/engine/swarm-services.js";
 import {
+  JOB_IMAGES,
   type JobTask,
   MAX_OWED,
   NodeSweep,
@@ -254,5 +255,37 @@ describe("the nodes' sweep", () => {
       warned.some((m) => m.includes(`more than ${MAX_OWED} images owed`)),
       warned.join("; "),
     );
+  });
+
+  test(`more than ${JOB_IMAGES} images: several jobs, each with at most ${JOB_IMAGES} (one variable of the task holds them)`, async () => {
+    const { jobs, options } = swarm();
+    const images = Array.from({ length: JOB_IMAGES + 10 }, (_, i) => `r/a@${i}`);
+    assert.deepEqual(await new NodeSweep(options).sweep("a", images), []);
+    assert.deepEqual(
+      jobs.map((j) => j.length),
+      [JOB_IMAGES, 10],
+    );
+    assert.deepEqual(jobs.flat().sort(), [...images].sort());
+  });
+
+  test("when the manager does not say which nodes there are, what is owed stays as it was", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pier-sweep-"));
+    try {
+      const { state, options: base } = swarm();
+      // The job waits for the tasks of nodes it cannot tell down until its time is up: a short one here.
+      const options = { ...base, owedFile: join(dir, "owed.json"), timeoutMs: 300 };
+      state.set("n3", { name: "node3", ready: false, active: true });
+      await new NodeSweep(options).sweep("a", ["r/a@1"]);
+      // pier server again, while the manager lists no node: its job runs, what is owed is kept.
+      const blind = new NodeSweep({
+        ...options,
+        docker: { ...options.docker, nodes: async () => new Map() },
+      });
+      await blind.sweep("b", ["r/b@1"]);
+      assert.deepEqual([...blind.owedImages()], [["r/a@1", new Set(["n3"])]]);
+      assert.deepEqual(JSON.parse(readFileSync(options.owedFile, "utf8")), { "r/a@1": ["n3"] });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
