@@ -209,8 +209,13 @@ export function authenticate(client: Connection, deps: AuthDeps): Identity {
     failures++;
     ctx.reject(["publickey"]);
   };
+  let closing = false;
   client.on("authentication", (ctx) => {
+    // Closed for too many tries: a request the client sent before it saw the close gets no answer (an answer
+    // would let it try once more while the connection ends).
+    if (closing) return;
     if (failures >= MAX_AUTH_TRIES) {
+      closing = true;
       deps.logger.info({ tries: failures }, "ssh connection closed: too many authentication attempts");
       ctx.reject([]);
       client.end();
