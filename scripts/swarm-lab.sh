@@ -5,7 +5,8 @@
 #   npm run swarm-lab -- kill NODE        SIGKILL a node's dockerd: its containerd, shims and tasks die too
 #   npm run swarm-lab -- start NODE       start a killed node again (it rejoins the swarm by itself)
 #   npm run swarm-lab -- status [--json]  what runs
-#   npm run swarm-lab -- down             remove all of it, and check that nothing is left
+#   npm run swarm-lab -- down             remove all of it, and check that nothing is left (the nodes'
+#                                         dockerd logs are kept in $TMPDIR/pier-swarm-lab-logs/NAME/)
 #   npm run swarm-lab -- lock | unlock    the lab's lock alone (up takes it, down releases it)
 #
 # The recipe (and its pitfalls) is SWARM-LAB.md in the shared notes, summarised in ADR 0030. The machine's
