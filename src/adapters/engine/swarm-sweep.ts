@@ -82,15 +82,44 @@ export interface JobTask {
 
 const ENDED = new Set(["complete", "failed", "rejected", "shutdown", "orphaned", "remove"]);
 
-/** The nodes whose task did not complete, and why: empty when every node swept. */
-export function sweepProblems(tasks: readonly JobTask[], nodeName: (id: string) => string): string[] {
-  return tasks
-    .filter((t) => t.Status?.State !== "complete")
-    .map((t) => {
-      const state = t.Status?.State ?? "new";
-      const why = t.Status?.Err || (ENDED.has(state) ? state : `still ${state}`);
-      return `${nodeName(t.NodeID ?? "?")}: ${why}`;
-    });
+/**
+ * A node's part in a job: swept; failed (its task ended there without completing: it would again, so it is
+ * reported, not owed); away (down or drained: no task runs there) or waiting (its task not ended, or none
+ * yet), both owed the images.
+ */
+export type NodeOutcome = { kind: "swept" } | { kind: "failed" | "away" | "waiting"; why: string };
+
+/**
+ * Each node's outcome from the job's tasks. A global job puts a new task on a node whose task was rejected
+ * (its image not pulled, say): one ended task is the node's answer, the others are not waited for.
+ */
+export function jobOutcomes(
+  tasks: readonly JobTask[],
+  nodes: ReadonlyMap<string, SwarmNodeState>,
+): Map<string, NodeOutcome> {
+  const out = new Map<string, NodeOutcome>();
+  for (const [id, node] of nodes) {
+    const own = tasks.filter((t) => t.NodeID === id);
+    const ended = own.filter((t) => ENDED.has(t.Status?.State ?? ""));
+    const last = (ended.at(-1) ?? own.at(-1))?.Status;
+    if (own.some((t) => t.Status?.State === "complete")) out.set(id, { kind: "swept" });
+    else if (!node.ready || !node.active) out.set(id, { kind: "away", why: node.ready ? "drained" : "down" });
+    else if (ended.length > 0) out.set(id, { kind: "failed", why: last?.Err || (last?.State ?? "failed") });
+    else out.set(id, { kind: "waiting", why: last?.State ? `still ${last.State}` : "no task" });
+  }
+  return out;
+}
+
+/** Whether every node has given its answer (the job can go). */
+export const jobAnswered = (tasks: readonly JobTask[], nodes: ReadonlyMap<string, SwarmNodeState>): boolean =>
+  tasks.length > 0 && [...jobOutcomes(tasks, nodes).values()].every((o) => o.kind !== "waiting");
+
+/** The nodes that did not sweep, and why: empty when every node swept. */
+export function sweepProblems(
+  outcomes: ReadonlyMap<string, NodeOutcome>,
+  nodeName: (id: string) => string,
+): string[] {
+  return [...outcomes].flatMap(([id, o]) => (o.kind === "swept" ? [] : [`${nodeName(id)}: ${o.why}`]));
 }
 
 /** What the sweep asks of the manager's engine (dockerode's calls, with the registry's pull credentials). */
@@ -153,24 +182,25 @@ export const MAX_OWED = 500;
 export type Owed = Map<string, Set<string>>;
 
 /**
- * What is owed after a job that asked for `images`: each image to every node of the swarm whose task did not
- * complete (a node without a task, drained, too); a node no longer in the swarm is owed nothing.
+ * What is owed after a job that asked for `images`: each image to every node the job could not run on (down,
+ * drained, no task in time); not to a node whose task failed there (it would fail again: it is reported).
+ * A node no longer in the swarm is owed nothing.
  */
 export function owedAfter(
   owed: Owed,
   images: readonly string[],
-  tasks: readonly JobTask[],
-  nodeIds: readonly string[],
+  outcomes: ReadonlyMap<string, NodeOutcome>,
 ): Owed {
-  const swept = new Set(tasks.filter((t) => t.Status?.State === "complete").map((t) => t.NodeID));
-  const missing = nodeIds.filter((id) => !swept.has(id));
+  const unreached = [...outcomes].flatMap(([id, o]) =>
+    o.kind === "away" || o.kind === "waiting" ? [id] : [],
+  );
   const next: Owed = new Map();
   for (const [image, nodes] of owed)
     if (!images.includes(image)) {
-      const still = [...nodes].filter((id) => nodeIds.includes(id));
+      const still = [...nodes].filter((id) => outcomes.has(id));
       if (still.length > 0) next.set(image, new Set(still));
     }
-  if (missing.length > 0) for (const image of images) next.set(image, new Set(missing));
+  if (unreached.length > 0) for (const image of images) next.set(image, new Set(unreached));
   return next;
 }
 
@@ -268,25 +298,25 @@ export class NodeSweep {
     );
     try {
       const { tasks, nodes } = await this.ended(id);
+      const outcomes = jobOutcomes(tasks, nodes);
       // The nodes unread (the manager did not answer): what is owed stays as it was.
-      if (nodes.size > 0) this.owe(owedAfter(this.owed, images, tasks, [...nodes.keys()]));
-      return sweepProblems(tasks, (n) => nodes.get(n)?.name ?? n);
+      if (nodes.size > 0) this.owe(owedAfter(this.owed, images, outcomes));
+      return sweepProblems(outcomes, (n) => nodes.get(n)?.name ?? n);
     } finally {
       await docker.removeService(id);
     }
   }
 
   /**
-   * The job's tasks once each has ended or waits for a node that is not ready (down: the job goes before it
-   * is back), or when the time is up, as they are then; with the nodes as last read.
+   * The job's tasks once every node has answered (a task ended there, or the node cannot run one: down or
+   * drained, the job goes before it is back), or when the time is up, as they are then; with the nodes as
+   * last read.
    */
   private async ended(id: string): Promise<{ tasks: JobTask[]; nodes: Map<string, SwarmNodeState> }> {
     const until = Date.now() + (this.o.timeoutMs ?? 60_000);
     for (let attempt = 0; ; attempt++) {
       const [tasks, nodes] = await Promise.all([this.o.docker.listTasks(id), this.o.docker.nodes()]);
-      const over = (t: JobTask) =>
-        ENDED.has(t.Status?.State ?? "") || (t.NodeID !== undefined && nodes.get(t.NodeID)?.ready === false);
-      if ((tasks.length > 0 && tasks.every(over)) || Date.now() > until) return { tasks, nodes };
+      if (jobAnswered(tasks, nodes) || Date.now() > until) return { tasks, nodes };
       await new Promise((r) => setTimeout(r, Math.max(backOff(attempt), 100)));
     }
   }

@@ -9,6 +9,8 @@ import type { SwarmNodeState } from "../../../src/adapters/engine/swarm-services
 import {
   JOB_IMAGES,
   type JobTask,
+  jobAnswered,
+  jobOutcomes,
   MAX_OWED,
   NodeSweep,
   owedAfter,
@@ -42,27 +44,73 @@ describe("the nodes' sweep", () => {
     ]);
   });
 
-  test("every node's task that did not complete is reported with the engine's reason", () => {
-    const names = new Map([
-      ["n1", "node1"],
-      ["n2", "node2"],
-      ["n3", "node3"],
-    ]);
-    const problems = sweepProblems(
-      [
-        { NodeID: "n1", Status: { State: "complete" } },
-        {
-          NodeID: "n2",
-          Status: { State: "rejected", Err: "invalid mount config: bind source path does not exist" },
-        },
-        { NodeID: "n3", Status: { State: "pending" } },
-      ],
-      (id) => names.get(id) ?? id,
+  /** Nodes n1..n5 as the manager lists them: n4 is down, n5 drained. */
+  const NODES = new Map<string, SwarmNodeState>([
+    ["n1", { name: "node1", ready: true, active: true }],
+    ["n2", { name: "node2", ready: true, active: true }],
+    ["n3", { name: "node3", ready: true, active: true }],
+    ["n4", { name: "node4", ready: false, active: true }],
+    ["n5", { name: "node5", ready: true, active: false }],
+  ]);
+  const task = (node: string, State: string, Err?: string): JobTask => ({
+    NodeID: node,
+    Status: Err ? { State, Err } : { State },
+  });
+
+  test("each node's answer: swept, failed with the engine's reason, away (down, drained), or still waiting", () => {
+    const rejected = "No such image: reg:5000/pier/guard@sha256:ab";
+    const tasks = [
+      task("n1", "complete"),
+      // A global job puts a new task on a node whose task was rejected: the first rejection is its answer.
+      task("n2", "rejected", rejected),
+      task("n2", "rejected", rejected),
+      task("n2", "preparing"),
+      task("n3", "running"),
+      task("n4", "pending"),
+    ];
+    const outcomes = jobOutcomes(tasks, NODES);
+    assert.deepEqual(Object.fromEntries(outcomes), {
+      n1: { kind: "swept" },
+      n2: { kind: "failed", why: rejected },
+      n3: { kind: "waiting", why: "still running" },
+      n4: { kind: "away", why: "down" },
+      n5: { kind: "away", why: "drained" },
+    });
+    assert.deepEqual(
+      sweepProblems(outcomes, (id) => NODES.get(id)?.name ?? id),
+      [`node2: ${rejected}`, "node3: still running", "node4: down", "node5: drained"],
     );
-    assert.deepEqual(problems, [
-      "node2: invalid mount config: bind source path does not exist",
-      "node3: still pending",
+    // The job waits for node3 only (node2 answered; node4 and node5 cannot run a task).
+    assert.equal(jobAnswered(tasks, NODES), false);
+    assert.equal(jobAnswered([...tasks, task("n3", "complete")], NODES), true);
+  });
+
+  test("what a job leaves owed: each image to the nodes it could not run on; not to a failed one; nodes gone owed nothing", () => {
+    const owed = new Map([
+      ["r/old@1", new Set(["n2"])],
+      ["r/left@1", new Set(["n4", "n9"])],
     ]);
+    // n2 swept this time (the job asked for r/old@1 again); n3's task failed (reported, not owed); n4 is
+    // down, n5 drained; n9 left the swarm.
+    const outcomes = jobOutcomes(
+      [task("n1", "complete"), task("n2", "complete"), task("n3", "failed", "exit 2")],
+      NODES,
+    );
+    const next = owedAfter(owed, ["r/old@1", "r/new@1"], outcomes);
+    assert.deepEqual(
+      [...next].map(([i, n]) => [i, [...n].sort()]),
+      [
+        ["r/left@1", ["n4"]],
+        ["r/old@1", ["n4", "n5"]],
+        ["r/new@1", ["n4", "n5"]],
+      ],
+    );
+    const all = new Map([...NODES].map(([id, n]) => [id, { ...n, ready: true, active: true }]));
+    const everyone = jobOutcomes(
+      ["n1", "n2", "n3", "n4", "n5"].map((n) => task(n, "complete")),
+      all,
+    );
+    assert.equal(owedAfter(next, [...next.keys()], everyone).size, 0);
   });
 
   test("images asked for while a job runs go together in the next job, each once", async () => {
@@ -122,34 +170,8 @@ describe("the nodes' sweep", () => {
       socket: "/s",
       timeoutMs: 600_000,
     });
-    assert.deepEqual(await sweep.sweep("a", ["r/a@1"]), ["node3: still pending"]);
+    assert.deepEqual(await sweep.sweep("a", ["r/a@1"]), ["node3: down"]);
     assert.deepEqual(removed, ["pier-sweep-s1", "job-1"]);
-  });
-
-  test("what a job leaves owed: each image to every node whose task did not complete, nodes gone owed nothing", () => {
-    const done = (node: string): JobTask => ({ NodeID: node, Status: { State: "complete" } });
-    const pending = (node: string): JobTask => ({ NodeID: node, Status: { State: "pending" } });
-    const owed = new Map([
-      ["r/old@1", new Set(["n2"])],
-      ["r/left@1", new Set(["n3", "n9"])],
-    ]);
-    // n2 swept this time (the job asked for r/old@1 again); n3 was down; n4 is drained (no task at all);
-    // n9 left the swarm.
-    const next = owedAfter(
-      owed,
-      ["r/old@1", "r/new@1"],
-      [done("n1"), done("n2"), pending("n3")],
-      ["n1", "n2", "n3", "n4"],
-    );
-    assert.deepEqual(
-      [...next].map(([i, n]) => [i, [...n].sort()]),
-      [
-        ["r/left@1", ["n3"]],
-        ["r/old@1", ["n3", "n4"]],
-        ["r/new@1", ["n3", "n4"]],
-      ],
-    );
-    assert.equal(owedAfter(next, [...next.keys()], ["n1", "n3", "n4"].map(done), ["n1", "n3", "n4"]).size, 0);
   });
 
   /** A swarm of node1..node3 whose state a test sets; each job's images and which nodes completed it. */
@@ -181,7 +203,7 @@ describe("the nodes' sweep", () => {
     const { state, jobs, clock, options } = swarm();
     const sweep = new NodeSweep(options);
     state.set("n3", { name: "node3", ready: false, active: true });
-    assert.deepEqual(await sweep.sweep("a", ["r/a@1"]), ["node3: still pending"]);
+    assert.deepEqual(await sweep.sweep("a", ["r/a@1"]), ["node3: down"]);
     assert.deepEqual([...sweep.owedImages()], [["r/a@1", new Set(["n3"])]]);
     // Still down a minute later: no job.
     clock.advance(60_000);
@@ -203,7 +225,7 @@ describe("the nodes' sweep", () => {
     const { state, jobs, clock, options } = swarm();
     const sweep = new NodeSweep(options);
     state.set("n2", { name: "node2", ready: true, active: false });
-    assert.deepEqual(await sweep.sweep("a", ["r/a@1"]), []);
+    assert.deepEqual(await sweep.sweep("a", ["r/a@1"]), ["node2: drained"]);
     assert.deepEqual([...sweep.owedImages()], [["r/a@1", new Set(["n2"])]]);
     clock.advance(120_000);
     await settle();
