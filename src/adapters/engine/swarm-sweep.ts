@@ -280,7 +280,7 @@ export class NodeSweep {
       if (nodes.length > 0)
         this.o.logger?.warn(
           { apps, nodes },
-          "swarm sweep: some nodes keep the apps' unused images; they are asked again once each node is ready",
+          "swarm sweep: some nodes keep the apps' unused images (one down or drained is asked again once it is back)",
         );
       return nodes;
     } catch (e) {
