@@ -11,7 +11,7 @@
 //   pier server running, the sandbox restarted (`docker restart`, what a restart of the manager's dockerd
 //   does to it) to every app answering; the cost per app of each between checkpoints;
 // - memory at each checkpoint: pier server's RSS, and each node's (its dockerd and everything under it:
-//   containerd, shims, instances, on the manager the edge's sandbox) PSS; the growth per app;
+//   containerd, shims, instances, on the manager the edge's sandbox and builds) PSS; the growth per app;
 // - the time to delete every app.
 // Run: npm run build && node dist/bench/swarm-density.js [N, default 30]
 // The lab is PIER_SWARM_LAB_NAME / PIER_SWARM_LAB_NET when set, else bench/swarm's own (pierbench,
@@ -134,7 +134,10 @@ function processes(): Proc[] {
   return out;
 }
 
-/** Each lab node's PSS: its dockerd (found by its configuration file, beside its socket) and every descendant. */
+/**
+ * Each lab node's PSS: its dockerd (found by its configuration file, beside its socket), its containerd,
+ * shims and containers: every process of the node's init.
+ */
 function nodesPss(info: LabInfo): Record<string, number> {
   const procs = processes();
   const byParent = new Map<number, Proc[]>();
@@ -145,7 +148,11 @@ function nodesPss(info: LabInfo): Record<string, number> {
   for (const n of info.nodes) {
     const config = `${dirname(labSocket(info, n.name))}/daemon.json`;
     const dockerd = procs.find((p) => p.args[0]?.endsWith("dockerd") && p.args.includes(config));
-    out[n.name] = dockerd ? tree(dockerd.pid) : 0;
+    // The node's init (docker-init, its PID namespace's first process) holds what daemonized: the shims and
+    // the containers under them are its children, not dockerd's.
+    const init = procs.find((p) => p.pid === dockerd?.ppid && p.args[0]?.endsWith("docker-init"));
+    const root = init ?? dockerd;
+    out[n.name] = root ? tree(root.pid) : 0;
   }
   return out;
 }
@@ -201,6 +208,8 @@ interface Recovery {
   restartCmdMs: number;
   restartedMs: number;
   missing: number;
+  /** The server's log during the start with the sandbox removed. */
+  removedLog: string[];
 }
 
 const edgeName = (pier: Pier) =>
@@ -210,10 +219,34 @@ const edgeName = (pier: Pier) =>
 async function timedStart(pier: Pier, names: readonly string[]) {
   if ((await answering(pier, names.slice(0, 1))) > 0)
     throw new Error("an app still answers with the edge down: the measurement would be wrong");
+  const from = pier.output.length;
+  const wall0 = Date.now();
   const t0 = performance.now();
   const started = pier.start().then(() => performance.now() - t0);
   const a = await allAnswer(pier, names, 180_000);
-  return { startMs: await started, allMs: a.ms, missing: a.missing };
+  return {
+    startMs: await started,
+    allMs: a.ms,
+    missing: a.missing,
+    log: serverLog(pier.output.slice(from), wall0),
+  };
+}
+
+/** The server's log records (pino JSON) as "+seconds from `wall0`  message", each message once. */
+function serverLog(text: string, wall0: number): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const line of text.split("\n")) {
+    try {
+      const r = JSON.parse(line) as { time?: number; msg?: string };
+      if (!r.msg || seen.has(r.msg)) continue;
+      seen.add(r.msg);
+      out.push(`+${(((r.time ?? wall0) - wall0) / 1000).toFixed(2).padStart(6)} s  ${r.msg.slice(0, 120)}`);
+    } catch {
+      // not a record
+    }
+  }
+  return out;
 }
 
 /** Waits (bounded) until the first app stops answering. */
@@ -248,6 +281,7 @@ async function recovery(pier: Pier, info: LabInfo, names: readonly string[]): Pr
     restartCmdMs,
     restartedMs: restartCmdMs + restarted.ms,
     missing: base.missing.length + removed.missing.length + restarted.missing.length,
+    removedLog: removed.log,
   };
 }
 
@@ -281,7 +315,12 @@ function reportRecoveries(rs: Recovery[]): void {
     );
   const a = rs[0];
   const b = rs[rs.length - 1];
-  if (!a || !b || a === b) return;
+  if (!a || !b) return;
+  console.log(
+    `  the server's log as it started with the sandbox removed, at ${b.apps} apps (from its start; all answered at +${s2(b.removedMs)}):`,
+  );
+  for (const l of b.removedLog.slice(0, 30)) console.log(`    ${l}`);
+  if (a === b) return;
   const slope = (f: (r: Recovery) => number) => (f(b) - f(a)) / (b.apps - a.apps);
   const ratio = (f: (r: Recovery) => number) => (f(b) / f(a)).toFixed(2);
   console.log(
@@ -291,7 +330,9 @@ function reportRecoveries(rs: Recovery[]): void {
 
 function reportMemory(ms: Memory[]): void {
   const nodes = Object.keys(ms[0]?.nodesKb ?? {});
-  console.log("memory: pier server RSS; each node's dockerd and all under it, PSS");
+  console.log(
+    "memory: pier server RSS; each node's init and all under it (dockerd, containerd, shims, containers), PSS",
+  );
   for (const m of ms)
     console.log(
       `  ${String(m.apps).padStart(3)} apps: server ${mib(m.serverKb)}; ${nodes.map((n) => `${n} ${mib(m.nodesKb[n] ?? 0)}`).join(", ")}`,
@@ -324,6 +365,7 @@ async function main(): Promise<void> {
     settings: (l) => ({
       ...swarmSettings(l),
       PIER_ACME_DIRECTORY: "off",
+      PIER_LOG_LEVEL: "info", // the recovery's steps, timed
       PIER_ISOLATION: "on",
       PIER_EGRESS_ALLOW: `${l.registry.address.split(":")[0]}/32`,
     }),
