@@ -79,10 +79,10 @@ async function ok(pier: Pier, name: string): Promise<boolean> {
 }
 
 /** Polls until every app answers 200 through the edge, at most `limitMs`: the time taken, and who never did. */
-async function allAnswer(pier: Pier, names: readonly string[], limitMs: number) {
+async function allAnswer(pier: Pier, names: readonly string[], limitMs: number, stop = () => false) {
   const t0 = performance.now();
   const pending = new Set(names);
-  while (pending.size > 0 && performance.now() - t0 < limitMs) {
+  while (pending.size > 0 && performance.now() - t0 < limitMs && !stop()) {
     const batch = [...pending].slice(0, 20);
     await Promise.all(batch.map(async (n) => (await ok(pier, n)) && pending.delete(n)));
     if (pending.size > 0) await sleep(50);
@@ -222,10 +222,20 @@ async function timedStart(pier: Pier, names: readonly string[]) {
   const from = pier.output.length;
   const wall0 = Date.now();
   const t0 = performance.now();
-  const started = pier.start().then(() => performance.now() - t0);
-  const a = await allAnswer(pier, names, 180_000);
+  // A server that fails to start (e.g. a join of the sandbox that failed) ends the polling and the run.
+  let failed: Error | undefined;
+  const started = pier.start().then(
+    () => performance.now() - t0,
+    (e: Error) => {
+      failed = e;
+      return Number.NaN;
+    },
+  );
+  const a = await allAnswer(pier, names, 180_000, () => failed !== undefined);
+  const startMs = await started;
+  if (failed) throw new Error(`pier server did not start again: ${failed.message.slice(0, 600)}`);
   return {
-    startMs: await started,
+    startMs,
     allMs: a.ms,
     missing: a.missing,
     log: serverLog(pier.output.slice(from), wall0),
