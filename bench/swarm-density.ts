@@ -1,0 +1,440 @@
+// bench/swarm-density (issue 18, the scale standard): N small apps on one swarm Pier (PIER_ENGINE=swarm,
+// ADR 0030) on a 3-node lab, isolation on (the node guard runs), a Dockerfile app and a Node.js app
+// alternating as bench/density does. It prints:
+// - each deploy's cost: push to the push's return, and to the first 200 through the edge; the median of the
+//   last 10 apps over the first 10 (target <= 1.5);
+// - every app answering through the edge at the end;
+// - the edge's recovery at checkpoints (N/3, 2N/3, N apps): pier server stopped, the edge's sandbox on the
+//   manager removed (`docker rm -f pier-edge-<scope>`), pier server started: the time from its start to
+//   every app answering 200 again; against a baseline measured at the same checkpoint, HAProxy killed with
+//   the sandbox kept (the same restart, without the sandbox made again and its overlays joined); then,
+//   pier server running, the sandbox restarted (`docker restart`, what a restart of the manager's dockerd
+//   does to it) to every app answering; the cost per app of each between checkpoints;
+// - memory at each checkpoint: pier server's RSS, and each node's (its dockerd and everything under it:
+//   containerd, shims, instances, on the manager the edge's sandbox and builds) PSS; the growth per app;
+// - the time to delete every app.
+// Run: npm run build && node dist/bench/swarm-density.js [N, default 30]
+// The lab is PIER_SWARM_LAB_NAME / PIER_SWARM_LAB_NET when set, else bench/swarm's own (pierbench,
+// 192.168.249): a bench never takes the default lab. The lab goes down and the Pier is destroyed at the
+// end, on a failure, on SIGINT/SIGTERM, and past the time limit (PIER_BENCH_LIMIT_S, default 3600 s).
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { dirname } from "node:path";
+import { httpRequest, NODE_DOCKER_APP, type Pier } from "../test/e2e/harness.js";
+import {
+  docker,
+  type LabInfo,
+  labSocket,
+  swarmPier,
+  swarmPierDown,
+  swarmSettings,
+} from "../test/e2e-swarm/lab.js";
+
+const N = Number(process.argv[2] ?? 30);
+if (!Number.isInteger(N) || N < 2 || N > 300)
+  throw new Error(`N must be an integer from 2 to 300, not ${process.argv[2]}`);
+const limitS = Number(process.env.PIER_BENCH_LIMIT_S ?? 3600);
+if (!process.env.PIER_SWARM_LAB_NAME) {
+  process.env.PIER_SWARM_LAB_NAME = "pierbench";
+  process.env.PIER_SWARM_LAB_NET = process.env.PIER_SWARM_LAB_NET ?? "192.168.249";
+}
+/** Apps at which the edge's recovery and memory are measured. */
+const CHECKPOINTS = [...new Set([Math.ceil(N / 3), Math.ceil((2 * N) / 3), N])];
+/** The apps compared (first and last): 10, or half of N when smaller. */
+const K = Math.min(10, Math.floor(N / 2));
+
+const NODE_APP: Record<string, string> = {
+  "package.json": `${JSON.stringify({ name: "tiny", version: "1.0.0", private: true, scripts: { start: "node server.js" } }, null, 2)}\n`,
+  "server.js": [
+    'const http = require("http");',
+    'http.createServer((req, res) => res.end("ok " + process.env.APP_ID)).listen(Number(process.env.PORT || 8080), "0.0.0.0");',
+    "",
+  ].join("\n"),
+};
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const load1 = () => loadavg()[0]?.toFixed(2) ?? "?";
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+const s2 = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+const mib = (kb: number) => `${(kb / 1024).toFixed(1)} MiB`;
+const verdict = (good: boolean) => (good ? "MET" : "MISSED");
+
+async function ok(pier: Pier, name: string): Promise<boolean> {
+  try {
+    const r = await httpRequest(
+      pier.httpPort,
+      `${name}.localhost`,
+      "GET",
+      "/",
+      {},
+      "",
+      3000,
+      pier.edgeAddress,
+    );
+    return r.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls until every app answers 200 through the edge, at most `limitMs`: the time taken, and who never did. */
+async function allAnswer(pier: Pier, names: readonly string[], limitMs: number, stop = () => false) {
+  const t0 = performance.now();
+  const pending = new Set(names);
+  while (pending.size > 0 && performance.now() - t0 < limitMs && !stop()) {
+    const batch = [...pending].slice(0, 20);
+    await Promise.all(batch.map(async (n) => (await ok(pier, n)) && pending.delete(n)));
+    if (pending.size > 0) await sleep(50);
+  }
+  return { ms: performance.now() - t0, missing: [...pending] };
+}
+
+/** How many of the apps answer 200 through the edge now (checked 10 at a time). */
+async function answering(pier: Pier, names: readonly string[]): Promise<number> {
+  let n = 0;
+  for (let i = 0; i < names.length; i += 10)
+    n += (await Promise.all(names.slice(i, i + 10).map((a) => ok(pier, a)))).filter(Boolean).length;
+  return n;
+}
+
+// ------------------------------------------------------------------------------------------- memory
+const pssKb = (pid: number): number => {
+  try {
+    return Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+};
+const rssKb = (pid: number): number => {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+};
+
+interface Proc {
+  pid: number;
+  ppid: number;
+  args: string[];
+}
+function processes(): Proc[] {
+  const out: Proc[] = [];
+  for (const e of readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const args = readFileSync(`/proc/${e}/cmdline`, "utf8").split("\0").filter(Boolean);
+      const ppid = Number(/PPid:\s+(\d+)/.exec(readFileSync(`/proc/${e}/status`, "utf8"))?.[1]);
+      out.push({ pid: Number(e), ppid, args });
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
+/**
+ * Each lab node's PSS: its dockerd (found by its configuration file, beside its socket), its containerd,
+ * shims and containers: every process of the node's init.
+ */
+function nodesPss(info: LabInfo): Record<string, number> {
+  const procs = processes();
+  const byParent = new Map<number, Proc[]>();
+  for (const p of procs) byParent.set(p.ppid, [...(byParent.get(p.ppid) ?? []), p]);
+  const tree = (pid: number, depth = 0): number =>
+    depth > 20 ? 0 : pssKb(pid) + (byParent.get(pid) ?? []).reduce((s, c) => s + tree(c.pid, depth + 1), 0);
+  const out: Record<string, number> = {};
+  for (const n of info.nodes) {
+    const config = `${dirname(labSocket(info, n.name))}/daemon.json`;
+    const dockerd = procs.find((p) => p.args[0]?.endsWith("dockerd") && p.args.includes(config));
+    // The node's init (docker-init, its PID namespace's first process) holds what daemonized: the shims and
+    // the containers under them are its children, not dockerd's.
+    const init = procs.find((p) => p.pid === dockerd?.ppid && p.args[0]?.endsWith("docker-init"));
+    const root = init ?? dockerd;
+    out[n.name] = root ? tree(root.pid) : 0;
+  }
+  return out;
+}
+
+interface Memory {
+  apps: number;
+  serverKb: number;
+  nodesKb: Record<string, number>;
+}
+const memory = (pier: Pier, info: LabInfo, apps: number): Memory => ({
+  apps,
+  serverKb: pier.proc?.pid ? rssKb(pier.proc.pid) : 0,
+  nodesKb: nodesPss(info),
+});
+
+// ------------------------------------------------------------------------------------------- deploys
+interface Deployed {
+  name: string;
+  pushMs: number;
+  first200Ms: number;
+}
+
+/** App `i` created and deployed: push to its return, and to the first 200 through the edge. */
+async function deployApp(pier: Pier, i: number): Promise<Deployed> {
+  const node = i % 2 === 1;
+  const name = `sd-${node ? "n" : "d"}${i}`;
+  const created = await pier.cliJson<{ id: string }>(["create", "--type", node ? "node" : "docker", name]);
+  if (node) {
+    const r = await pier.cli(["env", "set", "CC_NODE_VERSION", "22.16.0", "--app", name]);
+    if (r.code !== 0) throw new Error(`env set failed: ${r.stderr}`);
+  }
+  const repo = await pier.repo(name, node ? NODE_APP : NODE_DOCKER_APP, created.id);
+  const t0 = performance.now();
+  const p = await pier.push(repo);
+  const pushMs = performance.now() - t0;
+  if (p.code !== 0) throw new Error(`push of ${name} (app ${i + 1}) failed (${p.code}):\n${p.stderr}`);
+  const a = await allAnswer(pier, [name], 120_000);
+  if (a.missing.length > 0) throw new Error(`${name} did not answer 200 through the edge within 120 s`);
+  return { name, pushMs, first200Ms: performance.now() - t0 };
+}
+
+// ------------------------------------------------------------------------------------------- recovery
+interface Recovery {
+  apps: number;
+  /** HAProxy killed, the sandbox kept: pier server start to every app answering. */
+  baselineMs: number;
+  /** The sandbox removed: pier server start to every app answering. */
+  removedMs: number;
+  /** ... of which pier server start to its API answering (`is running`). */
+  removedStartMs: number;
+  /** pier server running, the sandbox restarted (`docker restart`, as a restart of the manager's dockerd does):
+   *  the restart command's own time, and to every app answering. */
+  restartCmdMs: number;
+  restartedMs: number;
+  missing: number;
+  /** The server's log during the start with the sandbox removed. */
+  removedLog: string[];
+}
+
+const edgeName = (pier: Pier) =>
+  `pier-edge-${createHash("sha256").update(pier.dataDir).digest("hex").slice(0, 12)}`;
+
+/** pier server started, timed to its API and to every app answering; the apps must be down before. */
+async function timedStart(pier: Pier, names: readonly string[]) {
+  if ((await answering(pier, names.slice(0, 1))) > 0)
+    throw new Error("an app still answers with the edge down: the measurement would be wrong");
+  const from = pier.output.length;
+  const wall0 = Date.now();
+  const t0 = performance.now();
+  // A server that fails to start (e.g. a join of the sandbox that failed) ends the polling and the run.
+  let failed: Error | undefined;
+  const started = pier.start().then(
+    () => performance.now() - t0,
+    (e: Error) => {
+      failed = e;
+      return Number.NaN;
+    },
+  );
+  const a = await allAnswer(pier, names, 180_000, () => failed !== undefined);
+  const startMs = await started;
+  if (failed) throw new Error(`pier server did not start again: ${failed.message.slice(0, 600)}`);
+  return {
+    startMs,
+    allMs: a.ms,
+    missing: a.missing,
+    log: serverLog(pier.output.slice(from), wall0),
+  };
+}
+
+/** The server's log records (pino JSON) as "+seconds from `wall0`  message", each message once. */
+function serverLog(text: string, wall0: number): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const line of text.split("\n")) {
+    try {
+      const r = JSON.parse(line) as { time?: number; msg?: string };
+      if (!r.msg || seen.has(r.msg)) continue;
+      seen.add(r.msg);
+      out.push(`+${(((r.time ?? wall0) - wall0) / 1000).toFixed(2).padStart(6)} s  ${r.msg.slice(0, 120)}`);
+    } catch {
+      // not a record
+    }
+  }
+  return out;
+}
+
+/** Waits (bounded) until the first app stops answering. */
+async function untilDown(pier: Pier, names: readonly string[]): Promise<void> {
+  for (let i = 0; i < 200 && (await answering(pier, names.slice(0, 1))) > 0; i++) await sleep(50);
+}
+
+async function recovery(pier: Pier, info: LabInfo, names: readonly string[]): Promise<Recovery> {
+  // Baseline: the same restart with the sandbox kept (HAProxy killed, so the edge must be started again).
+  await pier.stopServer();
+  const haproxy = Number(readFileSync(`${pier.dataDir}/edge/haproxy.pid`, "utf8").trim().split("\n")[0]);
+  process.kill(haproxy, "SIGTERM");
+  await untilDown(pier, names);
+  const base = await timedStart(pier, names);
+  // The sandbox removed under a stopped pier server (its old HAProxy is left in the gone sandbox's namespace).
+  await pier.stopServer();
+  await docker(info, "node1", ["rm", "-f", edgeName(pier)]);
+  await untilDown(pier, names);
+  const removed = await timedStart(pier, names);
+  // The sandbox restarted under a running pier server: Docker attaches it to every overlay again as it starts.
+  const t0 = performance.now();
+  await docker(info, "node1", ["restart", "-t", "0", edgeName(pier)]).catch((e: Error) =>
+    console.error(`bench: docker restart of the sandbox: ${e.message}`),
+  );
+  const restartCmdMs = performance.now() - t0;
+  const restarted = await allAnswer(pier, names, 180_000);
+  return {
+    apps: names.length,
+    baselineMs: base.allMs,
+    removedMs: removed.allMs,
+    removedStartMs: removed.startMs,
+    restartCmdMs,
+    restartedMs: restartCmdMs + restarted.ms,
+    missing: base.missing.length + removed.missing.length + restarted.missing.length,
+    removedLog: removed.log,
+  };
+}
+
+// ------------------------------------------------------------------------------------------- report
+function reportDeploys(ds: Deployed[]): void {
+  const first = ds.slice(0, K);
+  const last = ds.slice(-K);
+  for (const [what, key] of [
+    ["push to its return", "pushMs"],
+    ["push to the first 200", "first200Ms"],
+  ] as const) {
+    const f = median(first.map((d) => d[key]));
+    const l = median(last.map((d) => d[key]));
+    console.log(
+      `deploy, ${what}: median of the last ${K} over the first ${K}: ${(l / f).toFixed(2)} (${s2(l)} / ${s2(f)}; target <= 1.50) ${verdict(l / f <= 1.5)}`,
+    );
+  }
+  const blocks: string[] = [];
+  for (let b = 0; b < ds.length; b += 10)
+    blocks.push(
+      `${b + 1}-${Math.min(b + 10, ds.length)}: ${s2(median(ds.slice(b, b + 10).map((d) => d.first200Ms)))}`,
+    );
+  console.log(`  median push to first 200 by 10 apps: ${blocks.join(", ")}`);
+}
+
+function reportRecoveries(rs: Recovery[]): void {
+  console.log("edge recovery: pier server start to every app answering 200 through the edge");
+  for (const r of rs)
+    console.log(
+      `  ${String(r.apps).padStart(3)} apps: sandbox removed ${s2(r.removedMs)} (API up at ${s2(r.removedStartMs)}), ${(r.removedMs / r.apps).toFixed(0)} ms per app; baseline (HAProxy killed, sandbox kept) ${s2(r.baselineMs)}; removed/baseline ${(r.removedMs / r.baselineMs).toFixed(2)}; sandbox restarted ${s2(r.restartedMs)} (docker restart ${s2(r.restartCmdMs)}), ${(r.restartedMs / r.apps).toFixed(0)} ms per app${r.missing ? `; ${r.missing} app(s) NEVER answered` : ""}`,
+    );
+  const a = rs[0];
+  const b = rs[rs.length - 1];
+  if (!a || !b) return;
+  console.log(
+    `  the server's log as it started with the sandbox removed, at ${b.apps} apps (from its start; all answered at +${s2(b.removedMs)}):`,
+  );
+  for (const l of b.removedLog.slice(0, 30)) console.log(`    ${l}`);
+  if (a === b) return;
+  const slope = (f: (r: Recovery) => number) => (f(b) - f(a)) / (b.apps - a.apps);
+  const ratio = (f: (r: Recovery) => number) => (f(b) / f(a)).toFixed(2);
+  console.log(
+    `  growth from ${a.apps} to ${b.apps} apps (apps x${(b.apps / a.apps).toFixed(2)}), ms per app added and ratio: sandbox removed ${slope((r) => r.removedMs).toFixed(0)} (x${ratio((r) => r.removedMs)}), its API up ${slope((r) => r.removedStartMs).toFixed(0)} (x${ratio((r) => r.removedStartMs)}); sandbox restarted ${slope((r) => r.restartedMs).toFixed(0)} (x${ratio((r) => r.restartedMs)}); baseline ${slope((r) => r.baselineMs).toFixed(0)} (x${ratio((r) => r.baselineMs)})`,
+  );
+}
+
+function reportMemory(ms: Memory[]): void {
+  const nodes = Object.keys(ms[0]?.nodesKb ?? {});
+  console.log(
+    "memory: pier server RSS; each node's init and all under it (dockerd, containerd, shims, containers), PSS",
+  );
+  for (const m of ms)
+    console.log(
+      `  ${String(m.apps).padStart(3)} apps: server ${mib(m.serverKb)}; ${nodes.map((n) => `${n} ${mib(m.nodesKb[n] ?? 0)}`).join(", ")}`,
+    );
+  const a = ms[0];
+  const b = ms[ms.length - 1];
+  if (!a || !b || a === b) return;
+  const per = (x: number, y: number) => mib((y - x) / (b.apps - a.apps));
+  console.log(
+    `  per app from ${a.apps} to ${b.apps} apps: server ${per(a.serverKb, b.serverKb)}; ${nodes.map((n) => `${n} ${per(a.nodesKb[n] ?? 0, b.nodesKb[n] ?? 0)}`).join(", ")}`,
+  );
+}
+
+// ------------------------------------------------------------------------------------------- main
+let pier: Pier | undefined;
+let cleaning: Promise<void> | undefined;
+const cleanup = (): Promise<void> => {
+  cleaning ??= swarmPierDown(pier).catch((e: Error) => console.error(`bench: cleanup: ${e.message}`));
+  return cleaning;
+};
+
+async function main(): Promise<void> {
+  const t0 = Date.now();
+  const loads = [`start ${load1()}`];
+  console.log(
+    `bench/swarm-density: ${N} apps; lab ${process.env.PIER_SWARM_LAB_NAME} (${process.env.PIER_SWARM_LAB_NET}.0/24); checkpoints ${CHECKPOINTS.join(", ")}`,
+  );
+  const made = await swarmPier({
+    images: ["pier/base:bookworm", "pier/node:22", "pier/guard:1"],
+    settings: (l) => ({
+      ...swarmSettings(l),
+      PIER_ACME_DIRECTORY: "off",
+      PIER_LOG_LEVEL: "info", // the recovery's steps, timed
+      PIER_ISOLATION: "on",
+      PIER_EGRESS_ALLOW: `${l.registry.address.split(":")[0]}/32`,
+    }),
+  });
+  pier = made.pier;
+  const { info } = made;
+  console.log(`set-up ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+  const mem: Memory[] = [memory(pier, info, 0)];
+  const deployed: Deployed[] = [];
+  const recs: Recovery[] = [];
+  for (let i = 0; i < N; i++) {
+    deployed.push(await deployApp(pier, i));
+    if (!CHECKPOINTS.includes(i + 1)) continue;
+    await sleep(10_000); // idle: the first deploys' retired instances gone
+    mem.push(memory(pier, info, i + 1));
+    recs.push(
+      await recovery(
+        pier,
+        info,
+        deployed.map((d) => d.name),
+      ),
+    );
+    loads.push(`${i + 1} apps ${load1()}`);
+    process.stderr.write(`${i + 1} apps (${((Date.now() - t0) / 1000).toFixed(0)} s)\n`);
+  }
+  const names = deployed.map((d) => d.name);
+  const serving = await answering(pier, names);
+  reportDeploys(deployed);
+  console.log(`answering through the edge at the end: ${serving}/${N} ${verdict(serving === N)}`);
+  reportRecoveries(recs);
+  reportMemory(mem);
+  const d0 = performance.now();
+  for (const n of names) {
+    const r = await pier.cli(["delete", "--app", n, "--yes"]);
+    if (r.code !== 0) throw new Error(`delete of ${n} failed: ${r.stderr}`);
+  }
+  const left = await docker(info, "node1", ["service", "ls", "-q", "--filter", "label=pier.app"]);
+  console.log(
+    `deleting all ${N} apps: ${s2(performance.now() - d0)} (${s2((performance.now() - d0) / N)} each); services of apps left ${left.split("\n").filter(Boolean).length}`,
+  );
+  console.log(
+    `total ${((Date.now() - t0) / 1000).toFixed(0)} s; load (1 min): ${loads.join(", ")}, end ${load1()}`,
+  );
+}
+
+const guard = setTimeout(() => {
+  console.error(`bench: over ${limitS} s: stopping`);
+  void cleanup().then(() => process.exit(2));
+}, limitS * 1000);
+for (const sig of ["SIGINT", "SIGTERM"] as const)
+  process.once(sig, () => {
+    void cleanup().then(() => process.exit(130));
+  });
+try {
+  await main();
+} catch (e) {
+  console.error(`bench: ${(e as Error).stack ?? e}`);
+  process.exitCode = 1;
+} finally {
+  await cleanup();
+  clearTimeout(guard);
+}
