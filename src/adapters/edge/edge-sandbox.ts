@@ -63,11 +63,28 @@ export function hostPidOf(id: string, enginePid: number): number | null {
 const networkIds = (c: Inspected) =>
   new Set(Object.values(c.NetworkSettings.Networks ?? {}).map((n) => n.NetworkID));
 
+/**
+ * Joins each network in turn; one that fails is reported and the others are still joined: one app's
+ * network the engine cannot attach (it timed out once in 18 sandbox restarts on the lab) must not keep
+ * the edge, and so every other app, from serving.
+ */
+export async function joinEach(
+  networks: readonly string[],
+  join: (network: string) => Promise<void>,
+): Promise<{ network: string; message: string }[]> {
+  const failed: { network: string; message: string }[] = [];
+  for (const network of networks)
+    await join(network).catch((e: Error) => failed.push({ network, message: e.message }));
+  return failed;
+}
+
 export class EdgeSandbox implements EdgePlace {
   private readonly name: string;
   /** The sandbox's process and network namespace when prepare() last saw it running. */
   private current: { id: string; pid: number; netns: string } | null = null;
   private dialer: ChildProcess | null = null;
+  /** A join of the last walk of the overlays failed: the next prepare() walks them again. */
+  private unjoined = false;
 
   constructor(private readonly opts: EdgeSandboxOptions) {
     this.name = `pier-edge-${opts.scope}`;
@@ -105,8 +122,9 @@ export class EdgeSandbox implements EdgePlace {
     const changed = this.current?.netns !== netns;
     this.current = { id: c.Id, pid, netns };
     // A namespace not seen before (Pier started, or the sandbox made or started again) may lack overlays;
-    // otherwise join() took each new app's as it came: a reload costs one inspect, not a walk of them all.
-    if (changed) await this.joinAll(c);
+    // otherwise join() took each new app's as it came: a reload costs one inspect, not a walk of them all
+    // (unless a join failed: the next reload tries it again).
+    if (changed || this.unjoined) await this.joinAll(c);
     if (changed || !this.dialerAlive()) await this.startDialer();
     return this.prefix();
   }
@@ -187,7 +205,14 @@ export class EdgeSandbox implements EdgePlace {
     const label = [...Object.entries(this.own).map(([k, v]) => `${k}=${v}`), LABEL.app];
     const nets = await this.opts.docker.listNetworks({ filters: { label, driver: ["overlay"] } });
     const on = networkIds(sandbox);
-    for (const n of nets) if (!on.has(n.Id)) await this.join(n.Name);
+    const missing = nets.filter((n) => !on.has(n.Id)).map((n) => n.Name);
+    const failed = await joinEach(missing, (network) => this.join(network));
+    for (const f of failed)
+      this.opts.logger?.warn(
+        { network: f.network, err: f.message },
+        "edge: joining an app's network failed; its app is not served until the next reload joins it",
+      );
+    this.unjoined = failed.length > 0;
   }
 
   private async joined(): Promise<Set<string>> {
