@@ -1,6 +1,7 @@
 // Starts a real `pier server` (real dockerd, real HAProxy edge, real SSH git) in a throwaway data dir on free
 // loopback ports, and drives it the way a user does: the CLI, git over SSH, HTTP through the edge.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { createServer, type Socket } from "node:net";
@@ -8,6 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { afterEach } from "node:test";
 import { fileURLToPath } from "node:url";
+import { isolationTable } from "../../src/core/isolation.js";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const CLI = join(ROOT, "bin/pier.js");
@@ -143,6 +145,9 @@ export async function until200(port: number, host: string, limitMs = 120_000): P
   throw new Error(`no 200 from ${host} within ${limitMs / 1000} s`);
 }
 
+/** A pier server's scope, as src/server/main.ts derives it from its data directory. */
+const scopeOf = (dataDir: string) => createHash("sha256").update(dataDir).digest("hex").slice(0, 12);
+
 /** The servers started by this test file and not stopped: a failing test prints their output's tail. */
 const live = new Set<Pier>();
 
@@ -158,8 +163,8 @@ const TAIL_LINES = 200;
 /**
  * A watchdog beside a `pier server` child (ADR 0027): a shell reading a pipe from this process. When this
  * process dies, however (an interrupted run's SIGTERM, a SIGKILL), the kernel closes the pipe; the shell
- * then ends the server (SIGTERM, SIGKILL after 10 s) and the daemons it leaves on purpose (the edge, its
- * swarm registry), as destroy() would. The server stays this process's own child (its pid, signals, exit
+ * then ends the server (SIGTERM, SIGKILL after 10 s), removes its firewall table and ends the daemons it
+ * leaves on purpose (the edge, its swarm registry), as destroy() does. The server stays this process's own child (its pid, signals, exit
  * code and output are the test's); the harness ends the watchdog when the server exits.
  */
 const WATCHDOG = `read _
@@ -168,6 +173,7 @@ kill -TERM "$1"
 i=0
 while kill -0 "$1" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 kill -KILL "$1" 2>/dev/null
+nft delete table inet "$3" 2>/dev/null
 for f in "$2/edge/haproxy.pid" "$2/registry/registry.pid"; do
   p=$(head -n 1 "$f" 2>/dev/null) || continue
   # Only the daemon whose command line names this data directory: a pid is given out again once it died.
@@ -177,7 +183,8 @@ exit 0`;
 
 function watchServer(server: ChildProcess, dataDir: string): void {
   if (server.pid === undefined) return;
-  const dog = spawn("sh", ["-c", WATCHDOG, "pier-e2e-watchdog", String(server.pid), dataDir], {
+  const table = isolationTable(scopeOf(dataDir));
+  const dog = spawn("sh", ["-c", WATCHDOG, "pier-e2e-watchdog", String(server.pid), dataDir, table], {
     stdio: ["pipe", "ignore", "ignore"],
   });
   // Neither keeps this process alive: the server's own pipes do, as before.
@@ -462,6 +469,10 @@ export class Pier {
         // already gone
       }
     }
+    // Its firewall table outlives pier server on purpose (the apps stay guarded while it is down); a test's
+    // Pier is gone for good: its table goes, or its rules would keep dropping what a later test's apps send
+    // from the same subnets to the host (it allows only this server's edge ports).
+    spawnSync("nft", ["delete", "table", "inet", isolationTable(scopeOf(this.dataDir))], { stdio: "ignore" });
     rmSync(this.work, { recursive: true, force: true });
   }
 }
