@@ -314,10 +314,15 @@ export class SwarmEngine
       if (!isNotFound(e)) throw e;
     }
     // Its tasks outlive it a moment (listed by name: the engine's service filter refuses a service that is gone).
+    // A task on a node that is down stays listed until the node is back (which then removes its container):
+    // not waited for, or a deploy's clean-up with a node down failed after 30 s and pruned nothing.
     await poll(
       30_000,
       async () => {
-        const left = (await this.svc.tasksNamed(s.Spec.Name)).some((t) => t.ServiceID === s.ID);
+        const [tasks, nodes] = await Promise.all([this.svc.tasksNamed(s.Spec.Name), this.svc.nodes()]);
+        const left = tasks.some(
+          (t) => t.ServiceID === s.ID && (!t.NodeID || nodes.get(t.NodeID)?.ready !== false),
+        );
         return left ? undefined : true;
       },
       () => new PierError("ENGINE_ERROR", `The tasks of ${s.Spec.Name} were not removed in time.`),
