@@ -8,6 +8,7 @@
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { httpGet, NODE_DOCKER_APP, Pier, run } from "../test/e2e/harness.js";
+import { type Proc, processes } from "./procs.js";
 
 const N = Number(process.argv[2] ?? 100);
 if (!Number.isInteger(N) || N < 2) throw new Error(`N must be an integer >= 2, not ${process.argv[2]}`);
@@ -62,26 +63,6 @@ const pssKb = (pid: number): number => {
 };
 const rssKb = (pid: number): number =>
   Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
-
-interface Proc {
-  pid: number;
-  ppid: number;
-  args: string[];
-}
-function processes(): Proc[] {
-  const out: Proc[] = [];
-  for (const e of readdirSync("/proc")) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const args = readFileSync(`/proc/${e}/cmdline`, "utf8").split("\0").filter(Boolean);
-      const ppid = Number(/PPid:\s+(\d+)/.exec(readFileSync(`/proc/${e}/status`, "utf8"))?.[1]);
-      out.push({ pid: Number(e), ppid, args });
-    } catch {
-      // gone
-    }
-  }
-  return out;
-}
 
 /** The engine's per-container overhead of this Pier's apps, as PSS, by kind. */
 async function overhead(appIds: ReadonlySet<string>) {

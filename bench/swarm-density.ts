@@ -30,6 +30,7 @@ import {
   swarmPierDown,
   swarmSettings,
 } from "../test/e2e-swarm/lab.js";
+import { type Proc, processes, runBounded } from "./procs.js";
 
 const N = Number(process.argv[2] ?? 30);
 if (!Number.isInteger(N) || N < 2 || N > 300)
@@ -113,26 +114,6 @@ const rssKb = (pid: number): number => {
     return 0;
   }
 };
-
-interface Proc {
-  pid: number;
-  ppid: number;
-  args: string[];
-}
-function processes(): Proc[] {
-  const out: Proc[] = [];
-  for (const e of readdirSync("/proc")) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const args = readFileSync(`/proc/${e}/cmdline`, "utf8").split("\0").filter(Boolean);
-      const ppid = Number(/PPid:\s+(\d+)/.exec(readFileSync(`/proc/${e}/status`, "utf8"))?.[1]);
-      out.push({ pid: Number(e), ppid, args });
-    } catch {
-      // gone
-    }
-  }
-  return out;
-}
 
 /**
  * Each lab node's PSS: its dockerd (found by its configuration file, beside its socket), its containerd,
@@ -421,20 +402,4 @@ async function main(): Promise<void> {
   );
 }
 
-const guard = setTimeout(() => {
-  console.error(`bench: over ${limitS} s: stopping`);
-  void cleanup().then(() => process.exit(2));
-}, limitS * 1000);
-for (const sig of ["SIGINT", "SIGTERM"] as const)
-  process.once(sig, () => {
-    void cleanup().then(() => process.exit(130));
-  });
-try {
-  await main();
-} catch (e) {
-  console.error(`bench: ${(e as Error).stack ?? e}`);
-  process.exitCode = 1;
-} finally {
-  await cleanup();
-  clearTimeout(guard);
-}
+await runBounded(main, cleanup, limitS);

@@ -14,6 +14,7 @@ import { randomBytes } from "node:crypto";
 import { loadavg } from "node:os";
 import { httpRequest, NODE_DOCKER_APP, Pier } from "../test/e2e/harness.js";
 import { copyImages, docker, type LabInfo, lab, labUp, swarmSettings, until } from "../test/e2e-swarm/lab.js";
+import { runBounded } from "./procs.js";
 import { ensureTools, type WrkResult, wrk } from "./wrk.js";
 
 const rounds = Number(process.argv[2] ?? 3);
@@ -318,20 +319,4 @@ async function main(): Promise<void> {
   console.log(`total ${((Date.now() - t0) / 1000).toFixed(0)} s, load (1 min) at the end ${load1()}`);
 }
 
-const guard = setTimeout(() => {
-  console.error(`bench: over ${limitS} s: stopping`);
-  void cleanup().then(() => process.exit(2));
-}, limitS * 1000);
-for (const sig of ["SIGINT", "SIGTERM"] as const)
-  process.once(sig, () => {
-    void cleanup().then(() => process.exit(130));
-  });
-try {
-  await main();
-} catch (e) {
-  console.error(`bench: ${(e as Error).stack ?? e}`);
-  process.exitCode = 1;
-} finally {
-  await cleanup();
-  clearTimeout(guard);
-}
+await runBounded(main, cleanup, limitS);
