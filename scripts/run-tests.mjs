@@ -67,9 +67,7 @@ let failed = false;
 
 async function phase(files, concurrency) {
   if (files.length === 0 || stoppedBy) return;
-  // forceExit: a file whose tests and after-hooks are done exits even if a handle stays open (one unit file
-  // sat 10 minutes after its last test under load): a stray timer must not hold the whole run.
-  for await (const event of run({ files, concurrency, signal: stop.signal, forceExit: true })) {
+  for await (const event of run({ files, concurrency, signal: stop.signal })) {
     if (event.type === "test:fail" && !event.data.todo) failed = true;
     const total = event.type === "test:diagnostic" && !event.data.file && TOTAL.exec(event.data.message);
     if (total) totals.set(total[1], (totals.get(total[1]) ?? 0) + Number(total[2]));
