@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { CA, LEAF, LEAF_KEY, OTHER_KEY } from "../unit/core/tls-fixtures.js";
+import { type BrowserNetns, browserNetns } from "./browser-netns.js";
 import { NODE_DOCKER_APP, Pier, ROOT } from "./harness.js";
 
 const SHOTS = join(ROOT, "docs/console");
@@ -17,6 +18,7 @@ const SHOTS = join(ROOT, "docs/console");
 describe("the web console in a browser", { timeout: 420_000 }, () => {
   // No ACME server here: domains stay `pending` until a user's certificate is set (docs/guide.md).
   const pier = new Pier({ PIER_ACME_DIRECTORY: "off" });
+  let netns: BrowserNetns | undefined;
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
@@ -48,7 +50,10 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
     mkdirSync(SHOTS, { recursive: true });
     await pier.start();
     await pier.addKey();
-    browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox"] });
+    // In a network namespace of its own: Docker networks made by the tests beside it would otherwise
+    // cancel its requests (net::ERR_NETWORK_CHANGED), which no user of this page would see.
+    netns = await browserNetns([pier.apiPort]);
+    browser = await chromium.launch({ executablePath: netns.executablePath, args: ["--no-sandbox"] });
     context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base() });
     page = await context.newPage();
@@ -61,6 +66,7 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
 
   after(async () => {
     await browser?.close();
+    await netns?.close();
     await pier.destroy();
   });
 
