@@ -4,8 +4,9 @@
 // engine access to them or not; it runs off the pusher's path (a deploy's clean-up, an app's deletion), one
 // job at a time, and the images asked for meanwhile go together in the next (each once: the waiting list is
 // bounded by what was forgotten, however many deploys end meanwhile). A node that did not sweep (down,
-// drained, its task failed) is owed those images: every later job asks for them again, and while a node is
-// owed any, the sweep looks every `retryMs` for it ready again and then runs a job for it alone.
+// drained, its task failed) is owed those images: every later job asks for them again, and while a node
+// down or drained is owed any, the sweep looks every `retryMs` for it ready again and then runs a job for
+// it alone (not for a node whose task failed: it would fail again; the next job asks it again).
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import type Docker from "dockerode";
 import { type Clock, type ClockTimer, systemClock } from "../../core/clock.js";
@@ -83,9 +84,10 @@ export interface JobTask {
 const ENDED = new Set(["complete", "failed", "rejected", "shutdown", "orphaned", "remove"]);
 
 /**
- * A node's part in a job: swept; failed (its task ended there without completing: it would again, so it is
- * reported, not owed); away (down or drained: no task runs there) or waiting (its task not ended, or none
- * yet), both owed the images.
+ * A node's part in a job: swept; failed (its task ended there without completing: reported, and owed the
+ * images, asked again by the next job, which a fix on the node, such as trusting the registry, lets
+ * through); away (down or drained: no task runs there) or waiting (its task not ended, or none yet), owed
+ * the images too.
  */
 export type NodeOutcome = { kind: "swept" } | { kind: "failed" | "away" | "waiting"; why: string };
 
@@ -182,18 +184,15 @@ export const MAX_OWED = 500;
 export type Owed = Map<string, Set<string>>;
 
 /**
- * What is owed after a job that asked for `images`: each image to every node the job could not run on (down,
- * drained, no task in time); not to a node whose task failed there (it would fail again: it is reported).
- * A node no longer in the swarm is owed nothing.
+ * What is owed after a job that asked for `images`: each image to every node that did not sweep (down,
+ * drained, no task in time, its task failed). A node no longer in the swarm is owed nothing.
  */
 export function owedAfter(
   owed: Owed,
   images: readonly string[],
   outcomes: ReadonlyMap<string, NodeOutcome>,
 ): Owed {
-  const unreached = [...outcomes].flatMap(([id, o]) =>
-    o.kind === "away" || o.kind === "waiting" ? [id] : [],
-  );
+  const unreached = [...outcomes].flatMap(([id, o]) => (o.kind === "swept" ? [] : [id]));
   const next: Owed = new Map();
   for (const [image, nodes] of owed)
     if (!images.includes(image)) {
@@ -226,6 +225,8 @@ export class NodeSweep {
   private running: Promise<unknown> = Promise.resolve();
   private owed: Owed;
   private retry: ClockTimer | null = null;
+  /** The nodes whose task failed in the last job: no job is run for them alone (the next one asks them). */
+  private failing = new Set<string>();
 
   constructor(private readonly o: NodeSweepOptions) {
     this.owed = readOwed(o.owedFile);
@@ -299,6 +300,9 @@ export class NodeSweep {
     try {
       const { tasks, nodes } = await this.ended(id);
       const outcomes = jobOutcomes(tasks, nodes);
+      for (const [node, o] of outcomes)
+        if (o.kind === "failed") this.failing.add(node);
+        else if (o.kind === "swept") this.failing.delete(node);
       // The nodes unread (the manager did not answer): what is owed stays as it was.
       if (nodes.size > 0) this.owe(owedAfter(this.owed, images, outcomes));
       return sweepProblems(outcomes, (n) => nodes.get(n)?.name ?? n);
@@ -356,7 +360,10 @@ export class NodeSweep {
     }
   }
 
-  /** While nodes are owed images: every retryMs, a job once any of them is ready (not before). */
+  /**
+   * While nodes are owed images: every retryMs, a job once any of them is ready (not before), unless its
+   * task failed in the last job.
+   */
   private scheduleRetry(): void {
     if (this.retry || this.owed.size === 0) return;
     const clock = this.o.clock ?? systemClock;
@@ -367,7 +374,9 @@ export class NodeSweep {
   }
 
   private async retryOwed(): Promise<void> {
-    const owing = new Set([...this.owed.values()].flatMap((nodes) => [...nodes]));
+    const owing = new Set(
+      [...this.owed.values()].flatMap((nodes) => [...nodes]).filter((id) => !this.failing.has(id)),
+    );
     const nodes = await this.o.docker.nodes();
     // A drained node runs no task of the job: it is looked for again once active.
     if ([...owing].some((id) => nodes.get(id)?.ready && nodes.get(id)?.active))

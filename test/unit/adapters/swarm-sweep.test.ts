@@ -85,13 +85,13 @@ describe("the nodes' sweep", () => {
     assert.equal(jobAnswered([...tasks, task("n3", "complete")], NODES), true);
   });
 
-  test("what a job leaves owed: each image to the nodes it could not run on; not to a failed one; nodes gone owed nothing", () => {
+  test("what a job leaves owed: each image to the nodes that did not sweep (a failed one too); nodes gone owed nothing", () => {
     const owed = new Map([
       ["r/old@1", new Set(["n2"])],
       ["r/left@1", new Set(["n4", "n9"])],
     ]);
-    // n2 swept this time (the job asked for r/old@1 again); n3's task failed (reported, not owed); n4 is
-    // down, n5 drained; n9 left the swarm.
+    // n2 swept this time (the job asked for r/old@1 again); n3's task failed (reported, and owed: the next
+    // job asks it again); n4 is down, n5 drained; n9 left the swarm.
     const outcomes = jobOutcomes(
       [task("n1", "complete"), task("n2", "complete"), task("n3", "failed", "exit 2")],
       NODES,
@@ -101,8 +101,8 @@ describe("the nodes' sweep", () => {
       [...next].map(([i, n]) => [i, [...n].sort()]),
       [
         ["r/left@1", ["n4"]],
-        ["r/old@1", ["n4", "n5"]],
-        ["r/new@1", ["n4", "n5"]],
+        ["r/old@1", ["n3", "n4", "n5"]],
+        ["r/new@1", ["n3", "n4", "n5"]],
       ],
     );
     const all = new Map([...NODES].map(([id, n]) => [id, { ...n, ready: true, active: true }]));
@@ -180,22 +180,29 @@ describe("the nodes' sweep", () => {
       ["n1", "n2", "n3"].map((id) => [id, { name: `node${id.slice(1)}`, ready: true, active: true }]),
     );
     const jobs: string[][] = [];
+    /** Nodes whose task fails (their engine refuses the sweep's image, say). */
+    const failing = new Set<string>();
     const engine: SweepEngine = {
       createService: async (spec) => {
         jobs.push(spec.TaskTemplate.ContainerSpec.Env[0]!.replace(/^PIER_SWEEP_IMAGES=/, "").split(" "));
         return `job-${jobs.length}`;
       },
-      // A global job: a task on each active node, complete where the node is ready.
+      // A global job: a task on each active node, complete where the node is ready (failed where set).
       listTasks: async () =>
         [...state]
           .filter(([, n]) => n.active)
-          .map(([id, n]) => ({ NodeID: id, Status: { State: n.ready ? "complete" : "pending" } })),
+          .map(([id, n]) => ({
+            NodeID: id,
+            Status: failing.has(id)
+              ? { State: "rejected", Err: "No such image: registry/pier/node-tool" }
+              : { State: n.ready ? "complete" : "pending" },
+          })),
       removeService: async () => undefined,
       nodes: async () => new Map([...state].map(([id, n]) => [id, { ...n }])),
     };
     const clock = new ManualClock();
     const options = { docker: engine, scope: "s1", image: async () => "img", socket: "/s", clock };
-    return { state, jobs, clock, options };
+    return { state, jobs, failing, clock, options };
   }
   const settle = () => new Promise((r) => setTimeout(r, 20));
 
@@ -219,6 +226,23 @@ describe("the nodes' sweep", () => {
     assert.deepEqual(jobs[2]?.sort(), ["r/a@1", "r/b@1"]);
     assert.equal(sweep.owedImages().size, 0);
     assert.deepEqual(clock.pending(), [], "nothing owed: nothing looked for");
+  });
+
+  test("a node whose task failed is owed the images: no job runs for it alone; the next job asks again, and once it sweeps it is owed nothing", async () => {
+    const { jobs, failing, clock, options } = swarm();
+    const sweep = new NodeSweep(options);
+    failing.add("n2");
+    assert.deepEqual(await sweep.sweep("a", ["r/a@1"]), ["node2: No such image: registry/pier/node-tool"]);
+    assert.deepEqual([...sweep.owedImages()], [["r/a@1", new Set(["n2"])]]);
+    // Ready and active, but it failed: no job every minute for it.
+    clock.advance(180_000);
+    await settle();
+    assert.equal(jobs.length, 1, "no job for a node whose task failed");
+    // The user fixes the node (it trusts the registry now); the next app's clean-up asks it again.
+    failing.delete("n2");
+    assert.deepEqual(await sweep.sweep("b", ["r/b@1"]), []);
+    assert.deepEqual(jobs[1], ["r/b@1", "r/a@1"]);
+    assert.equal(sweep.owedImages().size, 0);
   });
 
   test("a drained node is owed the images until it is active again; no job runs for it meanwhile", async () => {
