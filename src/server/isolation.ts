@@ -78,14 +78,21 @@ export class Isolation {
   }
 }
 
+/** Why no table is applied on this host, said in the log at every start. */
+const NO_TABLE = {
+  off: "PIER_ISOLATION=off: Pier adds no firewall rules between apps; only the engine's own rules separate them, and those open for a moment each time the engine creates a network",
+  swarm:
+    "on a swarm, apps are kept apart by the node guard on every node (ADR 0019); this host gets no one-machine table, whose rules would judge only the host's own bridges by the overlays' subnets",
+} as const;
+
 /**
- * The isolation service pier server starts with. With PIER_ISOLATION=off, `firewall` applies nothing, and
- * the rules an earlier start left are removed (best effort, through `disable`): the engine's own rules are
- * then the only isolation between apps, and the log says so at every start.
+ * The isolation service pier server starts with. Without a table on this host (`disable` set: with
+ * PIER_ISOLATION=off, or on a swarm) `firewall` applies nothing, and the rules an earlier start left are
+ * removed (best effort, through `disable.firewall`); the log says why at every start.
  */
 export async function startIsolation(opts: {
   firewall: Firewall;
-  disable: Firewall | null;
+  disable: { firewall: Firewall; why: keyof typeof NO_TABLE } | null;
   scope: string;
   pool: string;
   allow: readonly string[];
@@ -101,10 +108,9 @@ export async function startIsolation(opts: {
       allow: [],
       hostPorts: [],
     });
-    await disable.apply(empty).catch(() => undefined);
-    opts.logger.warn(
-      "PIER_ISOLATION=off: Pier adds no firewall rules between apps; only the engine's own rules separate them, and those open for a moment each time the engine creates a network",
-    );
+    await disable.firewall.apply(empty).catch(() => undefined);
+    if (disable.why === "off") opts.logger.warn(NO_TABLE.off);
+    else opts.logger.info(NO_TABLE[disable.why]);
   }
   return new Isolation(deps);
 }

@@ -73,9 +73,11 @@ async function startNetworking(
   d: { engine: Engine; store: SqliteStore; scope: string; logger: Logger },
 ): Promise<Networks> {
   const pool = formatCidr(config.subnets.pool);
+  // On a swarm, the node guard keeps apps apart on every node (ADR 0019): no table on this host.
+  const noTable = !config.isolation ? "off" : config.engine === "swarm" ? "swarm" : null;
   const isolation = await startIsolation({
-    firewall: config.isolation ? new NftFirewall() : noFirewall,
-    disable: config.isolation ? null : new NftFirewall(),
+    firewall: noTable ? noFirewall : new NftFirewall(),
+    disable: noTable ? { firewall: new NftFirewall(), why: noTable } : null,
     scope: d.scope,
     pool,
     allow: config.egressAllow,

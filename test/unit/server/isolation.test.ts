@@ -59,10 +59,24 @@ describe("Isolation", () => {
     const none = new MemoryFirewall();
     const lines: string[] = [];
     const logger = pino({ level: "warn" }, { write: (l: string) => void lines.push(l) });
-    const iso = await startIsolation({ ...opts(none, logger), disable: real });
+    const iso = await startIsolation({ ...opts(none, logger), disable: { firewall: real, why: "off" } });
     assert.equal(real.applied, 1);
     assert.deepEqual(real.plan?.networks, []);
     assert.match(lines.join(""), /PIER_ISOLATION=off: Pier adds no firewall rules between apps/);
+    await iso.add("pier-a", ["10.210.0.0/26"]);
+    assert.equal(real.applied, 1);
+  });
+
+  test("on a swarm: no table on this host (an earlier one removed), the node guard's part said in the log", async () => {
+    const real = new MemoryFirewall();
+    const none = new MemoryFirewall();
+    const lines: string[] = [];
+    const logger = pino({ level: "info" }, { write: (l: string) => void lines.push(l) });
+    const iso = await startIsolation({ ...opts(none, logger), disable: { firewall: real, why: "swarm" } });
+    assert.equal(real.applied, 1);
+    assert.deepEqual(real.plan?.networks, []);
+    assert.match(lines.join(""), /on a swarm, apps are kept apart by the node guard on every node/);
+    assert.doesNotMatch(lines.join(""), /PIER_ISOLATION=off/);
     await iso.add("pier-a", ["10.210.0.0/26"]);
     assert.equal(real.applied, 1);
   });
