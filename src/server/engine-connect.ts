@@ -161,6 +161,7 @@ async function swarmEngine(
     image: SANDBOX_IMAGE,
     publish: [config.http, config.https],
     dialerSocket: join(config.dataDir, "edge", "dial.sock"),
+    pool: formatCidr(config.subnets.pool),
     logger,
   });
   const addons = new SwarmAddonServers({

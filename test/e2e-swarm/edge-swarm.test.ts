@@ -4,8 +4,11 @@
 // app's overlay goes (the edge left it first); the node guard (ADR 0019 on a swarm) keeps instances from
 // their node's own ports and the lab's addresses.
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { after, before, describe, test } from "node:test";
-import { NODE_DOCKER_APP, type Pier } from "../e2e/harness.js";
+import { isolationTable } from "../../src/core/isolation.js";
+import { DEFAULT_SUBNET_POOL } from "../../src/core/subnets.js";
+import { NODE_DOCKER_APP, type Pier, scopeOf } from "../e2e/harness.js";
 import { tcpProbe } from "../e2e/probes.js";
 import { docker, type LabInfo, lab, swarmPier, swarmPierDown, swarmSettings, until } from "./lab.js";
 
@@ -172,6 +175,9 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
       "{{.Name}}",
     ]);
     assert.match(service, /^pier-guard-\S+$/, "pier server made one guard service");
+    // The guard is the rule on a swarm: the host's one-machine table would judge only its own bridges.
+    const hostTable = spawnSync("nft", ["list", "table", "inet", isolationTable(scopeOf(pier.dataDir))]);
+    assert.notEqual(hostTable.status, 0, "no one-machine table of this Pier on the host");
     for (const n of nodes)
       await until(`the guard's table on ${n}`, 120, async () =>
         (await tables(n)).includes(`inet ${service}`) ? true : undefined,
@@ -301,7 +307,23 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
       }
     });
     assert.equal(back.status, 200);
-    assert.notEqual(await edgePid(), sandbox);
+    const made = await edgePid();
+    assert.notEqual(made, sandbox);
+    // In the new sandbox, Pier's pool is unreachable but for the overlays it joined (their routes are
+    // longer): an app not joined yet gets no traffic out by the sandbox's default route (0x0200: reject).
+    const routes = (await docker(info, "node1", ["exec", made, "cat", "/proc/net/route"])).split("\n");
+    const [net, bits] = DEFAULT_SUBNET_POOL.split("/") as [string, string];
+    const hex = (ip: string) =>
+      ip
+        .split(".")
+        .reverse()
+        .map((o) => Number(o).toString(16).padStart(2, "0").toUpperCase())
+        .join("");
+    const maskBits = (0xffffffff << (32 - Number(bits))) >>> 0;
+    const mask = hex([24, 16, 8, 0].map((shift) => (maskBits >>> shift) & 0xff).join("."));
+    const pool = routes.map((l) => l.split(/\s+/)).find((f) => f[1] === hex(net) && f[7] === mask);
+    assert.ok(pool, `an unreachable route for ${DEFAULT_SUBNET_POOL} in:\n${routes.join("\n")}`);
+    assert.ok((Number.parseInt(pool[3] ?? "0", 16) & 0x0200) !== 0, pool.join(" "));
     // The gate still reaches instances from the new sandbox: a redeploy passes.
     await pier.commit(dir, {}, "again");
     const push = await pier.push(dir);

@@ -146,7 +146,7 @@ export async function until200(port: number, host: string, limitMs = 120_000): P
 }
 
 /** A pier server's scope, as src/server/main.ts derives it from its data directory. */
-const scopeOf = (dataDir: string) => createHash("sha256").update(dataDir).digest("hex").slice(0, 12);
+export const scopeOf = (dataDir: string) => createHash("sha256").update(dataDir).digest("hex").slice(0, 12);
 
 /** The servers started by this test file and not stopped: a failing test prints their output's tail. */
 const live = new Set<Pier>();

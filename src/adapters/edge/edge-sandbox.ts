@@ -2,13 +2,16 @@
 // edge's ports (plain port publishing: no routing mesh, no IPVS) and joins every app's attachable overlay.
 // Pier's own HAProxy runs in its network namespace (`nsenter --net`), with its files on the host as on one
 // machine; so does the dialer (dialer.ts) through which the health gate reaches instances. The sandbox
-// forwards nothing between the overlays it joins (ip_forward is 0 in it): apps stay apart.
+// forwards nothing between the overlays it joins (ip_forward is 0 in it): apps stay apart. Pier's subnet
+// pool is unreachable in it but for the overlays it is on, so it joins them while the edge already serves.
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { LABEL } from "../../core/labels.js";
+import { exec } from "../exec.js";
+import { claimPoolRoute } from "../pool-route.js";
 import { connectThroughDialer, type EdgePlace } from "./reach.js";
 
 const DIALER = fileURLToPath(new URL("./dialer.js", import.meta.url));
@@ -24,6 +27,12 @@ export interface EdgeSandboxOptions {
   publish: { host: string; port: number }[];
   /** The dialer's unix socket, in Pier's private data directory. */
   dialerSocket: string;
+  /**
+   * Pier's subnet pool (IPv4 CIDR): unreachable from the sandbox but for the overlays it is on, so that
+   * an app whose overlay is not joined yet (or failed to join) gets no traffic out by the sandbox's
+   * default route, and the overlays can be joined while the edge already serves.
+   */
+  pool: string;
   logger?: { warn: (o: object, m?: string) => void };
 }
 
@@ -85,6 +94,8 @@ export class EdgeSandbox implements EdgePlace {
   private dialer: ChildProcess | null = null;
   /** A join of the last walk of the overlays failed: the next prepare() walks them again. */
   private unjoined = false;
+  /** The walk of the overlays under way (joins run in the background once the pool is closed). */
+  private walking: Promise<void> | null = null;
 
   constructor(private readonly opts: EdgeSandboxOptions) {
     this.name = `pier-edge-${opts.scope}`;
@@ -124,9 +135,58 @@ export class EdgeSandbox implements EdgePlace {
     // A namespace not seen before (Pier started, or the sandbox made or started again) may lack overlays;
     // otherwise join() took each new app's as it came: a reload costs one inspect, not a walk of them all
     // (unless a join failed: the next reload tries it again).
-    if (changed || this.unjoined) await this.joinAll(c);
+    if (changed && !(await this.closePool())) {
+      // Without the pool closed, an unjoined app's traffic would leave by the default route: join first.
+      await this.joinAll();
+    } else if (changed || this.unjoined) this.walkInBackground();
     if (changed || !this.dialerAlive()) await this.startDialer();
     return this.prefix();
+  }
+
+  /**
+   * The pool unreachable in the sandbox's namespace (the joined overlays' own routes are longer and win).
+   * False when it could not be: the caller then joins every overlay before the edge serves.
+   */
+  private async closePool(): Promise<boolean> {
+    const claimed = await claimPoolRoute(this.opts.pool, (argv) => exec([...this.prefix(), ...argv]));
+    if (claimed.state !== "failed") return true;
+    this.opts.logger?.warn(
+      { pool: this.opts.pool, reason: claimed.reason },
+      "edge: could not make the subnet pool unreachable in the sandbox; every app's network is joined before the edge serves",
+    );
+    return false;
+  }
+
+  /**
+   * Overlays joined while the edge serves: each app is served once its own is (a join costs the engine
+   * 0.3-1 s, one at a time, so hundreds of apps would keep every app, and pier server's start, waiting).
+   */
+  private walkInBackground(): void {
+    if (this.walking) {
+      this.unjoined = true; // walked again when this walk ends
+      return;
+    }
+    this.walking = this.joinAll()
+      .catch((e: Error) => {
+        this.unjoined = true;
+        this.opts.logger?.warn({ err: e.message }, "edge: could not list the apps' networks to join");
+      })
+      .finally(() => {
+        this.walking = null;
+        if (this.unjoined && this.current) this.walkAgainLater();
+      });
+  }
+
+  /** A failed walk is tried again after a pause (not at once: the engine may be failing). */
+  private walkAgainLater(): void {
+    setTimeout(() => {
+      if (this.unjoined && this.current && !this.walking) this.walkInBackground();
+    }, 5000).unref();
+  }
+
+  /** Resolves once the overlays' walk under way (if any) ends: for tests and a clean stop. */
+  async settled(): Promise<void> {
+    await this.walking;
   }
 
   private prefix(): string[] {
@@ -201,7 +261,10 @@ export class EdgeSandbox implements EdgePlace {
    * The scope's apps' overlays the sandbox is not on yet, joined (after a restart of Pier or of the
    * sandbox). Not add-ons' networks: the edge routes to apps only.
    */
-  private async joinAll(sandbox: Inspected): Promise<void> {
+  private async joinAll(): Promise<void> {
+    this.unjoined = false;
+    const sandbox = await this.inspect();
+    if (!sandbox) return;
     const label = [...Object.entries(this.own).map(([k, v]) => `${k}=${v}`), LABEL.app];
     const nets = await this.opts.docker.listNetworks({ filters: { label, driver: ["overlay"] } });
     const on = networkIds(sandbox);
@@ -210,9 +273,9 @@ export class EdgeSandbox implements EdgePlace {
     for (const f of failed)
       this.opts.logger?.warn(
         { network: f.network, err: f.message },
-        "edge: joining an app's network failed; its app is not served until the next reload joins it",
+        "edge: joining an app's network failed; its app is not served until a later walk joins it",
       );
-    this.unjoined = failed.length > 0;
+    if (failed.length > 0) this.unjoined = true;
   }
 
   private async joined(): Promise<Set<string>> {
