@@ -33,3 +33,35 @@ export async function claimPoolRoute(
     return { state: "failed", reason: (e as Error).message };
   }
 }
+
+/** The policy rules that close the pool in a network namespace, in order (their priorities first). */
+const POOL_RULES = (pool: string) => [
+  {
+    priority: "100",
+    shown: `to ${pool} lookup main suppress_prefixlength 0`,
+    add: ["lookup", "main", "suppress_prefixlength", "0"],
+  },
+  { priority: "101", shown: `to ${pool} unreachable`, add: ["unreachable"] },
+];
+
+/**
+ * Pier's subnet pool closed in a network namespace that joins networks of the pool itself (the edge's
+ * sandbox on a swarm, ADR 0030): a destination of the pool is routed only by a route longer than the
+ * default (a joined network's own), else unreachable at once, never out by the default route. Policy rules,
+ * not an `unreachable` route as on the host: the engine refuses to put an address of the pool on the
+ * namespace's interface while a route covers it. Idempotent (rules already there are left as they are).
+ */
+export async function closePoolByRules(
+  pool: string,
+  run: (argv: readonly string[]) => Promise<ExecResult> = exec,
+): Promise<PoolRoute> {
+  try {
+    const shown = (await run(["ip", "-4", "rule", "show"])).stdout;
+    const missing = POOL_RULES(pool).filter((r) => !shown.includes(r.shown));
+    for (const r of missing)
+      await run(["ip", "-4", "rule", "add", "to", pool, ...r.add, "priority", r.priority]);
+    return { state: missing.length > 0 ? "added" : "present" };
+  } catch (e) {
+    return { state: "failed", reason: (e as Error).message };
+  }
+}

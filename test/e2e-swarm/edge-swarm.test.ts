@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { after, before, describe, test } from "node:test";
+import { hostPidOf } from "../../src/adapters/edge/edge-sandbox.js";
 import { isolationTable } from "../../src/core/isolation.js";
 import { DEFAULT_SUBNET_POOL } from "../../src/core/subnets.js";
 import { NODE_DOCKER_APP, type Pier, scopeOf } from "../e2e/harness.js";
@@ -309,21 +310,27 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
     assert.equal(back.status, 200);
     const made = await edgePid();
     assert.notEqual(made, sandbox);
-    // In the new sandbox, Pier's pool is unreachable but for the overlays it joined (their routes are
-    // longer): an app not joined yet gets no traffic out by the sandbox's default route (0x0200: reject).
-    const routes = (await docker(info, "node1", ["exec", made, "cat", "/proc/net/route"])).split("\n");
-    const [net, bits] = DEFAULT_SUBNET_POOL.split("/") as [string, string];
-    const hex = (ip: string) =>
-      ip
-        .split(".")
-        .reverse()
-        .map((o) => Number(o).toString(16).padStart(2, "0").toUpperCase())
-        .join("");
-    const maskBits = (0xffffffff << (32 - Number(bits))) >>> 0;
-    const mask = hex([24, 16, 8, 0].map((shift) => (maskBits >>> shift) & 0xff).join("."));
-    const pool = routes.map((l) => l.split(/\s+/)).find((f) => f[1] === hex(net) && f[7] === mask);
-    assert.ok(pool, `an unreachable route for ${DEFAULT_SUBNET_POOL} in:\n${routes.join("\n")}`);
-    assert.ok((Number.parseInt(pool[3] ?? "0", 16) & 0x0200) !== 0, pool.join(" "));
+    // In the new sandbox, Pier's pool is unreachable but for the overlays it joined: an app not joined yet
+    // gets no traffic out by the sandbox's default route, and its instances answer once it is.
+    const full = await docker(info, "node1", ["inspect", "-f", "{{.Id}}", made]);
+    const pid = hostPidOf(full, 0);
+    assert.ok(pid, "the sandbox's process");
+    const inSandbox = (argv: string[]) =>
+      spawnSync("nsenter", [`--net=/proc/${pid}/ns/net`, "--", ...argv], { encoding: "utf8" }).stdout.trim();
+    const rules = inSandbox(["ip", "-4", "rule", "show"]);
+    assert.match(rules, new RegExp(`to ${DEFAULT_SUBNET_POOL} lookup main suppress_prefixlength 0`), rules);
+    assert.match(rules, new RegExp(`to ${DEFAULT_SUBNET_POOL} unreachable`), rules);
+    const unused = DEFAULT_SUBNET_POOL.replace(/\.0\.0\/16$/, ".255.254");
+    assert.equal(inSandbox([process.execPath, "-e", tcpProbe(unused, 8080)]), "closed: ENETUNREACH");
+    const instance = (await serving(info, web.id, 3))[0];
+    assert.ok(instance, "web runs");
+    const address = await docker(info, instance.node, [
+      "inspect",
+      "-f",
+      "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+      instance.container,
+    ]);
+    assert.equal(inSandbox([process.execPath, "-e", tcpProbe(address, 8080)]), "open", address);
     // The gate still reaches instances from the new sandbox: a redeploy passes.
     await pier.commit(dir, {}, "again");
     const push = await pier.push(dir);

@@ -11,7 +11,7 @@ import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { LABEL } from "../../core/labels.js";
 import { exec } from "../exec.js";
-import { claimPoolRoute } from "../pool-route.js";
+import { closePoolByRules } from "../pool-route.js";
 import { connectThroughDialer, type EdgePlace } from "./reach.js";
 
 const DIALER = fileURLToPath(new URL("./dialer.js", import.meta.url));
@@ -144,11 +144,11 @@ export class EdgeSandbox implements EdgePlace {
   }
 
   /**
-   * The pool unreachable in the sandbox's namespace (the joined overlays' own routes are longer and win).
-   * False when it could not be: the caller then joins every overlay before the edge serves.
+   * The pool unreachable in the sandbox's namespace but through the joined overlays' own routes. False
+   * when it could not be: the caller then joins every overlay before the edge serves.
    */
   private async closePool(): Promise<boolean> {
-    const claimed = await claimPoolRoute(this.opts.pool, (argv) => exec([...this.prefix(), ...argv]));
+    const claimed = await closePoolByRules(this.opts.pool, (argv) => exec([...this.prefix(), ...argv]));
     if (claimed.state !== "failed") return true;
     this.opts.logger?.warn(
       { pool: this.opts.pool, reason: claimed.reason },

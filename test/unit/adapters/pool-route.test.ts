@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ExecError, type ExecResult } from "../../../src/adapters/exec.js";
-import { claimPoolRoute } from "../../../src/adapters/pool-route.js";
+import { claimPoolRoute, closePoolByRules } from "../../../src/adapters/pool-route.js";
 
 /** A fake `ip`: what `route show match` prints, and whether `route add` fails. */
 function fakeIp(shown: string, addFails?: string) {
@@ -78,5 +78,39 @@ describe("claimPoolRoute", () => {
       throw Object.assign(new Error("spawn ip ENOENT"), { code: "ENOENT" });
     });
     assert.deepEqual(got, { state: "failed", reason: "spawn ip ENOENT" });
+  });
+});
+
+describe("closePoolByRules (the edge's sandbox on a swarm)", () => {
+  const RULE_MAIN = "100:\tfrom all to 10.210.0.0/16 lookup main suppress_prefixlength 0\n";
+  const RULE_UNREACHABLE = "101:\tfrom all to 10.210.0.0/16 unreachable\n";
+  const BASE = "0:\tfrom all lookup local\n32766:\tfrom all lookup main\n32767:\tfrom all lookup default\n";
+
+  it("a new namespace: both rules added, the joined networks' routes first, then unreachable", async () => {
+    const ip = fakeIp(BASE);
+    assert.deepEqual(await closePoolByRules("10.210.0.0/16", ip.run), { state: "added" });
+    assert.deepEqual(ip.calls, [
+      "ip -4 rule show",
+      "ip -4 rule add to 10.210.0.0/16 lookup main suppress_prefixlength 0 priority 100",
+      "ip -4 rule add to 10.210.0.0/16 unreachable priority 101",
+    ]);
+  });
+
+  it("a namespace Pier closed before (pier server started again): nothing added twice", async () => {
+    const ip = fakeIp(
+      `0:\tfrom all lookup local\n${RULE_MAIN}${RULE_UNREACHABLE}32766:\tfrom all lookup main\n`,
+    );
+    assert.deepEqual(await closePoolByRules("10.210.0.0/16", ip.run), { state: "present" });
+    assert.deepEqual(ip.calls, ["ip -4 rule show"]);
+  });
+
+  it("one rule left: only the other added; a refusal is reported, not thrown", async () => {
+    const ip = fakeIp(`${BASE}${RULE_MAIN}`);
+    assert.deepEqual(await closePoolByRules("10.210.0.0/16", ip.run), { state: "added" });
+    assert.deepEqual(ip.calls.slice(1), ["ip -4 rule add to 10.210.0.0/16 unreachable priority 101"]);
+    const refused = fakeIp(BASE, "RTNETLINK answers: Operation not permitted");
+    const got = await closePoolByRules("10.210.0.0/16", refused.run);
+    assert.equal(got.state, "failed");
+    assert.match((got as { reason: string }).reason, /Operation not permitted/);
   });
 });
