@@ -83,12 +83,14 @@ async function ok(pier: Pier, name: string): Promise<boolean> {
 async function allAnswer(pier: Pier, names: readonly string[], limitMs: number, stop = () => false) {
   const t0 = performance.now();
   const pending = new Set(names);
+  let firstMs = Number.NaN;
   while (pending.size > 0 && performance.now() - t0 < limitMs && !stop()) {
     const batch = [...pending].slice(0, 20);
     await Promise.all(batch.map(async (n) => (await ok(pier, n)) && pending.delete(n)));
+    if (Number.isNaN(firstMs) && pending.size < names.length) firstMs = performance.now() - t0;
     if (pending.size > 0) await sleep(50);
   }
-  return { ms: performance.now() - t0, missing: [...pending] };
+  return { ms: performance.now() - t0, firstMs, missing: [...pending] };
 }
 
 /** How many of the apps answer 200 through the edge now (checked 10 at a time). */
@@ -184,6 +186,8 @@ interface Recovery {
   removedMs: number;
   /** ... of which pier server start to its API answering (`is running`). */
   removedStartMs: number;
+  /** ... to the first app answering (the others' overlays still being joined). */
+  removedFirstMs: number;
   /** pier server running, the sandbox restarted (`docker restart`, as a restart of the manager's dockerd does):
    *  the restart command's own time, and to every app answering. */
   restartCmdMs: number;
@@ -218,6 +222,7 @@ async function timedStart(pier: Pier, names: readonly string[]) {
   return {
     startMs,
     allMs: a.ms,
+    firstMs: a.firstMs,
     missing: a.missing,
     log: serverLog(pier.output.slice(from), wall0),
   };
@@ -269,6 +274,7 @@ async function recovery(pier: Pier, info: LabInfo, names: readonly string[]): Pr
     baselineMs: base.allMs,
     removedMs: removed.allMs,
     removedStartMs: removed.startMs,
+    removedFirstMs: removed.firstMs,
     restartCmdMs,
     restartedMs: restartCmdMs + restarted.ms,
     missing: base.missing.length + removed.missing.length + restarted.missing.length,
@@ -302,7 +308,7 @@ function reportRecoveries(rs: Recovery[]): void {
   console.log("edge recovery: pier server start to every app answering 200 through the edge");
   for (const r of rs)
     console.log(
-      `  ${String(r.apps).padStart(3)} apps: sandbox removed ${s2(r.removedMs)} (API up at ${s2(r.removedStartMs)}), ${(r.removedMs / r.apps).toFixed(0)} ms per app; baseline (HAProxy killed, sandbox kept) ${s2(r.baselineMs)}; removed/baseline ${(r.removedMs / r.baselineMs).toFixed(2)}; sandbox restarted ${s2(r.restartedMs)} (docker restart ${s2(r.restartCmdMs)}), ${(r.restartedMs / r.apps).toFixed(0)} ms per app${r.missing ? `; ${r.missing} app(s) NEVER answered` : ""}`,
+      `  ${String(r.apps).padStart(3)} apps: sandbox removed ${s2(r.removedMs)} (API up at ${s2(r.removedStartMs)}, first app at ${s2(r.removedFirstMs)}), ${(r.removedMs / r.apps).toFixed(0)} ms per app; baseline (HAProxy killed, sandbox kept) ${s2(r.baselineMs)}; removed/baseline ${(r.removedMs / r.baselineMs).toFixed(2)}; sandbox restarted ${s2(r.restartedMs)} (docker restart ${s2(r.restartCmdMs)}), ${(r.restartedMs / r.apps).toFixed(0)} ms per app${r.missing ? `; ${r.missing} app(s) NEVER answered` : ""}`,
     );
   const a = rs[0];
   const b = rs[rs.length - 1];
@@ -315,7 +321,7 @@ function reportRecoveries(rs: Recovery[]): void {
   const slope = (f: (r: Recovery) => number) => (f(b) - f(a)) / (b.apps - a.apps);
   const ratio = (f: (r: Recovery) => number) => (f(b) / f(a)).toFixed(2);
   console.log(
-    `  growth from ${a.apps} to ${b.apps} apps (apps x${(b.apps / a.apps).toFixed(2)}), ms per app added and ratio: sandbox removed ${slope((r) => r.removedMs).toFixed(0)} (x${ratio((r) => r.removedMs)}), its API up ${slope((r) => r.removedStartMs).toFixed(0)} (x${ratio((r) => r.removedStartMs)}); sandbox restarted ${slope((r) => r.restartedMs).toFixed(0)} (x${ratio((r) => r.restartedMs)}); baseline ${slope((r) => r.baselineMs).toFixed(0)} (x${ratio((r) => r.baselineMs)})`,
+    `  growth from ${a.apps} to ${b.apps} apps (apps x${(b.apps / a.apps).toFixed(2)}), ms per app added and ratio: sandbox removed ${slope((r) => r.removedMs).toFixed(0)} (x${ratio((r) => r.removedMs)}), its API up ${slope((r) => r.removedStartMs).toFixed(0)} (x${ratio((r) => r.removedStartMs)}), its first app ${slope((r) => r.removedFirstMs).toFixed(0)} (x${ratio((r) => r.removedFirstMs)}); sandbox restarted ${slope((r) => r.restartedMs).toFixed(0)} (x${ratio((r) => r.restartedMs)}); baseline ${slope((r) => r.baselineMs).toFixed(0)} (x${ratio((r) => r.baselineMs)})`,
   );
 }
 
