@@ -6,25 +6,15 @@
 // again (HAProxy killed too). It deletes every app at the end.
 // Run: npm run build && node dist/bench/density.js [N]
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { httpGet, NODE_DOCKER_APP, Pier, run } from "../test/e2e/harness.js";
-import { type Proc, processes } from "./procs.js";
+import { countPassing, median, sleep, TINY_NODE_APP } from "./common.js";
+import { type Proc, processes, pssKb, rssKb } from "./procs.js";
 
 const N = Number(process.argv[2] ?? 100);
 if (!Number.isInteger(N) || N < 2) throw new Error(`N must be an integer >= 2, not ${process.argv[2]}`);
 const DOCKER = "/usr/bin/docker";
 
-const NODE_APP: Record<string, string> = {
-  "package.json": `${JSON.stringify({ name: "tiny", version: "1.0.0", private: true, scripts: { start: "node server.js" } }, null, 2)}\n`,
-  "server.js": [
-    'const http = require("http");',
-    'http.createServer((req, res) => res.end("ok " + process.env.APP_ID)).listen(Number(process.env.PORT || 8080), "0.0.0.0");',
-    "",
-  ].join("\n"),
-};
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 const mib = (kb: number) => `${(kb / 1024).toFixed(1)} MiB`;
 
 async function ok(pier: Pier, name: string): Promise<boolean> {
@@ -44,25 +34,8 @@ async function until200(pier: Pier, name: string, limitMs: number): Promise<void
   throw new Error(`${name} did not answer 200 through the edge within ${limitMs / 1000} s`);
 }
 
-/** How many of the apps answer 200 through the edge (checked 10 at a time). */
-async function answering(pier: Pier, names: readonly string[]): Promise<number> {
-  let n = 0;
-  for (let i = 0; i < names.length; i += 10) {
-    const r = await Promise.all(names.slice(i, i + 10).map((a) => ok(pier, a)));
-    n += r.filter(Boolean).length;
-  }
-  return n;
-}
-
-const pssKb = (pid: number): number => {
-  try {
-    return Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"))?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
-};
-const rssKb = (pid: number): number =>
-  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+/** How many of the apps answer 200 through the edge. */
+const answering = (pier: Pier, names: readonly string[]) => countPassing(names, (a) => ok(pier, a));
 
 /** The engine's per-container overhead of this Pier's apps, as PSS, by kind. */
 async function overhead(appIds: ReadonlySet<string>) {
@@ -142,7 +115,7 @@ async function main(): Promise<void> {
         const r = await pier.cli(["env", "set", "CC_NODE_VERSION", "22.16.0", "--app", name]);
         if (r.code !== 0) throw new Error(`env set failed: ${r.stderr}`);
       }
-      const repo = await pier.repo(name, node ? NODE_APP : NODE_DOCKER_APP, created.id);
+      const repo = await pier.repo(name, node ? TINY_NODE_APP : NODE_DOCKER_APP, created.id);
       const s = performance.now();
       const p = await pier.push(repo);
       if (p.code !== 0) throw new Error(`push of ${name} (app ${i + 1}) failed (${p.code}):\n${p.stderr}`);

@@ -46,3 +46,21 @@ export async function runBounded(main: () => Promise<void>, cleanup: () => Promi
     clearTimeout(guard);
   }
 }
+
+/** A process's proportional set size in KiB (0 once it is gone). */
+export const pssKb = (pid: number): number => {
+  try {
+    return Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+};
+
+/** A process's resident set size in KiB (0 once it is gone). */
+export const rssKb = (pid: number): number => {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+};

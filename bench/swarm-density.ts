@@ -18,8 +18,7 @@
 // 192.168.249): a bench never takes the default lab. The lab goes down and the Pier is destroyed at the
 // end, on a failure, on SIGINT/SIGTERM, and past the time limit (PIER_BENCH_LIMIT_S, default 3600 s).
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
-import { loadavg } from "node:os";
+import { readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { httpRequest, NODE_DOCKER_APP, type Pier } from "../test/e2e/harness.js";
 import {
@@ -30,7 +29,8 @@ import {
   swarmPierDown,
   swarmSettings,
 } from "../test/e2e-swarm/lab.js";
-import { type Proc, processes, runBounded } from "./procs.js";
+import { countPassing, load1, median, sleep, TINY_NODE_APP } from "./common.js";
+import { type Proc, processes, pssKb, rssKb, runBounded } from "./procs.js";
 
 const N = Number(process.argv[2] ?? 30);
 if (!Number.isInteger(N) || N < 2 || N > 300)
@@ -45,18 +45,6 @@ const CHECKPOINTS = [...new Set([Math.ceil(N / 3), Math.ceil((2 * N) / 3), N])];
 /** The apps compared (first and last): 10, or half of N when smaller. */
 const K = Math.min(10, Math.floor(N / 2));
 
-const NODE_APP: Record<string, string> = {
-  "package.json": `${JSON.stringify({ name: "tiny", version: "1.0.0", private: true, scripts: { start: "node server.js" } }, null, 2)}\n`,
-  "server.js": [
-    'const http = require("http");',
-    'http.createServer((req, res) => res.end("ok " + process.env.APP_ID)).listen(Number(process.env.PORT || 8080), "0.0.0.0");',
-    "",
-  ].join("\n"),
-};
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const load1 = () => loadavg()[0]?.toFixed(2) ?? "?";
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 const s2 = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const mib = (kb: number) => `${(kb / 1024).toFixed(1)} MiB`;
 const verdict = (good: boolean) => (good ? "MET" : "MISSED");
@@ -93,29 +81,10 @@ async function allAnswer(pier: Pier, names: readonly string[], limitMs: number, 
   return { ms: performance.now() - t0, firstMs, missing: [...pending] };
 }
 
-/** How many of the apps answer 200 through the edge now (checked 10 at a time). */
-async function answering(pier: Pier, names: readonly string[]): Promise<number> {
-  let n = 0;
-  for (let i = 0; i < names.length; i += 10)
-    n += (await Promise.all(names.slice(i, i + 10).map((a) => ok(pier, a)))).filter(Boolean).length;
-  return n;
-}
+/** How many of the apps answer 200 through the edge now. */
+const answering = (pier: Pier, names: readonly string[]) => countPassing(names, (a) => ok(pier, a));
 
 // ------------------------------------------------------------------------------------------- memory
-const pssKb = (pid: number): number => {
-  try {
-    return Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"))?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
-};
-const rssKb = (pid: number): number => {
-  try {
-    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
-};
 
 /**
  * Each lab node's PSS: its dockerd (found by its configuration file, beside its socket), its containerd,
@@ -167,7 +136,7 @@ async function deployApp(pier: Pier, i: number): Promise<Deployed> {
     const r = await pier.cli(["env", "set", "CC_NODE_VERSION", "22.16.0", "--app", name]);
     if (r.code !== 0) throw new Error(`env set failed: ${r.stderr}`);
   }
-  const repo = await pier.repo(name, node ? NODE_APP : NODE_DOCKER_APP, created.id);
+  const repo = await pier.repo(name, node ? TINY_NODE_APP : NODE_DOCKER_APP, created.id);
   const t0 = performance.now();
   const p = await pier.push(repo);
   const pushMs = performance.now() - t0;

@@ -11,9 +11,9 @@
 // failure, on SIGINT/SIGTERM, and past the time limit (PIER_BENCH_LIMIT_S, default 1800 s).
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { loadavg } from "node:os";
 import { httpRequest, NODE_DOCKER_APP, Pier } from "../test/e2e/harness.js";
 import { copyImages, docker, type LabInfo, lab, labUp, swarmSettings, until } from "../test/e2e-swarm/lab.js";
+import { load1, median } from "./common.js";
 import { runBounded } from "./procs.js";
 import { ensureTools, type WrkResult, wrk } from "./wrk.js";
 
@@ -45,8 +45,6 @@ function app(nonce: string): Record<string, string> {
   return { ...NODE_DOCKER_APP, "server.js": `${NODE_DOCKER_APP["server.js"]}\n// ${nonce}\n` };
 }
 
-const load1 = () => loadavg()[0]?.toFixed(2) ?? "?";
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 const fmt = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
 /** Polls the app through the Pier's edge (loopback, or the manager's address on the swarm) until a 200. */

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { noFirewall } from "../adapters/nft-isolation.js";
 import { PierError } from "../core/errors.js";
 import { type IsolatedNetwork, planIsolation } from "../core/isolation.js";
 import type { Firewall } from "../core/ports.js";
@@ -86,31 +87,24 @@ const NO_TABLE = {
 } as const;
 
 /**
- * The isolation service pier server starts with. Without a table on this host (`disable` set: with
- * PIER_ISOLATION=off, or on a swarm) `firewall` applies nothing, and the rules an earlier start left are
- * removed (best effort, through `disable.firewall`); the log says why at every start.
+ * The isolation service pier server starts with, applying its rules through `firewall`. Without a table on
+ * this host (`noTable`: PIER_ISOLATION=off, or a swarm) it applies nothing, and the rules an earlier start
+ * left are removed (best effort, through `firewall`); the log says why at every start.
  */
 export async function startIsolation(opts: {
   firewall: Firewall;
-  disable: { firewall: Firewall; why: keyof typeof NO_TABLE } | null;
+  noTable: keyof typeof NO_TABLE | null;
   scope: string;
   pool: string;
   allow: readonly string[];
   hostPorts: readonly number[];
   logger: Logger;
 }): Promise<Isolation> {
-  const { disable, ...deps } = opts;
-  if (disable) {
-    const empty = planIsolation({
-      scope: opts.scope,
-      pool: opts.pool,
-      networks: [],
-      allow: [],
-      hostPorts: [],
-    });
-    await disable.firewall.apply(empty).catch(() => undefined);
-    if (disable.why === "off") opts.logger.warn(NO_TABLE.off);
-    else opts.logger.info(NO_TABLE[disable.why]);
-  }
-  return new Isolation(deps);
+  const { noTable, ...deps } = opts;
+  if (!noTable) return new Isolation(deps);
+  const empty = planIsolation({ scope: opts.scope, pool: opts.pool, networks: [], allow: [], hostPorts: [] });
+  await opts.firewall.apply(empty).catch(() => undefined);
+  if (noTable === "off") opts.logger.warn(NO_TABLE.off);
+  else opts.logger.info(NO_TABLE[noTable]);
+  return new Isolation({ ...deps, firewall: noFirewall });
 }

@@ -5,7 +5,7 @@ import { type ServerType, serve } from "@hono/node-server";
 import type { Logger } from "pino";
 import { HaproxyEdge } from "../adapters/edge/haproxy.js";
 import type { EdgePlace } from "../adapters/edge/reach.js";
-import { NftFirewall, noFirewall } from "../adapters/nft-isolation.js";
+import { NftFirewall } from "../adapters/nft-isolation.js";
 import { claimPoolRoute } from "../adapters/pool-route.js";
 import { createPrivateFile, keepPrivate } from "../adapters/private-files.js";
 import { SecretBox } from "../adapters/secret-box.js";
@@ -76,8 +76,8 @@ async function startNetworking(
   // On a swarm, the node guard keeps apps apart on every node (ADR 0019): no table on this host.
   const noTable = !config.isolation ? "off" : config.engine === "swarm" ? "swarm" : null;
   const isolation = await startIsolation({
-    firewall: noTable ? noFirewall : new NftFirewall(),
-    disable: noTable ? { firewall: new NftFirewall(), why: noTable } : null,
+    firewall: new NftFirewall(),
+    noTable,
     scope: d.scope,
     pool,
     allow: config.egressAllow,

@@ -184,11 +184,6 @@ export class EdgeSandbox implements EdgePlace {
     }, 5000).unref();
   }
 
-  /** Resolves once the overlays' walk under way (if any) ends: for tests and a clean stop. */
-  async settled(): Promise<void> {
-    await this.walking;
-  }
-
   private prefix(): string[] {
     return ["nsenter", `--net=/proc/${this.current?.pid}/ns/net`, "--"];
   }

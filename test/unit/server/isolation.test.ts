@@ -54,30 +54,30 @@ describe("Isolation", () => {
     assert.deepEqual([...fw.isolated().keys()], ["pier-c"]);
   });
 
-  test("PIER_ISOLATION=off: the earlier table is removed, nothing is applied after, and the log says so", async () => {
-    const real = new MemoryFirewall();
-    const none = new MemoryFirewall();
-    const lines: string[] = [];
-    const logger = pino({ level: "warn" }, { write: (l: string) => void lines.push(l) });
-    const iso = await startIsolation({ ...opts(none, logger), disable: { firewall: real, why: "off" } });
-    assert.equal(real.applied, 1);
-    assert.deepEqual(real.plan?.networks, []);
-    assert.match(lines.join(""), /PIER_ISOLATION=off: Pier adds no firewall rules between apps/);
-    await iso.add("pier-a", ["10.210.0.0/26"]);
-    assert.equal(real.applied, 1);
-  });
-
-  test("on a swarm: no table on this host (an earlier one removed), the node guard's part said in the log", async () => {
-    const real = new MemoryFirewall();
-    const none = new MemoryFirewall();
-    const lines: string[] = [];
-    const logger = pino({ level: "info" }, { write: (l: string) => void lines.push(l) });
-    const iso = await startIsolation({ ...opts(none, logger), disable: { firewall: real, why: "swarm" } });
-    assert.equal(real.applied, 1);
-    assert.deepEqual(real.plan?.networks, []);
-    assert.match(lines.join(""), /on a swarm, apps are kept apart by the node guard on every node/);
-    assert.doesNotMatch(lines.join(""), /PIER_ISOLATION=off/);
-    await iso.add("pier-a", ["10.210.0.0/26"]);
-    assert.equal(real.applied, 1);
-  });
+  const noTables = [
+    {
+      name: "PIER_ISOLATION=off: the earlier table is removed, nothing is applied after, and the log says so",
+      noTable: "off",
+      said: /PIER_ISOLATION=off: Pier adds no firewall rules between apps/,
+    },
+    {
+      name: "on a swarm: no table on this host (an earlier one removed), the node guard's part said in the log",
+      noTable: "swarm",
+      said: /on a swarm, apps are kept apart by the node guard on every node/,
+      unsaid: /PIER_ISOLATION=off/,
+    },
+  ] as const;
+  for (const c of noTables)
+    test(c.name, async () => {
+      const real = new MemoryFirewall();
+      const lines: string[] = [];
+      const logger = pino({ level: "info" }, { write: (l: string) => void lines.push(l) });
+      const iso = await startIsolation({ ...opts(real, logger), noTable: c.noTable });
+      assert.equal(real.applied, 1);
+      assert.deepEqual(real.plan?.networks, []);
+      assert.match(lines.join(""), c.said);
+      if ("unsaid" in c) assert.doesNotMatch(lines.join(""), c.unsaid);
+      await iso.add("pier-a", ["10.210.0.0/26"]);
+      assert.equal(real.applied, 1);
+    });
 });
