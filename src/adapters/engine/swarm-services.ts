@@ -7,6 +7,7 @@ import { isNotFound } from "./docker-build.js";
 import {
   currentTask,
   isTerminal,
+  NO_NODE_GRACE_MS,
   type SwarmService,
   type SwarmTask,
   startFailure,
@@ -113,18 +114,34 @@ export class SwarmServices {
    * Waits until a new task of the service (one not in `known`, the tasks before the change) started: it
    * runs, or it ran and ended (a task). A task that never started (rejected, no node fits, no such image)
    * fails it with the engine's reason. Returns the service's tasks as last read (the started one among them):
-   * the instance is read from them, without reading them again.
+   * the instance is read from them, without reading them again. `unpin`, when given, is called once as soon
+   * as no node fits the task (the node Pier chose is full or went): the swarm then places it where it can.
    */
-  async started(id: string, name: string, known: ReadonlySet<string>): Promise<SwarmTask[]> {
+  async started(
+    id: string,
+    name: string,
+    known: ReadonlySet<string>,
+    unpin?: () => Promise<void>,
+  ): Promise<SwarmTask[]> {
     let last = "no task yet";
-    const since = Date.now();
+    let since = Date.now();
+    let pinned = unpin;
+    const skip = new Set(known);
     return poll(
       this.opts.startTimeoutMs ?? 120_000,
       async () => {
         const tasks = await this.tasks(id);
-        const task = currentTask(tasks.filter((t) => !known.has(t.ID)));
+        const task = currentTask(tasks.filter((t) => !skip.has(t.ID)));
         if (!task) return undefined;
         last = `${task.Status?.State ?? "new"}${task.Status?.Err ? `: ${task.Status.Err}` : ""}`;
+        if (pinned && unplaceable(task, NO_NODE_GRACE_MS)) {
+          // The waiting task is replaced by one the swarm places: that one is the start.
+          await pinned();
+          pinned = undefined;
+          skip.add(task.ID);
+          since = Date.now();
+          return undefined;
+        }
         const nowhere = unplaceable(task, Date.now() - since);
         if (nowhere)
           throw new PierError(
@@ -186,6 +203,12 @@ export class SwarmServices {
    */
   async tasksNamed(name: string): Promise<SwarmTask[]> {
     return (await this.docker.listTasks({ filters: { name: [`${name}.`] } })) as SwarmTask[];
+  }
+
+  /** The tasks with these labels (their services') that the swarm wants running: one call. */
+  async liveTasks(labels: Record<string, string>): Promise<SwarmTask[]> {
+    const label = Object.entries(labels).map(([k, v]) => `${k}=${v}`);
+    return (await this.docker.listTasks({ filters: { label, "desired-state": ["running"] } })) as SwarmTask[];
   }
 
   /** The tasks of a service; none once it is gone. */

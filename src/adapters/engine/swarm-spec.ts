@@ -11,6 +11,7 @@ import type { InstanceSpec } from "../../core/ports.js";
 import { releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
 import { addonVolume } from "./docker-addons.js";
 import { DROPPED_CAPABILITIES } from "./docker-build.js";
+import { pinConstraint } from "./swarm-placement.js";
 
 /** A mount of a service's container (the fields Pier sets). */
 export interface ServiceMount {
@@ -93,6 +94,8 @@ export interface ServicePlanInputs {
   cpus: number;
   /** How long a task has between SIGTERM and SIGKILL (fixed when its service is made). */
   stopGraceMs: number;
+  /** The node Pier chose for it (swarm-placement.ts): pinned there until its task started. */
+  pin?: string;
 }
 
 const NS_PER_MS = 1_000_000;
@@ -187,7 +190,11 @@ export function serviceSpec(s: InstanceSpec, p: ServicePlanInputs): ServiceSpec 
       Placement: {
         Preferences: [{ Spread: { SpreadDescriptor: "node.id" } }],
         // Pinned where its fs buckets' data lives (ADR 0030): the node's local volume is the bucket.
-        ...(node ? { Constraints: [`node.hostname==${node}`] } : {}),
+        ...(node
+          ? { Constraints: [`node.hostname==${node}`] }
+          : p.pin
+            ? { Constraints: [pinConstraint(p.pin)] }
+            : {}),
       },
       Networks: [{ Target: s.network.name }],
       LogDriver: { Name: "json-file", Options: { "max-size": "10m", "max-file": "3" } },
@@ -195,5 +202,23 @@ export function serviceSpec(s: InstanceSpec, p: ServicePlanInputs): ServiceSpec 
     Mode: { Replicated: { Replicas: 1 } },
     UpdateConfig: { Parallelism: 1, Order: "stop-first", FailureAction: "continue" },
     EndpointSpec: { Mode: "dnsrr" },
+  };
+}
+
+/**
+ * The spec with the node Pier chose for its start no longer binding (swarm-placement.ts): only its placement
+ * changes, which the swarm applies without replacing a task whose node still fits.
+ */
+export function unpinned<S extends Pick<EngineServiceSpec, "TaskTemplate">>(spec: S, nodeId: string): S {
+  const placement = spec.TaskTemplate.Placement;
+  if (!placement?.Constraints?.includes(pinConstraint(nodeId))) return spec;
+  const rest = placement.Constraints.filter((c) => c !== pinConstraint(nodeId));
+  const { Constraints: _pin, ...kept } = placement;
+  return {
+    ...spec,
+    TaskTemplate: {
+      ...spec.TaskTemplate,
+      Placement: rest.length > 0 ? { ...kept, Constraints: rest } : kept,
+    },
   };
 }

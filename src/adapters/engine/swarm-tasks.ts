@@ -12,6 +12,8 @@ export interface SwarmTask {
   NodeID?: string;
   CreatedAt?: string;
   DesiredState?: string;
+  /** The container's labels: the instance's (its app, its deployment). */
+  Spec?: { ContainerSpec?: { Labels?: Record<string, string> } };
   Status?: {
     Timestamp?: string;
     State?: string;

@@ -26,10 +26,11 @@ import { type LogSink, logLines, noteLine, pumpLogs } from "./docker-logs.js";
 import { splitImage } from "./registry-push.js";
 import { followSwarm } from "./swarm-events.js";
 import { SwarmNetworks } from "./swarm-networks.js";
+import { type Reservation, SwarmSpread } from "./swarm-placement.js";
 import { forgettingEverywhere } from "./swarm-release-images.js";
 import { runLike } from "./swarm-run.js";
 import { backOff, notFound, poll, SwarmServices, type SwarmServicesOptions } from "./swarm-services.js";
-import { serviceSpec } from "./swarm-spec.js";
+import { type ServiceSpec, serviceSpec, unpinned } from "./swarm-spec.js";
 import type { NodeSweep } from "./swarm-sweep.js";
 import {
   currentTask,
@@ -70,6 +71,7 @@ export class SwarmEngine
   private readonly networks: SwarmNetworks;
   /** Services, tasks and nodes as the verbs read them and wait on them. */
   private readonly svc: SwarmServices;
+  private readonly spread: SwarmSpread;
   private readonly cpus: () => Promise<number>;
   /**
    * Repository and local image id -> its reference by digest in the registry (a push of the same image
@@ -83,6 +85,10 @@ export class SwarmEngine
     this.docker = opts.docker;
     this.networks = new SwarmNetworks(opts.docker, this.own);
     this.svc = new SwarmServices(opts.docker, opts);
+    this.spread = new SwarmSpread({
+      nodes: () => this.svc.nodes(),
+      liveTasks: (appId) => this.svc.liveTasks({ ...this.own, [LABEL.app]: appId }),
+    });
     this.cpus = engineCpus(() => this.docker);
   }
 
@@ -201,15 +207,40 @@ export class SwarmEngine
     return { ref: await ref, labels };
   }
 
+  /**
+   * Makes the instance's service on the node Pier chose (swarm-placement.ts) and waits for its task to start;
+   * then the pin is lifted, so that the swarm reschedules it like any task when its node is lost or drained.
+   */
   async runInstance(s: InstanceSpec): Promise<InstanceInfo> {
-    const image = await this.imageRef(s.image);
-    const spec = serviceSpec(s, {
-      own: this.own,
-      image: image.ref,
-      imageLabels: image.labels,
-      cpus: await this.cpus(),
-      stopGraceMs: this.opts.stopGraceMs,
-    });
+    const [image, cpus] = await Promise.all([this.imageRef(s.image), this.cpus()]);
+    // Chosen once the image is in the registry (a first start pushes it): where the others went by then.
+    const spot = await this.spot(s);
+    try {
+      return await this.made(
+        s,
+        spot,
+        serviceSpec(s, {
+          own: this.own,
+          image: image.ref,
+          imageLabels: image.labels,
+          cpus,
+          stopGraceMs: this.opts.stopGraceMs,
+          ...(spot ? { pin: spot.nodeId } : {}),
+        }),
+      );
+    } finally {
+      spot?.done();
+    }
+  }
+
+  /** The node a new instance goes to; none for one pinned by its fs buckets or outside an app. */
+  private spot(s: InstanceSpec): Promise<Reservation | null> {
+    const appId = s.labels[LABEL.app];
+    if (!appId || s.buckets.length > 0) return Promise.resolve(null);
+    return this.spread.reserve({ appId, deploymentId: s.labels[LABEL.deployment] });
+  }
+
+  private async made(s: InstanceSpec, spot: Reservation | null, spec: ServiceSpec): Promise<InstanceInfo> {
     let id: string;
     try {
       const auth = this.opts.pullAuth;
@@ -220,9 +251,17 @@ export class SwarmEngine
         throw new PierError("CONFLICT", `An instance named ${s.name} exists on the swarm already.`);
       throw new PierError("ENGINE_ERROR", `The instance ${s.name} was not created: ${(e as Error).message}`);
     }
+    spot?.made(id);
+    let pinned = spot !== null;
+    const unpin = async () => {
+      if (!spot || !pinned) return;
+      await this.svc.update(id, (x) => unpinned(x.Spec, spot.nodeId));
+      pinned = false;
+    };
     let tasks: SwarmTask[];
     try {
-      tasks = await this.svc.started(id, s.name, new Set());
+      tasks = await this.svc.started(id, s.name, new Set(), spot ? unpin : undefined);
+      await unpin();
     } catch (e) {
       // A failed start leaves nothing behind.
       await this.docker

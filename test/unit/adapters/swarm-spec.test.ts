@@ -5,7 +5,7 @@ import { test } from "node:test";
 import { overlapping } from "../../../src/adapters/engine/swarm-networks.js";
 import { RUN_OF, runLikeSpec } from "../../../src/adapters/engine/swarm-run.js";
 import { backOff, pollDelay } from "../../../src/adapters/engine/swarm-services.js";
-import { serviceSpec } from "../../../src/adapters/engine/swarm-spec.js";
+import { serviceSpec, unpinned } from "../../../src/adapters/engine/swarm-spec.js";
 import {
   currentTask,
   instanceOf,
@@ -144,6 +144,29 @@ test("an instance that mounts an fs bucket mounts its add-on's volume and is pin
   );
   assert.deepEqual(s.TaskTemplate.Placement.Constraints, ["node.hostname==node2"]);
   assert.equal(serviceSpec(instance(), inputs).TaskTemplate.Placement.Constraints, undefined);
+});
+
+test("an instance is made pinned to the node Pier chose; lifting the pin changes nothing else", () => {
+  const pinned = serviceSpec(instance(), { ...inputs, pin: "n2" });
+  assert.deepEqual(pinned.TaskTemplate.Placement.Constraints, ["node.id==n2"]);
+  const lifted = unpinned(pinned, "n2");
+  assert.equal(lifted.TaskTemplate.Placement.Constraints, undefined);
+  assert.deepEqual(lifted, serviceSpec(instance(), inputs));
+  // Only that pin goes: another node's is not Pier's to lift, and a bucket's node stays.
+  assert.equal(unpinned(pinned, "n3"), pinned);
+  const both = {
+    ...pinned,
+    TaskTemplate: {
+      ...pinned.TaskTemplate,
+      Placement: { ...pinned.TaskTemplate.Placement, Constraints: ["node.hostname==node2", "node.id==n2"] },
+    },
+  };
+  assert.deepEqual(unpinned(both, "n2").TaskTemplate.Placement.Constraints, ["node.hostname==node2"]);
+  // A bucket pins it to its node: no other pin is added.
+  const bucket = instance({ buckets: [{ addonId: "ad1", target: "/app/uploads", node: "node2" }] });
+  assert.deepEqual(serviceSpec(bucket, { ...inputs, pin: "n3" }).TaskTemplate.Placement.Constraints, [
+    "node.hostname==node2",
+  ]);
 });
 
 test("an instance whose buckets are on two nodes, or on none, is refused with what to do", () => {

@@ -1,0 +1,131 @@
+// Where Pier places a new instance on the swarm (swarm-placement.ts): the node with the fewest instances of
+// the same deployment, then of the app, over the nodes that take new tasks; starts in flight count.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import {
+  type PlacedInstance,
+  SwarmSpread,
+  spreadNode,
+} from "../../../src/adapters/engine/swarm-placement.js";
+import type { SwarmNodeState } from "../../../src/adapters/engine/swarm-services.js";
+import type { SwarmTask } from "../../../src/adapters/engine/swarm-tasks.js";
+import { LABEL } from "../../../src/core/labels.js";
+
+const up = (name: string): SwarmNodeState => ({ name, ready: true, active: true });
+const three = new Map([
+  ["n1", up("node1")],
+  ["n2", up("node2")],
+  ["n3", up("node3")],
+]);
+const on = (nodeId: string, deploymentId = "d2"): PlacedInstance => ({ nodeId, deploymentId });
+
+test("the node with the fewest instances of the deployment, then of the app, among the nodes open to tasks", () => {
+  const cases: {
+    why: string;
+    nodes?: Map<string, SwarmNodeState>;
+    live: PlacedInstance[];
+    want: string | null;
+  }[] = [
+    { why: "one instance on n1: another node", live: [on("n1")], want: "n2|n3" },
+    { why: "n1 and n2 hold one each: n3", live: [on("n1"), on("n2")], want: "n3" },
+    { why: "one on each: a second anywhere", live: [on("n1"), on("n2"), on("n3")], want: "n1|n2|n3" },
+    {
+      why: "the old deployment on n3 and n2 twice: the new one's third goes to n3, which has none of it",
+      live: [on("n1"), on("n2"), on("n3", "d1"), on("n3", "d1")],
+      want: "n3",
+    },
+    {
+      why: "deployment ties: the node with fewer of the app's instances",
+      live: [on("n1"), on("n2"), on("n3"), on("n1", "d1"), on("n3", "d1")],
+      want: "n2",
+    },
+    {
+      why: "a node not ready or drained takes nothing, however empty",
+      nodes: new Map([
+        ["n1", up("node1")],
+        ["n2", { name: "node2", ready: false, active: true }],
+        ["n3", { name: "node3", ready: true, active: false }],
+        ["n4", up("node4")],
+      ]),
+      live: [on("n1")],
+      want: "n4",
+    },
+    {
+      why: "one node open: no choice to make, the swarm places it",
+      nodes: new Map([
+        ["n1", up("node1")],
+        ["n2", { name: "node2", ready: false, active: true }],
+      ]),
+      live: [],
+      want: null,
+    },
+    {
+      why: "a task not assigned yet counts nowhere",
+      live: [{ nodeId: undefined, deploymentId: "d2" }, on("n1")],
+      want: "n2|n3",
+    },
+  ];
+  for (const c of cases) {
+    const got = spreadNode(c.nodes ?? three, c.live, { appId: "a1", deploymentId: "d2" });
+    if (c.want === null) assert.equal(got, null, c.why);
+    else assert.ok(c.want.split("|").includes(got ?? ""), `${c.why}: got ${got}`);
+  }
+});
+
+test("ties break the same way on every call, differently for different apps", () => {
+  const first = (appId: string) => spreadNode(three, [], { appId, deploymentId: "d1" });
+  assert.equal(first("a1"), first("a1"));
+  const firsts = new Set(Array.from({ length: 30 }, (_, i) => first(`app-${i}`)));
+  assert.equal(firsts.size, 3, "30 apps' first instances go to every node");
+});
+
+/** A swarm's reads as the spread sees them: these tasks (a deployment label each) on these nodes. */
+function swarm(tasks: SwarmTask[]) {
+  return {
+    nodes: async () => three,
+    liveTasks: async (appId: string) =>
+      tasks.filter((t) => t.Spec?.ContainerSpec?.Labels?.[LABEL.app] === appId),
+  };
+}
+const task = (id: string, serviceId: string, nodeId: string | undefined, appId = "a1"): SwarmTask => ({
+  ID: id,
+  ServiceID: serviceId,
+  ...(nodeId ? { NodeID: nodeId } : {}),
+  Spec: { ContainerSpec: { Labels: { [LABEL.app]: appId, [LABEL.deployment]: "d1" } } },
+});
+
+test("starts made together go to different nodes: each counts those in flight", async () => {
+  const spread = new SwarmSpread(
+    swarm([task("t0", "s0", "n1", "other-app"), task("t00", "s00", "n1", "other-app")]),
+  );
+  const key = { appId: "a1", deploymentId: "d1" };
+  const spots = await Promise.all([spread.reserve(key), spread.reserve(key), spread.reserve(key)]);
+  assert.deepEqual(spots.map((s) => s?.nodeId).sort(), ["n1", "n2", "n3"]);
+  // Once they are done, the swarm's own list is what counts: a fourth start sees none of them here.
+  for (const s of spots) s?.done();
+  assert.ok(await spread.reserve(key));
+});
+
+test("a start in flight counts once, whether the swarm lists its task yet, assigned or not", async () => {
+  const tasks: SwarmTask[] = [];
+  const spread = new SwarmSpread(swarm(tasks));
+  const key = { appId: "a1", deploymentId: "d1" };
+  const a = await spread.reserve(key);
+  assert.ok(a);
+  a.made("svc-a");
+  // Listed before the swarm assigned it: counted on its pin, not twice, not nowhere.
+  tasks.push(task("ta", "svc-a", undefined));
+  const b = await spread.reserve(key);
+  assert.ok(b);
+  assert.notEqual(b.nodeId, a.nodeId);
+  b.made("svc-b");
+  tasks.push(task("tb", "svc-b", b.nodeId));
+  a.done();
+  tasks[0] = task("ta", "svc-a", a.nodeId);
+  const c = await spread.reserve(key);
+  assert.ok(c);
+  assert.deepEqual(new Set([a.nodeId, b.nodeId, c.nodeId]).size, 3);
+  // Another app's starts count for that app only.
+  const other = await spread.reserve({ appId: "a2", deploymentId: "d9" });
+  assert.ok(other);
+});
