@@ -5,9 +5,8 @@
 // time of the last 10 apps over the first 10; and the time from `pier server` start to every route served
 // again (HAProxy killed too). It deletes every app at the end.
 // Run: npm run build && node dist/bench/density.js [N]
-import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { httpGet, NODE_DOCKER_APP, Pier, run } from "../test/e2e/harness.js";
+import { httpGet, NODE_DOCKER_APP, Pier, run, scopeOf } from "../test/e2e/harness.js";
 import { countPassing, median, sleep, TINY_NODE_APP } from "./common.js";
 import { type Proc, processes, pssKb, rssKb } from "./procs.js";
 
@@ -185,7 +184,7 @@ async function main(): Promise<void> {
   } finally {
     const c0 = performance.now();
     await pier.destroy();
-    const scope = createHash("sha256").update(pier.dataDir).digest("hex").slice(0, 12);
+    const scope = scopeOf(pier.dataDir);
     const left = async (argv: string[]) =>
       (await run([DOCKER, ...argv, "--filter", `label=pier.scope=${scope}`])).stdout
         .split("\n")

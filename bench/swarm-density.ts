@@ -17,10 +17,9 @@
 // The lab is PIER_SWARM_LAB_NAME / PIER_SWARM_LAB_NET when set, else bench/swarm's own (pierbench,
 // 192.168.249): a bench never takes the default lab. The lab goes down and the Pier is destroyed at the
 // end, on a failure, on SIGINT/SIGTERM, and past the time limit (PIER_BENCH_LIMIT_S, default 3600 s).
-import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { httpRequest, NODE_DOCKER_APP, type Pier } from "../test/e2e/harness.js";
+import { httpRequest, NODE_DOCKER_APP, type Pier, scopeOf } from "../test/e2e/harness.js";
 import {
   docker,
   type LabInfo,
@@ -166,8 +165,7 @@ interface Recovery {
   removedLog: string[];
 }
 
-const edgeName = (pier: Pier) =>
-  `pier-edge-${createHash("sha256").update(pier.dataDir).digest("hex").slice(0, 12)}`;
+const edgeName = (pier: Pier) => `pier-edge-${scopeOf(pier.dataDir)}`;
 
 /** pier server started, timed to its API and to every app answering; the apps must be down before. */
 async function timedStart(pier: Pier, names: readonly string[]) {

@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+
 /**
  * Every label key Pier sets or reads, named once (issue 16). The values on real objects are these strings
  * byte for byte: a restarted Pier adopts what an earlier one made by reading them back.
@@ -121,4 +123,12 @@ export const ROLE = { instance: "instance", build: "build", release: "release" }
  */
 export function isBuildContainer(labels: Readonly<Record<string, string>>): boolean {
   return labels[LABEL.role] === ROLE.build && labels[LABEL.instanceId] === undefined;
+}
+
+/**
+ * The `pier.scope` of an installation: 12 hex characters of the SHA-256 of its data directory, so two
+ * installations on one engine tell their objects apart, and the same directory finds its own after a restart.
+ */
+export function scopeOf(dataDir: string): string {
+  return createHash("sha256").update(dataDir).digest("hex").slice(0, 12);
 }

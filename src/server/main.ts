@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { type ServerType, serve } from "@hono/node-server";
@@ -11,6 +10,7 @@ import { createPrivateFile, keepPrivate } from "../adapters/private-files.js";
 import { SecretBox } from "../adapters/secret-box.js";
 import { SqliteStore } from "../adapters/store/sqlite.js";
 import { listenFailed, PierError } from "../core/errors.js";
+import { scopeOf } from "../core/labels.js";
 import type { Engine } from "../core/ports.js";
 import { formatCidr } from "../core/subnets.js";
 import { authorizeRepo } from "./access.js";
@@ -285,7 +285,7 @@ export async function startServer(
     SecretBox.fromFile(join(config.dataDir, "secret.key")),
   );
   const tokenFile = await adminToken(config, store);
-  const scope = createHash("sha256").update(config.dataDir).digest("hex").slice(0, 12);
+  const scope = scopeOf(config.dataDir);
   const nodes = await connectSwarm(config);
   const { engine, edgePlace, swarm } = await connectEngine(config, scope, logger);
   const networks = await startNetworking(config, { engine, store, scope, logger });

@@ -2,11 +2,10 @@
 // its own network with a /26 of PIER_SUBNET_POOL, deployed with git push as a user does; deleting them frees
 // their networks, sandboxes and subnets. A pool that overlaps a network Pier did not make stops the start.
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import Database from "better-sqlite3";
-import { NODE_DOCKER_APP, Pier, run } from "./harness.js";
+import { NODE_DOCKER_APP, Pier, run, scopeOf } from "./harness.js";
 
 const DOCKER = "/usr/bin/docker";
 const APPS = 40;
@@ -43,7 +42,7 @@ describe("density: past the old ceiling of networks per engine", { timeout: 300_
   before(async () => {
     await pier.start();
     await pier.addKey();
-    scope = createHash("sha256").update(pier.dataDir).digest("hex").slice(0, 12);
+    scope = scopeOf(pier.dataDir);
   });
   after(() => pier.destroy());
 

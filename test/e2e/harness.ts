@@ -1,7 +1,6 @@
 // Starts a real `pier server` (real dockerd, real HAProxy edge, real SSH git) in a throwaway data dir on free
 // loopback ports, and drives it the way a user does: the CLI, git over SSH, HTTP through the edge.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { createServer, type Socket } from "node:net";
@@ -10,6 +9,7 @@ import { dirname, join, resolve } from "node:path";
 import { afterEach } from "node:test";
 import { fileURLToPath } from "node:url";
 import { isolationTable } from "../../src/core/isolation.js";
+import { scopeOf } from "../../src/core/labels.js";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const CLI = join(ROOT, "bin/pier.js");
@@ -146,7 +146,7 @@ export async function until200(port: number, host: string, limitMs = 120_000): P
 }
 
 /** A pier server's scope, as src/server/main.ts derives it from its data directory. */
-export const scopeOf = (dataDir: string) => createHash("sha256").update(dataDir).digest("hex").slice(0, 12);
+export { scopeOf };
 
 /** The servers started by this test file and not stopped: a failing test prints their output's tail. */
 const live = new Set<Pier>();

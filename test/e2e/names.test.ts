@@ -1,12 +1,11 @@
 // App names: one rule (a DNS label) for the API, the CLI and the edge; an app's name leads to its one
 // repository; and an app whose route the edge cannot take never blocks the other apps.
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import Database from "better-sqlite3";
-import { NODE_DOCKER_APP, Pier, run } from "./harness.js";
+import { NODE_DOCKER_APP, Pier, run, scopeOf } from "./harness.js";
 
 interface AppJson {
   id: string;
@@ -107,7 +106,7 @@ describe("app names and routes", { timeout: 600_000 }, () => {
 
   test("what a deleted app left behind (a network, a volume, a repository) goes at the next start", async () => {
     await pier.stopServer();
-    const scope = createHash("sha256").update(pier.dataDir).digest("hex").slice(0, 12);
+    const scope = scopeOf(pier.dataDir);
     const labels = ["pier.managed=true", `pier.scope=${scope}`, "pier.app=app-00000000beef"];
     const net = `pier-e2e-leftover-${scope}`;
     const vol = `pier-e2e-leftover-${scope}`;

@@ -1,10 +1,9 @@
 // The Node.js runtime end to end: a real app pushed over git, built with a Node.js from the npm registry.
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { Pier, run } from "./harness.js";
+import { Pier, run, scopeOf } from "./harness.js";
 
 const pkg = (extra: Record<string, unknown> = {}) =>
   `${JSON.stringify(
@@ -64,7 +63,7 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
   });
   after(async () => {
     await pier.destroy();
-    const scope = createHash("sha256").update(pier.dataDir).digest("hex").slice(0, 12);
+    const scope = scopeOf(pier.dataDir);
     const volumes = await run([
       "/usr/bin/docker",
       "volume",

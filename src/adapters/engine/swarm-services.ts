@@ -297,6 +297,25 @@ export class SwarmServices {
   }
 
   /**
+   * Waits (at most 5 s) until the swarm deleted the tasks a scale to 0 ended: its task reaper deletes a task
+   * that is to be removed once it ended, ~50-300 ms later (measured on the lab). A service removed meanwhile
+   * can crash the manager: Docker 20.10's orchestrator lists the service's tasks, then updates each, and a
+   * task the reaper deleted in between is a nil it dereferences (SetServiceTasksRemove, a panic seen on the
+   * lab that ends dockerd). A task on a node that is down never ends here, and no reaper deletes it.
+   */
+  async reaped(id: string): Promise<void> {
+    await poll(
+      5_000,
+      async () => {
+        const tasks = await this.tasks(id);
+        return tasks.some((t) => t.DesiredState === "remove" && isTerminal(t)) ? undefined : true;
+      },
+      () => new PierError("ENGINE_ERROR", `The swarm did not delete the ended tasks of ${id} in time.`),
+      backOff,
+    ).catch(() => undefined);
+  }
+
+  /**
    * Waits until every task of the service has ended (or the service is gone). A task on a node that is down
    * runs nowhere Pier can reach: the manager keeps its last state until the node is back.
    */

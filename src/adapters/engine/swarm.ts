@@ -347,6 +347,7 @@ export class SwarmEngine
     const s = await this.svc.service(id);
     if (!s) return;
     await this.stopInstance(s.ID, graceMs);
+    await this.svc.reaped(s.ID);
     try {
       await this.docker.getService(s.ID).remove();
     } catch (e) {
