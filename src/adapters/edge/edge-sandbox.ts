@@ -5,7 +5,7 @@
 // forwards nothing between the overlays it joins (ip_forward is 0 in it): apps stay apart. Pier's subnet
 // pool is unreachable in it but for the overlays it is on, so it joins them while the edge already serves.
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
@@ -69,6 +69,23 @@ export function hostPidOf(id: string, enginePid: number): number | null {
   return null;
 }
 
+/** A read handle on a process's network namespace; null when the process is gone. */
+function openHandle(pid: number): number | null {
+  try {
+    return openSync(`/proc/${pid}/ns/net`, "r");
+  } catch {
+    return null;
+  }
+}
+
+/** The interface names of `ip -o link show` (`2: eth0@if18: <...>`: the name before any `@`). */
+export function linkNames(out: string): string[] {
+  return out
+    .split("\n")
+    .map((l) => /^\d+:\s+([^:@\s]+)/.exec(l)?.[1])
+    .filter((n): n is string => n !== undefined);
+}
+
 const networkIds = (c: Inspected) =>
   new Set(Object.values(c.NetworkSettings.Networks ?? {}).map((n) => n.NetworkID));
 
@@ -91,6 +108,8 @@ export class EdgeSandbox implements EdgePlace {
   private readonly name: string;
   /** The sandbox's process and network namespace when prepare() last saw it running. */
   private current: { id: string; pid: number; netns: string } | null = null;
+  /** An open handle on that namespace: it outlives the sandbox, so Pier can still empty it (retire()). */
+  private handle: number | null = null;
   private dialer: ChildProcess | null = null;
   /** A join of the last walk of the overlays failed: the next prepare() walks them again. */
   private unjoined = false;
@@ -131,6 +150,10 @@ export class EdgeSandbox implements EdgePlace {
         `The edge's sandbox ${this.name} runs, but its process is not visible here: pier server must run on the manager, as root, beside its dockerd.`,
       );
     const changed = this.current?.netns !== netns;
+    if (changed) {
+      await this.retire();
+      this.handle = openHandle(pid);
+    }
     this.current = { id: c.Id, pid, netns };
     // A namespace not seen before (Pier started, or the sandbox made or started again) may lack overlays;
     // otherwise join() took each new app's as it came: a reload costs one inspect, not a walk of them all
@@ -141,6 +164,39 @@ export class EdgeSandbox implements EdgePlace {
     } else if (changed || this.unjoined) this.walkInBackground();
     if (changed || !this.dialerAlive()) await this.startDialer();
     return this.prefix();
+  }
+
+  /**
+   * Empties the namespace of a sandbox the engine replaced. A namespace outlives its sandbox while anything
+   * holds it: orphaned TCP connections of the HAProxy that served there did, ~100 s after the manager's
+   * dockerd was killed and started (measured on the lab), and kept its interfaces. The sandbox made again
+   * has the same address and MAC on the engine's bridge (Docker derives the MAC from the address), so the
+   * old interface answered for it and the bridge sent the edge's traffic to the dead namespace: the edge
+   * refused every request for those ~100 s. Deleting the old interfaces (each a veth: its bridge port goes
+   * with it) ends that at once.
+   */
+  private async retire(): Promise<void> {
+    const fd = this.handle;
+    this.handle = null;
+    if (fd === null) return;
+    try {
+      const enter = ["nsenter", `--net=/proc/${process.pid}/fd/${fd}`, "--"];
+      const links = linkNames((await exec([...enter, "ip", "-o", "link", "show"])).stdout).filter(
+        (name) => name !== "lo",
+      );
+      // One `ip` for all of them (one interface per joined overlay); -force goes on past one already gone.
+      if (links.length > 0)
+        await exec([...enter, "ip", "-force", "-batch", "-"], {
+          input: links.map((name) => `link del ${name}\n`).join(""),
+        });
+    } catch (e) {
+      this.opts.logger?.warn(
+        { err: (e as Error).message },
+        "edge: could not empty the network namespace of the sandbox made again",
+      );
+    } finally {
+      closeSync(fd);
+    }
   }
 
   /**
@@ -355,5 +411,7 @@ export class EdgeSandbox implements EdgePlace {
   close(): void {
     this.dialer?.kill();
     this.dialer = null;
+    if (this.handle !== null) closeSync(this.handle);
+    this.handle = null;
   }
 }
