@@ -9,6 +9,7 @@ import { after, before, describe, test } from "node:test";
 import Docker from "dockerode";
 import { DockerRegistryPush } from "../../src/adapters/engine/registry-push.js";
 import { SwarmEngine } from "../../src/adapters/engine/swarm.js";
+import { spreadNode } from "../../src/adapters/engine/swarm-placement.js";
 import { LABEL } from "../../src/core/labels.js";
 import type { InstanceInfo, InstanceSpec, RouteTarget } from "../../src/core/ports.js";
 import { instancePortsConformance } from "../conformance/engine.js";
@@ -133,6 +134,80 @@ describe("the Swarm driver across nodes", { timeout: 600_000 }, () => {
       assert.match(x.http?.host ?? "", /^10\.231\.0\.\d+$/, "an address of the app's overlay");
       const node = listed.find((l) => l.id === x.id)?.node;
       assert.equal(await until(`${x.id} answers`, 30, () => answeredFrom(x.http as RouteTarget)), node);
+    }
+  });
+
+  test("the node Pier chose has no room: the pin is lifted and the swarm places the instance elsewhere", async () => {
+    // Another app, none of its instances anywhere: Pier's choice is the first node in the app's own order.
+    const appId = `${prefix}-full`;
+    const ids = await docker(i, "node1", ["node", "ls", "-q"]);
+    const nodes = new Map(
+      ids.split("\n").map((id) => [id, { name: id, ready: true, active: true }] as const),
+    );
+    const chosen = spreadNode(nodes, [], { appId, deploymentId: undefined });
+    assert.ok(chosen);
+    // A task that reserves all but 4 GiB of that node's memory (a reservation only: it sleeps).
+    const total = Number(
+      await docker(i, "node1", ["node", "inspect", "-f", "{{.Description.Resources.MemoryBytes}}", chosen]),
+    );
+    const [first] = await engine.listInstances(labels);
+    const image = await docker(i, "node1", [
+      "service",
+      "inspect",
+      "-f",
+      "{{.Spec.TaskTemplate.ContainerSpec.Image}}",
+      first!.id,
+    ]);
+    const filler = `${prefix}-filler`;
+    await docker(i, "node1", [
+      "service",
+      "create",
+      "--detach",
+      "--with-registry-auth",
+      "--name",
+      filler,
+      "--constraint",
+      `node.id==${chosen}`,
+      "--reserve-memory",
+      String(total - 4 * 2 ** 30),
+      image,
+      "sleep",
+      "3600",
+    ]);
+    try {
+      await until("the filler running", 60, async () =>
+        (await docker(i, "node1", ["service", "ps", "-q", "--filter", "desired-state=running", filler])) &&
+        /Running/.test(await docker(i, "node1", ["service", "ps", "--format", "{{.CurrentState}}", filler]))
+          ? true
+          : undefined,
+      );
+      const big = {
+        ...spec(9),
+        name: `${appId}-1`,
+        labels: { [LABEL.app]: appId },
+        memoryBytes: 8 * 2 ** 30,
+      };
+      const run = await engine.runInstance(big);
+      assert.equal(run.running, true);
+      const chosenName = await docker(i, "node1", [
+        "node",
+        "inspect",
+        "-f",
+        "{{.Description.Hostname}}",
+        chosen,
+      ]);
+      assert.ok(run.node && run.node !== chosenName, `placed on ${run.node}, not on the full ${chosenName}`);
+      const placed = await docker(i, "node1", [
+        "service",
+        "inspect",
+        "-f",
+        "{{json .Spec.TaskTemplate.Placement.Constraints}}",
+        run.id,
+      ]);
+      assert.equal(placed, "null");
+      await engine.removeInstance(run.id, 1000);
+    } finally {
+      await docker(i, "node1", ["service", "rm", filler]).catch(() => "");
     }
   });
 
