@@ -211,6 +211,59 @@ describe("the Swarm driver across nodes", { timeout: 600_000 }, () => {
     }
   });
 
+  test("a pin left by a pier server that ended mid-start is lifted when the driver follows the swarm again", async () => {
+    const [first] = await engine.listInstances(labels);
+    const image = await docker(i, "node1", [
+      "service",
+      "inspect",
+      "-f",
+      "{{.Spec.TaskTemplate.ContainerSpec.Image}}",
+      first!.id,
+    ]);
+    const node = (await docker(i, "node1", ["node", "ls", "-q"])).split("\n")[0]!;
+    const left = `${prefix}-left`;
+    const own = [
+      `${LABEL.managed}=true`,
+      `${LABEL.scope}=${prefix}`,
+      `${LABEL.role}=instance`,
+      `${LABEL.app}=${prefix}-left`,
+    ];
+    await docker(i, "node1", [
+      "service",
+      "create",
+      "--detach",
+      "--with-registry-auth",
+      "--name",
+      left,
+      ...own.flatMap((l) => ["--label", l]),
+      "--constraint",
+      `node.id==${node}`,
+      image,
+      "sleep",
+      "3600",
+    ]);
+    const constraints = () =>
+      docker(i, "node1", [
+        "service",
+        "inspect",
+        "-f",
+        "{{json .Spec.TaskTemplate.Placement.Constraints}}",
+        left,
+      ]);
+    try {
+      assert.equal(await constraints(), JSON.stringify([`node.id==${node}`]));
+      const following = new AbortController();
+      const done = engine.events(() => undefined, following.signal).catch(() => undefined);
+      await until("the left pin lifted", 30, async () =>
+        (await constraints()) === "null" ? true : undefined,
+      );
+      following.abort();
+      await done;
+    } finally {
+      await docker(i, "node1", ["service", "rm", left]).catch(() => "");
+    }
+  });
+
   test("a killed node's instance runs again on another node, and inspect and listRoutable follow it", async () => {
     const listed = await engine.listInstances(labels);
     const victim = listed.find((x) => x.node && x.node !== "node1");

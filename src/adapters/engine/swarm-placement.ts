@@ -25,6 +25,15 @@ export interface PlacedInstance {
 /** The constraint that pins a task to one node. */
 export const pinConstraint = (nodeId: string): string => `node.id==${nodeId}`;
 
+/** The node a service is pinned to by Pier's choice (not a bucket's `node.hostname==`), if any. */
+export function pinnedNode(constraints: readonly string[] | undefined): string | null {
+  for (const c of constraints ?? []) {
+    const m = /^node\.id==(\S+)$/.exec(c);
+    if (m) return m[1]!;
+  }
+  return null;
+}
+
 /**
  * The node a new instance of `key` goes to: among the nodes that take new tasks (ready, active), the one with
  * the fewest live instances of the same deployment, then of the app, then first in an order drawn from the
@@ -76,6 +85,11 @@ export class SwarmSpread {
   private readonly pending = new Set<Pending>();
 
   constructor(private readonly reads: SpreadReads) {}
+
+  /** Whether a start of this process made that service and has not lifted its pin yet. */
+  starting(serviceId: string): boolean {
+    return [...this.pending].some((p) => p.serviceId === serviceId);
+  }
 
   /** The node to pin a new instance of `key` to, reserved until `done()`; null when there is no choice. */
   async reserve(key: PlacementKey): Promise<Reservation | null> {

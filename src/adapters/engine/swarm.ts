@@ -4,7 +4,7 @@
 // inside an instance, which has no swarm API: it goes to the task's node's engine, where one is reachable.
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
-import { LABEL } from "../../core/labels.js";
+import { LABEL, ROLE } from "../../core/labels.js";
 import type {
   AppNetworks,
   BuildSlot,
@@ -26,7 +26,7 @@ import { type LogSink, logLines, noteLine, pumpLogs } from "./docker-logs.js";
 import { splitImage } from "./registry-push.js";
 import { followSwarm } from "./swarm-events.js";
 import { SwarmNetworks } from "./swarm-networks.js";
-import { type Reservation, SwarmSpread } from "./swarm-placement.js";
+import { pinnedNode, type Reservation, SwarmSpread } from "./swarm-placement.js";
 import { forgettingEverywhere } from "./swarm-release-images.js";
 import { runLike } from "./swarm-run.js";
 import { backOff, notFound, poll, SwarmServices, type SwarmServicesOptions } from "./swarm-services.js";
@@ -112,14 +112,30 @@ export class SwarmEngine
     return this.networks.ownerAppIds(LABEL.app);
   }
 
-  /** Instances' tasks ending, lost with their node, or starting (swarm-events.ts), until the manager goes. */
+  /**
+   * Instances' tasks ending, lost with their node, or starting (swarm-events.ts), until the manager goes.
+   * First, off its path, pins that no start of this process holds are lifted (`liftLeftPins`).
+   */
   events(onEvent: (e: EngineEvent) => void, signal: AbortSignal): Promise<void> {
+    void this.liftLeftPins().catch(() => undefined);
     const reads = {
       services: () => this.services({}),
       tasksOf: (ids: string[]) => this.svc.tasksOf(ids),
       nodes: () => this.svc.nodes(),
     };
     return followSwarm(reads, onEvent, signal, this.opts.eventPollMs);
+  }
+
+  /**
+   * A service still pinned to the node Pier chose for its start, by no start under way here: pier server
+   * ended between its making and its task's start. Lifted, or the swarm could not move it off a lost node.
+   */
+  private async liftLeftPins(): Promise<void> {
+    for (const s of await this.services({ [LABEL.role]: ROLE.instance })) {
+      const node = pinnedNode(s.Spec.TaskTemplate.Placement?.Constraints);
+      if (node && !this.spread.starting(s.ID))
+        await this.svc.update(s.ID, (x) => unpinned(x.Spec, node)).catch(() => undefined);
+    }
   }
 
   /** Pier's services with these labels. */

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
   type PlacedInstance,
+  pinnedNode,
   SwarmSpread,
   spreadNode,
 } from "../../../src/adapters/engine/swarm-placement.js";
@@ -128,4 +129,22 @@ test("a start in flight counts once, whether the swarm lists its task yet, assig
   // Another app's starts count for that app only.
   const other = await spread.reserve({ appId: "a2", deploymentId: "d9" });
   assert.ok(other);
+});
+
+test("Pier's pin is read back from a service's constraints; a bucket's node is not Pier's pin", () => {
+  assert.equal(pinnedNode(["node.id==n2"]), "n2");
+  assert.equal(pinnedNode(["node.hostname==node2"]), null);
+  assert.equal(pinnedNode(undefined), null);
+  assert.equal(pinnedNode(["node.role==manager", "node.id==abc123"]), "abc123");
+});
+
+test("a start under way is known by its service until it is done", async () => {
+  const spread = new SwarmSpread(swarm([]));
+  const spot = await spread.reserve({ appId: "a1", deploymentId: "d1" });
+  assert.ok(spot);
+  assert.equal(spread.starting("svc-1"), false, "not made yet");
+  spot.made("svc-1");
+  assert.equal(spread.starting("svc-1"), true);
+  spot.done();
+  assert.equal(spread.starting("svc-1"), false);
 });
