@@ -90,6 +90,20 @@ const networkIds = (c: Inspected) =>
   new Set(Object.values(c.NetworkSettings.Networks ?? {}).map((n) => n.NetworkID));
 
 /**
+ * The networks the sandbox is on with an address there: joined for real. A connect made while the swarm's
+ * manager was not ready yet (right after its dockerd started) can leave an attachment with no address,
+ * which reaches nothing and which the engine keeps (seen on the lab: the edge then never served that app).
+ */
+export const addressedIds = (
+  networks: Record<string, { NetworkID: string; IPAddress?: string }>,
+): Set<string> =>
+  new Set(
+    Object.values(networks)
+      .filter((n) => (n.IPAddress ?? "") !== "")
+      .map((n) => n.NetworkID),
+  );
+
+/**
  * Joins each network in turn; one that fails is reported and the others are still joined: one app's
  * network the engine cannot attach (it timed out once in 18 sandbox restarts on the lab) must not keep
  * the edge, and so every other app, from serving.
@@ -244,10 +258,16 @@ export class EdgeSandbox implements EdgePlace {
     return ["nsenter", `--net=/proc/${this.current?.pid}/ns/net`, "--"];
   }
 
-  /** The sandbox, running, with the ports of the settings; made again when the settings changed. */
+  /**
+   * The sandbox, running, with the ports of the settings; made again when the settings changed, and when it
+   * stopped (the manager's dockerd restarted, say). Not started again: the engine would attach it to every
+   * app's overlay before it runs, and no app would be served until the last was attached (22-27 s at 30
+   * apps); made anew, it runs at once on its bridge alone, and prepare() joins the overlays while the edge
+   * serves (the engine does not restart it either: its restart policy is `no`).
+   */
   private async ensureRunning(): Promise<Inspected> {
     let c = await this.inspect();
-    if (c && c.Config.Labels?.[LABEL.edgePublish] !== this.publishSpec) {
+    if (c && (c.Config.Labels?.[LABEL.edgePublish] !== this.publishSpec || !c.State.Running)) {
       await this.opts.docker.getContainer(c.Id).remove({ force: true });
       c = null;
     }
@@ -291,7 +311,7 @@ export class EdgeSandbox implements EdgePlace {
         StopSignal: "SIGKILL",
         HostConfig: {
           PortBindings: bindings,
-          RestartPolicy: { Name: "unless-stopped" },
+          RestartPolicy: { Name: "no" },
           CapDrop: ["ALL"],
           ReadonlyRootfs: true,
           NetworkMode: "bridge",
@@ -318,7 +338,7 @@ export class EdgeSandbox implements EdgePlace {
     if (!sandbox) return;
     const label = [...Object.entries(this.own).map(([k, v]) => `${k}=${v}`), LABEL.app];
     const nets = await this.opts.docker.listNetworks({ filters: { label, driver: ["overlay"] } });
-    const on = networkIds(sandbox);
+    const on = addressedIds(sandbox.NetworkSettings.Networks ?? {});
     const missing = nets.filter((n) => !on.has(n.Id)).map((n) => n.Name);
     const failed = await joinEach(missing, (network) => this.join(network));
     for (const f of failed)
@@ -334,19 +354,42 @@ export class EdgeSandbox implements EdgePlace {
     return c ? networkIds(c) : new Set();
   }
 
-  /** The sandbox joins an app's overlay (before the app's instances are routed to). */
+  /**
+   * The sandbox joins an app's overlay (before the app's instances are routed to), with an address there:
+   * an attachment left without one is dropped and made again; one the engine makes without one fails the
+   * join (a later walk tries again).
+   */
   async join(network: string): Promise<void> {
     if (!this.current) return; // prepare() joins every overlay
+    const net = this.opts.docker.getNetwork(network);
     try {
-      await this.opts.docker.getNetwork(network).connect({ Container: this.name });
+      await net.connect({ Container: this.name });
     } catch (e) {
-      // Joined already (a second call, or joinAll meanwhile).
-      if (/already exists|already attached/i.test((e as Error).message)) return;
+      const message = (e as Error).message;
+      if (!/already exists|already attached/i.test(message))
+        throw new PierError("EDGE_ERROR", `The edge could not join the network ${network}: ${message}`);
+    }
+    if (await this.addressedOn(network)) return;
+    await net.disconnect({ Container: this.name, Force: true }).catch(() => undefined);
+    try {
+      await net.connect({ Container: this.name });
+    } catch (e) {
       throw new PierError(
         "EDGE_ERROR",
         `The edge could not join the network ${network}: ${(e as Error).message}`,
       );
     }
+    if (!(await this.addressedOn(network)))
+      throw new PierError("EDGE_ERROR", `The edge joined the network ${network} but got no address there.`);
+  }
+
+  /** Whether the sandbox has an address on the network (by name or id). */
+  private async addressedOn(network: string): Promise<boolean> {
+    const c = await this.inspect();
+    const attached = Object.entries(c?.NetworkSettings.Networks ?? {}).find(
+      ([name, n]) => name === network || n.NetworkID === network,
+    );
+    return (attached?.[1].IPAddress ?? "") !== "";
   }
 
   /** The sandbox leaves the scope's overlays with these labels (except `keep`), so they can be removed. */

@@ -4,7 +4,7 @@
 // of a replaced sandbox's namespace are read from `ip -o link show`.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { joinEach, linkNames } from "../../../src/adapters/edge/edge-sandbox.js";
+import { addressedIds, joinEach, linkNames } from "../../../src/adapters/edge/edge-sandbox.js";
 
 test("one overlay the engine cannot attach is reported; every other app's is still joined", async () => {
   const joined: string[] = [];
@@ -28,4 +28,15 @@ test("the interfaces of `ip -o link show`: names without their peer's index", ()
   ].join("\n");
   assert.deepEqual(linkNames(out), ["lo", "eth0", "eth1"]);
   assert.deepEqual(linkNames(""), []);
+});
+
+test("a network the sandbox is attached to without an address is not joined", () => {
+  const networks = {
+    bridge: { NetworkID: "b1", IPAddress: "172.17.0.2" },
+    "pier-app-a": { NetworkID: "o1", IPAddress: "10.201.0.4" },
+    "pier-app-b": { NetworkID: "o2", IPAddress: "" },
+    "pier-app-c": { NetworkID: "o3" },
+  };
+  assert.deepEqual([...addressedIds(networks)].sort(), ["b1", "o1"]);
+  assert.deepEqual([...addressedIds({})], []);
 });
