@@ -92,6 +92,18 @@ describe("the Swarm driver across nodes", { timeout: 600_000 }, () => {
       `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 ${t.host} ${t.port} | tail -n 1`,
     ]);
 
+  /** The image as the driver published it (registry and digest): what a node can pull for a service of ours. */
+  const published = async (): Promise<string> => {
+    const [first] = await engine.listInstances(labels);
+    return docker(i, "node1", [
+      "service",
+      "inspect",
+      "-f",
+      "{{.Spec.TaskTemplate.ContainerSpec.Image}}",
+      first!.id,
+    ]);
+  };
+
   /** The node whose engine runs the container that answered at `t` (the page names the container). */
   const answeredFrom = async (t: RouteTarget): Promise<string | undefined> => {
     const container = await answer(t);
@@ -150,14 +162,7 @@ describe("the Swarm driver across nodes", { timeout: 600_000 }, () => {
     const total = Number(
       await docker(i, "node1", ["node", "inspect", "-f", "{{.Description.Resources.MemoryBytes}}", chosen]),
     );
-    const [first] = await engine.listInstances(labels);
-    const image = await docker(i, "node1", [
-      "service",
-      "inspect",
-      "-f",
-      "{{.Spec.TaskTemplate.ContainerSpec.Image}}",
-      first!.id,
-    ]);
+    const image = await published();
     const filler = `${prefix}-filler`;
     await docker(i, "node1", [
       "service",
@@ -212,14 +217,7 @@ describe("the Swarm driver across nodes", { timeout: 600_000 }, () => {
   });
 
   test("a pin left by a pier server that ended mid-start is lifted when the driver follows the swarm again", async () => {
-    const [first] = await engine.listInstances(labels);
-    const image = await docker(i, "node1", [
-      "service",
-      "inspect",
-      "-f",
-      "{{.Spec.TaskTemplate.ContainerSpec.Image}}",
-      first!.id,
-    ]);
+    const image = await published();
     const node = (await docker(i, "node1", ["node", "ls", "-q"])).split("\n")[0]!;
     const left = `${prefix}-left`;
     const own = [

@@ -361,35 +361,33 @@ export class EdgeSandbox implements EdgePlace {
    */
   async join(network: string): Promise<void> {
     if (!this.current) return; // prepare() joins every overlay
-    const net = this.opts.docker.getNetwork(network);
+    await this.attach(network);
+    if (await this.addressedOn(network)) return;
+    await this.opts.docker
+      .getNetwork(network)
+      .disconnect({ Container: this.name, Force: true })
+      .catch(() => undefined);
+    await this.attach(network);
+    if (!(await this.addressedOn(network)))
+      throw new PierError("EDGE_ERROR", `The edge joined the network ${network} but got no address there.`);
+  }
+
+  /** Connects the sandbox to the network; attached already (a second call, a walk meanwhile) is fine. */
+  private async attach(network: string): Promise<void> {
     try {
-      await net.connect({ Container: this.name });
+      await this.opts.docker.getNetwork(network).connect({ Container: this.name });
     } catch (e) {
       const message = (e as Error).message;
       if (!/already exists|already attached/i.test(message))
         throw new PierError("EDGE_ERROR", `The edge could not join the network ${network}: ${message}`);
     }
-    if (await this.addressedOn(network)) return;
-    await net.disconnect({ Container: this.name, Force: true }).catch(() => undefined);
-    try {
-      await net.connect({ Container: this.name });
-    } catch (e) {
-      throw new PierError(
-        "EDGE_ERROR",
-        `The edge could not join the network ${network}: ${(e as Error).message}`,
-      );
-    }
-    if (!(await this.addressedOn(network)))
-      throw new PierError("EDGE_ERROR", `The edge joined the network ${network} but got no address there.`);
   }
 
-  /** Whether the sandbox has an address on the network (by name or id). */
+  /** Whether the sandbox has an address on the network (by name or id): `addressedIds`'s rule. */
   private async addressedOn(network: string): Promise<boolean> {
-    const c = await this.inspect();
-    const attached = Object.entries(c?.NetworkSettings.Networks ?? {}).find(
-      ([name, n]) => name === network || n.NetworkID === network,
-    );
-    return (attached?.[1].IPAddress ?? "") !== "";
+    const networks = (await this.inspect())?.NetworkSettings.Networks ?? {};
+    const id = networks[network]?.NetworkID ?? network;
+    return addressedIds(networks).has(id);
   }
 
   /** The sandbox leaves the scope's overlays with these labels (except `keep`), so they can be removed. */
