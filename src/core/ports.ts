@@ -569,7 +569,10 @@ export interface ReleaseInstances {
   /** SIGTERM, wait up to graceMs, then SIGKILL; then remove. */
   removeInstance(id: string, graceMs: number): Promise<void>;
   stopInstance(id: string, graceMs: number): Promise<void>;
-  /** Starts a stopped instance (its slot first, when that stopped too). Running already: nothing to do. */
+  /**
+   * Starts a stopped instance (its slot first, when that stopped too). Running already: nothing to do.
+   * One the engine is bringing back itself (a swarm task its restart policy replaces) is waited for.
+   */
   startInstance(id: string): Promise<void>;
   /** Stops (SIGTERM, then SIGKILL after graceMs) and starts the instance again. */
   restartInstance(id: string, graceMs: number): Promise<void>;

@@ -37,6 +37,17 @@ const TERMINAL = new Set(["complete", "failed", "shutdown", "rejected", "orphane
 export const isTerminal = (t: SwarmTask): boolean => TERMINAL.has(t.Status?.State ?? "");
 
 /**
+ * Whether the swarm itself brings the service's task back when it ends (1+ replicas, restarted whatever its
+ * exit): the tasks to wait past are then those ended or not wanted running, the swarm's next start is the
+ * one after them. Null when a start needs Pier's forced update (scaled to 0, or a task never restarted).
+ */
+export function swarmRestarts(s: SwarmService, tasks: readonly SwarmTask[]): Set<string> | null {
+  if (s.Spec.Mode.Replicated.Replicas < 1 || s.Spec.TaskTemplate.RestartPolicy.Condition !== "any")
+    return null;
+  return new Set(tasks.filter((t) => isTerminal(t) || t.DesiredState !== "running").map((t) => t.ID));
+}
+
+/**
  * The task that is the instance now: the newest the orchestrator wants running, else the newest (a stopped
  * instance's last task, to say how it ended). Null when the service has none.
  */

@@ -15,6 +15,7 @@ import {
   type SwarmTask,
   startFailure,
   startOutcome,
+  swarmRestarts,
   unplaceable,
 } from "../../../src/adapters/engine/swarm-tasks.js";
 import type { PierError } from "../../../src/core/errors.js";
@@ -239,6 +240,29 @@ test("the current task is the newest wanted running, else the newest", () => {
   assert.equal(currentTask([a, b, c])?.ID, "a");
   assert.equal(currentTask([b])?.ID, "b");
   assert.equal(currentTask([]), null);
+});
+
+test("a task the swarm brings back itself is waited for; a service it never restarts needs Pier's start", () => {
+  const spec = serviceSpec(instance({ restart: true }), inputs);
+  const svc = (replicas: number, condition: "any" | "none"): SwarmService => ({
+    ID: "s1",
+    Spec: {
+      ...spec,
+      Mode: { Replicated: { Replicas: replicas } },
+      TaskTemplate: { ...spec.TaskTemplate, RestartPolicy: { Condition: condition } },
+    },
+  });
+  const ended = task("ended", { at: "2026-01-01T00:00:01Z", state: "failed" });
+  const leaving = task("leaving", { at: "2026-01-01T00:00:02Z", DesiredState: "shutdown" });
+  const coming = task("coming", { at: "2026-01-01T00:00:03Z", state: "ready" });
+  // The ended task and the one on its way out are past; the one the swarm is starting is the start.
+  assert.deepEqual([...(swarmRestarts(svc(1, "any"), [ended, leaving, coming]) ?? [])].sort(), [
+    "ended",
+    "leaving",
+  ]);
+  assert.deepEqual([...(swarmRestarts(svc(1, "any"), []) ?? ["none"])], []);
+  assert.equal(swarmRestarts(svc(0, "any"), [ended]), null);
+  assert.equal(swarmRestarts(svc(1, "none"), [ended]), null);
 });
 
 test("a start ran, failed to happen, or is on its way", () => {
