@@ -9,7 +9,9 @@
 //   every app answering 200 again; against a baseline measured at the same checkpoint, HAProxy killed with
 //   the sandbox kept (the same restart, without the sandbox made again and its overlays joined); then,
 //   pier server running, the sandbox restarted (`docker restart`, what a restart of the manager's dockerd
-//   does to it) to every app answering; the cost per app of each between checkpoints;
+//   does to it) to every app answering; then the manager's dockerd killed and started (`swarm-lab kill node1`,
+//   `start node1`: the sandbox and node1's instances die with it) to the first and to every app answering;
+//   the cost per app of each between checkpoints;
 // - memory at each checkpoint: pier server's RSS, and each node's (its dockerd and everything under it:
 //   containerd, shims, instances, on the manager the edge's sandbox and builds) PSS; the growth per app;
 // - the time to delete every app.
@@ -23,6 +25,7 @@ import { httpRequest, NODE_DOCKER_APP, type Pier, scopeOf } from "../test/e2e/ha
 import {
   docker,
   type LabInfo,
+  lab,
   labSocket,
   swarmPier,
   swarmPierDown,
@@ -70,14 +73,21 @@ async function ok(pier: Pier, name: string): Promise<boolean> {
 async function allAnswer(pier: Pier, names: readonly string[], limitMs: number, stop = () => false) {
   const t0 = performance.now();
   const pending = new Set(names);
+  const at = new Map<string, number>();
   let firstMs = Number.NaN;
   while (pending.size > 0 && performance.now() - t0 < limitMs && !stop()) {
     const batch = [...pending].slice(0, 20);
-    await Promise.all(batch.map(async (n) => (await ok(pier, n)) && pending.delete(n)));
+    await Promise.all(
+      batch.map(async (n) => {
+        if (!(await ok(pier, n))) return;
+        pending.delete(n);
+        at.set(n, performance.now() - t0);
+      }),
+    );
     if (Number.isNaN(firstMs) && pending.size < names.length) firstMs = performance.now() - t0;
     if (pending.size > 0) await sleep(50);
   }
-  return { ms: performance.now() - t0, firstMs, missing: [...pending] };
+  return { ms: performance.now() - t0, firstMs, missing: [...pending], at };
 }
 
 /** How many of the apps answer 200 through the edge now. */
@@ -122,6 +132,7 @@ const memory = (pier: Pier, info: LabInfo, apps: number): Memory => ({
 // ------------------------------------------------------------------------------------------- deploys
 interface Deployed {
   name: string;
+  id: string;
   pushMs: number;
   first200Ms: number;
 }
@@ -142,7 +153,7 @@ async function deployApp(pier: Pier, i: number): Promise<Deployed> {
   if (p.code !== 0) throw new Error(`push of ${name} (app ${i + 1}) failed (${p.code}):\n${p.stderr}`);
   const a = await allAnswer(pier, [name], 120_000);
   if (a.missing.length > 0) throw new Error(`${name} did not answer 200 through the edge within 120 s`);
-  return { name, pushMs, first200Ms: performance.now() - t0 };
+  return { name, id: created.id, pushMs, first200Ms: performance.now() - t0 };
 }
 
 // ------------------------------------------------------------------------------------------- recovery
@@ -160,6 +171,14 @@ interface Recovery {
    *  the restart command's own time, and to every app answering. */
   restartCmdMs: number;
   restartedMs: number;
+  /** pier server running, the manager's dockerd killed and started (`swarm-lab kill/start node1`): from the
+   *  start command's return to the first app answering and to every app answering. */
+  managerFirstMs: number;
+  managerMs: number;
+  /** Each app, when it answered after the manager's restart, and the nodes its instances were on before. */
+  managerApps: { name: string; ms: number; nodes: string[] }[];
+  /** The server's log from the manager's kill on. */
+  managerLog: string[];
   missing: number;
   /** The server's log during the start with the sandbox removed. */
   removedLog: string[];
@@ -201,10 +220,13 @@ function serverLog(text: string, wall0: number): string[] {
   const out: string[] = [];
   for (const line of text.split("\n")) {
     try {
-      const r = JSON.parse(line) as { time?: number; msg?: string };
+      const r = JSON.parse(line) as { time?: number; msg?: string; err?: unknown };
       if (!r.msg || seen.has(r.msg)) continue;
       seen.add(r.msg);
-      out.push(`+${(((r.time ?? wall0) - wall0) / 1000).toFixed(2).padStart(6)} s  ${r.msg.slice(0, 120)}`);
+      const err = r.err === undefined ? "" : ` (${JSON.stringify(r.err).slice(0, 200)})`;
+      out.push(
+        `+${(((r.time ?? wall0) - wall0) / 1000).toFixed(2).padStart(6)} s  ${r.msg.slice(0, 120)}${err}`,
+      );
     } catch {
       // not a record
     }
@@ -217,7 +239,24 @@ async function untilDown(pier: Pier, names: readonly string[]): Promise<void> {
   for (let i = 0; i < 200 && (await answering(pier, names.slice(0, 1))) > 0; i++) await sleep(50);
 }
 
-async function recovery(pier: Pier, info: LabInfo, names: readonly string[]): Promise<Recovery> {
+/** The lab nodes each app's instances run on (one entry per instance), by app id. */
+async function instanceNodes(info: LabInfo): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  for (const n of info.nodes) {
+    const apps = await docker(info, n.name, [
+      "ps",
+      "--filter",
+      "label=pier.role=instance",
+      "--format",
+      '{{.Label "pier.app"}}',
+    ]).catch(() => "");
+    for (const a of apps.split("\n").filter(Boolean)) out.set(a, [...(out.get(a) ?? []), n.name]);
+  }
+  return out;
+}
+
+async function recovery(pier: Pier, info: LabInfo, ds: readonly Deployed[]): Promise<Recovery> {
+  const names = ds.map((d) => d.name);
   // Baseline: the same restart with the sandbox kept (HAProxy killed, so the edge must be started again).
   await pier.stopServer();
   const haproxy = Number(readFileSync(`${pier.dataDir}/edge/haproxy.pid`, "utf8").trim().split("\n")[0]);
@@ -236,6 +275,19 @@ async function recovery(pier: Pier, info: LabInfo, names: readonly string[]): Pr
   );
   const restartCmdMs = performance.now() - t0;
   const restarted = await allAnswer(pier, names, 180_000);
+  // The manager's dockerd killed and started, pier server running: every container on node1 dies with it
+  // (the sandbox, the instances there); the swarm restarts its tasks, Pier makes the sandbox again.
+  const placed = await instanceNodes(info);
+  const from = pier.output.length;
+  const wall0 = Date.now();
+  await lab("kill", "node1");
+  await lab("start", "node1");
+  const manager = await allAnswer(pier, names, 180_000);
+  const managerApps = ds.map((d) => ({
+    name: d.name,
+    ms: manager.at.get(d.name) ?? Number.NaN,
+    nodes: placed.get(d.id) ?? [],
+  }));
   return {
     apps: names.length,
     baselineMs: base.allMs,
@@ -244,7 +296,11 @@ async function recovery(pier: Pier, info: LabInfo, names: readonly string[]): Pr
     removedFirstMs: removed.firstMs,
     restartCmdMs,
     restartedMs: restartCmdMs + restarted.ms,
-    missing: base.missing.length + removed.missing.length + restarted.missing.length,
+    managerFirstMs: manager.firstMs,
+    managerMs: manager.ms,
+    managerApps,
+    managerLog: serverLog(pier.output.slice(from), wall0),
+    missing: base.missing.length + removed.missing.length + restarted.missing.length + manager.missing.length,
     removedLog: removed.log,
   };
 }
@@ -275,7 +331,7 @@ function reportRecoveries(rs: Recovery[]): void {
   console.log("edge recovery: pier server start to every app answering 200 through the edge");
   for (const r of rs)
     console.log(
-      `  ${String(r.apps).padStart(3)} apps: sandbox removed ${s2(r.removedMs)} (API up at ${s2(r.removedStartMs)}, first app at ${s2(r.removedFirstMs)}), ${(r.removedMs / r.apps).toFixed(0)} ms per app; baseline (HAProxy killed, sandbox kept) ${s2(r.baselineMs)}; removed/baseline ${(r.removedMs / r.baselineMs).toFixed(2)}; sandbox restarted ${s2(r.restartedMs)} (docker restart ${s2(r.restartCmdMs)}), ${(r.restartedMs / r.apps).toFixed(0)} ms per app${r.missing ? `; ${r.missing} app(s) NEVER answered` : ""}`,
+      `  ${String(r.apps).padStart(3)} apps: sandbox removed ${s2(r.removedMs)} (API up at ${s2(r.removedStartMs)}, first app at ${s2(r.removedFirstMs)}), ${(r.removedMs / r.apps).toFixed(0)} ms per app; baseline (HAProxy killed, sandbox kept) ${s2(r.baselineMs)}; removed/baseline ${(r.removedMs / r.baselineMs).toFixed(2)}; sandbox restarted ${s2(r.restartedMs)} (docker restart ${s2(r.restartCmdMs)}), ${(r.restartedMs / r.apps).toFixed(0)} ms per app; manager's dockerd killed and started: first app ${s2(r.managerFirstMs)}, all ${s2(r.managerMs)}${r.missing ? `; ${r.missing} app(s) NEVER answered` : ""}`,
     );
   const a = rs[0];
   const b = rs[rs.length - 1];
@@ -284,11 +340,20 @@ function reportRecoveries(rs: Recovery[]): void {
     `  the server's log as it started with the sandbox removed, at ${b.apps} apps (from its start; all answered at +${s2(b.removedMs)}):`,
   );
   for (const l of b.removedLog.slice(0, 30)) console.log(`    ${l}`);
+  for (const r of rs) {
+    console.log(
+      `  at ${r.apps} apps, the manager's dockerd killed and started: each app answering (from the start command's return), with its instances' nodes before`,
+    );
+    const byTime = [...r.managerApps].sort((x, y) => x.ms - y.ms);
+    console.log(`    ${byTime.map((x) => `${x.name}(${x.nodes.join("+")}) ${s2(x.ms)}`).join(", ")}`);
+    console.log("    the server's log from the kill (its messages, each once):");
+    for (const l of r.managerLog.slice(0, 40)) console.log(`      ${l}`);
+  }
   if (a === b) return;
   const slope = (f: (r: Recovery) => number) => (f(b) - f(a)) / (b.apps - a.apps);
   const ratio = (f: (r: Recovery) => number) => (f(b) / f(a)).toFixed(2);
   console.log(
-    `  growth from ${a.apps} to ${b.apps} apps (apps x${(b.apps / a.apps).toFixed(2)}), ms per app added and ratio: sandbox removed ${slope((r) => r.removedMs).toFixed(0)} (x${ratio((r) => r.removedMs)}), its API up ${slope((r) => r.removedStartMs).toFixed(0)} (x${ratio((r) => r.removedStartMs)}), its first app ${slope((r) => r.removedFirstMs).toFixed(0)} (x${ratio((r) => r.removedFirstMs)}); sandbox restarted ${slope((r) => r.restartedMs).toFixed(0)} (x${ratio((r) => r.restartedMs)}); baseline ${slope((r) => r.baselineMs).toFixed(0)} (x${ratio((r) => r.baselineMs)})`,
+    `  growth from ${a.apps} to ${b.apps} apps (apps x${(b.apps / a.apps).toFixed(2)}), ms per app added and ratio: sandbox removed ${slope((r) => r.removedMs).toFixed(0)} (x${ratio((r) => r.removedMs)}), its API up ${slope((r) => r.removedStartMs).toFixed(0)} (x${ratio((r) => r.removedStartMs)}), its first app ${slope((r) => r.removedFirstMs).toFixed(0)} (x${ratio((r) => r.removedFirstMs)}); sandbox restarted ${slope((r) => r.restartedMs).toFixed(0)} (x${ratio((r) => r.restartedMs)}); manager's dockerd restarted ${slope((r) => r.managerMs).toFixed(0)} (x${ratio((r) => r.managerMs)}); baseline ${slope((r) => r.baselineMs).toFixed(0)} (x${ratio((r) => r.baselineMs)})`,
   );
 }
 
@@ -345,13 +410,7 @@ async function main(): Promise<void> {
     if (!CHECKPOINTS.includes(i + 1)) continue;
     await sleep(10_000); // idle: the first deploys' retired instances gone
     mem.push(memory(pier, info, i + 1));
-    recs.push(
-      await recovery(
-        pier,
-        info,
-        deployed.map((d) => d.name),
-      ),
-    );
+    recs.push(await recovery(pier, info, deployed));
     loads.push(`${i + 1} apps ${load1()}`);
     process.stderr.write(`${i + 1} apps (${((Date.now() - t0) / 1000).toFixed(0)} s)\n`);
   }
