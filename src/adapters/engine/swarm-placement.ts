@@ -2,7 +2,8 @@
 // the swarm's own spread (a placement preference) acts within one instance only: its scheduler then fills
 // the node with the fewest tasks of any kind, and an app's 3 instances could all land on one node when
 // other apps' tasks weigh on the others. Pier chooses the node itself, from the app's live tasks: the one
-// with the fewest instances of the same deployment, then of the app. The new service is made pinned there,
+// with the fewest instances of the same deployment, then of the app, then of all of Pier's apps (a new app's
+// instance goes where the fewest run). The new service is made pinned there,
 // and the pin is lifted once its task started: a placement-only change the swarm applies without replacing
 // a task whose node still fits, so a lost or drained node's instances are rescheduled as before.
 import { createHash } from "node:crypto";
@@ -36,34 +37,45 @@ export function pinnedNode(constraints: readonly string[] | undefined): string |
 
 /**
  * The node a new instance of `key` goes to: among the nodes that take new tasks (ready, active), the one with
- * the fewest live instances of the same deployment, then of the app, then first in an order drawn from the
- * app's id (two apps' first instances go to different nodes, and the choice is the same on every call).
- * Null when there is nothing to choose: fewer than 2 such nodes (the swarm's own placement says why none).
+ * the fewest live instances of the same deployment, then of the app, then of every app (`load`: Pier's
+ * instances per node), then first in an order drawn from the app's id (the choice is the same on every
+ * call). Null when there is nothing to choose: fewer than 2 such nodes (the swarm's own placement says why
+ * none).
  */
 export function spreadNode(
   nodes: ReadonlyMap<string, SwarmNodeState>,
   live: readonly PlacedInstance[],
   key: PlacementKey,
+  load: ReadonlyMap<string, number> = new Map(),
 ): string | null {
   const open = [...nodes].filter(([, n]) => n.ready && n.active).map(([id]) => id);
   if (open.length < 2) return null;
   const count = (id: string, same: (p: PlacedInstance) => boolean) =>
     live.filter((p) => p.nodeId === id && same(p)).length;
-  const rank = (id: string): [number, number, string] => [
+  const rank = (id: string): [number, number, number, string] => [
     key.deploymentId === undefined ? 0 : count(id, (p) => p.deploymentId === key.deploymentId),
     count(id, () => true),
+    load.get(id) ?? 0,
     createHash("sha256").update(`${key.appId} ${id}`).digest("hex"),
   ];
   const ranked = open.map((id) => ({ id, r: rank(id) }));
-  ranked.sort((a, b) => a.r[0] - b.r[0] || a.r[1] - b.r[1] || (a.r[2] < b.r[2] ? -1 : 1));
+  ranked.sort((a, b) => a.r[0] - b.r[0] || a.r[1] - b.r[1] || a.r[2] - b.r[2] || (a.r[3] < b.r[3] ? -1 : 1));
   return ranked[0]!.id;
 }
 
-/** What the spread reads of the swarm: its nodes, and an app's tasks the swarm wants running. */
+/** What the spread reads of the swarm: its nodes, an app's tasks the swarm wants running, and all apps'. */
 export interface SpreadReads {
   nodes(): Promise<Map<string, SwarmNodeState>>;
   liveTasks(appId: string): Promise<SwarmTask[]>;
+  /** Every app's instance tasks the swarm wants running (their nodes are counted). */
+  allLiveTasks(): Promise<SwarmTask[]>;
 }
+
+/**
+ * How long the count of every app's instances per node is reused: a list of all of them per start would
+ * grow with the number of apps, and the count only breaks ties between nodes the app itself weighs alike.
+ */
+export const LOAD_TTL_MS = 10_000;
 
 /** A node chosen for one start: tell it the service once made, and that the start is over. */
 export interface Reservation {
@@ -83,8 +95,31 @@ interface Pending extends PlacementKey {
  */
 export class SwarmSpread {
   private readonly pending = new Set<Pending>();
+  /** Every app's instances per node, as last listed, plus the nodes chosen since. */
+  private load: { at: number; counts: Promise<Map<string, number>> } | null = null;
 
-  constructor(private readonly reads: SpreadReads) {}
+  constructor(
+    private readonly reads: SpreadReads,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** The count per node, listed again once older than LOAD_TTL_MS (one list shared by the starts meanwhile). */
+  private counts(): Promise<Map<string, number>> {
+    if (!this.load || this.now() - this.load.at > LOAD_TTL_MS) {
+      const counts = this.reads.allLiveTasks().then((tasks) => {
+        const m = new Map<string, number>();
+        for (const t of tasks) if (t.NodeID) m.set(t.NodeID, (m.get(t.NodeID) ?? 0) + 1);
+        return m;
+      });
+      const load = { at: this.now(), counts };
+      this.load = load;
+      // A failed list is not kept: the next start lists again.
+      counts.catch(() => {
+        if (this.load === load) this.load = null;
+      });
+    }
+    return this.load.counts;
+  }
 
   /** Whether a start of this process made that service and has not lifted its pin yet. */
   starting(serviceId: string): boolean {
@@ -93,7 +128,11 @@ export class SwarmSpread {
 
   /** The node to pin a new instance of `key` to, reserved until `done()`; null when there is no choice. */
   async reserve(key: PlacementKey): Promise<Reservation | null> {
-    const [nodes, tasks] = await Promise.all([this.reads.nodes(), this.reads.liveTasks(key.appId)]);
+    const [nodes, tasks, load] = await Promise.all([
+      this.reads.nodes(),
+      this.reads.liveTasks(key.appId),
+      this.counts(),
+    ]);
     const mine = [...this.pending].filter((p) => p.appId === key.appId);
     const listed = new Set(tasks.map((t) => t.ServiceID));
     // A task listed before the swarm assigned it counts on the node it is pinned to.
@@ -104,8 +143,10 @@ export class SwarmSpread {
     for (const p of mine)
       if (!(p.serviceId && listed.has(p.serviceId)))
         live.push({ nodeId: p.nodeId, deploymentId: p.deploymentId });
-    const nodeId = spreadNode(nodes, live, key);
+    const nodeId = spreadNode(nodes, live, key, load);
     if (!nodeId) return null;
+    // Counted at once: the next start within LOAD_TTL_MS sees it, listed by the swarm or not.
+    load.set(nodeId, (load.get(nodeId) ?? 0) + 1);
     const pending: Pending = { ...key, nodeId };
     this.pending.add(pending);
     return {

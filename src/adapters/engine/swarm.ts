@@ -89,6 +89,7 @@ export class SwarmEngine
     this.spread = new SwarmSpread({
       nodes: () => this.svc.nodes(),
       liveTasks: (appId) => this.svc.liveTasks({ ...this.own, [LABEL.app]: appId }),
+      allLiveTasks: () => this.svc.liveTasks({ ...this.own, [LABEL.role]: ROLE.instance }),
     });
     this.cpus = engineCpus(() => this.docker);
   }

@@ -1,8 +1,10 @@
 // Where Pier places a new instance on the swarm (swarm-placement.ts): the node with the fewest instances of
-// the same deployment, then of the app, over the nodes that take new tasks; starts in flight count.
+// the same deployment, then of the app, then of every app, over the nodes that take new tasks; starts in
+// flight count.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
+  LOAD_TTL_MS,
   type PlacedInstance,
   pinnedNode,
   SwarmSpread,
@@ -73,6 +75,33 @@ test("the node with the fewest instances of the deployment, then of the app, amo
   }
 });
 
+test("where the app weighs nodes alike, the node with the fewest instances of every app", () => {
+  const key = { appId: "a1", deploymentId: "d2" };
+  const load = (n1: number, n2: number, n3: number) =>
+    new Map([
+      ["n1", n1],
+      ["n2", n2],
+      ["n3", n3],
+    ]);
+  assert.equal(spreadNode(three, [], key, load(4, 1, 2)), "n2", "a new app's first instance");
+  // The app's own spread comes first: n1 holds one of its instances, so n3 (busier than n2) is not taken.
+  assert.equal(spreadNode(three, [on("n1")], key, load(0, 9, 3)), "n3");
+  assert.equal(spreadNode(three, [on("n1")], key, load(0, 3, 9)), "n2");
+  // A node missing from the count has none.
+  assert.equal(
+    spreadNode(
+      three,
+      [],
+      key,
+      new Map([
+        ["n1", 1],
+        ["n2", 1],
+      ]),
+    ),
+    "n3",
+  );
+});
+
 test("ties break the same way on every call, differently for different apps", () => {
   const first = (appId: string) => spreadNode(three, [], { appId, deploymentId: "d1" });
   assert.equal(first("a1"), first("a1"));
@@ -86,6 +115,7 @@ function swarm(tasks: SwarmTask[]) {
     nodes: async () => three,
     liveTasks: async (appId: string) =>
       tasks.filter((t) => t.Spec?.ContainerSpec?.Labels?.[LABEL.app] === appId),
+    allLiveTasks: async () => tasks,
   };
 }
 const task = (id: string, serviceId: string, nodeId: string | undefined, appId = "a1"): SwarmTask => ({
@@ -147,4 +177,52 @@ test("a start under way is known by its service until it is done", async () => {
   assert.equal(spread.starting("svc-1"), true);
   spot.done();
   assert.equal(spread.starting("svc-1"), false);
+});
+
+test("one-instance apps fill the emptiest node first; every app's count is listed once per LOAD_TTL_MS", async () => {
+  // Three other apps' instances on n1 and on n2 each, none on n3.
+  const tasks = [
+    ...["o1", "o2", "o3"].map((a, i) => task(`t1${i}`, `s1${i}`, "n1", a)),
+    ...["o1", "o2", "o3"].map((a, i) => task(`t2${i}`, `s2${i}`, "n2", a)),
+  ];
+  const reads = swarm(tasks);
+  let lists = 0;
+  let clock = 0;
+  const spread = new SwarmSpread(
+    {
+      ...reads,
+      allLiveTasks: () => {
+        lists++;
+        return reads.allLiveTasks();
+      },
+    },
+    () => clock,
+  );
+  const place = async (appId: string) => {
+    const r = await spread.reserve({ appId, deploymentId: `d-${appId}` });
+    r?.done(); // its task would be listed by the swarm from here on
+    return r?.nodeId;
+  };
+  // Each new app's instance goes to n3 until it holds as many as the others (its own choices counted).
+  assert.deepEqual([await place("x1"), await place("x2"), await place("x3")], ["n3", "n3", "n3"]);
+  assert.equal(lists, 1);
+  const fourth = await place("x4");
+  assert.ok(["n1", "n2", "n3"].includes(fourth ?? ""));
+  assert.equal(lists, 1);
+  // Past LOAD_TTL_MS the swarm's list is read again (here: still the 6 tasks, so n3 is the emptiest again).
+  clock += LOAD_TTL_MS + 1;
+  assert.equal(await place("x5"), "n3");
+  assert.equal(lists, 2);
+});
+
+test("a failed list of every app's instances fails that start only: the next one lists again", async () => {
+  const reads = swarm([]);
+  let fail = true;
+  const spread = new SwarmSpread({
+    ...reads,
+    allLiveTasks: () => (fail ? Promise.reject(new Error("engine down")) : reads.allLiveTasks()),
+  });
+  await assert.rejects(spread.reserve({ appId: "a1", deploymentId: "d1" }), /engine down/);
+  fail = false;
+  assert.ok(await spread.reserve({ appId: "a1", deploymentId: "d1" }));
 });
