@@ -74,7 +74,6 @@ async function allAnswer(pier: Pier, names: readonly string[], limitMs: number, 
   const t0 = performance.now();
   const pending = new Set(names);
   const at = new Map<string, number>();
-  let firstMs = Number.NaN;
   while (pending.size > 0 && performance.now() - t0 < limitMs && !stop()) {
     const batch = [...pending].slice(0, 20);
     await Promise.all(
@@ -84,9 +83,10 @@ async function allAnswer(pier: Pier, names: readonly string[], limitMs: number, 
         at.set(n, performance.now() - t0);
       }),
     );
-    if (Number.isNaN(firstMs) && pending.size < names.length) firstMs = performance.now() - t0;
     if (pending.size > 0) await sleep(50);
   }
+  // The first answer as it was seen (not the end of the batch it came in).
+  const firstMs = at.size > 0 ? Math.min(...at.values()) : Number.NaN;
   return { ms: performance.now() - t0, firstMs, missing: [...pending], at };
 }
 
