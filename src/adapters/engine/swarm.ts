@@ -344,7 +344,7 @@ export class SwarmEngine
     const replicas = s.Spec.Mode.Replicated.Replicas;
     if (replicas > 0 && task?.Status?.State === "running") return;
     // A task the swarm brings back itself (its manager's dockerd restarted, say) is waited for: a forced
-    // update would replace the task it is starting (seen on the lab: back after ~30 s instead of ~10 s).
+    // update would replace the task it is already starting.
     const past = swarmRestarts(s, tasks);
     if (past) {
       await this.svc.started(s.ID, s.Spec.Name, past);
