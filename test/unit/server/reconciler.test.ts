@@ -87,11 +87,14 @@ async function setUp() {
   });
   const store = await storeOfApps();
   const applied: Route[][] = [];
+  /** The engine calls made before each apply. */
+  const callsAtApply: string[][] = [];
   const edge: Edge = {
     start: async () => undefined,
     stop: async () => undefined,
     apply: async (r: readonly Route[]) => {
       applied.push([...r]);
+      callsAtApply.push([...engine.calls]);
       return { skipped: [] };
     },
   };
@@ -103,12 +106,12 @@ async function setUp() {
     domain: "localhost",
     stopGraceMs: 1000,
   });
-  return { engine, instances, store, applied, storeReads: () => store.reads };
+  return { engine, instances, store, applied, callsAtApply, storeReads: () => store.reads };
 }
 
 describe("at 100 apps", () => {
   test("reconcile lists the engine three times, starts what is stopped, routes every app, removes leftovers", async () => {
-    const { engine, instances, store, applied } = await setUp();
+    const { engine, instances, store, applied, callsAtApply } = await setUp();
     const known: string[][] = [];
     await reconcile({
       store,
@@ -118,8 +121,9 @@ describe("at 100 apps", () => {
       deployer: {} as Deployer,
       logger: pino({ level: "silent" }),
     });
-    // What runs, and again for the routes once the stopped ones are started: not one call per app.
+    // What runs, and again for the routes; then the started app's own: not one call per app.
     assert.deepEqual(engine.calls.filter((c) => c.startsWith("list")).sort(), [
+      'listRoutable {"pier.app":"app-7"}',
       "listRoutable {}",
       "listRoutable {}",
       "listSandboxes {}",
@@ -135,9 +139,14 @@ describe("at 100 apps", () => {
       "removeInstance stray",
       "removeStraySlots {}",
     ]);
-    assert.equal(applied.length, 1);
-    assert.equal(applied[0]?.length, APPS);
-    assert.ok(applied[0]?.every((r) => r.targets.length === 1));
+    // Every app routed before the start (a slow one holds no other app's route), then the started app again.
+    assert.equal(applied.length, 2);
+    assert.ok(!callsAtApply[0]?.includes("startInstance c-7"), "the routes came before the start");
+    assert.ok(callsAtApply[1]?.includes("startInstance c-7"), "the started app's route after it");
+    for (const routes of applied) {
+      assert.equal(routes.length, APPS);
+      assert.ok(routes.every((r) => r.targets.length === 1));
+    }
     assert.equal(known[0]?.length, APPS);
   });
 
@@ -165,6 +174,37 @@ describe("at 100 apps", () => {
       [40042, 50000],
     );
     assert.deepEqual(last.find((r) => r.appId === "app-41")?.targets, [{ host: "127.0.0.1", port: 40041 }]);
+  });
+
+  test("an instance slow to start (a swarm task still coming back) holds neither the routes nor another app's start", async () => {
+    const { engine, instances, store, applied, callsAtApply } = await setUp();
+    engine.instances.find((c) => c.id === "c-8")!.running = false;
+    let release = () => undefined as void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    engine.before.startInstance = async (id) => {
+      if (id === "c-7") await held;
+    };
+    const done = reconcile({
+      store,
+      engine,
+      instances,
+      networks: { reconcile: async () => undefined },
+      deployer: {} as Deployer,
+      logger: pino({ level: "silent" }),
+    });
+    // app-8's start ends and its route follows while app-7's start still waits.
+    for (let i = 0; i < 100 && !callsAtApply.some((c) => c.includes("startInstance c-8")); i++)
+      await new Promise((r) => setTimeout(r, 5));
+    assert.equal(applied.length, 2, "every app routed, then app-8 again, with app-7's start pending");
+    assert.ok(!callsAtApply[0]?.includes("startInstance c-7"));
+    assert.deepEqual(applied[1]?.find((r) => r.appId === "app-8")?.targets, [
+      { host: "127.0.0.1", port: 40008 },
+    ]);
+    release();
+    await done;
+    assert.equal(applied.length, 3, "app-7 routed once its start ended");
   });
 
   test("a stopped app's instances still running (pier server killed between the record and their removal) go", async () => {
