@@ -156,7 +156,8 @@ describe("the Swarm driver across nodes", { timeout: 600_000 }, () => {
     const nodes = new Map(
       ids.split("\n").map((id) => [id, { name: id, ready: true, active: true }] as const),
     );
-    const chosen = spreadNode(nodes, [], { appId, deploymentId: undefined });
+    // Pier counts its own instances' reservations only: the filler below is not one of them.
+    const chosen = spreadNode(nodes, [], { appId, deploymentId: undefined, memoryBytes: 8 * 2 ** 30 });
     assert.ok(chosen);
     // A task that reserves all but 4 GiB of that node's memory (a reservation only: it sleeps).
     const total = Number(

@@ -2,8 +2,9 @@
 // the swarm's own spread (a placement preference) acts within one instance only: its scheduler then fills
 // the node with the fewest tasks of any kind, and an app's 3 instances could all land on one node when
 // other apps' tasks weigh on the others. Pier chooses the node itself, from the app's live tasks: the one
-// with the fewest instances of the same deployment, then of the app, then of all of Pier's apps (a new app's
-// instance goes where the fewest run). The new service is made pinned there,
+// with the fewest instances of the same deployment, then of the app, then the smallest share of its memory
+// held by all of Pier's instances (a new app's instance goes where most is free; a node the instance would
+// not fit in is not chosen: the swarm would refuse it). The new service is made pinned there,
 // and the pin is lifted once its task started: a placement-only change the swarm applies without replacing
 // a task whose node still fits, so a lost or drained node's instances are rescheduled as before.
 import { createHash } from "node:crypto";
@@ -11,10 +12,11 @@ import { LABEL } from "../../core/labels.js";
 import type { SwarmNodeState } from "./swarm-services.js";
 import type { SwarmTask } from "./swarm-tasks.js";
 
-/** The app (and the deployment) a new instance belongs to. */
+/** The app (and the deployment) a new instance belongs to, and the memory it reserves. */
 export interface PlacementKey {
   appId: string;
   deploymentId: string | undefined;
+  memoryBytes: number;
 }
 
 /** A live instance as the spread counts it: its node (none before the swarm assigned one), its deployment. */
@@ -36,26 +38,31 @@ export function pinnedNode(constraints: readonly string[] | undefined): string |
 }
 
 /**
- * The node a new instance of `key` goes to: among the nodes that take new tasks (ready, active), the one with
- * the fewest live instances of the same deployment, then of the app, then of every app (`load`: Pier's
- * instances per node), then first in an order drawn from the app's id (the choice is the same on every
- * call). Null when there is nothing to choose: fewer than 2 such nodes (the swarm's own placement says why
- * none).
+ * The node a new instance of `key` goes to: among the nodes that take new tasks (ready, active) and have room
+ * for its memory, the one with the fewest live instances of the same deployment, then of the app, then with
+ * the smallest share of its memory held once it is placed (`reserved`: the memory Pier's instances reserve
+ * per node; as bytes when a node does not tell its memory), then first in an order drawn from the app's id
+ * (the choice is the same on every call). Null when there is nothing to choose: fewer than 2 such nodes
+ * (the swarm's own placement says why none).
  */
 export function spreadNode(
   nodes: ReadonlyMap<string, SwarmNodeState>,
   live: readonly PlacedInstance[],
   key: PlacementKey,
-  load: ReadonlyMap<string, number> = new Map(),
+  reserved: ReadonlyMap<string, number> = new Map(),
 ): string | null {
-  const open = [...nodes].filter(([, n]) => n.ready && n.active).map(([id]) => id);
+  const after = (id: string) => (reserved.get(id) ?? 0) + key.memoryBytes;
+  const fits = (id: string, n: SwarmNodeState) => !n.memoryBytes || after(id) <= n.memoryBytes;
+  const open = [...nodes].filter(([id, n]) => n.ready && n.active && fits(id, n)).map(([id]) => id);
   if (open.length < 2) return null;
+  const everyKnown = open.every((id) => nodes.get(id)?.memoryBytes);
+  const held = (id: string) => (everyKnown ? after(id) / (nodes.get(id)?.memoryBytes ?? 1) : after(id));
   const count = (id: string, same: (p: PlacedInstance) => boolean) =>
     live.filter((p) => p.nodeId === id && same(p)).length;
   const rank = (id: string): [number, number, number, string] => [
     key.deploymentId === undefined ? 0 : count(id, (p) => p.deploymentId === key.deploymentId),
     count(id, () => true),
-    load.get(id) ?? 0,
+    held(id),
     createHash("sha256").update(`${key.appId} ${id}`).digest("hex"),
   ];
   const ranked = open.map((id) => ({ id, r: rank(id) }));
@@ -67,13 +74,13 @@ export function spreadNode(
 export interface SpreadReads {
   nodes(): Promise<Map<string, SwarmNodeState>>;
   liveTasks(appId: string): Promise<SwarmTask[]>;
-  /** Every app's instance tasks the swarm wants running (their nodes are counted). */
+  /** Every app's instance tasks the swarm wants running (their reservations are summed per node). */
   allLiveTasks(): Promise<SwarmTask[]>;
 }
 
 /**
- * How long the count of every app's instances per node is reused: a list of all of them per start would
- * grow with the number of apps, and the count only breaks ties between nodes the app itself weighs alike.
+ * How long the memory every app's instances reserve per node is reused: a list of all of them per start
+ * would grow with the number of apps, and it only breaks ties between nodes the app itself weighs alike.
  */
 export const LOAD_TTL_MS = 10_000;
 
@@ -95,30 +102,32 @@ interface Pending extends PlacementKey {
  */
 export class SwarmSpread {
   private readonly pending = new Set<Pending>();
-  /** Every app's instances per node, as last listed, plus the nodes chosen since. */
-  private load: { at: number; counts: Promise<Map<string, number>> } | null = null;
+  /** The memory every app's instances reserve per node, as last listed, plus the choices since. */
+  private load: { at: number; reserved: Promise<Map<string, number>> } | null = null;
 
   constructor(
     private readonly reads: SpreadReads,
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** The count per node, listed again once older than LOAD_TTL_MS (one list shared by the starts meanwhile). */
-  private counts(): Promise<Map<string, number>> {
+  /** The memory reserved per node, listed again once older than LOAD_TTL_MS (one list for the starts meanwhile). */
+  private reserved(): Promise<Map<string, number>> {
     if (!this.load || this.now() - this.load.at > LOAD_TTL_MS) {
-      const counts = this.reads.allLiveTasks().then((tasks) => {
+      const reserved = this.reads.allLiveTasks().then((tasks) => {
         const m = new Map<string, number>();
-        for (const t of tasks) if (t.NodeID) m.set(t.NodeID, (m.get(t.NodeID) ?? 0) + 1);
+        for (const t of tasks)
+          if (t.NodeID)
+            m.set(t.NodeID, (m.get(t.NodeID) ?? 0) + (t.Spec?.Resources?.Reservations?.MemoryBytes ?? 0));
         return m;
       });
-      const load = { at: this.now(), counts };
+      const load = { at: this.now(), reserved };
       this.load = load;
       // A failed list is not kept: the next start lists again.
-      counts.catch(() => {
+      reserved.catch(() => {
         if (this.load === load) this.load = null;
       });
     }
-    return this.load.counts;
+    return this.load.reserved;
   }
 
   /** Whether a start of this process made that service and has not lifted its pin yet. */
@@ -131,7 +140,7 @@ export class SwarmSpread {
     const [nodes, tasks, load] = await Promise.all([
       this.reads.nodes(),
       this.reads.liveTasks(key.appId),
-      this.counts(),
+      this.reserved(),
     ]);
     const mine = [...this.pending].filter((p) => p.appId === key.appId);
     const listed = new Set(tasks.map((t) => t.ServiceID));
@@ -146,7 +155,7 @@ export class SwarmSpread {
     const nodeId = spreadNode(nodes, live, key, load);
     if (!nodeId) return null;
     // Counted at once: the next start within LOAD_TTL_MS sees it, listed by the swarm or not.
-    load.set(nodeId, (load.get(nodeId) ?? 0) + 1);
+    load.set(nodeId, (load.get(nodeId) ?? 0) + key.memoryBytes);
     const pending: Pending = { ...key, nodeId };
     this.pending.add(pending);
     return {

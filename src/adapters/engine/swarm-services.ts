@@ -78,25 +78,31 @@ export interface SwarmNodeState {
   ready: boolean;
   /** Its availability is active (not drained or paused): the swarm places tasks there. */
   active: boolean;
+  /** Its memory as the swarm knows it (what task reservations are checked against); absent if not told. */
+  memoryBytes?: number;
 }
 
 /** The swarm's nodes by id, from one call to the manager. */
 export async function swarmNodes(docker: Docker): Promise<Map<string, SwarmNodeState>> {
   const nodes = (await docker.listNodes()) as {
     ID: string;
-    Description?: { Hostname?: string };
+    Description?: { Hostname?: string; Resources?: { MemoryBytes?: number } };
     Status?: { State?: string };
     Spec?: { Availability?: string };
   }[];
   return new Map(
-    nodes.map((n) => [
-      n.ID,
-      {
-        name: n.Description?.Hostname ?? n.ID,
-        ready: n.Status?.State === "ready",
-        active: (n.Spec?.Availability ?? "active") === "active",
-      },
-    ]),
+    nodes.map((n) => {
+      const memoryBytes = n.Description?.Resources?.MemoryBytes;
+      return [
+        n.ID,
+        {
+          name: n.Description?.Hostname ?? n.ID,
+          ready: n.Status?.State === "ready",
+          active: (n.Spec?.Availability ?? "active") === "active",
+          ...(memoryBytes ? { memoryBytes } : {}),
+        },
+      ];
+    }),
   );
 }
 

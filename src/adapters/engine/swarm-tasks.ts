@@ -13,7 +13,11 @@ export interface SwarmTask {
   CreatedAt?: string;
   DesiredState?: string;
   /** The container's labels: the instance's (its app, its deployment). */
-  Spec?: { ContainerSpec?: { Labels?: Record<string, string> } };
+  Spec?: {
+    ContainerSpec?: { Labels?: Record<string, string> };
+    /** The memory the swarm holds for it on its node. */
+    Resources?: { Reservations?: { MemoryBytes?: number } };
+  };
   Status?: {
     Timestamp?: string;
     State?: string;

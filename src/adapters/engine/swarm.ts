@@ -255,7 +255,11 @@ export class SwarmEngine
   private spot(s: InstanceSpec): Promise<Reservation | null> {
     const appId = s.labels[LABEL.app];
     if (!appId || s.buckets.length > 0) return Promise.resolve(null);
-    return this.spread.reserve({ appId, deploymentId: s.labels[LABEL.deployment] });
+    return this.spread.reserve({
+      appId,
+      deploymentId: s.labels[LABEL.deployment],
+      memoryBytes: s.memoryBytes,
+    });
   }
 
   private async made(s: InstanceSpec, spot: Reservation | null, spec: ServiceSpec): Promise<InstanceInfo> {

@@ -1,6 +1,6 @@
 // Where Pier places a new instance on the swarm (swarm-placement.ts): the node with the fewest instances of
-// the same deployment, then of the app, then of every app, over the nodes that take new tasks; starts in
-// flight count.
+// the same deployment, then of the app, then with the smallest share of its memory held by every app's
+// instances, over the nodes that take new tasks and have room for it; starts in flight count.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
@@ -20,6 +20,7 @@ const three = new Map([
   ["n2", up("node2")],
   ["n3", up("node3")],
 ]);
+const MIB = 2 ** 20;
 const on = (nodeId: string, deploymentId = "d2"): PlacedInstance => ({ nodeId, deploymentId });
 
 test("the node with the fewest instances of the deployment, then of the app, among the nodes open to tasks", () => {
@@ -69,14 +70,14 @@ test("the node with the fewest instances of the deployment, then of the app, amo
     },
   ];
   for (const c of cases) {
-    const got = spreadNode(c.nodes ?? three, c.live, { appId: "a1", deploymentId: "d2" });
+    const got = spreadNode(c.nodes ?? three, c.live, { appId: "a1", deploymentId: "d2", memoryBytes: MIB });
     if (c.want === null) assert.equal(got, null, c.why);
     else assert.ok(c.want.split("|").includes(got ?? ""), `${c.why}: got ${got}`);
   }
 });
 
-test("where the app weighs nodes alike, the node with the fewest instances of every app", () => {
-  const key = { appId: "a1", deploymentId: "d2" };
+test("where the app weighs nodes alike, the node where every app's instances hold the least", () => {
+  const key = { appId: "a1", deploymentId: "d2", memoryBytes: MIB };
   const load = (n1: number, n2: number, n3: number) =>
     new Map([
       ["n1", n1],
@@ -102,8 +103,33 @@ test("where the app weighs nodes alike, the node with the fewest instances of ev
   );
 });
 
+test("by memory: the node with the smallest share held once the instance is placed, among those it fits in", () => {
+  const GIB = 2 ** 30;
+  const sized = (n1: number, n2: number, n3: number) =>
+    new Map([
+      ["n1", { ...up("node1"), memoryBytes: n1 * GIB }],
+      ["n2", { ...up("node2"), memoryBytes: n2 * GIB }],
+      ["n3", { ...up("node3"), memoryBytes: n3 * GIB }],
+    ]);
+  const held = (n1: number, n2: number, n3: number) =>
+    new Map([
+      ["n1", n1 * GIB],
+      ["n2", n2 * GIB],
+      ["n3", n3 * GIB],
+    ]);
+  const key = (gib: number) => ({ appId: "a1", deploymentId: "d2", memoryBytes: gib * GIB });
+  // A 64 GiB node with 8 held is freer (1/8) than a 16 GiB one with 3 held (1/4), though it holds more.
+  assert.equal(spreadNode(sized(16, 64, 16), [], key(1), held(3, 8, 4)), "n2");
+  // The emptiest node has no room for an 8 GiB instance (the swarm would refuse it): the next one.
+  assert.equal(spreadNode(sized(16, 16, 8), [], key(8), held(4, 6, 1)), "n1");
+  // Room on one node only: no choice for Pier; the swarm places it there (or says why it cannot).
+  assert.equal(spreadNode(sized(16, 16, 16), [], key(8), held(10, 12, 4)), null);
+  // The app's own spread still comes first: n2 holds one of its instances, however free it is.
+  assert.equal(spreadNode(sized(16, 64, 16), [on("n2")], key(1), held(8, 0, 9)), "n1");
+});
+
 test("ties break the same way on every call, differently for different apps", () => {
-  const first = (appId: string) => spreadNode(three, [], { appId, deploymentId: "d1" });
+  const first = (appId: string) => spreadNode(three, [], { appId, deploymentId: "d1", memoryBytes: MIB });
   assert.equal(first("a1"), first("a1"));
   const firsts = new Set(Array.from({ length: 30 }, (_, i) => first(`app-${i}`)));
   assert.equal(firsts.size, 3, "30 apps' first instances go to every node");
@@ -122,14 +148,17 @@ const task = (id: string, serviceId: string, nodeId: string | undefined, appId =
   ID: id,
   ServiceID: serviceId,
   ...(nodeId ? { NodeID: nodeId } : {}),
-  Spec: { ContainerSpec: { Labels: { [LABEL.app]: appId, [LABEL.deployment]: "d1" } } },
+  Spec: {
+    ContainerSpec: { Labels: { [LABEL.app]: appId, [LABEL.deployment]: "d1" } },
+    Resources: { Reservations: { MemoryBytes: MIB } },
+  },
 });
 
 test("starts made together go to different nodes: each counts those in flight", async () => {
   const spread = new SwarmSpread(
     swarm([task("t0", "s0", "n1", "other-app"), task("t00", "s00", "n1", "other-app")]),
   );
-  const key = { appId: "a1", deploymentId: "d1" };
+  const key = { appId: "a1", deploymentId: "d1", memoryBytes: MIB };
   const spots = await Promise.all([spread.reserve(key), spread.reserve(key), spread.reserve(key)]);
   assert.deepEqual(spots.map((s) => s?.nodeId).sort(), ["n1", "n2", "n3"]);
   // Once they are done, the swarm's own list is what counts: a fourth start sees none of them here.
@@ -140,7 +169,7 @@ test("starts made together go to different nodes: each counts those in flight", 
 test("a start in flight counts once, whether the swarm lists its task yet, assigned or not", async () => {
   const tasks: SwarmTask[] = [];
   const spread = new SwarmSpread(swarm(tasks));
-  const key = { appId: "a1", deploymentId: "d1" };
+  const key = { appId: "a1", deploymentId: "d1", memoryBytes: MIB };
   const a = await spread.reserve(key);
   assert.ok(a);
   a.made("svc-a");
@@ -157,7 +186,7 @@ test("a start in flight counts once, whether the swarm lists its task yet, assig
   assert.ok(c);
   assert.deepEqual(new Set([a.nodeId, b.nodeId, c.nodeId]).size, 3);
   // Another app's starts count for that app only.
-  const other = await spread.reserve({ appId: "a2", deploymentId: "d9" });
+  const other = await spread.reserve({ appId: "a2", deploymentId: "d9", memoryBytes: MIB });
   assert.ok(other);
 });
 
@@ -170,7 +199,7 @@ test("Pier's pin is read back from a service's constraints; a bucket's node is n
 
 test("a start under way is known by its service until it is done", async () => {
   const spread = new SwarmSpread(swarm([]));
-  const spot = await spread.reserve({ appId: "a1", deploymentId: "d1" });
+  const spot = await spread.reserve({ appId: "a1", deploymentId: "d1", memoryBytes: MIB });
   assert.ok(spot);
   assert.equal(spread.starting("svc-1"), false, "not made yet");
   spot.made("svc-1");
@@ -199,7 +228,7 @@ test("one-instance apps fill the emptiest node first; every app's count is liste
     () => clock,
   );
   const place = async (appId: string) => {
-    const r = await spread.reserve({ appId, deploymentId: `d-${appId}` });
+    const r = await spread.reserve({ appId, deploymentId: `d-${appId}`, memoryBytes: MIB });
     r?.done(); // its task would be listed by the swarm from here on
     return r?.nodeId;
   };
@@ -215,6 +244,22 @@ test("one-instance apps fill the emptiest node first; every app's count is liste
   assert.equal(lists, 2);
 });
 
+test("an instance that reserves much weighs as much as many small ones: each choice adds its memory", async () => {
+  // Two small instances of other apps on n1 and on n2, none on n3.
+  const spread = new SwarmSpread(
+    swarm([task("t1", "s1", "n1", "o1"), task("t2", "s2", "n2", "o2"), task("t3", "s3", "n2", "o3")]),
+  );
+  const place = async (appId: string, memoryBytes: number) => {
+    const r = await spread.reserve({ appId, deploymentId: `d-${appId}`, memoryBytes });
+    r?.done();
+    return r?.nodeId;
+  };
+  assert.equal(await place("big", 4 * MIB), "n3", "the emptiest node");
+  // n3 now holds 4 MiB, n1 1, n2 2: the next small ones fill n1, then n1 and n2 alike.
+  assert.equal(await place("s1", MIB), "n1");
+  assert.ok(["n1", "n2"].includes((await place("s2", MIB)) ?? ""));
+});
+
 test("a failed list of every app's instances fails that start only: the next one lists again", async () => {
   const reads = swarm([]);
   let fail = true;
@@ -222,7 +267,7 @@ test("a failed list of every app's instances fails that start only: the next one
     ...reads,
     allLiveTasks: () => (fail ? Promise.reject(new Error("engine down")) : reads.allLiveTasks()),
   });
-  await assert.rejects(spread.reserve({ appId: "a1", deploymentId: "d1" }), /engine down/);
+  await assert.rejects(spread.reserve({ appId: "a1", deploymentId: "d1", memoryBytes: MIB }), /engine down/);
   fail = false;
-  assert.ok(await spread.reserve({ appId: "a1", deploymentId: "d1" }));
+  assert.ok(await spread.reserve({ appId: "a1", deploymentId: "d1", memoryBytes: MIB }));
 });
