@@ -179,7 +179,7 @@ describe("at 100 apps", () => {
   test("an instance slow to start (a swarm task still coming back) holds neither the routes nor another app's start", async () => {
     const { engine, instances, store, applied, callsAtApply } = await setUp();
     engine.instances.find((c) => c.id === "c-8")!.running = false;
-    let release = () => undefined as void;
+    let release: () => void = () => undefined;
     const held = new Promise<void>((r) => {
       release = r;
     });
