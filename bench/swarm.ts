@@ -14,7 +14,7 @@ import { randomBytes } from "node:crypto";
 import { httpRequest, NODE_DOCKER_APP, Pier } from "../test/e2e/harness.js";
 import { copyImages, docker, type LabInfo, lab, labUp, swarmSettings, until } from "../test/e2e-swarm/lab.js";
 import { load1, median } from "./common.js";
-import { runBounded } from "./procs.js";
+import { processes, runBounded } from "./procs.js";
 import { ensureTools, type WrkResult, wrk } from "./wrk.js";
 
 const rounds = Number(process.argv[2] ?? 3);
@@ -242,6 +242,19 @@ async function deployRounds(one: Target, sw: Target, info: LabInfo): Promise<voi
   });
 }
 
+/**
+ * How one machine's dockerd publishes the instances' ports: through a docker-proxy process each (its
+ * default), or through the kernel's DNAT (`--userland-proxy=false`, the set-up's). The edge's throughput
+ * to the instances differs about 2x (ADR 0007): a run says which it measured.
+ */
+function hostPublishing(): string {
+  const all = processes();
+  const dockerd = all.find((p) => p.args[0]?.endsWith("dockerd") && !p.args.includes("--config-file"));
+  if (!dockerd) return "unknown (no host dockerd found)";
+  const proxies = all.filter((p) => p.ppid === dockerd.pid && p.args[0]?.endsWith("docker-proxy")).length;
+  return proxies > 0 ? `docker-proxy (${proxies} processes)` : "the kernel's DNAT (no docker-proxy)";
+}
+
 async function edgeRounds(one: Target, sw: Target): Promise<void> {
   const at = async (t: Target) => {
     const r = await wrk(`http://${t.pier.edgeAddress}:${t.pier.httpPort}/`, { seconds, host: HOST });
@@ -266,6 +279,7 @@ async function edgeRounds(one: Target, sw: Target): Promise<void> {
   );
   console.log(row("one machine", o, "one machine"));
   console.log(row("swarm", s, "swarm"));
+  console.log(`  one machine's published ports go through ${hostPublishing()}`);
   const ratio = s.rps / o.rps;
   console.log(
     `  ratio swarm/one machine: ${ratio.toFixed(2)} (target >= 0.90: ${ratio >= 0.9 ? "met" : "MISSED"}); p99 ratio ${(s.p99ms / o.p99ms).toFixed(2)}`,

@@ -92,6 +92,9 @@ describe("dockerd restarted under running apps", { timeout: 1_800_000 }, () => {
     );
     const pid = Number(readFileSync(PID_FILE, "utf8").trim());
     assert.ok(alive(pid), "dockerd runs and wrote its pid file");
+    // Started again as it ran (the set-up's --userland-proxy=false): without its flags the machine kept a
+    // docker-proxy per published port after this test, and every later edge measurement ran at half speed.
+    const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
     process.kill(pid, "SIGTERM");
     await waitFor("dockerd to exit", async () => !alive(pid), 120_000);
     const down = await pier.get("dd").catch(() => ({ status: 0 }));
@@ -100,7 +103,7 @@ describe("dockerd restarted under running apps", { timeout: 1_800_000 }, () => {
     const started = Date.now();
     const r = spawnSync(
       "bash",
-      ["-c", "setsid nohup dockerd >/var/log/pier-dockerd.log 2>&1 </dev/null 9>&- &"],
+      ["-c", 'setsid nohup "$@" >/var/log/pier-dockerd.log 2>&1 </dev/null 9>&- &', "restart", ...argv],
       { stdio: "ignore" },
     );
     assert.equal(r.status, 0);
