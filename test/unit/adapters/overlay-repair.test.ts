@@ -1,0 +1,112 @@
+// The edge's overlays watched after its sandbox is made again (src/adapters/edge/overlay-repair.ts): an
+// overlay none of whose instances on other nodes can be reached is left and joined again, at most every
+// settleMs, for windowMs; a fake clock and fake dials, no engine.
+import assert from "node:assert/strict";
+import type { Socket } from "node:net";
+import { test } from "node:test";
+import {
+  type OverlayRepairDeps,
+  REPAIR,
+  type RemoteTarget,
+  reachOf,
+  repairOverlays,
+  unreachedNetworks,
+} from "../../../src/adapters/edge/overlay-repair.js";
+
+const err = (code: string): NodeJS.ErrnoException => Object.assign(new Error(code), { code });
+
+test("a refusal is an answer; a timeout or no route is out of reach; anything else cannot tell", () => {
+  assert.equal(reachOf(null), "reached");
+  assert.equal(reachOf(err("ECONNREFUSED")), "reached", "the app does not listen, but the node answered");
+  for (const code of ["ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH"])
+    assert.equal(reachOf(err(code)), "unreached");
+  assert.equal(reachOf(err("EPIPE")), "unknown");
+  assert.deepEqual(
+    unreachedNetworks(
+      new Map([
+        ["all-out", ["unreached", "unreached"]],
+        ["one-answers", ["unreached", "reached"]],
+        ["cannot-tell", ["unreached", "unknown"]],
+        ["none-probed", []],
+      ]),
+    ),
+    ["all-out"],
+  );
+});
+
+/** A fake sandbox: targets per network, and whether each network is in reach at round `n`. */
+function fake(targets: RemoteTarget[], inReach: (network: string, round: number) => boolean) {
+  let clock = 0;
+  let round = 0;
+  const dials: string[] = [];
+  const rejoins: { network: string; at: number }[] = [];
+  const deps: OverlayRepairDeps = {
+    remoteTargets: async () => {
+      round++;
+      return targets;
+    },
+    dial: async (host) => {
+      dials.push(host);
+      const t = targets.find((x) => x.host === host);
+      if (t && inReach(t.network, round)) return { destroy: () => undefined } as unknown as Socket;
+      throw err("ETIMEDOUT");
+    },
+    rejoin: async (network) => {
+      rejoins.push({ network, at: clock });
+    },
+    sleep: async (ms) => {
+      clock += ms;
+    },
+    now: () => clock,
+  };
+  return { deps, dials, rejoins, rounds: () => round };
+}
+
+const on = (network: string, n: number): RemoteTarget[] =>
+  Array.from({ length: n }, (_, i) => ({ network, host: `${network}-${i}`, port: 8080 }));
+
+test("every overlay in reach: nothing is rejoined, and the watch ends after one round", async () => {
+  const f = fake([...on("a", 1), ...on("b", 2)], () => true);
+  assert.deepEqual(await repairOverlays(f.deps), []);
+  assert.equal(f.rounds(), 1);
+  assert.equal(f.dials.length, 3);
+});
+
+test("an overlay out of reach is rejoined, not again before settleMs, and the watch ends once it answers", async () => {
+  // a: out of reach for rounds 1-2 (3 s apart), in reach from round 3; b always in reach.
+  const f = fake([...on("a", 5), ...on("b", 1)], (n, round) => n === "b" || round >= 3);
+  assert.deepEqual(await repairOverlays(f.deps), ["a"]);
+  assert.deepEqual(
+    f.rejoins,
+    [{ network: "a", at: REPAIR.periodMs }],
+    "round 2 came 3 s after: within settleMs",
+  );
+  assert.equal(f.rounds(), 3);
+  assert.equal(f.dials.filter((h) => h.startsWith("a-")).length, 3 * REPAIR.perNetwork, "a few per overlay");
+});
+
+test("an overlay that never answers is rejoined every settleMs within the window, then left alone", async () => {
+  const f = fake(on("a", 1), () => false);
+  const rejoined = await repairOverlays(f.deps);
+  const most = Math.ceil(REPAIR.windowMs / REPAIR.settleMs);
+  assert.ok(rejoined.length >= 2 && rejoined.length <= most, `${rejoined.length} rejoins`);
+  for (let i = 1; i < f.rejoins.length; i++)
+    assert.ok((f.rejoins[i]?.at ?? 0) - (f.rejoins[i - 1]?.at ?? 0) >= REPAIR.settleMs);
+  assert.ok(f.rounds() <= REPAIR.windowMs / REPAIR.periodMs + 1, "the watch is bounded");
+});
+
+test("a failed list of the instances is a round lost, not the watch; a failed rejoin is reported", async () => {
+  const f = fake(on("a", 1), (_, round) => round >= 4);
+  let calls = 0;
+  const warned: string[] = [];
+  const deps: OverlayRepairDeps = {
+    ...f.deps,
+    remoteTargets: () => (++calls === 1 ? Promise.reject(new Error("engine down")) : f.deps.remoteTargets()),
+    rejoin: async () => {
+      throw new Error("no such network");
+    },
+    logger: { warn: (o) => void warned.push(JSON.stringify(o)) },
+  };
+  assert.deepEqual(await repairOverlays(deps), [], "nothing rejoined: the rejoin failed");
+  assert.ok(warned.some((w) => w.includes("no such network")));
+});
