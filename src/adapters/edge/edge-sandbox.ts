@@ -140,6 +140,8 @@ export class EdgeSandbox implements EdgePlace {
   private walking: Promise<void> | null = null;
   /** The watch of the overlays' reach after the sandbox was made (overlay-repair.ts), while it runs. */
   private repairing: Promise<void> | null = null;
+  /** How many namespaces prepare() has seen: the watch starts over when it goes up. */
+  private generation = 0;
 
   constructor(private readonly opts: EdgeSandboxOptions) {
     this.name = `pier-edge-${opts.scope}`;
@@ -188,7 +190,10 @@ export class EdgeSandbox implements EdgePlace {
       await this.joinAll();
     } else if (changed || this.unjoined) this.walkInBackground();
     if (changed || !this.dialerAlive()) await this.startDialer();
-    if (changed) this.repairInBackground();
+    if (changed) {
+      this.generation++;
+      this.repairInBackground();
+    }
     return this.prefix();
   }
 
@@ -199,6 +204,7 @@ export class EdgeSandbox implements EdgePlace {
       remoteTargets: () => this.remoteTargets(),
       dial: (host, port, timeoutMs) => this.connect(host, port, timeoutMs),
       rejoin: (network) => this.rejoin(network),
+      generation: () => this.generation,
       sleep: (ms) => new Promise((r) => setTimeout(r, ms).unref()),
       now: Date.now,
       ...(this.opts.logger ? { logger: this.opts.logger } : {}),

@@ -5,8 +5,9 @@
 // network peers were all listed again after 2-5 s). Leaving the overlay and joining it again makes the
 // manager ask its peers for the network's state: the instances answered 1.6-1.7 s later (3 of 3; without
 // it, 15-16 s more). So for a while after a sandbox is made, the instances on other nodes are probed (one
-// TCP connection each, a few per overlay), and an overlay none of whose probed instances can be reached is
-// left and joined again (not more often than every `settleMs`).
+// TCP connection each, a few per overlay), and an overlay none of whose probed instances could be reached
+// in two rounds in a row (a fresh join takes a moment to learn its peers) is left and joined again (not
+// more often than every `settleMs`). A sandbox made again meanwhile starts the watch over.
 import type { Socket } from "node:net";
 import { eachLimited } from "../../core/concurrency.js";
 
@@ -43,6 +44,8 @@ export interface OverlayRepairDeps {
   dial(host: string, port: number, timeoutMs: number): Promise<Socket>;
   /** The sandbox leaves the overlay and joins it again. */
   rejoin(network: string): Promise<void>;
+  /** Goes up each time the sandbox is made again: the watch then starts over. */
+  generation(): number;
   sleep(ms: number): Promise<void>;
   now(): number;
   logger?: { warn: (o: object, m?: string) => void };
@@ -52,7 +55,9 @@ export const REPAIR = {
   /** How long after the sandbox is made its overlays are watched. */
   windowMs: 90_000,
   /** The pause before each round of probes. */
-  periodMs: 3_000,
+  periodMs: 2_000,
+  /** Rounds in a row an overlay must be out of reach in before it is rejoined. */
+  confirmRounds: 2,
   /** One probe's connect timeout. */
   probeMs: 1_000,
   /** Instances probed per overlay per round. */
@@ -92,33 +97,47 @@ async function probeRound(
 
 /**
  * Watches the overlays for `windowMs` after the sandbox was made: each round probes the instances on other
- * nodes and rejoins the overlays out of reach; it ends at the first round where every overlay answered (or
- * none has an instance elsewhere). The overlays rejoined, in order.
+ * nodes and rejoins the overlays out of reach for `confirmRounds` rounds in a row; it ends at the first
+ * round where every overlay answered (or none has an instance elsewhere). The overlays rejoined, in order.
  */
 export async function repairOverlays(deps: OverlayRepairDeps, opts = REPAIR): Promise<string[]> {
-  const start = deps.now();
-  const last = new Map<string, number>();
+  let start = deps.now();
+  let generation = deps.generation();
+  let streak = new Map<string, number>();
+  let last = new Map<string, number>();
   const rejoined: string[] = [];
   while (deps.now() - start < opts.windowMs) {
     await deps.sleep(opts.periodMs);
+    if (deps.generation() !== generation) {
+      // The sandbox was made again: its overlays were all joined anew.
+      [start, generation, streak, last] = [deps.now(), deps.generation(), new Map(), new Map()];
+      continue;
+    }
     const targets = await deps.remoteTargets().catch(() => null);
     if (!targets) continue; // the engine did not answer: next round
-    const stuck = unreachedNetworks(await probeRound(deps, targets, opts));
-    if (stuck.length === 0) return rejoined;
-    for (const network of stuck) {
+    const out = unreachedNetworks(await probeRound(deps, targets, opts));
+    if (out.length === 0) return rejoined;
+    streak = new Map(out.map((n) => [n, (streak.get(n) ?? 0) + 1]));
+    for (const network of out) {
+      if ((streak.get(network) ?? 0) < opts.confirmRounds) continue;
       if (deps.now() - (last.get(network) ?? -Infinity) < opts.settleMs) continue;
       last.set(network, deps.now());
-      deps.logger?.warn(
-        { network },
-        "edge: no instance on another node is reachable on this app's network since the sandbox was made again: leaving and joining it again",
-      );
-      await deps
-        .rejoin(network)
-        .then(() => rejoined.push(network))
-        .catch((e: Error) =>
-          deps.logger?.warn({ network, err: e.message }, "edge: rejoining the network failed"),
-        );
+      if (await rejoin(deps, network)) rejoined.push(network);
     }
   }
   return rejoined;
+}
+
+async function rejoin(deps: OverlayRepairDeps, network: string): Promise<boolean> {
+  deps.logger?.warn(
+    { network },
+    "edge: no instance on another node is reachable on this app's network since the sandbox was made again: leaving and joining it again",
+  );
+  return deps.rejoin(network).then(
+    () => true,
+    (e: Error) => {
+      deps.logger?.warn({ network, err: e.message }, "edge: rejoining the network failed");
+      return false;
+    },
+  );
 }

@@ -37,6 +37,7 @@ test("a refusal is an answer; a timeout or no route is out of reach; anything el
 /** A fake sandbox: targets per network, and whether each network is in reach at round `n`. */
 function fake(targets: RemoteTarget[], inReach: (network: string, round: number) => boolean) {
   let clock = 0;
+  const sandbox = { generation: 1 };
   let round = 0;
   const dials: string[] = [];
   const rejoins: { network: string; at: number }[] = [];
@@ -58,8 +59,9 @@ function fake(targets: RemoteTarget[], inReach: (network: string, round: number)
       clock += ms;
     },
     now: () => clock,
+    generation: () => sandbox.generation,
   };
-  return { deps, dials, rejoins, rounds: () => round };
+  return { deps, dials, rejoins, rounds: () => round, sandbox };
 }
 
 const on = (network: string, n: number): RemoteTarget[] =>
@@ -72,17 +74,35 @@ test("every overlay in reach: nothing is rejoined, and the watch ends after one 
   assert.equal(f.dials.length, 3);
 });
 
-test("an overlay out of reach is rejoined, not again before settleMs, and the watch ends once it answers", async () => {
-  // a: out of reach for rounds 1-2 (3 s apart), in reach from round 3; b always in reach.
-  const f = fake([...on("a", 5), ...on("b", 1)], (n, round) => n === "b" || round >= 3);
+test("an overlay out of reach two rounds in a row is rejoined, not again before settleMs; the watch ends once it answers", async () => {
+  // a: out of reach for rounds 1-3 (2 s apart), in reach from round 4; b always in reach.
+  const f = fake([...on("a", 5), ...on("b", 1)], (n, round) => n === "b" || round >= 4);
   assert.deepEqual(await repairOverlays(f.deps), ["a"]);
-  assert.deepEqual(
-    f.rejoins,
-    [{ network: "a", at: REPAIR.periodMs }],
-    "round 2 came 3 s after: within settleMs",
-  );
-  assert.equal(f.rounds(), 3);
-  assert.equal(f.dials.filter((h) => h.startsWith("a-")).length, 3 * REPAIR.perNetwork, "a few per overlay");
+  assert.deepEqual(f.rejoins, [{ network: "a", at: 2 * REPAIR.periodMs }], "round 3 came within settleMs");
+  assert.equal(f.rounds(), 4);
+  assert.equal(f.dials.filter((h) => h.startsWith("a-")).length, 4 * REPAIR.perNetwork, "a few per overlay");
+});
+
+test("an overlay out of reach for one round only (a fresh join learning its peers) is left alone", async () => {
+  const f = fake(on("a", 2), (_, round) => round >= 2);
+  assert.deepEqual(await repairOverlays(f.deps), []);
+  assert.equal(f.rounds(), 2);
+});
+
+test("a sandbox made again starts the watch over: its overlays were joined anew", async () => {
+  const f = fake(on("a", 1), (_, round) => round >= 5);
+  const deps: OverlayRepairDeps = {
+    ...f.deps,
+    remoteTargets: async () => {
+      const targets = await f.deps.remoteTargets();
+      if (f.rounds() === 1) f.sandbox.generation++; // made again during round 1
+      return targets;
+    },
+  };
+  await repairOverlays(deps);
+  // Round 1 counted for the old sandbox; the next sleep sees the new one and skips; rounds 2-3 confirm.
+  assert.equal(f.rejoins.length, 1);
+  assert.equal(f.rejoins[0]?.at, 4 * REPAIR.periodMs);
 });
 
 test("an overlay that never answers is rejoined every settleMs within the window, then left alone", async () => {
