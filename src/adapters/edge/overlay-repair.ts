@@ -1,10 +1,11 @@
 // The edge's overlays after its sandbox is made again (ADR 0030). When the manager's dockerd restarts, the
 // sandbox joins every app's overlay again at once, often before the manager's gossip has rejoined the
 // other nodes: the overlay then lacks their endpoints until the next periodic sync, ~30 s later, and every
-// instance on another node is out of the edge's reach (measured on the lab: 5 of 8 restarts; the swarm's
-// network peers were all listed again after 2-5 s). Leaving the overlay and joining it again makes the
-// manager ask its peers for the network's state: the instances answered 1.6-1.7 s later (3 of 3; without
-// it, 15-16 s more). So for a while after a sandbox is made, the instances on other nodes are probed (one
+// instance on another node is out of the edge's reach (measured on the lab, a container joined to an
+// overlay as the sandbox is: 7 of 9 restarts, although the network's peers were all listed again 2-5 s
+// after the join). Leaving the overlay and joining it again makes the manager ask its peers for the
+// network's state: the instances answered 1.6-1.7 s later (3 of 3; without it, 15-16 s later: ~30 s
+// after the join). So for a while after a sandbox is made, the instances on other nodes are probed (one
 // TCP connection each, a few per overlay), and an overlay none of whose probed instances could be reached
 // in two rounds in a row (a fresh join takes a moment to learn its peers) is left and joined again (not
 // more often than every `settleMs`). A sandbox made again meanwhile starts the watch over.
