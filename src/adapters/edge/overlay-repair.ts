@@ -59,6 +59,11 @@ export const REPAIR = {
   periodMs: 2_000,
   /** Rounds in a row an overlay must be out of reach in before it is rejoined. */
   confirmRounds: 2,
+  /**
+   * Rounds in a row in which every overlay answered that end the watch. Rounds that list no instance on
+   * another node do not count: after the manager's restart its nodes are `unknown` for a while.
+   */
+  doneRounds: 3,
   /** One probe's connect timeout. */
   probeMs: 1_000,
   /** Instances probed per overlay per round. */
@@ -98,26 +103,29 @@ async function probeRound(
 
 /**
  * Watches the overlays for `windowMs` after the sandbox was made: each round probes the instances on other
- * nodes and rejoins the overlays out of reach for `confirmRounds` rounds in a row; it ends at the first
- * round where every overlay answered (or none has an instance elsewhere). The overlays rejoined, in order.
+ * nodes and rejoins the overlays out of reach for `confirmRounds` rounds in a row; it ends after
+ * `doneRounds` rounds in a row where instances elsewhere were listed and every overlay answered. The
+ * overlays rejoined, in order.
  */
 export async function repairOverlays(deps: OverlayRepairDeps, opts = REPAIR): Promise<string[]> {
   let start = deps.now();
   let generation = deps.generation();
   let streak = new Map<string, number>();
   let last = new Map<string, number>();
+  let clean = 0;
   const rejoined: string[] = [];
   while (deps.now() - start < opts.windowMs) {
     await deps.sleep(opts.periodMs);
     if (deps.generation() !== generation) {
       // The sandbox was made again: its overlays were all joined anew.
-      [start, generation, streak, last] = [deps.now(), deps.generation(), new Map(), new Map()];
+      [start, generation, streak, last, clean] = [deps.now(), deps.generation(), new Map(), new Map(), 0];
       continue;
     }
     const targets = await deps.remoteTargets().catch(() => null);
-    if (!targets) continue; // the engine did not answer: next round
+    if (!targets || targets.length === 0) continue; // the engine did not answer, or lists none yet
     const out = unreachedNetworks(await probeRound(deps, targets, opts));
-    if (out.length === 0) return rejoined;
+    clean = out.length === 0 ? clean + 1 : 0;
+    if (clean >= opts.doneRounds) return rejoined;
     streak = new Map(out.map((n) => [n, (streak.get(n) ?? 0) + 1]));
     for (const network of out) {
       if ((streak.get(network) ?? 0) < opts.confirmRounds) continue;
