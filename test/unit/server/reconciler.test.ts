@@ -109,6 +109,15 @@ async function setUp() {
   return { engine, instances, store, applied, callsAtApply, storeReads: () => store.reads };
 }
 
+/** The reconciler over these fakes, with no network to remove and no app to redeploy. */
+const reconcileQuietly = (s: Pick<Parameters<typeof reconcile>[0], "store" | "engine" | "instances">) =>
+  reconcile({
+    ...s,
+    networks: { reconcile: async () => undefined },
+    deployer: {} as Deployer,
+    logger: pino({ level: "silent" }),
+  });
+
 describe("at 100 apps", () => {
   test("reconcile lists the engine three times, starts what is stopped, routes every app, removes leftovers", async () => {
     const { engine, instances, store, applied, callsAtApply } = await setUp();
@@ -186,14 +195,7 @@ describe("at 100 apps", () => {
     engine.before.startInstance = async (id) => {
       if (id === "c-7") await held;
     };
-    const done = reconcile({
-      store,
-      engine,
-      instances,
-      networks: { reconcile: async () => undefined },
-      deployer: {} as Deployer,
-      logger: pino({ level: "silent" }),
-    });
+    const done = reconcileQuietly({ store, engine, instances });
     // app-8's start ends and its route follows while app-7's start still waits.
     for (let i = 0; i < 100 && !callsAtApply.some((c) => c.includes("startInstance c-8")); i++)
       await new Promise((r) => setTimeout(r, 5));
@@ -212,14 +214,7 @@ describe("at 100 apps", () => {
     // pier stop records the app stopped once the edge no longer routes it, then removes its instances: a
     // kill (or an engine error) in between leaves them running, unrouted, holding memory until now.
     for (const i of [9, 7]) await store.updateApp(`app-${i}`, { stopped: true });
-    await reconcile({
-      store,
-      engine,
-      instances,
-      networks: { reconcile: async () => undefined },
-      deployer: {} as Deployer,
-      logger: pino({ level: "silent" }),
-    });
+    await reconcileQuietly({ store, engine, instances });
     const removed = engine.calls.filter((c) => c.startsWith("removeInstance")).sort();
     assert.ok(removed.includes("removeInstance c-9"), removed.join(", "));
     assert.ok(removed.includes("removeInstance c-7"), "a stopped one too");
