@@ -9,10 +9,9 @@ import { closeSync, openSync, readdirSync, readFileSync, readlinkSync } from "no
 import { fileURLToPath } from "node:url";
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
-import { LABEL, ROLE } from "../../core/labels.js";
+import { LABEL } from "../../core/labels.js";
 import { exec } from "../exec.js";
 import { closePoolByRules } from "../pool-route.js";
-import { type RemoteTarget, repairOverlays } from "./overlay-repair.js";
 import { connectThroughDialer, type EdgePlace } from "./reach.js";
 
 const DIALER = fileURLToPath(new URL("./dialer.js", import.meta.url));
@@ -38,14 +37,6 @@ export interface EdgeSandboxOptions {
 }
 
 type Inspected = Awaited<ReturnType<Docker.Container["inspect"]>>;
-
-/** The fields of a swarm task the overlays' watch reads. */
-interface RemoteTask {
-  NodeID?: string;
-  Status?: { State?: string };
-  Spec?: { ContainerSpec?: { Labels?: Record<string, string> } };
-  NetworksAttachments?: { Network?: { Spec?: { Name?: string } }; Addresses?: string[] }[];
-}
 
 const netnsOf = (pid: number): string | null => {
   try {
@@ -138,10 +129,6 @@ export class EdgeSandbox implements EdgePlace {
   private unjoined = false;
   /** The walk of the overlays under way (joins run in the background once the pool is closed). */
   private walking: Promise<void> | null = null;
-  /** The watch of the overlays' reach after the sandbox was made (overlay-repair.ts), while it runs. */
-  private repairing: Promise<void> | null = null;
-  /** How many namespaces prepare() has seen: the watch starts over when it goes up. */
-  private generation = 0;
 
   constructor(private readonly opts: EdgeSandboxOptions) {
     this.name = `pier-edge-${opts.scope}`;
@@ -190,73 +177,7 @@ export class EdgeSandbox implements EdgePlace {
       await this.joinAll();
     } else if (changed || this.unjoined) this.walkInBackground();
     if (changed || !this.dialerAlive()) await this.startDialer();
-    if (changed) {
-      this.generation++;
-      this.repairInBackground();
-    }
     return this.prefix();
-  }
-
-  /** Watches whether the instances on other nodes are in reach on each overlay, and rejoins those not. */
-  private repairInBackground(): void {
-    if (this.repairing) return;
-    this.repairing = repairOverlays({
-      remoteTargets: () => this.remoteTargets(),
-      dial: (host, port, timeoutMs) => this.connect(host, port, timeoutMs),
-      rejoin: (network) => this.rejoin(network),
-      generation: () => this.generation,
-      sleep: (ms) => new Promise((r) => setTimeout(r, ms).unref()),
-      now: Date.now,
-      ...(this.opts.logger ? { logger: this.opts.logger } : {}),
-    })
-      .then(() => undefined)
-      .catch((e: Error) => this.opts.logger?.warn({ err: e.message }, "edge: watching the overlays failed"))
-      .finally(() => {
-        this.repairing = null;
-      });
-  }
-
-  /** The scope's running instances on the other ready nodes, on the overlays the sandbox has an address on. */
-  private async remoteTargets(): Promise<RemoteTarget[]> {
-    const label = [
-      ...Object.entries(this.own).map(([k, v]) => `${k}=${v}`),
-      `${LABEL.role}=${ROLE.instance}`,
-    ];
-    const [info, nodes, tasks, sandbox] = await Promise.all([
-      this.opts.docker.info() as Promise<{ Swarm?: { NodeID?: string } }>,
-      this.opts.docker.listNodes() as Promise<{ ID: string; Status?: { State?: string } }[]>,
-      this.opts.docker.listTasks({ filters: { label, "desired-state": ["running"] } }) as Promise<
-        RemoteTask[]
-      >,
-      this.inspect(),
-    ]);
-    const ready = new Set(nodes.filter((n) => n.Status?.State === "ready").map((n) => n.ID));
-    const on = new Set(
-      Object.entries(sandbox?.NetworkSettings.Networks ?? {})
-        .filter(([, n]) => (n.IPAddress ?? "") !== "")
-        .map(([name]) => name),
-    );
-    return tasks
-      .filter(
-        (t) => t.Status?.State === "running" && t.NodeID !== info.Swarm?.NodeID && ready.has(t.NodeID ?? ""),
-      )
-      .flatMap((t) => {
-        const port = Number(t.Spec?.ContainerSpec?.Labels?.[LABEL.httpPort]);
-        return (t.NetworksAttachments ?? []).flatMap((a) => {
-          const network = a.Network?.Spec?.Name ?? "";
-          const host = a.Addresses?.[0]?.replace(/\/\d+$/, "");
-          return on.has(network) && host && port > 0 ? [{ network, host, port }] : [];
-        });
-      });
-  }
-
-  /** Leaves the overlay and joins it again (overlay-repair.ts says why). */
-  private async rejoin(network: string): Promise<void> {
-    await this.opts.docker
-      .getNetwork(network)
-      .disconnect({ Container: this.name, Force: true })
-      .catch(() => undefined);
-    await this.join(network);
   }
 
   /**
