@@ -1,5 +1,4 @@
 import type { Logger } from "pino";
-import { eachLimited } from "../core/concurrency.js";
 import { isBuildContainer, LABEL } from "../core/labels.js";
 import type { App, Release } from "../core/model.js";
 import type {
@@ -12,6 +11,15 @@ import type {
 import type { Deployer } from "./deployer.js";
 import type { Instances } from "./instances.js";
 import type { Networks } from "./networks.js";
+
+/** Runs `work` on every item, at most `limit` at a time. */
+async function eachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>) {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await work(items[next++] as T);
+  });
+  await Promise.all(lanes);
+}
 
 const byApp = <T extends { labels: Record<string, string> }>(list: readonly T[]) => {
   const m = new Map<string, T[]>();

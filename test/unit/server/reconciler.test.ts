@@ -7,7 +7,7 @@ import type { App } from "../../../src/core/model.js";
 import type { Edge, Route } from "../../../src/core/ports.js";
 import type { Deployer } from "../../../src/server/deployer.js";
 import { Instances } from "../../../src/server/instances.js";
-import { reconcile } from "../../../src/server/reconciler.js";
+import { type ReconcileDeps, reconcile } from "../../../src/server/reconciler.js";
 import { newApp } from "../../conformance/store.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 import { MemoryStore } from "../../support/memory-store.js";
@@ -110,7 +110,7 @@ async function setUp() {
 }
 
 /** The reconciler over these fakes, with no network to remove and no app to redeploy. */
-const reconcileQuietly = (s: Pick<Parameters<typeof reconcile>[0], "store" | "engine" | "instances">) =>
+const reconcileQuietly = (s: Pick<ReconcileDeps, "store" | "engine" | "instances">) =>
   reconcile({
     ...s,
     networks: { reconcile: async () => undefined },
