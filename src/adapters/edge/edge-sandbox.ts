@@ -9,9 +9,10 @@ import { closeSync, openSync, readdirSync, readFileSync, readlinkSync } from "no
 import { fileURLToPath } from "node:url";
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
-import { LABEL } from "../../core/labels.js";
+import { LABEL, ROLE } from "../../core/labels.js";
 import { exec } from "../exec.js";
 import { closePoolByRules } from "../pool-route.js";
+import { type OverlayTable, type RemoteInstance, syncOverlays } from "./overlay-sync.js";
 import { connectThroughDialer, type EdgePlace } from "./reach.js";
 
 const DIALER = fileURLToPath(new URL("./dialer.js", import.meta.url));
@@ -37,6 +38,37 @@ export interface EdgeSandboxOptions {
 }
 
 type Inspected = Awaited<ReturnType<Docker.Container["inspect"]>>;
+
+/** The fields of a swarm task the overlays' watch reads. */
+interface RemoteTask {
+  NodeID?: string;
+  Status?: { State?: string };
+  NetworksAttachments?: { Network?: { Spec?: { Name?: string } }; Addresses?: string[] }[];
+}
+
+/** The fields of an overlay's verbose inspect the overlays' watch reads. */
+interface VerboseNetwork {
+  Peers?: { IP?: string }[] | null;
+  Services?: Record<string, { Tasks?: { EndpointIP?: string }[] | null }> | null;
+}
+
+/** The overlay's verbose inspect (dockerode passes the option through; its types omit it). */
+function inspectVerbose(docker: Docker, network: string): Promise<VerboseNetwork> {
+  const n = docker.getNetwork(network) as unknown as { inspect(o: object): Promise<VerboseNetwork> };
+  return n.inspect({ verbose: true });
+}
+
+/** An overlay's gossip peers and endpoint table, from its verbose inspect on the manager. */
+export function overlayTable(n: VerboseNetwork): OverlayTable {
+  return {
+    peers: new Set((n.Peers ?? []).flatMap((p) => (p.IP ? [p.IP] : []))),
+    endpoints: new Set(
+      Object.values(n.Services ?? {}).flatMap((s) =>
+        (s.Tasks ?? []).flatMap((t) => (t.EndpointIP ? [t.EndpointIP] : [])),
+      ),
+    ),
+  };
+}
 
 const netnsOf = (pid: number): string | null => {
   try {
@@ -129,6 +161,10 @@ export class EdgeSandbox implements EdgePlace {
   private unjoined = false;
   /** The walk of the overlays under way (joins run in the background once the pool is closed). */
   private walking: Promise<void> | null = null;
+  /** The watch of the overlays' tables after the sandbox was made (overlay-sync.ts), while it runs. */
+  private syncing: Promise<void> | null = null;
+  /** How many namespaces prepare() has seen: the watch starts over when it goes up. */
+  private generation = 0;
 
   constructor(private readonly opts: EdgeSandboxOptions) {
     this.name = `pier-edge-${opts.scope}`;
@@ -177,7 +213,80 @@ export class EdgeSandbox implements EdgePlace {
       await this.joinAll();
     } else if (changed || this.unjoined) this.walkInBackground();
     if (changed || !this.dialerAlive()) await this.startDialer();
+    if (changed) {
+      this.generation++;
+      this.syncInBackground();
+    }
     return this.prefix();
+  }
+
+  /** Watches the overlays' tables on the manager, and rejoins those the gossip left stale (overlay-sync.ts). */
+  private syncInBackground(): void {
+    if (this.syncing) return;
+    this.syncing = syncOverlays({
+      remoteInstances: () => this.remoteInstances(),
+      table: async (network) => overlayTable(await inspectVerbose(this.opts.docker, network)),
+      rejoin: (network) => this.rejoin(network),
+      generation: () => this.generation,
+      sleep: (ms) => new Promise((r) => setTimeout(r, ms).unref()),
+      now: Date.now,
+      ...(this.opts.logger ? { logger: this.opts.logger } : {}),
+    })
+      .then(() => undefined)
+      .catch((e: Error) => this.opts.logger?.warn({ err: e.message }, "edge: watching the overlays failed"))
+      .finally(() => {
+        this.syncing = null;
+      });
+  }
+
+  /**
+   * The scope's instances on the overlays the sandbox has an address on: running on the other ready nodes,
+   * and any on the manager itself.
+   */
+  private async remoteInstances(): Promise<RemoteInstance[]> {
+    const label = [
+      ...Object.entries(this.own).map(([k, v]) => `${k}=${v}`),
+      `${LABEL.role}=${ROLE.instance}`,
+    ];
+    const [info, nodes, tasks, sandbox] = await Promise.all([
+      this.opts.docker.info() as Promise<{ Swarm?: { NodeID?: string } }>,
+      this.opts.docker.listNodes() as Promise<{ ID: string; Status?: { State?: string; Addr?: string } }[]>,
+      this.opts.docker.listTasks({ filters: { label, "desired-state": ["running"] } }) as Promise<
+        RemoteTask[]
+      >,
+      this.inspect(),
+    ]);
+    const addressOf = new Map(
+      nodes
+        .filter((n) => n.Status?.State === "ready" && n.Status.Addr)
+        .map((n) => [n.ID, n.Status?.Addr ?? ""]),
+    );
+    const on = new Set(
+      Object.entries(sandbox?.NetworkSettings.Networks ?? {})
+        .filter(([, n]) => (n.IPAddress ?? "") !== "")
+        .map(([name]) => name),
+    );
+    return tasks.flatMap((t) => {
+      const local = t.NodeID === info.Swarm?.NodeID;
+      // Elsewhere, a running one on a ready node; here, any the swarm runs or brings back (it joins soon).
+      const nodeAddress = local ? "" : addressOf.get(t.NodeID ?? "");
+      if (nodeAddress === undefined || (!local && t.Status?.State !== "running")) return [];
+      return (t.NetworksAttachments ?? []).flatMap((a) => {
+        const network = a.Network?.Spec?.Name ?? "";
+        const address = a.Addresses?.[0]?.replace(/\/\d+$/, "") ?? "";
+        if (!on.has(network) || (!local && !address)) return [];
+        return [{ network, address, nodeAddress, ...(local ? { local } : {}) }];
+      });
+    });
+  }
+
+  /** Leaves the overlay and joins it again (overlay-sync.ts says why). */
+  private async rejoin(network: string): Promise<void> {
+    await this.opts.docker
+      .getNetwork(network)
+      .disconnect({ Container: this.name, Force: true })
+      .catch(() => undefined);
+    await this.join(network);
   }
 
   /**
