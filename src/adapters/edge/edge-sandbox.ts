@@ -9,10 +9,10 @@ import { closeSync, openSync, readdirSync, readFileSync, readlinkSync } from "no
 import { fileURLToPath } from "node:url";
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
-import { LABEL, ROLE } from "../../core/labels.js";
+import { LABEL } from "../../core/labels.js";
 import { exec } from "../exec.js";
 import { closePoolByRules } from "../pool-route.js";
-import { type OverlayTable, type RemoteInstance, syncOverlays } from "./overlay-sync.js";
+import { instancesOnOverlays, readTable, syncOverlays } from "./overlay-sync.js";
 import { connectThroughDialer, type EdgePlace } from "./reach.js";
 
 const DIALER = fileURLToPath(new URL("./dialer.js", import.meta.url));
@@ -38,37 +38,6 @@ export interface EdgeSandboxOptions {
 }
 
 type Inspected = Awaited<ReturnType<Docker.Container["inspect"]>>;
-
-/** The fields of a swarm task the overlays' watch reads. */
-interface RemoteTask {
-  NodeID?: string;
-  Status?: { State?: string };
-  NetworksAttachments?: { Network?: { Spec?: { Name?: string } }; Addresses?: string[] }[];
-}
-
-/** The fields of an overlay's verbose inspect the overlays' watch reads. */
-interface VerboseNetwork {
-  Peers?: { IP?: string }[] | null;
-  Services?: Record<string, { Tasks?: { EndpointIP?: string }[] | null }> | null;
-}
-
-/** The overlay's verbose inspect (dockerode passes the option through; its types omit it). */
-function inspectVerbose(docker: Docker, network: string): Promise<VerboseNetwork> {
-  const n = docker.getNetwork(network) as unknown as { inspect(o: object): Promise<VerboseNetwork> };
-  return n.inspect({ verbose: true });
-}
-
-/** An overlay's gossip peers and endpoint table, from its verbose inspect on the manager. */
-export function overlayTable(n: VerboseNetwork): OverlayTable {
-  return {
-    peers: new Set((n.Peers ?? []).flatMap((p) => (p.IP ? [p.IP] : []))),
-    endpoints: new Set(
-      Object.values(n.Services ?? {}).flatMap((s) =>
-        (s.Tasks ?? []).flatMap((t) => (t.EndpointIP ? [t.EndpointIP] : [])),
-      ),
-    ),
-  };
-}
 
 const netnsOf = (pid: number): string | null => {
   try {
@@ -224,8 +193,13 @@ export class EdgeSandbox implements EdgePlace {
   private syncInBackground(): void {
     if (this.syncing) return;
     this.syncing = syncOverlays({
-      remoteInstances: () => this.remoteInstances(),
-      table: async (network) => overlayTable(await inspectVerbose(this.opts.docker, network)),
+      remoteInstances: async () =>
+        instancesOnOverlays(
+          this.opts.docker,
+          this.own,
+          (await this.inspect())?.NetworkSettings.Networks ?? {},
+        ),
+      table: (network) => readTable(this.opts.docker, network),
       rejoin: (network) => this.rejoin(network),
       generation: () => this.generation,
       sleep: (ms) => new Promise((r) => setTimeout(r, ms).unref()),
@@ -237,47 +211,6 @@ export class EdgeSandbox implements EdgePlace {
       .finally(() => {
         this.syncing = null;
       });
-  }
-
-  /**
-   * The scope's instances on the overlays the sandbox has an address on: running on the other ready nodes,
-   * and any on the manager itself.
-   */
-  private async remoteInstances(): Promise<RemoteInstance[]> {
-    const label = [
-      ...Object.entries(this.own).map(([k, v]) => `${k}=${v}`),
-      `${LABEL.role}=${ROLE.instance}`,
-    ];
-    const [info, nodes, tasks, sandbox] = await Promise.all([
-      this.opts.docker.info() as Promise<{ Swarm?: { NodeID?: string } }>,
-      this.opts.docker.listNodes() as Promise<{ ID: string; Status?: { State?: string; Addr?: string } }[]>,
-      this.opts.docker.listTasks({ filters: { label, "desired-state": ["running"] } }) as Promise<
-        RemoteTask[]
-      >,
-      this.inspect(),
-    ]);
-    const addressOf = new Map(
-      nodes
-        .filter((n) => n.Status?.State === "ready" && n.Status.Addr)
-        .map((n) => [n.ID, n.Status?.Addr ?? ""]),
-    );
-    const on = new Set(
-      Object.entries(sandbox?.NetworkSettings.Networks ?? {})
-        .filter(([, n]) => (n.IPAddress ?? "") !== "")
-        .map(([name]) => name),
-    );
-    return tasks.flatMap((t) => {
-      const local = t.NodeID === info.Swarm?.NodeID;
-      // Elsewhere, a running one on a ready node; here, any the swarm runs or brings back (it joins soon).
-      const nodeAddress = local ? "" : addressOf.get(t.NodeID ?? "");
-      if (nodeAddress === undefined || (!local && t.Status?.State !== "running")) return [];
-      return (t.NetworksAttachments ?? []).flatMap((a) => {
-        const network = a.Network?.Spec?.Name ?? "";
-        const address = a.Addresses?.[0]?.replace(/\/\d+$/, "") ?? "";
-        if (!on.has(network) || (!local && !address)) return [];
-        return [{ network, address, nodeAddress, ...(local ? { local } : {}) }];
-      });
-    });
   }
 
   /** Leaves the overlay and joins it again (overlay-sync.ts says why). */

@@ -12,6 +12,8 @@
 // holds: the manager stays on it whatever the sandbox does, and the rejoin syncs nothing (edge-swarm: 4
 // rejoins, none synced). An earlier watch rejoined when probes through the overlay failed, without knowing
 // whether the gossip was back, nor whether the sandbox alone held the overlay (session 18): taken out.
+import type Docker from "dockerode";
+import { LABEL, ROLE } from "../../core/labels.js";
 
 /** An instance on an overlay the sandbox is on. */
 export interface RemoteInstance {
@@ -165,4 +167,76 @@ async function rejoin(deps: OverlaySyncDeps, network: string): Promise<boolean> 
       return false;
     },
   );
+}
+
+// What the watch reads from the manager's engine.
+
+/** The fields of a swarm task the watch reads. */
+interface TaskRead {
+  NodeID?: string;
+  Status?: { State?: string };
+  NetworksAttachments?: { Network?: { Spec?: { Name?: string } }; Addresses?: string[] }[];
+}
+
+/** The fields of an overlay's verbose inspect the watch reads. */
+export interface VerboseNetwork {
+  Peers?: { IP?: string }[] | null;
+  Services?: Record<string, { Tasks?: { EndpointIP?: string }[] | null }> | null;
+}
+
+/** An overlay's gossip peers and endpoint table, from its verbose inspect on the manager. */
+export function overlayTable(n: VerboseNetwork): OverlayTable {
+  return {
+    peers: new Set((n.Peers ?? []).flatMap((p) => (p.IP ? [p.IP] : []))),
+    endpoints: new Set(
+      Object.values(n.Services ?? {}).flatMap((s) =>
+        (s.Tasks ?? []).flatMap((t) => (t.EndpointIP ? [t.EndpointIP] : [])),
+      ),
+    ),
+  };
+}
+
+/** The overlay's table on the manager (dockerode passes `verbose` through; its types omit it). */
+export async function readTable(docker: Docker, network: string): Promise<OverlayTable> {
+  const n = docker.getNetwork(network) as unknown as { inspect(o: object): Promise<VerboseNetwork> };
+  return overlayTable(await n.inspect({ verbose: true }));
+}
+
+/**
+ * The scope's instances (`own`: its labels) on the overlays the sandbox has an address on (`networks`:
+ * its inspect's): running on the other ready nodes, and any on the manager itself.
+ */
+export async function instancesOnOverlays(
+  docker: Docker,
+  own: Record<string, string>,
+  networks: Record<string, { IPAddress?: string }>,
+): Promise<RemoteInstance[]> {
+  const label = [...Object.entries(own).map(([k, v]) => `${k}=${v}`), `${LABEL.role}=${ROLE.instance}`];
+  const [info, nodes, tasks] = await Promise.all([
+    docker.info() as Promise<{ Swarm?: { NodeID?: string } }>,
+    docker.listNodes() as Promise<{ ID: string; Status?: { State?: string; Addr?: string } }[]>,
+    docker.listTasks({ filters: { label, "desired-state": ["running"] } }) as Promise<TaskRead[]>,
+  ]);
+  const addressOf = new Map(
+    nodes
+      .filter((n) => n.Status?.State === "ready" && n.Status.Addr)
+      .map((n) => [n.ID, n.Status?.Addr ?? ""]),
+  );
+  const on = new Set(
+    Object.entries(networks)
+      .filter(([, n]) => (n.IPAddress ?? "") !== "")
+      .map(([name]) => name),
+  );
+  return tasks.flatMap((t) => {
+    const local = t.NodeID === info.Swarm?.NodeID;
+    // Elsewhere, a running one on a ready node; here, any the swarm runs or brings back (it joins soon).
+    const nodeAddress = local ? "" : addressOf.get(t.NodeID ?? "");
+    if (nodeAddress === undefined || (!local && t.Status?.State !== "running")) return [];
+    return (t.NetworksAttachments ?? []).flatMap((a) => {
+      const network = a.Network?.Spec?.Name ?? "";
+      const address = a.Addresses?.[0]?.replace(/\/\d+$/, "") ?? "";
+      if (!on.has(network) || (!local && !address)) return [];
+      return [{ network, address, nodeAddress, ...(local ? { local } : {}) }];
+    });
+  });
 }

@@ -3,12 +3,14 @@
 // whose nodes are not peers yet is left alone. A fake clock and fake tables, no engine.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { overlayTable } from "../../../src/adapters/edge/edge-sandbox.js";
+import type Docker from "dockerode";
 import {
+  instancesOnOverlays,
   OVERLAY_SYNC,
   type OverlaySyncDeps,
   type OverlayTable,
   overlayState,
+  overlayTable,
   type RemoteInstance,
   syncOverlays,
 } from "../../../src/adapters/edge/overlay-sync.js";
@@ -185,4 +187,67 @@ test("a table or listing the engine cannot give is not a failure: the watch read
   };
   assert.deepEqual(await syncOverlays(deps), []);
   assert.equal(calls, 2 + OVERLAY_SYNC.doneReads);
+});
+
+test("the instances read from the manager: others' running ones on ready nodes, any on the manager, only on the sandbox's overlays", async () => {
+  const attach = (network: string, address: string) => ({
+    Network: { Spec: { Name: network } },
+    Addresses: [address],
+  });
+  let filters: unknown;
+  const docker = {
+    info: async () => ({ Swarm: { NodeID: "m" } }),
+    listNodes: async () => [
+      { ID: "m", Status: { State: "ready", Addr: "192.168.1.11" } },
+      { ID: "w1", Status: { State: "ready", Addr: "192.168.1.12" } },
+      { ID: "w2", Status: { State: "down", Addr: "192.168.1.13" } },
+    ],
+    listTasks: async (o: { filters: unknown }) => {
+      filters = o.filters;
+      return [
+        {
+          NodeID: "w1",
+          Status: { State: "running" },
+          NetworksAttachments: [attach("pier-app-a", "10.0.1.2/24")],
+        },
+        {
+          NodeID: "w1",
+          Status: { State: "starting" },
+          NetworksAttachments: [attach("pier-app-a", "10.0.1.3/24")],
+        },
+        {
+          NodeID: "w2",
+          Status: { State: "running" },
+          NetworksAttachments: [attach("pier-app-a", "10.0.1.4/24")],
+        },
+        {
+          NodeID: "m",
+          Status: { State: "preparing" },
+          NetworksAttachments: [attach("pier-app-b", "10.0.2.5/24")],
+        },
+        {
+          NodeID: "w1",
+          Status: { State: "running" },
+          NetworksAttachments: [attach("pier-app-c", "10.0.3.2/24")],
+        },
+      ];
+    },
+  } as unknown as Docker;
+  const got = await instancesOnOverlays(
+    docker,
+    { "pier.managed": "true", "pier.scope": "s" },
+    {
+      "pier-app-a": { IPAddress: "10.0.1.9" },
+      "pier-app-b": { IPAddress: "10.0.2.9" },
+      "pier-app-c": { IPAddress: "" },
+    },
+  );
+  assert.deepEqual(got, [
+    { network: "pier-app-a", address: "10.0.1.2", nodeAddress: "192.168.1.12" },
+    { network: "pier-app-b", address: "10.0.2.5", nodeAddress: "", local: true },
+  ]);
+  assert.deepEqual(filters, {
+    label: ["pier.managed=true", "pier.scope=s", "pier.role=instance"],
+    "desired-state": ["running"],
+  });
 });
