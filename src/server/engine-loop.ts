@@ -1,6 +1,7 @@
 // The engine's events for as long as Pier runs, and what brings the apps back when the engine returns:
 // instances' exits are recorded, a restarted instance slot gets its instances back, and when the stream
-// ends (dockerd restarted) Pier waits for the engine, reconciles, then rejoins instances to their slots.
+// ends (dockerd restarted) Pier waits for the engine, follows it again, reconciles, then rejoins instances to
+// their slots.
 import type { Logger } from "pino";
 import { instanceNumber, isBuildContainer, LABEL } from "../core/labels.js";
 import type { Engine, EngineEvent, Store } from "../core/ports.js";
@@ -85,20 +86,39 @@ export async function afterEngineReturn(deps: EngineLoopDeps): Promise<void> {
   logger.info("engine back: reconciled");
 }
 
-/** Follows the engine's events until stopped; each time the stream ends, waits for the engine and recovers. */
+/**
+ * Follows the engine's events until stopped; each time the stream ends, waits for the engine and recovers.
+ * The stream is followed again as soon as the engine answers, while the recovery runs: on a swarm the
+ * reconciler waits for the tasks the swarm brings back (30 s and more after a manager's restart), and an
+ * instance moved meanwhile must be routed at once, not when it ends. A slot's start during the recovery is
+ * the recovery's own (it rejoins every app's instances to their slots once the reconciler is done); a
+ * recovery still under way when the engine goes again ends before the next begins.
+ */
 export function startEngineLoop(deps: EngineLoopDeps): { stop(): void } {
   const events = new AbortController();
   const { signal } = events;
+  let recovering: Promise<void> | null = null;
+  const handle = (e: EngineEvent) => {
+    if (recovering && e.slot) return;
+    void onEngineEvent(deps, e);
+  };
   void (async () => {
     while (!signal.aborted) {
       await deps.engine
-        .events((e) => void onEngineEvent(deps, e), signal)
+        .events(handle, signal)
         .catch((err) => deps.logger.warn({ err }, "engine events stream failed"));
       if (signal.aborted) return;
       deps.logger.warn("engine events stream ended: waiting for the engine, then reconciling");
       await waitForEngine(deps, signal);
       if (signal.aborted) return;
-      await afterEngineReturn(deps);
+      const previous = recovering;
+      const run: Promise<void> = (async () => {
+        await previous;
+        if (!signal.aborted) await afterEngineReturn(deps);
+      })().finally(() => {
+        if (recovering === run) recovering = null;
+      });
+      recovering = run;
     }
   })();
   return { stop: () => events.abort() };

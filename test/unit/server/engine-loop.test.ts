@@ -6,12 +6,20 @@ import pino from "pino";
 import type { EngineEvent } from "../../../src/core/ports.js";
 import { type EngineLoopDeps, onEngineEvent, startEngineLoop } from "../../../src/server/engine-loop.js";
 
-function deps(script: { streams: EngineEvent[][]; pingFails?: number; rejoinAll?: Map<string, number> }) {
+function deps(script: {
+  streams: EngineEvent[][];
+  pingFails?: number;
+  rejoinAll?: Map<string, number>;
+  /** What each reconcile waits for (it returns at once without it). */
+  reconcile?: () => Promise<void>;
+}) {
   const seen = {
     exits: [] as unknown[],
     rejoined: [] as string[],
     refreshed: [] as (string | undefined)[],
     reconciles: 0,
+    reconciling: 0,
+    mostReconciling: 0,
     pings: 0,
     streams: 0,
   };
@@ -45,6 +53,9 @@ function deps(script: { streams: EngineEvent[][]; pingFails?: number; rejoinAll?
     },
     reconcileAll: async () => {
       seen.reconciles++;
+      seen.mostReconciling = Math.max(seen.mostReconciling, ++seen.reconciling);
+      await script.reconcile?.();
+      seen.reconciling--;
     },
     logger: pino({ level: "silent" }),
     pollMs: 1,
@@ -151,5 +162,66 @@ describe("when the engine's stream ends (dockerd restarted)", () => {
     loop.stop();
     await new Promise((r) => setTimeout(r, 20));
     assert.deepEqual([seen.reconciles, seen.streams], [0, 1]);
+  });
+});
+
+describe("while Pier recovers from the engine's return", () => {
+  const until = async (what: () => boolean) => {
+    for (let i = 0; i < 400 && !what(); i++) await new Promise((r) => setTimeout(r, 5));
+    assert.ok(what(), "in time");
+  };
+  const gate = () => {
+    let open = () => {};
+    const opened = new Promise<void>((r) => {
+      open = r;
+    });
+    return { opened, open };
+  };
+
+  test("the stream is followed again at once: a task moved while the reconciler waits is routed then; a slot's start is left to the recovery", async () => {
+    const g = gate();
+    const moved: EngineEvent = {
+      ...event("start", { "pier.app": "b", "pier.instance": "0" }),
+      readdressed: true,
+    };
+    const slotStart = event("start", { "pier.app": "a", "pier.role": "sandbox" }, null, true);
+    const { d, seen } = deps({
+      streams: [[], [moved, slotStart]],
+      rejoinAll: new Map([["a", 1]]),
+      reconcile: () => g.opened,
+    });
+    const loop = startEngineLoop(d);
+    try {
+      await until(() => seen.refreshed.length === 1);
+      assert.equal(seen.reconciling, 1, "the reconciler still runs");
+      assert.deepEqual(seen.refreshed, ["b"]);
+      assert.deepEqual(seen.rejoined, [], "the slot's start is not acted on by itself");
+      g.open();
+      await until(() => seen.rejoined.length >= 1);
+      // (The scripted stream ends after its events: the engine "went" again, and a second recovery follows.)
+      assert.ok(
+        seen.rejoined.every((r) => r === "a/*"),
+        `the recovery rejoins every app's instances, the slot's event none: ${seen.rejoined}`,
+      );
+    } finally {
+      loop.stop();
+      g.open();
+    }
+  });
+
+  test("the engine lost again during a recovery: the next recovery begins once the first ended", async () => {
+    const g = gate();
+    const { d, seen } = deps({ streams: [[], []], reconcile: () => g.opened });
+    const loop = startEngineLoop(d);
+    try {
+      await until(() => seen.streams === 3);
+      assert.equal(seen.reconciles, 1, "the second waits for the first");
+      g.open();
+      await until(() => seen.reconciles === 2);
+      assert.equal(seen.mostReconciling, 1, "never two at once");
+    } finally {
+      loop.stop();
+      g.open();
+    }
   });
 });
