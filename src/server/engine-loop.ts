@@ -86,20 +86,27 @@ export async function afterEngineReturn(deps: EngineLoopDeps): Promise<void> {
   logger.info("engine back: reconciled");
 }
 
+/** A task the engine placed again at a new address, or an instance lost with its node: not Pier's doing. */
+export function byEngineAlone(e: EngineEvent): boolean {
+  return !e.slot && (e.readdressed === true || (e.type === "die" && e.reason !== undefined));
+}
+
 /**
  * Follows the engine's events until stopped; each time the stream ends, waits for the engine and recovers.
  * The stream is followed again as soon as the engine answers, while the recovery runs: on a swarm the
  * reconciler waits for the tasks the swarm brings back (30 s and more after a manager's restart), and an
- * instance moved meanwhile must be routed at once, not when it ends. A slot's start during the recovery is
- * the recovery's own (it rejoins every app's instances to their slots once the reconciler is done); a
- * recovery still under way when the engine goes again ends before the next begins.
+ * instance moved meanwhile must be routed at once, not when it ends. Only what the engine does by itself is
+ * acted on during the recovery (`byEngineAlone`); the rest is the recovery's own doing (slots started,
+ * instances restarted into them: it rejoins every app's instances once the reconciler is done), as it was
+ * when the stream waited for it. A recovery still under way when the engine goes again ends before the
+ * next begins.
  */
 export function startEngineLoop(deps: EngineLoopDeps): { stop(): void } {
   const events = new AbortController();
   const { signal } = events;
   let recovering: Promise<void> | null = null;
   const handle = (e: EngineEvent) => {
-    if (recovering && e.slot) return;
+    if (recovering && !byEngineAlone(e)) return;
     void onEngineEvent(deps, e);
   };
   void (async () => {

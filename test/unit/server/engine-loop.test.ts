@@ -178,15 +178,20 @@ describe("while Pier recovers from the engine's return", () => {
     return { opened, open };
   };
 
-  test("the stream is followed again at once: a task moved while the reconciler waits is routed then; a slot's start is left to the recovery", async () => {
+  test("the stream is followed again at once: a task moved while the reconciler waits is routed then, a lost one recorded; the recovery's own doings are left to it", async () => {
     const g = gate();
     const moved: EngineEvent = {
       ...event("start", { "pier.app": "b", "pier.instance": "0" }),
       readdressed: true,
     };
     const slotStart = event("start", { "pier.app": "a", "pier.role": "sandbox" }, null, true);
+    const restarted = event("die", { "pier.app": "a", "pier.instance": "1" }, 143);
+    const lost: EngineEvent = {
+      ...event("die", { "pier.app": "c", "pier.instance": "2" }),
+      reason: "node2 down",
+    };
     const { d, seen } = deps({
-      streams: [[], [moved, slotStart]],
+      streams: [[], [moved, slotStart, restarted, lost]],
       rejoinAll: new Map([["a", 1]]),
       reconcile: () => g.opened,
     });
@@ -196,6 +201,12 @@ describe("while Pier recovers from the engine's return", () => {
       assert.equal(seen.reconciling, 1, "the reconciler still runs");
       assert.deepEqual(seen.refreshed, ["b"]);
       assert.deepEqual(seen.rejoined, [], "the slot's start is not acted on by itself");
+      await until(() => seen.exits.length === 1);
+      assert.deepEqual(
+        seen.exits.map((x) => (x as { appId: string }).appId),
+        ["c"],
+        "the instance lost with its node is recorded; the one the recovery restarted is not",
+      );
       g.open();
       await until(() => seen.rejoined.length >= 1);
       // (The scripted stream ends after its events: the engine "went" again, and a second recovery follows.)
