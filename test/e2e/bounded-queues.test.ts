@@ -94,6 +94,22 @@ function readUntil(s: Socket, done: (text: string) => boolean, ms: number): Prom
   });
 }
 
+/**
+ * For a failure's message: the build's lines (0-8999) the follower did not get as lines, and for the first
+ * few whether the raw response had them (a framing the test read wrong) and whether the pusher got them (a
+ * line lost before the log).
+ */
+function missingSaid(numbers: number[], text: string, pushed: string): string {
+  const got = new Set(numbers);
+  const missing = Array.from({ length: 9000 }, (_, i) => i).filter((i) => !got.has(i));
+  const about = missing.slice(0, 3).map((n) => {
+    const at = text.indexOf(`build ${n} y`);
+    const raw = at < 0 ? "not in the response" : JSON.stringify(text.slice(Math.max(0, at - 80), at + 20));
+    return `${n}: ${raw}; the pusher ${pushed.includes(`build ${n} y`) ? "got it" : "did not get it"}`;
+  });
+  return `missing ${missing.length} (${missing.slice(0, 10).join(", ")}): ${about.join(" | ")}`;
+}
+
 describe("bounded queues", { timeout: 900_000 }, () => {
   const pier = new Pier({
     PIER_SSH_IDLE_TIMEOUT: "2",
@@ -209,7 +225,11 @@ describe("bounded queues", { timeout: 900_000 }, () => {
         .join(" | ")
         .slice(0, 1500)})`,
     );
-    assert.equal(numbers.length + dropped >= 9000, true, `${numbers.length} lines + ${dropped} dropped`);
+    assert.equal(
+      numbers.length + dropped >= 9000,
+      true,
+      `${numbers.length} lines + ${dropped} dropped; ${missingSaid(numbers, text, push.stderr)}`,
+    );
     assert.ok(lines.includes("Deployment succeeded."), "and the deployment's end");
     assert.match(text, /event: end\ndata: \{.*"state":"succeeded"/);
   });
