@@ -12,7 +12,7 @@ import { PierError } from "../../core/errors.js";
 import { LABEL } from "../../core/labels.js";
 import { exec } from "../exec.js";
 import { closePoolByRules } from "../pool-route.js";
-import { instancesOnOverlays, readTable, syncOverlays } from "./overlay-sync.js";
+import { instancesOnOverlays, managerNodeId, readTable, syncOverlays } from "./overlay-sync.js";
 import { connectThroughDialer, type EdgePlace } from "./reach.js";
 
 const DIALER = fileURLToPath(new URL("./dialer.js", import.meta.url));
@@ -192,13 +192,13 @@ export class EdgeSandbox implements EdgePlace {
   /** Watches the overlays' tables on the manager, and rejoins those the gossip left stale (overlay-sync.ts). */
   private syncInBackground(): void {
     if (this.syncing) return;
+    let self: string | null = null; // read once it answers
     this.syncing = syncOverlays({
-      remoteInstances: async () =>
-        instancesOnOverlays(
-          this.opts.docker,
-          this.own,
-          (await this.inspect())?.NetworkSettings.Networks ?? {},
-        ),
+      instances: async () => {
+        self ??= await managerNodeId(this.opts.docker);
+        const networks = (await this.inspect())?.NetworkSettings.Networks ?? {};
+        return instancesOnOverlays(this.opts.docker, this.own, networks, self);
+      },
       table: (network) => readTable(this.opts.docker, network),
       rejoin: (network) => this.rejoin(network),
       generation: () => this.generation,

@@ -16,7 +16,7 @@ import type Docker from "dockerode";
 import { LABEL, ROLE } from "../../core/labels.js";
 
 /** An instance on an overlay the sandbox is on. */
-export interface RemoteInstance {
+export interface OverlayInstance {
   network: string;
   /** Its address on the overlay. */
   address: string;
@@ -50,11 +50,14 @@ export type OverlayState =
    */
   | "held";
 
+/** An instance of the overlay runs on the manager: the manager stays on it whatever the sandbox does. */
+const heldOnManager = (instances: readonly OverlayInstance[]) => instances.some((r) => r.local);
+
 /** One overlay's state from its table and the instances the swarm lists on it. */
-export function overlayState(instances: readonly RemoteInstance[], table: OverlayTable): OverlayState {
+export function overlayState(instances: readonly OverlayInstance[], table: OverlayTable): OverlayState {
   const missing = instances.filter((r) => !r.local && !table.endpoints.has(r.address));
   if (missing.length === 0) return "synced";
-  if (instances.some((r) => r.local)) return "held";
+  if (heldOnManager(instances)) return "held";
   return missing.every((r) => table.peers.has(r.nodeAddress)) ? "stale" : "waiting";
 }
 
@@ -63,7 +66,7 @@ export interface OverlaySyncDeps {
    * The instances on the overlays the sandbox is on: those running on the other ready nodes, and those
    * on the manager (`local`) (null: not known).
    */
-  remoteInstances(): Promise<RemoteInstance[] | null>;
+  instances(): Promise<OverlayInstance[] | null>;
   /** The overlay's verbose inspect on the manager (null: not known). */
   table(network: string): Promise<OverlayTable | null>;
   /** The sandbox leaves the overlay and joins it again. */
@@ -89,8 +92,8 @@ export const OVERLAY_SYNC = {
 };
 
 /** The instances by overlay. */
-function byNetwork(remote: readonly RemoteInstance[]): Map<string, RemoteInstance[]> {
-  const out = new Map<string, RemoteInstance[]>();
+function byNetwork(remote: readonly OverlayInstance[]): Map<string, OverlayInstance[]> {
+  const out = new Map<string, OverlayInstance[]>();
   for (const r of remote) {
     const list = out.get(r.network);
     if (list) list.push(r);
@@ -102,11 +105,11 @@ function byNetwork(remote: readonly RemoteInstance[]): Map<string, RemoteInstanc
 /** One read of every overlay with instances on other nodes: each one's state (unknown tables left out). */
 async function readAll(
   deps: OverlaySyncDeps,
-  remote: readonly RemoteInstance[],
+  remote: readonly OverlayInstance[],
 ): Promise<Map<string, OverlayState>> {
   const states = new Map<string, OverlayState>();
   for (const [network, instances] of byNetwork(remote)) {
-    if (instances.some((r) => r.local)) {
+    if (heldOnManager(instances)) {
       states.set(network, "held"); // nothing a read could change
       continue;
     }
@@ -136,7 +139,7 @@ export async function syncOverlays(deps: OverlaySyncDeps, opts = OVERLAY_SYNC): 
       [start, generation, streak, last, clean] = [deps.now(), deps.generation(), new Map(), new Map(), 0];
       continue;
     }
-    const remote = await deps.remoteInstances().catch(() => null);
+    const remote = await deps.instances().catch(() => null);
     // Not known, or none on another node listed yet (right after the restart the nodes are `unknown`).
     if (!remote?.some((r) => !r.local)) continue;
     const states = await readAll(deps, remote);
@@ -204,16 +207,16 @@ export async function readTable(docker: Docker, network: string): Promise<Overla
 
 /**
  * The scope's instances (`own`: its labels) on the overlays the sandbox has an address on (`networks`:
- * its inspect's): running on the other ready nodes, and any on the manager itself.
+ * its inspect's): running on the other ready nodes, and any on the manager itself (`managerNodeId`).
  */
 export async function instancesOnOverlays(
   docker: Docker,
   own: Record<string, string>,
   networks: Record<string, { IPAddress?: string }>,
-): Promise<RemoteInstance[]> {
+  managerNodeId: string,
+): Promise<OverlayInstance[]> {
   const label = [...Object.entries(own).map(([k, v]) => `${k}=${v}`), `${LABEL.role}=${ROLE.instance}`];
-  const [info, nodes, tasks] = await Promise.all([
-    docker.info() as Promise<{ Swarm?: { NodeID?: string } }>,
+  const [nodes, tasks] = await Promise.all([
     docker.listNodes() as Promise<{ ID: string; Status?: { State?: string; Addr?: string } }[]>,
     docker.listTasks({ filters: { label, "desired-state": ["running"] } }) as Promise<TaskRead[]>,
   ]);
@@ -228,7 +231,7 @@ export async function instancesOnOverlays(
       .map(([name]) => name),
   );
   return tasks.flatMap((t) => {
-    const local = t.NodeID === info.Swarm?.NodeID;
+    const local = t.NodeID === managerNodeId;
     // Elsewhere, a running one on a ready node; here, any the swarm runs or brings back (it joins soon).
     const nodeAddress = local ? "" : addressOf.get(t.NodeID ?? "");
     if (nodeAddress === undefined || (!local && t.Status?.State !== "running")) return [];
@@ -239,4 +242,10 @@ export async function instancesOnOverlays(
       return [{ network, address, nodeAddress, ...(local ? { local } : {}) }];
     });
   });
+}
+
+/** The manager's own node id (the engine's `info`): it does not change, so a watch reads it once. */
+export async function managerNodeId(docker: Docker): Promise<string> {
+  const info = (await docker.info()) as { Swarm?: { NodeID?: string } };
+  return info.Swarm?.NodeID ?? "";
 }

@@ -7,11 +7,11 @@ import type Docker from "dockerode";
 import {
   instancesOnOverlays,
   OVERLAY_SYNC,
+  type OverlayInstance,
   type OverlaySyncDeps,
   type OverlayTable,
   overlayState,
   overlayTable,
-  type RemoteInstance,
   syncOverlays,
 } from "../../../src/adapters/edge/overlay-sync.js";
 
@@ -20,8 +20,8 @@ const table = (peers: string[], endpoints: string[]): OverlayTable => ({
   endpoints: new Set(endpoints),
 });
 
-const a2: RemoteInstance = { network: "a", address: "10.0.1.2", nodeAddress: "192.168.1.12" };
-const a4: RemoteInstance = { network: "a", address: "10.0.1.4", nodeAddress: "192.168.1.13" };
+const a2: OverlayInstance = { network: "a", address: "10.0.1.2", nodeAddress: "192.168.1.12" };
+const a4: OverlayInstance = { network: "a", address: "10.0.1.4", nodeAddress: "192.168.1.13" };
 
 test("an overlay is synced when its table has every instance elsewhere, stale when their nodes are peers, else waiting", () => {
   assert.equal(
@@ -46,7 +46,7 @@ test("an overlay is synced when its table has every instance elsewhere, stale wh
 });
 
 test("an instance on the manager holds the overlay joined there: a rejoin would sync nothing, so none is asked", () => {
-  const local: RemoteInstance = { network: "a", address: "10.0.1.3", nodeAddress: "", local: true };
+  const local: OverlayInstance = { network: "a", address: "10.0.1.3", nodeAddress: "", local: true };
   const peers = ["192.168.1.11", "192.168.1.12", "192.168.1.13"];
   assert.equal(overlayState([a2, local], table(peers, ["10.0.1.9"])), "held");
   assert.equal(
@@ -73,7 +73,7 @@ test("the table is read from the engine's verbose inspect: peers by address, eve
 
 /** A fake sandbox: the instances elsewhere, and each overlay's table at read `n` (1-based) and after rejoins. */
 function fake(
-  remote: RemoteInstance[],
+  remote: OverlayInstance[],
   tableAt: (network: string, read: number, rejoins: number) => OverlayTable | null,
 ) {
   let clock = 0;
@@ -82,7 +82,7 @@ function fake(
   const rejoins: { network: string; at: number }[] = [];
   const tables: string[] = [];
   const deps: OverlaySyncDeps = {
-    remoteInstances: async () => {
+    instances: async () => {
       read++;
       return remote;
     },
@@ -129,7 +129,7 @@ test("an instance missing for one read only (a task just started, its entry on i
 });
 
 test("a rejoin that did not sync is tried again only after settleMs, and only the stale overlay", async () => {
-  const b: RemoteInstance = { network: "b", address: "10.0.2.2", nodeAddress: "192.168.1.12" };
+  const b: OverlayInstance = { network: "b", address: "10.0.2.2", nodeAddress: "192.168.1.12" };
   const f = fake([a2, b], (network, _, rejoins) =>
     network === "b" || rejoins >= 2 ? table(PEERS, [b.address, a2.address]) : table(PEERS, []),
   );
@@ -144,7 +144,7 @@ test("reads that list no instance elsewhere (nodes still unknown after the resta
   const f = fake([a2], () => table(PEERS, ["10.0.1.2"]));
   const deps: OverlaySyncDeps = {
     ...f.deps,
-    remoteInstances: async () => (++listed <= 10 ? [] : [a2]),
+    instances: async () => (++listed <= 10 ? [] : [a2]),
   };
   assert.deepEqual(await syncOverlays(deps), []);
   assert.equal(f.clock(), (10 + OVERLAY_SYNC.doneReads) * OVERLAY_SYNC.periodMs);
@@ -164,8 +164,8 @@ test("the watch gives up after windowMs, and a sandbox made again starts it over
 });
 
 test("an overlay held by an instance on the manager is never rejoined; the others still are", async () => {
-  const held: RemoteInstance = { network: "h", address: "10.0.3.2", nodeAddress: "192.168.1.12" };
-  const local: RemoteInstance = { network: "h", address: "10.0.3.3", nodeAddress: "", local: true };
+  const held: OverlayInstance = { network: "h", address: "10.0.3.2", nodeAddress: "192.168.1.12" };
+  const local: OverlayInstance = { network: "h", address: "10.0.3.3", nodeAddress: "", local: true };
   const f = fake([a2, held, local], (network, _, rejoins) =>
     network === "a" && rejoins > 0 ? table(PEERS, [a2.address]) : table(PEERS, []),
   );
@@ -196,7 +196,6 @@ test("the instances read from the manager: others' running ones on ready nodes, 
   });
   let filters: unknown;
   const docker = {
-    info: async () => ({ Swarm: { NodeID: "m" } }),
     listNodes: async () => [
       { ID: "m", Status: { State: "ready", Addr: "192.168.1.11" } },
       { ID: "w1", Status: { State: "ready", Addr: "192.168.1.12" } },
@@ -241,6 +240,7 @@ test("the instances read from the manager: others' running ones on ready nodes, 
       "pier-app-b": { IPAddress: "10.0.2.9" },
       "pier-app-c": { IPAddress: "" },
     },
+    "m",
   );
   assert.deepEqual(got, [
     { network: "pier-app-a", address: "10.0.1.2", nodeAddress: "192.168.1.12" },
