@@ -151,7 +151,14 @@ async function startRecovery(b: Base, s: Services, a: AppServices): Promise<{ st
   edge.watch(1000, () => instances.refreshEdge());
   // Certificates: those missing on the edge installed, then every due issue or renewal (and every minute).
   domains.start();
-  return startEngineLoop({ engine, store, instances, reconcileAll, logger });
+  const events = startEngineLoop({ engine, store, instances, reconcileAll, logger });
+  const rebalance = a.rebalancer?.watch();
+  return {
+    stop: () => {
+      events.stop();
+      rebalance?.stop();
+    },
+  };
 }
 
 /** The management API (and the console), listening. */
@@ -171,6 +178,7 @@ async function startApi(b: Base, s: Services, r: Runtimes, a: AppServices): Prom
       (node) => s.addons.pinnedTo(node),
       () => b.engine.listInstances({}),
       b.swarm?.guards,
+      a.rebalancer ? (why) => a.rebalancer?.rebalance(why) ?? Promise.resolve([]) : undefined,
     ),
     logger: logger.child({ part: "api" }),
     maxBodyBytes: config.apiMaxBodyBytes,

@@ -25,6 +25,9 @@ export interface JoinCommandView {
 /** A node as `pier nodes` lists it: with how many of Pier's instances run there now, and whether guarded. */
 export type NodeView = ClusterNode & { instances: number } & NodeGuard;
 
+/** A node activated, with the apps being redeployed to spread their instances onto it again (by name). */
+export type ActivatedNode = ClusterNode & { rebalancing: string[] };
+
 /** Pier's instances, where each runs (InstanceInfo's `node` and `running`). */
 export type PlacedInstances = () => Promise<readonly { node?: string; running: boolean }[]>;
 
@@ -43,6 +46,8 @@ export class NodeService {
     private readonly placed: PlacedInstances = async () => [],
     /** The node guard's service and tasks (ADR 0019 on a swarm); none given: isolation off. */
     private readonly guards: () => Promise<GuardReport> = async () => ({ isolation: false }),
+    /** Starts spreading the apps that crowd other nodes (`why`: the cause of their redeploys); their names. */
+    private readonly rebalance: (why: string) => Promise<string[]> = async () => [],
   ) {}
 
   private port(): Nodes {
@@ -110,8 +115,13 @@ export class NodeService {
     return port.setAvailability(node.id, "drain");
   }
 
-  async activate(name: string): Promise<ClusterNode> {
+  /**
+   * Lets `name` take work again, and starts moving instances onto it: each app whose instances crowd other
+   * nodes is redeployed from its current image, one after the other (`rebalancing`: their names).
+   */
+  async activate(name: string): Promise<ActivatedNode> {
     const port = this.port();
-    return port.setAvailability(findNode(await port.listNodes(), name).id, "active");
+    const node = await port.setAvailability(findNode(await port.listNodes(), name).id, "active");
+    return { ...node, rebalancing: await this.rebalance(`${node.name} activated`) };
   }
 }

@@ -20,6 +20,7 @@ import { hostKey, hostPublicKey } from "./git-ssh.js";
 import { Instances } from "./instances.js";
 import { AppLimits } from "./limits.js";
 import type { Networks } from "./networks.js";
+import { Rebalancer } from "./rebalancer.js";
 import { DockerRuntime } from "./runtimes/docker.js";
 import { NodeRuntime } from "./runtimes/node.js";
 import { PhpRuntime } from "./runtimes/php.js";
@@ -167,6 +168,17 @@ export function createAppServices(b: Base, s: Services, r: Runtimes) {
     dropCertificates: () => s.domains.removeOrphans(),
     registry: b.swarm?.releases ?? null,
   });
-  return { limits, deployer, apps };
+  // On a swarm, instances spread again over a node that takes work again (ADR 0030).
+  const rebalancer =
+    b.nodes &&
+    new Rebalancer({
+      nodes: b.nodes,
+      engine,
+      store,
+      deployer,
+      pinned: async (appId) => (await s.addons.buckets(appId)).some((bucket) => !!bucket.node),
+      logger: logger.child({ part: "rebalancer" }),
+    });
+  return { limits, deployer, apps, rebalancer };
 }
 export type AppServices = ReturnType<typeof createAppServices>;

@@ -58,6 +58,35 @@ const serving = (info: LabInfo, appId: string, n: number) =>
     return p.length === n ? p : undefined;
   });
 
+/**
+ * Runs `work` while `lanes` loops request the app through the edge, one request after the other each
+ * (bounded: 4 minutes, 20 000 requests); what `work` returned, the requests answered 200, the others.
+ */
+async function underLoad<T>(pier: Pier, lanes: number, work: () => Promise<T>) {
+  let ok = 0;
+  const failures: string[] = [];
+  let running = true;
+  const deadline = Date.now() + 240_000;
+  const loop = async () => {
+    while (running && Date.now() < deadline && ok + failures.length < 20_000) {
+      try {
+        const r = await pier.get("web", "/");
+        if (r.status === 200) ok++;
+        else failures.push(`${r.status} ${r.body.slice(0, 100)}`);
+      } catch (e) {
+        failures.push((e as Error).message);
+      }
+    }
+  };
+  const loops = Array.from({ length: lanes }, loop);
+  try {
+    return { result: await work(), ok, failures };
+  } finally {
+    running = false;
+    await Promise.all(loops);
+  }
+}
+
 /** The lab registry's host: the one private address the file's Pier allows (PIER_EGRESS_ALLOW). */
 const REGISTRY_HOST = (info: LabInfo) => info.registry.address.split(":")[0] as string;
 
@@ -103,31 +132,13 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
   });
 
   test("a redeploy under load drops no request, and the new release serves", async () => {
-    let ok = 0;
-    const failures: string[] = [];
-    let running = true;
-    const deadline = Date.now() + 240_000;
-    const loop = async () => {
-      while (running && Date.now() < deadline && ok + failures.length < 20_000) {
-        try {
-          const r = await pier.get("web", "/");
-          if (r.status === 200) ok++;
-          else failures.push(`${r.status} ${r.body.slice(0, 100)}`);
-        } catch (e) {
-          failures.push((e as Error).message);
-        }
-      }
-    };
-    const loops = [loop(), loop()];
     const v2 = NODE_DOCKER_APP["server.js"]!.replace(
       'process.env.APP_VERSION || "1"',
       'process.env.APP_VERSION || "2"',
     );
     assert.notEqual(v2, NODE_DOCKER_APP["server.js"]);
     await pier.commit(dir, { "server.js": v2 }, "v2");
-    const push = await pier.push(dir);
-    running = false;
-    await Promise.all(loops);
+    const { result: push, ok, failures } = await underLoad(pier, 2, () => pier.push(dir));
     assert.equal(push.code, 0, push.stderr);
     assert.deepEqual(
       failures.slice(0, 5),
@@ -398,5 +409,38 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
     } finally {
       await lab("start", victim.node);
     }
+  });
+
+  test("the node back: Pier spreads the app's instances over every node again, by a redeploy that drops no request", async () => {
+    // The swarm left the lost node's instance on the nodes left; Pier moves one back once the node stayed
+    // ready 10 s (rebalancer.ts), through a redeploy of the current release.
+    const {
+      result: spread,
+      ok,
+      failures,
+    } = await underLoad(pier, 1, () =>
+      until("3 instances on 3 nodes", 180, async () => {
+        const p = await placements(info, web.id);
+        return p.length === 3 && new Set(p.map((x) => x.node)).size === 3 ? p : undefined;
+      }),
+    );
+    assert.equal(new Set(spread.map((p) => p.node)).size, 3);
+    assert.deepEqual(
+      failures.slice(0, 5),
+      [],
+      `${failures.length} of ${ok + failures.length} requests failed`,
+    );
+    assert.ok(ok > 20, `only ${ok} requests while the instances moved`);
+    const deployments = await pier.cliJson<{ cause: string; state: string }[]>([
+      "deployments",
+      "--app",
+      "web",
+    ]);
+    assert.match(
+      deployments[0]?.cause ?? "",
+      /^rebalance: node\d takes work again$/,
+      JSON.stringify(deployments[0]),
+    );
+    assert.equal(deployments[0]?.state, "succeeded");
   });
 });

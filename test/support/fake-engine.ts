@@ -355,6 +355,7 @@ export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
         labels: { ...c.labels },
         running: c.running,
         http: c.http ?? labelTarget(c.labels, LABEL.httpTarget),
+        ...(c.node ? { node: c.node } : {}),
       }));
   }
 

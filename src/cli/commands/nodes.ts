@@ -21,7 +21,9 @@ const USAGE = `Usage: pier nodes [--format human|json]
   join-command  what a new machine runs to join the swarm (a worker; --manager: a manager). The token
                 in it lets a machine into the swarm: keep it secret
   drain         moves a node's work to the other nodes (refused for the last active, ready node)
-  activate      lets a drained node take work again
+  activate      lets a drained node take work again; the apps whose instances crowd the other
+                nodes are redeployed, one after the other, to spread onto it (named on stderr;
+                a node that comes back after a loss gets the same 10 s after it is ready)
 
 Options:
       --manager                the join command of a manager (join-command)
@@ -102,13 +104,23 @@ export const nodes: Command = {
         }
         return 0;
       }
-      case "drain":
+      case "drain": {
+        const [name] = takePositionals("nodes", rest, 1, 1, "the node NAME: pier nodes drain node2");
+        const n = await api().call("POST /v1/nodes/:node/drain", { params: { node: name as string } });
+        ctx.out(format === "json" ? json(n) : `Drained ${describeNode(n)}.\n`);
+        return 0;
+      }
       case "activate": {
-        const [name] = takePositionals("nodes", rest, 1, 1, `the node NAME: pier nodes ${sub} node2`);
-        const key = sub === "drain" ? "POST /v1/nodes/:node/drain" : "POST /v1/nodes/:node/activate";
-        const n = await api().call(key, { params: { node: name as string } });
+        const [name] = takePositionals("nodes", rest, 1, 1, "the node NAME: pier nodes activate node2");
+        const n = await api().call("POST /v1/nodes/:node/activate", { params: { node: name as string } });
         if (format === "json") ctx.out(json(n));
-        else ctx.out(`${sub === "drain" ? "Drained" : "Activated"} ${describeNode(n)}.\n`);
+        else {
+          ctx.out(`Activated ${describeNode(n)}.\n`);
+          if (n.rebalancing.length > 0)
+            ctx.err(
+              `Spreading these apps onto ${n.name}, one after the other (each a redeploy of its current release, "rebalance" in pier deployments): ${n.rebalancing.join(", ")}\n`,
+            );
+        }
         return 0;
       }
       default:

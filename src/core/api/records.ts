@@ -287,6 +287,9 @@ export const ListedNode = ClusterNode.extend({
   guardProblem: z.string().nullable(),
 });
 
+/** A node activated, with the apps being redeployed, one after the other, to spread onto it again (names). */
+export const ActivatedNode = ClusterNode.extend({ rebalancing: z.array(z.string()) });
+
 /** What a new machine runs to join the swarm; `token` and `command` hold the swarm's join secret. */
 export const JoinCommand = z.looseObject({
   role: z.enum(NODE_ROLES),

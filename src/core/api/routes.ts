@@ -398,8 +398,9 @@ export const ROUTES = {
   },
   "POST /v1/nodes/:node/activate": {
     access: "admin",
-    summary: "Let a drained node take work again",
-    responses: { 200: json(r.ClusterNode) },
+    summary:
+      "Let a drained node take work again; apps whose instances crowd the other nodes are redeployed to spread onto it (`rebalancing`)",
+    responses: { 200: json(r.ActivatedNode) },
   },
 } as const satisfies Record<string, RouteSpec>;
 

@@ -1,0 +1,162 @@
+// Instances spread again when a node takes work again (issue 18, ADR 0030): the swarm places a lost or
+// drained node's instances on the nodes left and never moves them back. When a node is activated, or comes
+// back ready, each app whose instances crowd some nodes (core/rebalance.ts) is redeployed from its current
+// image: the deploy places its new instances over every node that takes work (swarm-placement.ts), and its
+// gate and switch keep the app serving throughout; a failure leaves it as it was. One app at a time, so a
+// node that just came back is not handed every app's starts at once.
+import type { Logger } from "pino";
+import { LABEL } from "../core/labels.js";
+import type { Nodes, ReleaseInstances, Store } from "../core/ports.js";
+import { crowdedApps, takesWork } from "../core/rebalance.js";
+import type { Deployer } from "./deployer.js";
+
+export interface RebalancerDeps {
+  nodes: Pick<Nodes, "listNodes">;
+  engine: Pick<ReleaseInstances, "listRoutable">;
+  store: Pick<Store, "listApps" | "findApp" | "currentRelease">;
+  deployer: Pick<Deployer, "enqueue" | "isBusy">;
+  /** Whether the app's instances are held on one node (an fs bucket's data there): never moved. */
+  pinned: (appId: string) => Promise<boolean>;
+  logger: Logger;
+  /** How often the nodes are listed to see one come back (5 s). */
+  pollMs?: number;
+  /** How long a node that came back must stay ready before instances move to it (10 s). */
+  settleMs?: number;
+}
+
+/** The apps that crowd some nodes, by id and name. */
+interface Crowded {
+  id: string;
+  name: string;
+}
+
+export class Rebalancer {
+  /** The pass under way (passes never overlap: a later one sees what the earlier moved). */
+  private pass: Promise<void> = Promise.resolve();
+
+  constructor(private readonly deps: RebalancerDeps) {}
+
+  /**
+   * The apps (of `apps`, or every app) whose serving instances crowd some nodes now: not stopped, not a
+   * task, not pinned, not deploying. One list of the nodes and one of the instances (of the one app when
+   * there is one).
+   */
+  async crowded(only?: string): Promise<Crowded[]> {
+    const { store, engine, nodes, deployer, pinned } = this.deps;
+    const [all, listed, instances] = await Promise.all([
+      nodes.listNodes(),
+      store.listApps(),
+      engine.listRoutable(only ? { [LABEL.app]: only } : {}),
+    ]);
+    const apps = listed.filter(
+      (a) => (!only || a.id === only) && !a.stopped && !a.task && !deployer.isBusy(a.id),
+    );
+    const serving = new Map<string, string>();
+    for (const app of apps) {
+      const release = await store.currentRelease(app.id);
+      if (release && !release.task) serving.set(app.id, release.deploymentId);
+    }
+    const out: Crowded[] = [];
+    for (const id of crowdedApps(all, instances, serving))
+      if (!(await pinned(id))) out.push({ id, name: apps.find((a) => a.id === id)?.name ?? id });
+    return out;
+  }
+
+  /**
+   * Finds the apps that crowd some nodes and starts moving them (`why` goes into each redeploy's cause, e.g.
+   * "node3 activated"); their names. The moves run after any pass under way, one app at a time, each
+   * checked again just before (a deploy meanwhile may have spread it already).
+   */
+  async rebalance(why: string): Promise<string[]> {
+    const found = await this.crowded();
+    if (found.length === 0) return [];
+    const previous = this.pass;
+    this.pass = (async () => {
+      await previous;
+      for (const app of found) await this.move(app, why);
+    })();
+    return found.map((a) => a.name);
+  }
+
+  /** Redeploys one app from its current image if it still crowds some nodes; waits for that deploy. */
+  private async move(app: Crowded, why: string): Promise<void> {
+    const { store, deployer, logger } = this.deps;
+    try {
+      if ((await this.crowded(app.id)).length === 0) return;
+      const found = await store.findApp(app.id);
+      const release = found ? await store.currentRelease(found.id) : null;
+      if (!found || !release) return;
+      logger.info({ app: app.name, why }, "instances crowd some nodes: redeploying the app to spread them");
+      const { done } = await deployer.enqueue(found, {
+        commit: release.commit,
+        cause: `rebalance: ${why}`,
+        withoutCache: false,
+        reuseCurrentImage: true,
+      });
+      const d = await done;
+      if (d.state !== "succeeded")
+        logger.warn(
+          { app: app.name, state: d.state, reason: d.reason },
+          "the rebalance's redeploy did not succeed: the app is as it was",
+        );
+    } catch (err) {
+      // A newer push queued meanwhile (its deploy places the instances anew), the app deleted: nothing to do.
+      logger.info({ app: app.name, err: (err as Error).message }, "no rebalance of this app");
+    }
+  }
+
+  /** Waits for the moves under way (tests, shutdown). */
+  settled(): Promise<void> {
+    return this.pass;
+  }
+
+  /**
+   * Lists the nodes every `pollMs`; a node that takes work again (it came back ready, or was activated
+   * outside Pier) starts a rebalance once it stayed so for `settleMs`. A failed list (the manager's engine
+   * restarting) changes nothing.
+   */
+  watch(): { stop(): void } {
+    const { nodes, logger } = this.deps;
+    let open: Set<string> | null = null;
+    let timer: NodeJS.Timeout | null = null;
+    let back = new Set<string>();
+    let listing = false;
+    const poll = setInterval(() => {
+      if (listing) return;
+      listing = true;
+      void nodes
+        .listNodes()
+        .finally(() => {
+          listing = false;
+        })
+        .then(
+          (all) => {
+            const now = new Set(all.filter(takesWork).map((n) => n.name));
+            const returned = open ? [...now].filter((n) => !open?.has(n)) : [];
+            open = now;
+            if (returned.length === 0) return;
+            for (const n of returned) back.add(n);
+            if (timer) clearTimeout(timer);
+            timer = setTimeout(() => {
+              timer = null;
+              const names = [...back].filter((n) => open?.has(n));
+              back = new Set();
+              if (names.length === 0) return;
+              const why = `${names.join(", ")} ${names.length === 1 ? "takes" : "take"} work again`;
+              void this.rebalance(why).then(
+                (apps) => apps.length > 0 && logger.info({ apps, why }, "spreading apps onto a node back"),
+                (err) => logger.warn({ err }, "could not look for apps to spread"),
+              );
+            }, this.deps.settleMs ?? 10_000);
+          },
+          () => undefined,
+        );
+    }, this.deps.pollMs ?? 5_000);
+    return {
+      stop: () => {
+        clearInterval(poll);
+        if (timer) clearTimeout(timer);
+      },
+    };
+  }
+}

@@ -1,0 +1,163 @@
+// Instances spread again when a node takes work again (src/server/rebalancer.ts, ADR 0030), over the fake
+// nodes, the fake engine and the in-memory store: which apps move (crowded, serving, not pinned, not busy),
+// one after the other, each checked again before its redeploy, and a node back after a loss seen by the watch.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import pino from "pino";
+import type { App, Deployment } from "../../../src/core/model.js";
+import type { DeployRequest } from "../../../src/server/deploy/context.js";
+import { Rebalancer } from "../../../src/server/rebalancer.js";
+import { newApp } from "../../conformance/store.js";
+import { FakeEngine } from "../../support/fake-engine.js";
+import { FakeNodes } from "../../support/fake-nodes.js";
+import { MemoryStore } from "../../support/memory-store.js";
+
+/** An app with its current release (deployment `d-<name>`) and its instances on these nodes. */
+async function seed(
+  store: MemoryStore,
+  engine: FakeEngine,
+  name: string,
+  nodes: string[],
+  extra: { task?: string; stopped?: boolean } = {},
+) {
+  const appId = `app-${name}`;
+  await store.createApp(newApp(name, { id: appId, task: extra.task ?? null }));
+  if (extra.stopped) await store.updateApp(appId, { stopped: true });
+  await store.createDeployment({ id: `d-${name}`, appId, commit: "c1", cause: "push", withoutCache: false });
+  const release = {
+    id: `r-${name}`,
+    appId,
+    deploymentId: `d-${name}`,
+    image: "img",
+    commit: "c1",
+    env: {},
+    httpPort: 8080,
+    tcpPort: null,
+    task: false,
+  };
+  await store.commitRelease(release, {}, new Date().toISOString());
+  for (const [n, node] of nodes.entries())
+    engine.addInstance({
+      id: `${name}-${n}`,
+      labels: { "pier.app": appId, "pier.deployment": `d-${name}` },
+      node,
+    });
+  return appId;
+}
+
+/** The deployer as the rebalancer uses it: each enqueue recorded; its deploy ends when the test says. */
+class Deploys {
+  readonly asked: { app: string; req: DeployRequest }[] = [];
+  readonly busy = new Set<string>();
+  private ends: (() => void)[] = [];
+  hold = false;
+
+  async enqueue(app: App, req: DeployRequest) {
+    this.asked.push({ app: app.name, req });
+    this.busy.add(app.id);
+    const deployment = { id: `dep-${this.asked.length}`, appId: app.id, state: "succeeded" } as Deployment;
+    const done = new Promise<Deployment>((resolve) => {
+      const end = () => {
+        this.busy.delete(app.id);
+        resolve(deployment);
+      };
+      if (this.hold) this.ends.push(end);
+      else end();
+    });
+    return { deployment, done };
+  }
+  isBusy(appId: string) {
+    return this.busy.has(appId);
+  }
+  release() {
+    for (const end of this.ends.splice(0)) end();
+  }
+}
+
+async function setUp() {
+  const store = new MemoryStore();
+  const engine = new FakeEngine();
+  const nodes = new FakeNodes();
+  const deploys = new Deploys();
+  const pinnedApps = new Set<string>();
+  const rebalancer = new Rebalancer({
+    nodes,
+    engine,
+    store,
+    deployer: deploys,
+    pinned: async (id) => pinnedApps.has(id),
+    logger: pino({ level: "silent" }),
+    pollMs: 10,
+    settleMs: 40,
+  });
+  return { store, engine, nodes, deploys, pinnedApps, rebalancer };
+}
+
+const names = (d: Deploys) => d.asked.map((a) => a.app);
+
+describe("the rebalancer", () => {
+  test("moves the apps that crowd some nodes, from their current image, and says which", async () => {
+    const { store, engine, deploys, pinnedApps, rebalancer } = await setUp();
+    await seed(store, engine, "web", ["node1", "node1", "node2"]);
+    await seed(store, engine, "even", ["node1", "node2", "node3"]);
+    pinnedApps.add(await seed(store, engine, "bucket", ["node2", "node2", "node2"]));
+    await seed(store, engine, "stopped", ["node1", "node1"], { stopped: true });
+    await seed(store, engine, "job", ["node1", "node1"], { task: "node job.js" });
+    const busy = await seed(store, engine, "busy", ["node1", "node1"]);
+    deploys.busy.add(busy);
+    assert.deepEqual(await rebalancer.rebalance("node3 activated"), ["web"]);
+    await rebalancer.settled();
+    assert.deepEqual(names(deploys), ["web"]);
+    assert.deepEqual(deploys.asked[0]?.req, {
+      commit: "c1",
+      cause: "rebalance: node3 activated",
+      withoutCache: false,
+      reuseCurrentImage: true,
+    });
+  });
+
+  test("one app after the other, each looked at again before its redeploy", async () => {
+    const { store, engine, deploys, rebalancer } = await setUp();
+    await seed(store, engine, "a", ["node1", "node1", "node1"]);
+    await seed(store, engine, "b", ["node2", "node2", "node1"]);
+    deploys.hold = true;
+    assert.deepEqual(await rebalancer.rebalance("node3 activated"), ["a", "b"]);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(names(deploys), ["a"], "b waits for a's deploy");
+    // Meanwhile a push placed b's instances one per node: there is nothing left to move.
+    for (const i of engine.instances) if (i.id === "b-0") i.node = "node3";
+    deploys.release();
+    await rebalancer.settled();
+    assert.deepEqual(names(deploys), ["a"]);
+  });
+
+  test("nothing crowded, or one node that takes work: nothing moves", async () => {
+    const { store, engine, nodes, deploys, rebalancer } = await setUp();
+    await seed(store, engine, "web", ["node1", "node1", "node1"]);
+    for (const n of nodes.nodes) if (n.name !== "node1") n.state = "down";
+    assert.deepEqual(await rebalancer.rebalance("node2 activated"), []);
+    await rebalancer.settled();
+    assert.deepEqual(names(deploys), []);
+  });
+
+  test("the watch: a node back after a loss, once it stayed ready, spreads the crowded apps onto it", async () => {
+    const { store, engine, nodes, deploys, rebalancer } = await setUp();
+    await seed(store, engine, "web", ["node1", "node1", "node2"]);
+    const node3 = nodes.nodes.find((n) => n.name === "node3");
+    assert.ok(node3);
+    node3.state = "down";
+    const watch = rebalancer.watch();
+    try {
+      await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(names(deploys), [], "a node down: nothing to spread onto");
+      node3.state = "ready";
+      const deadline = Date.now() + 2000;
+      while (deploys.asked.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      await rebalancer.settled();
+      assert.deepEqual(names(deploys), ["web"]);
+      assert.equal(deploys.asked[0]?.req.cause, "rebalance: node3 takes work again");
+    } finally {
+      watch.stop();
+    }
+  });
+});
