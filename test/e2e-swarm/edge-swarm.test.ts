@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { after, before, describe, test } from "node:test";
-import { hostPidOf } from "../../src/adapters/edge/edge-sandbox.js";
+import { hostPidOf } from "../../src/adapters/edge/sandbox-netns.js";
 import { isolationTable } from "../../src/core/isolation.js";
 import { DEFAULT_SUBNET_POOL } from "../../src/core/subnets.js";
 import { NODE_DOCKER_APP, type Pier, scopeOf } from "../e2e/harness.js";

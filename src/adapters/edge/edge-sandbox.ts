@@ -5,15 +5,16 @@
 // forwards nothing between the overlays it joins (ip_forward is 0 in it): apps stay apart. Pier's subnet
 // pool is unreachable in it but for the overlays it is on, so it joins them while the edge already serves.
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, openSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { closeSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { LABEL } from "../../core/labels.js";
 import { exec } from "../exec.js";
 import { closePoolByRules } from "../pool-route.js";
-import { instancesOnOverlays, managerNodeId, readTable, syncOverlays } from "./overlay-sync.js";
 import { connectThroughDialer, type EdgePlace } from "./reach.js";
+import { hostPidOf, linkNames, netnsOf, openHandle } from "./sandbox-netns.js";
+import { SandboxOverlays } from "./sandbox-overlays.js";
 
 const DIALER = fileURLToPath(new URL("./dialer.js", import.meta.url));
 const ROLE_EDGE = "edge";
@@ -39,86 +40,6 @@ export interface EdgeSandboxOptions {
 
 type Inspected = Awaited<ReturnType<Docker.Container["inspect"]>>;
 
-const netnsOf = (pid: number): string | null => {
-  try {
-    return readlinkSync(`/proc/${pid}/ns/net`);
-  } catch {
-    return null;
-  }
-};
-
-/** Whether process `pid` belongs to container `id` (its cgroup path names the container's full id). */
-function inContainer(pid: number, id: string): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/cgroup`, "utf8").includes(id);
-  } catch {
-    return false;
-  }
-}
-
-/**
- * The container's process as this process sees it. The engine says its pid in the engine's own PID
- * namespace, which is this one's on a plain manager; when the engine runs in a namespace of its own (as the
- * swarm lab's nodes do) the process is found by its cgroup, which names the container.
- */
-export function hostPidOf(id: string, enginePid: number): number | null {
-  if (enginePid > 0 && inContainer(enginePid, id)) return enginePid;
-  for (const entry of readdirSync("/proc")) {
-    const pid = Number(entry);
-    if (Number.isInteger(pid) && pid > 0 && inContainer(pid, id)) return pid;
-  }
-  return null;
-}
-
-/** A read handle on a process's network namespace; null when the process is gone. */
-function openHandle(pid: number): number | null {
-  try {
-    return openSync(`/proc/${pid}/ns/net`, "r");
-  } catch {
-    return null;
-  }
-}
-
-/** The interface names of `ip -o link show` (`2: eth0@if18: <...>`: the name before any `@`). */
-export function linkNames(out: string): string[] {
-  return out
-    .split("\n")
-    .map((l) => /^\d+:\s+([^:@\s]+)/.exec(l)?.[1])
-    .filter((n): n is string => n !== undefined);
-}
-
-const networkIds = (c: Inspected) =>
-  new Set(Object.values(c.NetworkSettings.Networks ?? {}).map((n) => n.NetworkID));
-
-/**
- * The networks the sandbox is on with an address there: joined for real. A connect made while the swarm's
- * manager was not ready yet (right after its dockerd started) can leave an attachment with no address,
- * which reaches nothing and which the engine keeps (seen on the lab: the edge then never served that app).
- */
-export const addressedIds = (
-  networks: Record<string, { NetworkID: string; IPAddress?: string }>,
-): Set<string> =>
-  new Set(
-    Object.values(networks)
-      .filter((n) => (n.IPAddress ?? "") !== "")
-      .map((n) => n.NetworkID),
-  );
-
-/**
- * Joins each network in turn; one that fails is reported and the others are still joined: one app's
- * network the engine cannot attach (it timed out once in 18 sandbox restarts on the lab) must not keep
- * the edge, and so every other app, from serving.
- */
-export async function joinEach(
-  networks: readonly string[],
-  join: (network: string) => Promise<void>,
-): Promise<{ network: string; message: string }[]> {
-  const failed: { network: string; message: string }[] = [];
-  for (const network of networks)
-    await join(network).catch((e: Error) => failed.push({ network, message: e.message }));
-  return failed;
-}
-
 export class EdgeSandbox implements EdgePlace {
   private readonly name: string;
   /** The sandbox's process and network namespace when prepare() last saw it running. */
@@ -126,17 +47,22 @@ export class EdgeSandbox implements EdgePlace {
   /** An open handle on that namespace: it outlives the sandbox, so Pier can still empty it (retire()). */
   private handle: number | null = null;
   private dialer: ChildProcess | null = null;
-  /** A join of the last walk of the overlays failed: the next prepare() walks them again. */
-  private unjoined = false;
-  /** The walk of the overlays under way (joins run in the background once the pool is closed). */
-  private walking: Promise<void> | null = null;
-  /** The watch of the overlays' tables after the sandbox was made (overlay-sync.ts), while it runs. */
-  private syncing: Promise<void> | null = null;
-  /** How many namespaces prepare() has seen: the watch starts over when it goes up. */
+  /** How many namespaces prepare() has seen: the overlays' watch starts over when it goes up. */
   private generation = 0;
+  /** The app overlays it is on. */
+  private readonly overlays: SandboxOverlays;
 
   constructor(private readonly opts: EdgeSandboxOptions) {
     this.name = `pier-edge-${opts.scope}`;
+    this.overlays = new SandboxOverlays({
+      docker: opts.docker,
+      name: this.name,
+      own: this.own,
+      inspect: () => this.inspect(),
+      prepared: () => this.current !== null,
+      generation: () => this.generation,
+      ...(opts.logger ? { logger: opts.logger } : {}),
+    });
   }
 
   private get own(): Record<string, string> {
@@ -179,47 +105,14 @@ export class EdgeSandbox implements EdgePlace {
     // (unless a join failed: the next reload tries it again).
     if (changed && !(await this.closePool())) {
       // Without the pool closed, an unjoined app's traffic would leave by the default route: join first.
-      await this.joinAll();
-    } else if (changed || this.unjoined) this.walkInBackground();
+      await this.overlays.joinAll();
+    } else if (changed || this.overlays.unjoined) this.overlays.walkInBackground();
     if (changed || !this.dialerAlive()) await this.startDialer();
     if (changed) {
       this.generation++;
-      this.syncInBackground();
+      this.overlays.syncInBackground();
     }
     return this.prefix();
-  }
-
-  /** Watches the overlays' tables on the manager, and rejoins those the gossip left stale (overlay-sync.ts). */
-  private syncInBackground(): void {
-    if (this.syncing) return;
-    let self: string | null = null; // read once it answers
-    this.syncing = syncOverlays({
-      instances: async () => {
-        self ??= await managerNodeId(this.opts.docker);
-        const networks = (await this.inspect())?.NetworkSettings.Networks ?? {};
-        return instancesOnOverlays(this.opts.docker, this.own, networks, self);
-      },
-      table: (network) => readTable(this.opts.docker, network),
-      rejoin: (network) => this.rejoin(network),
-      generation: () => this.generation,
-      sleep: (ms) => new Promise((r) => setTimeout(r, ms).unref()),
-      now: Date.now,
-      ...(this.opts.logger ? { logger: this.opts.logger } : {}),
-    })
-      .then(() => undefined)
-      .catch((e: Error) => this.opts.logger?.warn({ err: e.message }, "edge: watching the overlays failed"))
-      .finally(() => {
-        this.syncing = null;
-      });
-  }
-
-  /** Leaves the overlay and joins it again (overlay-sync.ts says why). */
-  private async rejoin(network: string): Promise<void> {
-    await this.opts.docker
-      .getNetwork(network)
-      .disconnect({ Container: this.name, Force: true })
-      .catch(() => undefined);
-    await this.join(network);
   }
 
   /**
@@ -267,33 +160,6 @@ export class EdgeSandbox implements EdgePlace {
       "edge: could not make the subnet pool unreachable in the sandbox; every app's network is joined before the edge serves",
     );
     return false;
-  }
-
-  /**
-   * Overlays joined while the edge serves: each app is served once its own is (a join costs the engine
-   * 0.3-1 s, one at a time, so hundreds of apps would keep every app, and pier server's start, waiting).
-   */
-  private walkInBackground(): void {
-    if (this.walking) {
-      this.unjoined = true; // walked again when this walk ends
-      return;
-    }
-    this.walking = this.joinAll()
-      .catch((e: Error) => {
-        this.unjoined = true;
-        this.opts.logger?.warn({ err: e.message }, "edge: could not list the apps' networks to join");
-      })
-      .finally(() => {
-        this.walking = null;
-        if (this.unjoined && this.current) this.walkAgainLater();
-      });
-  }
-
-  /** A failed walk is tried again after a pause (not at once: the engine may be failing). */
-  private walkAgainLater(): void {
-    setTimeout(() => {
-      if (this.unjoined && this.current && !this.walking) this.walkInBackground();
-    }, 5000).unref();
   }
 
   private prefix(): string[] {
@@ -371,81 +237,16 @@ export class EdgeSandbox implements EdgePlace {
   }
 
   /**
-   * The scope's apps' overlays the sandbox is not on yet, joined (after a restart of Pier or of the
-   * sandbox). Not add-ons' networks: the edge routes to apps only.
+   * The sandbox joins an app's overlay (before the app's instances are routed to), with an address there;
+   * before prepare(), nothing: its walk joins every overlay.
    */
-  private async joinAll(): Promise<void> {
-    this.unjoined = false;
-    const sandbox = await this.inspect();
-    if (!sandbox) return;
-    const label = [...Object.entries(this.own).map(([k, v]) => `${k}=${v}`), LABEL.app];
-    const nets = await this.opts.docker.listNetworks({ filters: { label, driver: ["overlay"] } });
-    const on = addressedIds(sandbox.NetworkSettings.Networks ?? {});
-    const missing = nets.filter((n) => !on.has(n.Id)).map((n) => n.Name);
-    const failed = await joinEach(missing, (network) => this.join(network));
-    for (const f of failed)
-      this.opts.logger?.warn(
-        { network: f.network, err: f.message },
-        "edge: joining an app's network failed; its app is not served until a later walk joins it",
-      );
-    if (failed.length > 0) this.unjoined = true;
-  }
-
-  private async joined(): Promise<Set<string>> {
-    const c = await this.inspect();
-    return c ? networkIds(c) : new Set();
-  }
-
-  /**
-   * The sandbox joins an app's overlay (before the app's instances are routed to), with an address there:
-   * an attachment left without one is dropped and made again; one the engine makes without one fails the
-   * join (a later walk tries again).
-   */
-  async join(network: string): Promise<void> {
-    if (!this.current) return; // prepare() joins every overlay
-    await this.attach(network);
-    if (await this.addressedOn(network)) return;
-    await this.opts.docker
-      .getNetwork(network)
-      .disconnect({ Container: this.name, Force: true })
-      .catch(() => undefined);
-    await this.attach(network);
-    if (!(await this.addressedOn(network)))
-      throw new PierError("EDGE_ERROR", `The edge joined the network ${network} but got no address there.`);
-  }
-
-  /** Connects the sandbox to the network; attached already (a second call, a walk meanwhile) is fine. */
-  private async attach(network: string): Promise<void> {
-    try {
-      await this.opts.docker.getNetwork(network).connect({ Container: this.name });
-    } catch (e) {
-      const message = (e as Error).message;
-      if (!/already exists|already attached/i.test(message))
-        throw new PierError("EDGE_ERROR", `The edge could not join the network ${network}: ${message}`);
-    }
-  }
-
-  /** Whether the sandbox has an address on the network (by name or id): `addressedIds`'s rule. */
-  private async addressedOn(network: string): Promise<boolean> {
-    const networks = (await this.inspect())?.NetworkSettings.Networks ?? {};
-    const id = networks[network]?.NetworkID ?? network;
-    return addressedIds(networks).has(id);
+  join(network: string): Promise<void> {
+    return this.overlays.join(network);
   }
 
   /** The sandbox leaves the scope's overlays with these labels (except `keep`), so they can be removed. */
-  async leave(labels: Record<string, string>, keep?: string): Promise<void> {
-    const filters = Object.entries({ ...this.own, ...labels }).map(([k, v]) => `${k}=${v}`);
-    const nets = await this.opts.docker.listNetworks({ filters: { label: filters } });
-    const on = await this.joined();
-    for (const n of nets) {
-      if (n.Name === keep || !on.has(n.Id)) continue;
-      await this.opts.docker
-        .getNetwork(n.Id)
-        .disconnect({ Container: this.name, Force: true })
-        .catch((e: Error) =>
-          this.opts.logger?.warn({ network: n.Name, err: e.message }, "edge: leave failed"),
-        );
-    }
+  leave(labels: Record<string, string>, keep?: string): Promise<void> {
+    return this.overlays.leave(labels, keep);
   }
 
   connect(host: string, port: number, timeoutMs: number) {

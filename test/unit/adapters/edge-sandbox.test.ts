@@ -1,10 +1,12 @@
 // The edge's sandbox on a swarm (src/adapters/edge/edge-sandbox.ts, ADR 0030) joins every app's overlay
+// (src/adapters/edge/sandbox-overlays.ts) and empties a replaced namespace (src/adapters/edge/sandbox-netns.ts)
 // after it is made again or restarted; the joins themselves run against real engines in
 // test/e2e-swarm/edge-swarm.test.ts. Here: one join that fails does not stop the others; the interfaces
 // of a replaced sandbox's namespace are read from `ip -o link show`.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { addressedIds, joinEach, linkNames } from "../../../src/adapters/edge/edge-sandbox.js";
+import { linkNames } from "../../../src/adapters/edge/sandbox-netns.js";
+import { addressedIds, joinEach } from "../../../src/adapters/edge/sandbox-overlays.js";
 
 test("one overlay the engine cannot attach is reported; every other app's is still joined", async () => {
   const joined: string[] = [];
