@@ -5,6 +5,7 @@
 // their node's own ports and the lab's addresses.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { connect, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { hostPidOf } from "../../src/adapters/edge/sandbox-netns.js";
 import { isolationTable } from "../../src/core/isolation.js";
@@ -85,6 +86,17 @@ async function underLoad<T>(pier: Pier, lanes: number, work: () => Promise<T>) {
     running = false;
     await Promise.all(loops);
   }
+}
+
+/** A connection to the edge with a request begun and never ended: HAProxy holds it open. */
+function holdOpen(host: string, port: number, hostname: string): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ host, port }, () => {
+      s.write(`GET /health HTTP/1.1\r\nHost: ${hostname}\r\n`);
+      resolve(s);
+    });
+    s.on("error", (e) => reject(e));
+  });
 }
 
 /** The lab registry's host: the one private address the file's Pier allows (PIER_EGRESS_ALLOW). */
@@ -348,33 +360,58 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
     assert.equal(push.code, 0, push.stderr);
   });
 
+  /**
+   * After a restart of the manager's dockerd: the edge serves again within 60 s, and docker0 has as many
+   * ports as the bridge network has containers (none left to a dead namespace), within 30 s.
+   */
+  const servesAfterRestart = async (what: string) => {
+    const node1 = `${process.env.PIER_SWARM_LAB_NAME ?? "pierlab"}-node1`;
+    const inNode1 = (argv: string[]) =>
+      spawnSync("ip", ["netns", "exec", node1, ...argv], { encoding: "utf8" }).stdout.trim();
+    await until(`the edge serving after ${what}`, 60, async () => {
+      const r = await pier.get("web", "/health").catch(() => null);
+      return r?.status === 200 ? true : undefined;
+    });
+    await until(`docker0's ports are the bridge network's containers (${what})`, 30, async () => {
+      const ports = inNode1(["ip", "-o", "link", "show", "master", "docker0"]).split("\n").filter(Boolean);
+      const containers = await docker(info, "node1", [
+        "network",
+        "inspect",
+        "-f",
+        "{{len .Containers}}",
+        "bridge",
+      ]);
+      return ports.length === Number(containers) ? true : undefined;
+    });
+    for (let i = 0; i < 10; i++) assert.equal((await pier.get("web", "/health")).status, 200);
+  };
+
   test("the manager's dockerd killed and started, twice: each time the edge serves again within 60 s, and no port of the bridge is left to the old sandbox", async () => {
     // The sandbox made again has the old one's address and MAC on node1's docker0; the old namespace, held
     // ~100 s by orphaned connections, answered for it and took the edge's traffic (ADR 0030) unless Pier
     // empties it. That happened in about half the restarts: two rounds.
-    const node1 = `${process.env.PIER_SWARM_LAB_NAME ?? "pierlab"}-node1`;
-    const inNode1 = (argv: string[]) =>
-      spawnSync("ip", ["netns", "exec", node1, ...argv], { encoding: "utf8" }).stdout.trim();
     for (const round of [1, 2]) {
       await lab("kill", "node1");
       await lab("start", "node1");
-      await until(`the edge serving after restart ${round} of the manager's dockerd`, 60, async () => {
-        const r = await pier.get("web", "/health").catch(() => null);
-        return r?.status === 200 ? true : undefined;
-      });
-      // As many ports on docker0 as containers on the bridge network: none left to a dead namespace.
-      await until(`docker0's ports are the bridge network's containers (restart ${round})`, 30, async () => {
-        const ports = inNode1(["ip", "-o", "link", "show", "master", "docker0"]).split("\n").filter(Boolean);
-        const containers = await docker(info, "node1", [
-          "network",
-          "inspect",
-          "-f",
-          "{{len .Containers}}",
-          "bridge",
-        ]);
-        return ports.length === Number(containers) ? true : undefined;
-      });
-      for (let i = 0; i < 10; i++) assert.equal((await pier.get("web", "/health")).status, 200);
+      await servesAfterRestart(`restart ${round} of the manager's dockerd`);
+    }
+  });
+
+  test("the manager's dockerd restarted while pier server was stopped: started again, it serves within 60 s, and empties the old sandbox's namespace", async () => {
+    // HAProxy outlives pier server, in the old sandbox's namespace: the new pier server ends it and must
+    // empty that namespace too, which it never held a handle on. Connections held open through the edge
+    // as the engine goes leave sockets that keep the namespace after HAProxy ends.
+    const held = await Promise.all(
+      Array.from({ length: 8 }, () => holdOpen(pier.edgeAddress, pier.httpPort, "web.localhost")),
+    );
+    try {
+      await pier.stopServer();
+      await lab("kill", "node1");
+      await lab("start", "node1");
+      await pier.start();
+      await servesAfterRestart("a restart of the manager's dockerd while pier server was stopped");
+    } finally {
+      for (const s of held) s.destroy();
     }
   });
 

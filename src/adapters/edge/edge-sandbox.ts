@@ -127,7 +127,26 @@ export class EdgeSandbox implements EdgePlace {
   private async retire(): Promise<void> {
     const fd = this.handle;
     this.handle = null;
-    if (fd === null) return;
+    if (fd !== null) await this.empty(fd);
+  }
+
+  /**
+   * A HAProxy left in the namespace of a sandbox made again while no pier server ran (the manager's dockerd
+   * restarted meanwhile): this process never held that namespace, so it takes it from HAProxy's process,
+   * then empties it once HAProxy ended (its orphaned connections would keep it, as in retire()).
+   */
+  async endOld(pid: number, end: () => Promise<void>): Promise<void> {
+    const old = netnsOf(pid);
+    const fd = old !== null && old !== this.current?.netns ? openHandle(pid) : null;
+    try {
+      await end();
+    } finally {
+      if (fd !== null) await this.empty(fd);
+    }
+  }
+
+  /** Deletes every interface of the namespace `fd` holds (each a veth: its bridge port goes with it); closes `fd`. */
+  private async empty(fd: number): Promise<void> {
     try {
       const enter = ["nsenter", `--net=/proc/${process.pid}/fd/${fd}`, "--"];
       const links = linkNames((await exec([...enter, "ip", "-o", "link", "show"])).stdout).filter(

@@ -113,8 +113,10 @@ export class HaproxyEdge implements Edge, RuntimeEdge {
     const pid = this.pid();
     if (pid === null || this.place.holds(pid)) return;
     this.opts.logger?.warn({ pid }, "the edge's sandbox was made again: HAProxy starts in the new one");
-    process.kill(pid, "SIGTERM");
-    for (let i = 0; i < 50 && alive(pid); i++) await sleep(100);
+    await this.place.endOld(pid, async () => {
+      process.kill(pid, "SIGTERM");
+      for (let i = 0; i < 50 && alive(pid); i++) await sleep(100);
+    });
     await rm(join(this.opts.dir, "haproxy.pid"), { force: true });
   }
 

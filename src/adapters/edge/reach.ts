@@ -12,6 +12,11 @@ export interface EdgePlace extends InstanceReach {
   prepare(): Promise<string[]>;
   /** False once process `pid` no longer runs in the place (the place was made again since it started). */
   holds(pid: number): boolean;
+  /**
+   * Ends process `pid`, left in an old place (`end` stops it), and clears what that place still holds that
+   * would get in the new one's way.
+   */
+  endOld(pid: number, end: () => Promise<void>): Promise<void>;
   /** The address HAProxy binds there for the configured listen address. */
   bindHost(configured: string): string;
   /** Ends what Pier runs beside the edge there (the dialer); the edge keeps serving. */
@@ -50,6 +55,7 @@ export function connectDirect(host: string, port: number, timeoutMs: number): Pr
 export const hostPlace: EdgePlace = {
   prepare: async () => [],
   holds: () => true,
+  endOld: (_pid, end) => end(),
   bindHost: (configured) => configured,
   connect: connectDirect,
   close: () => undefined,
