@@ -37,7 +37,7 @@ export class Rebalancer {
   constructor(private readonly deps: RebalancerDeps) {}
 
   /**
-   * The apps (of `apps`, or every app) whose serving instances crowd some nodes now: not stopped, not a
+   * The apps (the one app `only`, or every app) whose serving instances crowd some nodes now: not stopped, not a
    * task, not pinned, not deploying. One list of the nodes and one of the instances (of the one app when
    * there is one).
    */
@@ -68,7 +68,12 @@ export class Rebalancer {
    * checked again just before (a deploy meanwhile may have spread it already).
    */
   async rebalance(why: string): Promise<string[]> {
-    const found = await this.crowded();
+    // A node activated stays activated when the engine cannot be read now: the next return of a node, or
+    // the next activation, looks again.
+    const found = await this.crowded().catch((err: Error) => {
+      this.deps.logger.warn({ err: err.message, why }, "could not look for apps to spread");
+      return [];
+    });
     if (found.length === 0) return [];
     const previous = this.pass;
     this.pass = (async () => {
@@ -145,7 +150,6 @@ export class Rebalancer {
               const why = `${names.join(", ")} ${names.length === 1 ? "takes" : "take"} work again`;
               void this.rebalance(why).then(
                 (apps) => apps.length > 0 && logger.info({ apps, why }, "spreading apps onto a node back"),
-                (err) => logger.warn({ err }, "could not look for apps to spread"),
               );
             }, this.deps.settleMs ?? 10_000);
           },

@@ -140,6 +140,17 @@ describe("the rebalancer", () => {
     assert.deepEqual(names(deploys), []);
   });
 
+  test("an engine that cannot be read: no app named, nothing moved, and no error for the activation", async () => {
+    const { store, engine, deploys, rebalancer } = await setUp();
+    await seed(store, engine, "web", ["node1", "node1", "node2"]);
+    engine.before.listRoutable = async () => {
+      throw new Error("engine gone");
+    };
+    assert.deepEqual(await rebalancer.rebalance("node3 activated"), []);
+    await rebalancer.settled();
+    assert.deepEqual(names(deploys), []);
+  });
+
   test("the watch: a node back after a loss, once it stayed ready, spreads the crowded apps onto it", async () => {
     const { store, engine, nodes, deploys, rebalancer } = await setUp();
     await seed(store, engine, "web", ["node1", "node1", "node2"]);
