@@ -6,6 +6,7 @@
 // node that just came back is not handed every app's starts at once.
 import type { Logger } from "pino";
 import { LABEL } from "../core/labels.js";
+import type { App, Release } from "../core/model.js";
 import type { Nodes, ReleaseInstances, Store } from "../core/ports.js";
 import { crowdedApps, takesWork } from "../core/rebalance.js";
 import type { Deployer } from "./deployer.js";
@@ -24,10 +25,10 @@ export interface RebalancerDeps {
   settleMs?: number;
 }
 
-/** The apps that crowd some nodes, by id and name. */
+/** An app that crowds some nodes, with the release it serves (what its redeploy runs again). */
 interface Crowded {
-  id: string;
-  name: string;
+  app: App;
+  release: Release;
 }
 
 export class Rebalancer {
@@ -37,28 +38,30 @@ export class Rebalancer {
   constructor(private readonly deps: RebalancerDeps) {}
 
   /**
-   * The apps (the one app `only`, or every app) whose serving instances crowd some nodes now: not stopped, not a
-   * task, not pinned, not deploying. One list of the nodes and one of the instances (of the one app when
-   * there is one).
+   * The apps (the one app `only`, or every app) whose serving instances crowd some nodes now: not stopped,
+   * not a task, not pinned, not deploying. One list of the nodes and one of the instances (of the one app
+   * when there is one).
    */
   async crowded(only?: string): Promise<Crowded[]> {
     const { store, engine, nodes, deployer, pinned } = this.deps;
     const [all, listed, instances] = await Promise.all([
       nodes.listNodes(),
-      store.listApps(),
+      only ? store.findApp(only).then((a) => (a ? [a] : [])) : store.listApps(),
       engine.listRoutable(only ? { [LABEL.app]: only } : {}),
     ]);
-    const apps = listed.filter(
-      (a) => (!only || a.id === only) && !a.stopped && !a.task && !deployer.isBusy(a.id),
-    );
-    const serving = new Map<string, string>();
-    for (const app of apps) {
+    const serving = new Map<string, Crowded>();
+    for (const app of listed) {
+      if (app.stopped || app.task || deployer.isBusy(app.id)) continue;
       const release = await store.currentRelease(app.id);
-      if (release && !release.task) serving.set(app.id, release.deploymentId);
+      if (release && !release.task) serving.set(app.id, { app, release });
     }
+    const ids = crowdedApps(
+      all,
+      instances,
+      new Map([...serving].map(([id, c]) => [id, c.release.deploymentId])),
+    );
     const out: Crowded[] = [];
-    for (const id of crowdedApps(all, instances, serving))
-      if (!(await pinned(id))) out.push({ id, name: apps.find((a) => a.id === id)?.name ?? id });
+    for (const id of ids) if (!(await pinned(id))) out.push(serving.get(id) as Crowded);
     return out;
   }
 
@@ -78,22 +81,20 @@ export class Rebalancer {
     const previous = this.pass;
     this.pass = (async () => {
       await previous;
-      for (const app of found) await this.move(app, why);
+      for (const c of found) await this.move(c.app, why);
     })();
-    return found.map((a) => a.name);
+    return found.map((c) => c.app.name);
   }
 
   /** Redeploys one app from its current image if it still crowds some nodes; waits for that deploy. */
-  private async move(app: Crowded, why: string): Promise<void> {
-    const { store, deployer, logger } = this.deps;
+  private async move(app: App, why: string): Promise<void> {
+    const { deployer, logger } = this.deps;
     try {
-      if ((await this.crowded(app.id)).length === 0) return;
-      const found = await store.findApp(app.id);
-      const release = found ? await store.currentRelease(found.id) : null;
-      if (!found || !release) return;
+      const [still] = await this.crowded(app.id);
+      if (!still) return;
       logger.info({ app: app.name, why }, "instances crowd some nodes: redeploying the app to spread them");
-      const { done } = await deployer.enqueue(found, {
-        commit: release.commit,
+      const { done } = await deployer.enqueue(still.app, {
+        commit: still.release.commit,
         cause: `rebalance: ${why}`,
         withoutCache: false,
         reuseCurrentImage: true,
@@ -121,46 +122,67 @@ export class Rebalancer {
    * restarting) changes nothing.
    */
   watch(): { stop(): void } {
-    const { nodes, logger } = this.deps;
-    let open: Set<string> | null = null;
-    let timer: NodeJS.Timeout | null = null;
-    let back = new Set<string>();
+    const back = new NodesBack((names) => this.afterReturn(names), this.deps.settleMs ?? 10_000);
     let listing = false;
     const poll = setInterval(() => {
       if (listing) return;
       listing = true;
-      void nodes
+      void this.deps.nodes
         .listNodes()
+        .then(
+          (all) => back.seen(new Set(all.filter(takesWork).map((n) => n.name))),
+          () => undefined,
+        )
         .finally(() => {
           listing = false;
-        })
-        .then(
-          (all) => {
-            const now = new Set(all.filter(takesWork).map((n) => n.name));
-            const returned = open ? [...now].filter((n) => !open?.has(n)) : [];
-            open = now;
-            if (returned.length === 0) return;
-            for (const n of returned) back.add(n);
-            if (timer) clearTimeout(timer);
-            timer = setTimeout(() => {
-              timer = null;
-              const names = [...back].filter((n) => open?.has(n));
-              back = new Set();
-              if (names.length === 0) return;
-              const why = `${names.join(", ")} ${names.length === 1 ? "takes" : "take"} work again`;
-              void this.rebalance(why).then(
-                (apps) => apps.length > 0 && logger.info({ apps, why }, "spreading apps onto a node back"),
-              );
-            }, this.deps.settleMs ?? 10_000);
-          },
-          () => undefined,
-        );
+        });
     }, this.deps.pollMs ?? 5_000);
     return {
       stop: () => {
         clearInterval(poll);
-        if (timer) clearTimeout(timer);
+        back.stop();
       },
     };
+  }
+
+  /** Nodes that stayed open for `settleMs` after they came back: the apps crowding the others spread. */
+  private async afterReturn(names: string[]): Promise<void> {
+    const why = `${names.join(", ")} ${names.length === 1 ? "takes" : "take"} work again`;
+    const apps = await this.rebalance(why);
+    if (apps.length > 0) this.deps.logger.info({ apps, why }, "spreading apps onto a node back");
+  }
+}
+
+/**
+ * The nodes that take work, list after list: those that came back (open now, not at the list before) are
+ * handed on once `settleMs` passed with no other return, if they are open still.
+ */
+class NodesBack {
+  private open: Set<string> | null = null;
+  private back = new Set<string>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly settled: (names: string[]) => Promise<void>,
+    private readonly settleMs: number,
+  ) {}
+
+  seen(now: Set<string>): void {
+    const returned = this.open ? [...now].filter((n) => !this.open?.has(n)) : [];
+    this.open = now;
+    if (returned.length === 0) return;
+    for (const n of returned) this.back.add(n);
+    this.stop();
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      const names = [...this.back].filter((n) => this.open?.has(n));
+      this.back = new Set();
+      if (names.length > 0) void this.settled(names);
+    }, this.settleMs);
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
   }
 }

@@ -59,13 +59,18 @@ export async function joinEach(
 
 export class SandboxOverlays {
   /** A join of the last walk of the overlays failed: the next prepare() walks them again. */
-  unjoined = false;
+  private failedJoin = false;
   /** The walk of the overlays under way (joins run in the background once the pool is closed). */
   private walking: Promise<void> | null = null;
   /** The watch of the overlays' tables after the sandbox was made (overlay-sync.ts), while it runs. */
   private syncing: Promise<void> | null = null;
 
   constructor(private readonly opts: SandboxOverlaysOptions) {}
+
+  /** Whether an overlay is left to join: a join of the last walk failed. */
+  get unjoined(): boolean {
+    return this.failedJoin;
+  }
 
   /** Watches the overlays' tables on the manager, and rejoins those the gossip left stale (overlay-sync.ts). */
   syncInBackground(): void {
@@ -106,24 +111,24 @@ export class SandboxOverlays {
    */
   walkInBackground(): void {
     if (this.walking) {
-      this.unjoined = true; // walked again when this walk ends
+      this.failedJoin = true; // walked again when this walk ends
       return;
     }
     this.walking = this.joinAll()
       .catch((e: Error) => {
-        this.unjoined = true;
+        this.failedJoin = true;
         this.opts.logger?.warn({ err: e.message }, "edge: could not list the apps' networks to join");
       })
       .finally(() => {
         this.walking = null;
-        if (this.unjoined && this.opts.prepared()) this.walkAgainLater();
+        if (this.failedJoin && this.opts.prepared()) this.walkAgainLater();
       });
   }
 
   /** A failed walk is tried again after a pause (not at once: the engine may be failing). */
   private walkAgainLater(): void {
     setTimeout(() => {
-      if (this.unjoined && this.opts.prepared() && !this.walking) this.walkInBackground();
+      if (this.failedJoin && this.opts.prepared() && !this.walking) this.walkInBackground();
     }, 5000).unref();
   }
 
@@ -132,7 +137,7 @@ export class SandboxOverlays {
    * sandbox). Not add-ons' networks: the edge routes to apps only.
    */
   async joinAll(): Promise<void> {
-    this.unjoined = false;
+    this.failedJoin = false;
     const sandbox = await this.opts.inspect();
     if (!sandbox) return;
     const label = [...Object.entries(this.opts.own).map(([k, v]) => `${k}=${v}`), LABEL.app];
@@ -145,7 +150,7 @@ export class SandboxOverlays {
         { network: f.network, err: f.message },
         "edge: joining an app's network failed; its app is not served until a later walk joins it",
       );
-    if (failed.length > 0) this.unjoined = true;
+    if (failed.length > 0) this.failedJoin = true;
   }
 
   private async joined(): Promise<Set<string>> {
