@@ -122,7 +122,18 @@ export class Rebalancer {
    * restarting) changes nothing.
    */
   watch(): { stop(): void } {
-    const back = new NodesBack((names) => this.afterReturn(names), this.deps.settleMs ?? 10_000);
+    const settleMs = this.deps.settleMs ?? 10_000;
+    const later = new Set<NodeJS.Timeout>();
+    let stopped = false;
+    const schedule = (run: () => void) => {
+      if (stopped) return;
+      const t = setTimeout(() => {
+        later.delete(t);
+        run();
+      }, settleMs);
+      later.add(t);
+    };
+    const back = new NodesBack((names) => this.afterReturn(names, schedule), settleMs);
     let listing = false;
     const poll = setInterval(() => {
       if (listing) return;
@@ -139,17 +150,32 @@ export class Rebalancer {
     }, this.deps.pollMs ?? 5_000);
     return {
       stop: () => {
+        stopped = true;
         clearInterval(poll);
         back.stop();
+        for (const t of later) clearTimeout(t);
+        later.clear();
       },
     };
   }
 
-  /** Nodes that stayed open for `settleMs` after they came back: the apps crowding the others spread. */
-  private async afterReturn(names: string[]): Promise<void> {
+  /**
+   * Nodes that stayed open for `settleMs` after they came back: the apps crowding the others spread. Looked
+   * at twice: once now, and once more `settleMs` after this look's moves ended. The swarm may still list a
+   * lost node's old task as the instance's for a while after the node is back (its agent reports it ended
+   * later), and a move's deploy may meet a node not yet taking work: the second look sees what the first
+   * could not. Two looks per return, whatever happens: an app that cannot be spread is not redeployed again
+   * and again.
+   */
+  private async afterReturn(names: string[], schedule: (run: () => void) => void): Promise<void> {
     const why = `${names.join(", ")} ${names.length === 1 ? "takes" : "take"} work again`;
-    const apps = await this.rebalance(why);
-    if (apps.length > 0) this.deps.logger.info({ apps, why }, "spreading apps onto a node back");
+    const look = async (which: string) => {
+      const apps = await this.rebalance(why);
+      this.deps.logger.info({ apps, why, look: which }, "looked for apps to spread onto a node back");
+    };
+    await look("first");
+    await this.pass;
+    schedule(() => void look("second"));
   }
 }
 

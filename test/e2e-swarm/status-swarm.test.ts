@@ -171,15 +171,20 @@ describe("pier status and pier nodes on the swarm", { timeout: 1_200_000 }, () =
       started = true;
       // The node back: Pier spreads the instances onto it again (a redeploy of the current release, 10 s
       // after the node is ready: rebalancer.ts), and no instance is told moved any more.
+      // What was seen last goes into a failure: the last deployment, and where the instances ran.
+      let seen = "";
       await until(`${lost} back, the instances spread over it by a rebalance`, 180, async () => {
         const [d] = await pier.cliJson<{ cause: string; state: string }[]>(["deployments", "--app", "web"]);
         const list = await instances();
+        seen = JSON.stringify({ deployment: d, instances: list.map((i) => [i.number, i.state, i.node]) });
         return d?.cause === `rebalance: ${lost} takes work again` &&
           d.state === "succeeded" &&
           list.filter((i) => i.state === "running").length === 3 &&
           list.some((i) => i.node === lost)
           ? true
           : undefined;
+      }).catch((err: Error) => {
+        throw new Error(`${err.message}; seen last: ${seen}`);
       });
       assert.doesNotMatch((await pier.cli(["status", "--app", "web"])).stdout, / moved from /);
     } finally {

@@ -171,4 +171,56 @@ describe("the rebalancer", () => {
       watch.stop();
     }
   });
+
+  test("the watch looks twice after a return: the swarm still listing the lost node's old task at the first look", async () => {
+    const { store, engine, nodes, deploys, rebalancer } = await setUp();
+    // At the first look the instance moved off node3 is still listed there (its agent has not reported
+    // the old task ended): one instance per node, even.
+    await seed(store, engine, "web", ["node1", "node2", "node3"]);
+    const node3 = nodes.nodes.find((n) => n.name === "node3");
+    assert.ok(node3);
+    node3.state = "down";
+    let looks = 0;
+    engine.before.listRoutable = () => {
+      looks++;
+      // After that look the swarm lists the instance where it runs: node1.
+      if (looks === 1)
+        setTimeout(() => {
+          for (const i of engine.instances) if (i.id === "web-2") i.node = "node1";
+        }, 0);
+    };
+    const watch = rebalancer.watch();
+    try {
+      await new Promise((r) => setTimeout(r, 50));
+      node3.state = "ready";
+      const deadline = Date.now() + 2000;
+      while (deploys.asked.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      await rebalancer.settled();
+      assert.ok(looks >= 2, `looked ${looks} times`);
+      assert.deepEqual(names(deploys), ["web"], "moved at the second look");
+      assert.equal(deploys.asked[0]?.req.cause, "rebalance: node3 takes work again");
+    } finally {
+      watch.stop();
+    }
+  });
+
+  test("the watch looks twice per return, no more: an app its moves cannot spread is not redeployed again and again", async () => {
+    const { store, engine, nodes, deploys, rebalancer } = await setUp();
+    // The fake deploy moves nothing: the app stays crowded whatever is done.
+    await seed(store, engine, "web", ["node1", "node1", "node2"]);
+    const node3 = nodes.nodes.find((n) => n.name === "node3");
+    assert.ok(node3);
+    node3.state = "down";
+    const watch = rebalancer.watch();
+    try {
+      await new Promise((r) => setTimeout(r, 50));
+      node3.state = "ready";
+      // Settle 40 ms, the first look and its move, 40 ms, the second: then ten times that with nothing more.
+      await new Promise((r) => setTimeout(r, 600));
+      await rebalancer.settled();
+      assert.deepEqual(names(deploys), ["web", "web"]);
+    } finally {
+      watch.stop();
+    }
+  });
 });
