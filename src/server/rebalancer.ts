@@ -119,7 +119,8 @@ export class Rebalancer {
   /**
    * Lists the nodes every `pollMs`; a node that takes work again (it came back ready, or was activated
    * outside Pier) starts a rebalance once it stayed so for `settleMs`. A failed list (the manager's engine
-   * restarting) changes nothing.
+   * restarting) changes nothing. Once at the start too, `settleMs` after it: a node may have come back
+   * while `pier server` was stopped (one look, cause `rebalance: pier server started`).
    */
   watch(): { stop(): void } {
     const settleMs = this.deps.settleMs ?? 10_000;
@@ -134,6 +135,7 @@ export class Rebalancer {
       later.add(t);
     };
     const back = new NodesBack((names) => this.afterReturn(names, schedule), settleMs);
+    schedule(() => void this.lookAtStart());
     let listing = false;
     const poll = setInterval(() => {
       if (listing) return;
@@ -157,6 +159,12 @@ export class Rebalancer {
         later.clear();
       },
     };
+  }
+
+  private async lookAtStart(): Promise<void> {
+    const why = "pier server started";
+    const apps = await this.rebalance(why);
+    if (apps.length > 0) this.deps.logger.info({ apps, why }, "spreading apps that crowd some nodes");
   }
 
   /**

@@ -94,6 +94,31 @@ async function setUp() {
 }
 
 const names = (d: Deploys) => d.asked.map((a) => a.app);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The node, made down (it comes back when the test sets it ready). */
+function down(nodes: FakeNodes, name: string) {
+  const node = nodes.nodes.find((n) => n.name === name);
+  assert.ok(node, name);
+  node.state = "down";
+  return node;
+}
+
+/** Runs `body` while the rebalancer watches the nodes. */
+async function watching(rebalancer: Rebalancer, body: () => Promise<void>) {
+  const watch = rebalancer.watch();
+  try {
+    await body();
+  } finally {
+    watch.stop();
+  }
+}
+
+/** Waits (up to 2 s) for the first redeploy asked. */
+async function firstDeploy(deploys: Deploys) {
+  const deadline = Date.now() + 2000;
+  while (deploys.asked.length === 0 && Date.now() < deadline) await sleep(10);
+}
 
 describe("the rebalancer", () => {
   test("moves the apps that crowd some nodes, from their current image, and says which", async () => {
@@ -122,7 +147,7 @@ describe("the rebalancer", () => {
     await seed(store, engine, "b", ["node2", "node2", "node1"]);
     deploys.hold = true;
     assert.deepEqual(await rebalancer.rebalance("node3 activated"), ["a", "b"]);
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
     assert.deepEqual(names(deploys), ["a"], "b waits for a's deploy");
     // Meanwhile a push placed b's instances one per node: there is nothing left to move.
     for (const i of engine.instances) if (i.id === "b-0") i.node = "node3";
@@ -154,22 +179,16 @@ describe("the rebalancer", () => {
   test("the watch: a node back after a loss, once it stayed ready, spreads the crowded apps onto it", async () => {
     const { store, engine, nodes, deploys, rebalancer } = await setUp();
     await seed(store, engine, "web", ["node1", "node1", "node2"]);
-    const node3 = nodes.nodes.find((n) => n.name === "node3");
-    assert.ok(node3);
-    node3.state = "down";
-    const watch = rebalancer.watch();
-    try {
-      await new Promise((r) => setTimeout(r, 50));
+    const node3 = down(nodes, "node3");
+    await watching(rebalancer, async () => {
+      await sleep(50);
       assert.deepEqual(names(deploys), [], "a node down: nothing to spread onto");
       node3.state = "ready";
-      const deadline = Date.now() + 2000;
-      while (deploys.asked.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      await firstDeploy(deploys);
       await rebalancer.settled();
       assert.deepEqual(names(deploys), ["web"]);
       assert.equal(deploys.asked[0]?.req.cause, "rebalance: node3 takes work again");
-    } finally {
-      watch.stop();
-    }
+    });
   });
 
   test("the watch looks twice after a return: the swarm still listing the lost node's old task at the first look", async () => {
@@ -177,50 +196,55 @@ describe("the rebalancer", () => {
     // At the first look the instance moved off node3 is still listed there (its agent has not reported
     // the old task ended): one instance per node, even.
     await seed(store, engine, "web", ["node1", "node2", "node3"]);
-    const node3 = nodes.nodes.find((n) => n.name === "node3");
-    assert.ok(node3);
-    node3.state = "down";
+    const node3 = down(nodes, "node3");
     let looks = 0;
-    engine.before.listRoutable = () => {
-      looks++;
-      // After that look the swarm lists the instance where it runs: node1.
-      if (looks === 1)
-        setTimeout(() => {
-          for (const i of engine.instances) if (i.id === "web-2") i.node = "node1";
-        }, 0);
-    };
-    const watch = rebalancer.watch();
-    try {
-      await new Promise((r) => setTimeout(r, 50));
+    await watching(rebalancer, async () => {
+      // Past the look at the start (40 ms): nothing crowded then.
+      await sleep(100);
+      assert.deepEqual(names(deploys), []);
+      engine.before.listRoutable = () => {
+        looks++;
+        // After the return's first look the swarm lists the instance where it runs: node1.
+        if (looks === 1)
+          setTimeout(() => {
+            for (const i of engine.instances) if (i.id === "web-2") i.node = "node1";
+          }, 0);
+      };
       node3.state = "ready";
-      const deadline = Date.now() + 2000;
-      while (deploys.asked.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      await firstDeploy(deploys);
       await rebalancer.settled();
       assert.ok(looks >= 2, `looked ${looks} times`);
       assert.deepEqual(names(deploys), ["web"], "moved at the second look");
       assert.equal(deploys.asked[0]?.req.cause, "rebalance: node3 takes work again");
-    } finally {
-      watch.stop();
-    }
+    });
   });
 
   test("the watch looks twice per return, no more: an app its moves cannot spread is not redeployed again and again", async () => {
     const { store, engine, nodes, deploys, rebalancer } = await setUp();
     // The fake deploy moves nothing: the app stays crowded whatever is done.
     await seed(store, engine, "web", ["node1", "node1", "node2"]);
-    const node3 = nodes.nodes.find((n) => n.name === "node3");
-    assert.ok(node3);
-    node3.state = "down";
-    const watch = rebalancer.watch();
-    try {
-      await new Promise((r) => setTimeout(r, 50));
+    const node3 = down(nodes, "node3");
+    await watching(rebalancer, async () => {
+      await sleep(50);
       node3.state = "ready";
       // Settle 40 ms, the first look and its move, 40 ms, the second: then ten times that with nothing more.
-      await new Promise((r) => setTimeout(r, 600));
+      await sleep(600);
       await rebalancer.settled();
       assert.deepEqual(names(deploys), ["web", "web"]);
-    } finally {
-      watch.stop();
-    }
+    });
+  });
+
+  test("the watch looks once at the start: apps crowding some nodes while pier server was stopped spread", async () => {
+    const { store, engine, deploys, rebalancer } = await setUp();
+    await seed(store, engine, "web", ["node1", "node1", "node2"]);
+    await watching(rebalancer, async () => {
+      await sleep(20);
+      assert.deepEqual(names(deploys), [], "not before the settle period");
+      await firstDeploy(deploys);
+      await sleep(200);
+      await rebalancer.settled();
+      assert.deepEqual(names(deploys), ["web"], "one look, one move");
+      assert.equal(deploys.asked[0]?.req.cause, "rebalance: pier server started");
+    });
   });
 });
