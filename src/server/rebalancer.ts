@@ -1,20 +1,20 @@
 // Instances spread again when a node takes work again (issue 18, ADR 0030): the swarm places a lost or
 // drained node's instances on the nodes left and never moves them back. When a node is activated, or comes
-// back ready, each app whose instances crowd some nodes (core/rebalance.ts) is redeployed from its current
-// image: the deploy places its new instances over every node that takes work (swarm-placement.ts), and its
-// gate and switch keep the app serving throughout; a failure leaves it as it was. One app at a time, so a
-// node that just came back is not handed every app's starts at once.
+// back ready, the apps whose instances crowd some nodes, and then as many apps as it takes to even out the
+// nodes' loads (core/rebalance.ts), are redeployed from their current image: a deploy places its new
+// instances over every node that takes work (swarm-placement.ts), and its gate and switch keep the app
+// serving throughout; a failure leaves it as it was. One app at a time, so a node that just came back is not
+// handed every app's starts at once.
 import type { Logger } from "pino";
-import { LABEL } from "../core/labels.js";
 import type { App, Release } from "../core/model.js";
 import type { Nodes, ReleaseInstances, Store } from "../core/ports.js";
-import { crowdedApps, takesWork } from "../core/rebalance.js";
+import { spreadPlan, takesWork } from "../core/rebalance.js";
 import type { Deployer } from "./deployer.js";
 
 export interface RebalancerDeps {
   nodes: Pick<Nodes, "listNodes">;
   engine: Pick<ReleaseInstances, "listRoutable">;
-  store: Pick<Store, "listApps" | "findApp" | "currentRelease">;
+  store: Pick<Store, "listApps" | "currentRelease">;
   deployer: Pick<Deployer, "enqueue" | "isBusy">;
   /** Whether the app's instances are held on one node (an fs bucket's data there): never moved. */
   pinned: (appId: string) => Promise<boolean>;
@@ -25,8 +25,8 @@ export interface RebalancerDeps {
   settleMs?: number;
 }
 
-/** An app that crowds some nodes, with the release it serves (what its redeploy runs again). */
-interface Crowded {
+/** An app to move, with the release it serves (what its redeploy runs again). */
+interface ToMove {
   app: App;
   release: Release;
 }
@@ -38,63 +38,76 @@ export class Rebalancer {
   constructor(private readonly deps: RebalancerDeps) {}
 
   /**
-   * The apps (the one app `only`, or every app) whose serving instances crowd some nodes now: not stopped,
-   * not a task, not pinned, not deploying. One list of the nodes and one of the instances (of the one app
-   * when there is one).
+   * The apps to redeploy now so that instances spread over the nodes that take work (core/rebalance.ts
+   * `spreadPlan`), in order. Every app that serves counts as load; stopped apps, tasks, apps being deployed
+   * and apps held on a node are never moved. One list of the nodes, of the apps and of the instances.
    */
-  async crowded(only?: string): Promise<Crowded[]> {
+  async planned(): Promise<ToMove[]> {
     const { store, engine, nodes, deployer, pinned } = this.deps;
-    const [all, listed, instances] = await Promise.all([
+    const [all, apps, instances] = await Promise.all([
       nodes.listNodes(),
-      only ? store.findApp(only).then((a) => (a ? [a] : [])) : store.listApps(),
-      engine.listRoutable(only ? { [LABEL.app]: only } : {}),
+      store.listApps(),
+      engine.listRoutable({}),
     ]);
-    const serving = new Map<string, Crowded>();
-    for (const app of listed) {
-      if (app.stopped || app.task || deployer.isBusy(app.id)) continue;
+    const serving = new Map<string, ToMove>();
+    const movable = new Set<string>();
+    for (const app of apps) {
+      if (app.stopped || app.task) continue;
       const release = await store.currentRelease(app.id);
-      if (release && !release.task) serving.set(app.id, { app, release });
+      if (!release || release.task) continue;
+      serving.set(app.id, { app, release });
+      if (!deployer.isBusy(app.id) && !(await pinned(app.id))) movable.add(app.id);
     }
-    const ids = crowdedApps(
+    const plan = spreadPlan(
       all,
       instances,
       new Map([...serving].map(([id, c]) => [id, c.release.deploymentId])),
+      movable,
     );
-    const out: Crowded[] = [];
-    for (const id of ids) if (!(await pinned(id))) out.push(serving.get(id) as Crowded);
-    return out;
+    return plan.map((id) => serving.get(id) as ToMove);
   }
 
   /**
-   * Finds the apps that crowd some nodes and starts moving them (`why` goes into each redeploy's cause, e.g.
-   * "node3 activated"); their names. The moves run after any pass under way, one app at a time, each
-   * checked again just before (a deploy meanwhile may have spread it already).
+   * Plans which apps to move and starts moving them (`why` goes into each redeploy's cause, e.g. "node3
+   * activated"); their names. The moves run after any pass under way, one app at a time, each after a new
+   * plan (a deploy meanwhile may have spread the apps already, and each move changes what the next should
+   * be): at most as many moves as this plan named, each app once.
    */
   async rebalance(why: string): Promise<string[]> {
     // A node activated stays activated when the engine cannot be read now: the next return of a node, or
     // the next activation, looks again.
-    const found = await this.crowded().catch((err: Error) => {
+    const found = await this.planned().catch((err: Error) => {
       this.deps.logger.warn({ err: err.message, why }, "could not look for apps to spread");
       return [];
     });
     if (found.length === 0) return [];
     const previous = this.pass;
-    this.pass = (async () => {
-      await previous;
-      for (const c of found) await this.move(c.app, why);
-    })();
+    this.pass = previous.then(() => this.moves(why, found.length));
     return found.map((c) => c.app.name);
   }
 
-  /** Redeploys one app from its current image if it still crowds some nodes; waits for that deploy. */
-  private async move(app: App, why: string): Promise<void> {
+  /** Up to `limit` moves, each the first app of a new plan not moved in this pass yet. */
+  private async moves(why: string, limit: number): Promise<void> {
+    const moved = new Set<string>();
+    for (let n = 0; n < limit; n++) {
+      const plan = await this.planned().catch((err: Error) => {
+        this.deps.logger.warn({ err: err.message, why }, "could not look for apps to spread");
+        return [];
+      });
+      const next = plan.find((c) => !moved.has(c.app.id));
+      if (!next) return;
+      moved.add(next.app.id);
+      await this.move(next, why);
+    }
+  }
+
+  /** Redeploys one app from its current image; waits for that deploy. */
+  private async move({ app, release }: ToMove, why: string): Promise<void> {
     const { deployer, logger } = this.deps;
     try {
-      const [still] = await this.crowded(app.id);
-      if (!still) return;
-      logger.info({ app: app.name, why }, "instances crowd some nodes: redeploying the app to spread them");
-      const { done } = await deployer.enqueue(still.app, {
-        commit: still.release.commit,
+      logger.info({ app: app.name, why }, "redeploying the app to spread instances over the nodes");
+      const { done } = await deployer.enqueue(app, {
+        commit: release.commit,
         cause: `rebalance: ${why}`,
         withoutCache: false,
         reuseCurrentImage: true,

@@ -480,4 +480,48 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
     );
     assert.equal(deployments[0]?.state, "succeeded");
   });
+
+  test("a node drained and activated gets its share of one-instance apps back too; pier nodes activate names the apps it moves", async () => {
+    // Three apps of one instance each, and web's three: however the swarm placed them, once node3 is
+    // drained the six run on node1 and node2 (web 2 and 1 there, the others 3 on two nodes).
+    const singles = ["one", "two", "three"];
+    for (const name of singles) {
+      const app = await pier.cliJson<{ id: string }>(["create", "--type", "docker", name]);
+      const push = await pier.push(await pier.repo(name, NODE_DOCKER_APP, app.id));
+      assert.equal(push.code, 0, push.stderr);
+    }
+    const perNode = async () => {
+      const nodes = await pier.cliJson<{ name: string; instances: number }[]>(["nodes"]);
+      return new Map(nodes.map((n) => [n.name, n.instances]));
+    };
+    let activated: Awaited<ReturnType<Pier["cli"]>> | undefined;
+    assert.equal((await pier.cli(["nodes", "drain", "node3"])).code, 0);
+    try {
+      await until("6 instances of Pier's, none on node3", 120, async () => {
+        const n = await perNode();
+        return n.get("node3") === 0 && (n.get("node1") ?? 0) + (n.get("node2") ?? 0) === 6 ? n : undefined;
+      });
+    } finally {
+      activated = await pier.cli(["nodes", "activate", "node3"]);
+    }
+    assert.equal(activated.code, 0, activated.stderr);
+    const named =
+      /Spreading these apps onto node3, .*: (.*)$/m.exec(activated.stderr)?.[1]?.split(", ") ?? [];
+    assert.ok(
+      named.some((n) => singles.includes(n)),
+      `a one-instance app is among those moved: ${activated.stderr}`,
+    );
+    // Each app named is redeployed with that cause, one after the other; then the nodes run 2 each.
+    const even = await until("the nodes run 2 instances each, every app named redeployed", 180, async () => {
+      const n = await perNode();
+      if (![...n.values()].every((c) => c === 2)) return undefined;
+      for (const name of named) {
+        const [d] = await pier.cliJson<{ cause: string; state: string }[]>(["deployments", "--app", name]);
+        if (d?.cause !== "rebalance: node3 activated" || d.state !== "succeeded") return undefined;
+      }
+      return n;
+    });
+    assert.deepEqual([...even.values()], [2, 2, 2]);
+    for (const name of singles) assert.equal((await pier.get(name, "/")).status, 200, name);
+  });
 });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { LABEL } from "../../../src/core/labels.js";
 import type { ClusterNode } from "../../../src/core/nodes.js";
-import { crowded, crowdedApps, takesWork } from "../../../src/core/rebalance.js";
+import { crowded, spreadPlan, takesWork } from "../../../src/core/rebalance.js";
 import { fakeSwarm } from "../../support/fake-nodes.js";
 
 const swarm = (changes: Partial<ClusterNode>[]): ClusterNode[] =>
@@ -51,7 +51,7 @@ describe("rebalance", () => {
   for (const [name, nodes, running, want] of cases)
     test(`crowded: ${name}: ${want}`, () => assert.equal(crowded(nodes, running), want));
 
-  test("crowdedApps reads each app's serving deployment's running instances only, in the order of `serving`", () => {
+  test("spreadPlan reads each app's serving deployment's running instances only, in the order of `serving`", () => {
     const nodes = swarm([{}, {}, { state: "down" }]);
     const serving = new Map([
       ["web", "d2"],
@@ -78,13 +78,78 @@ describe("rebalance", () => {
       instance("gone", "g1", "node1"),
       instance("even", "e1", undefined),
     ];
-    assert.deepEqual(crowdedApps(nodes, instances, serving), ["web", "api"]);
-    // Once node3 is ready again, `even` is even still: one on each.
-    assert.deepEqual(crowdedApps(swarm([]), instances, serving), ["web", "api"]);
+    const all = new Set(serving.keys());
+    assert.deepEqual(spreadPlan(nodes, instances, serving, all), ["web", "api"]);
+    // Once node3 is ready again, `even` is even still: one on each; web and api spread, the nodes are even.
+    assert.deepEqual(spreadPlan(swarm([]), instances, serving, all), ["web", "api"]);
     // A drained node2 leaves node1 alone to take work: nothing to spread onto.
     assert.deepEqual(
-      crowdedApps(swarm([{}, { availability: "drain" }, { state: "down" }]), instances, serving),
+      spreadPlan(swarm([{}, { availability: "drain" }, { state: "down" }]), instances, serving, all),
       [],
     );
+    // An app that may not move (being deployed, held on a node) is not planned.
+    assert.deepEqual(spreadPlan(nodes, instances, serving, new Set(["api"])), ["api"]);
+  });
+
+  /** One-instance apps `a0`, `a1`, ... on these nodes, all serving and movable. */
+  const singles = (where: string[]) => {
+    const serving = new Map(where.map((_, i) => [`a${i}`, `d${i}`]));
+    return {
+      serving,
+      instances: where.map((node, i) => instance(`a${i}`, `d${i}`, node)),
+      movable: new Set(serving.keys()),
+    };
+  };
+
+  const nodePlans: [string, string[], number][] = [
+    [
+      "six one-instance apps on node1 and node2, node3 back: two move to it",
+      ["node1", "node1", "node1", "node2", "node2", "node2"],
+      2,
+    ],
+    ["2, 1 and 0: one moves", ["node1", "node1", "node2"], 1],
+    ["1, 1 and 0: even enough", ["node1", "node2"], 0],
+    ["one per node: nothing", ["node1", "node2", "node3"], 0],
+    ["nine on node1: six move", Array<string>(9).fill("node1"), 6],
+  ];
+  for (const [name, where, moves] of nodePlans)
+    test(`spreadPlan, the nodes' loads: ${name}`, () => {
+      const { serving, instances, movable } = singles(where);
+      const plan = spreadPlan(swarm([]), instances, serving, movable);
+      assert.equal(plan.length, moves, JSON.stringify(plan));
+      // Each app at most once, and only apps with an instance on a node busier than another.
+      assert.equal(new Set(plan).size, plan.length);
+    });
+
+  test("spreadPlan, the nodes' loads: apps that may not move count as load; the others even the nodes out", () => {
+    // node1 runs 4 (two of them held there: a bucket's), node2 1, node3 0.
+    const { serving, instances } = singles(["node1", "node1", "node1", "node1", "node2"]);
+    const plan = spreadPlan(swarm([]), instances, serving, new Set(["a2", "a3", "a4"]));
+    // a2 and a3 move (node1 4 -> 2, node3 0 -> 2): the nodes run 2, 1, 2.
+    assert.deepEqual(plan, ["a2", "a3"]);
+  });
+
+  test("spreadPlan, the nodes' loads: a one-instance app moves before an app of several", () => {
+    const serving = new Map([
+      ["big", "b1"],
+      ["small", "s1"],
+    ]);
+    // node1: big x2 and small (3); node2: big (1); node3 nothing. big is not crowded itself (2, 1, 0 is:
+    // so make it 1 per node on node1 and node2 plus small on node1).
+    const instances = [
+      instance("big", "b1", "node1"),
+      instance("big", "b1", "node2"),
+      instance("small", "s1", "node1"),
+      instance("small", "s1", "node1"),
+    ];
+    // small (2 on node1, none on node3) crowds itself: it moves first; then the nodes run 2, 2, 1: even.
+    assert.deepEqual(spreadPlan(swarm([]), instances, serving, new Set(serving.keys())), ["small"]);
+    const single = [
+      instance("big", "b1", "node1"),
+      instance("big", "b1", "node2"),
+      instance("small", "s1", "node1"),
+    ];
+    // node1 2, node2 1, node3 0: small (one instance) moves, not big.
+    assert.deepEqual(spreadPlan(swarm([]), single, serving, new Set(serving.keys())), ["small"]);
   });
 });

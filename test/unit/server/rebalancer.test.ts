@@ -51,9 +51,12 @@ class Deploys {
   readonly busy = new Set<string>();
   private ends: (() => void)[] = [];
   hold = false;
+  /** What a deploy does to the instances (by default nothing: they stay where they are). */
+  onDeploy: (app: App) => void = () => undefined;
 
   async enqueue(app: App, req: DeployRequest) {
     this.asked.push({ app: app.name, req });
+    this.onDeploy(app);
     this.busy.add(app.id);
     const deployment = { id: `dep-${this.asked.length}`, appId: app.id, state: "succeeded" } as Deployment;
     const done = new Promise<Deployment>((resolve) => {
@@ -154,6 +157,19 @@ describe("the rebalancer", () => {
     deploys.release();
     await rebalancer.settled();
     assert.deepEqual(names(deploys), ["a"]);
+  });
+
+  test("one-instance apps: a node back gets its share of them, one move after the other on a new plan", async () => {
+    const { store, engine, deploys, rebalancer } = await setUp();
+    for (const [n, node] of ["node1", "node1", "node1", "node2", "node2", "node2"].entries())
+      await seed(store, engine, `a${n}`, [node]);
+    // Each redeploy places the app's instance on node3, as the spread would (the emptiest node).
+    deploys.onDeploy = (app) => {
+      for (const i of engine.instances) if (i.labels["pier.app"] === app.id) i.node = "node3";
+    };
+    assert.deepEqual(await rebalancer.rebalance("node3 activated"), ["a0", "a3"]);
+    await rebalancer.settled();
+    assert.deepEqual(names(deploys), ["a0", "a3"], "the nodes run 2, 2 and 2");
   });
 
   test("nothing crowded, or one node that takes work: nothing moves", async () => {
