@@ -60,22 +60,20 @@ export function spreadPlan(
   const open = nodes.filter(takesWork).map((n) => n.name);
   if (open.length < 2) return [];
   const spread = new Spread(open, placed(instances, serving));
-  const out: string[] = [];
-  for (const app of serving.keys())
-    if (movable.has(app) && crowded(open, spread.nodesOf(app))) {
-      out.push(app);
-      spread.redeploy(app);
-    }
+  const out = new Set<string>();
+  const take = (app: string) => {
+    out.add(app);
+    spread.redeploy(app);
+  };
+  for (const app of serving.keys()) if (movable.has(app) && crowded(open, spread.nodesOf(app))) take(app);
+  const smallestFirst = [...movable].sort((a, b) => spread.size(a) - spread.size(b));
   for (;;) {
     const busiest = spread.busiest();
-    if (!busiest) return out;
-    const candidates = [...movable]
-      .filter((app) => !out.includes(app) && spread.count(app, busiest) > 0)
-      .sort((a, b) => spread.size(a) - spread.size(b));
-    const pick = candidates.find((app) => spread.evens(app));
-    if (!pick) return out;
-    out.push(pick);
-    spread.redeploy(pick);
+    const pick =
+      busiest &&
+      smallestFirst.find((app) => !out.has(app) && spread.count(app, busiest) > 0 && spread.evens(app));
+    if (!pick) return [...out];
+    take(pick);
   }
 }
 

@@ -74,27 +74,29 @@ export class Rebalancer {
    * be): at most as many moves as this plan named, each app once.
    */
   async rebalance(why: string): Promise<string[]> {
-    // A node activated stays activated when the engine cannot be read now: the next return of a node, or
-    // the next activation, looks again.
-    const found = await this.planned().catch((err: Error) => {
-      this.deps.logger.warn({ err: err.message, why }, "could not look for apps to spread");
-      return [];
-    });
+    const found = await this.plannedOrNone(why);
     if (found.length === 0) return [];
     const previous = this.pass;
     this.pass = previous.then(() => this.moves(why, found.length));
     return found.map((c) => c.app.name);
   }
 
+  /**
+   * The plan, or none when the engine cannot be read now (logged): a node activated stays activated, and
+   * the next return of a node, or the next activation, looks again.
+   */
+  private plannedOrNone(why: string): Promise<ToMove[]> {
+    return this.planned().catch((err: Error) => {
+      this.deps.logger.warn({ err: err.message, why }, "could not look for apps to spread");
+      return [];
+    });
+  }
+
   /** Up to `limit` moves, each the first app of a new plan not moved in this pass yet. */
   private async moves(why: string, limit: number): Promise<void> {
     const moved = new Set<string>();
     for (let n = 0; n < limit; n++) {
-      const plan = await this.planned().catch((err: Error) => {
-        this.deps.logger.warn({ err: err.message, why }, "could not look for apps to spread");
-        return [];
-      });
-      const next = plan.find((c) => !moved.has(c.app.id));
+      const next = (await this.plannedOrNone(why)).find((c) => !moved.has(c.app.id));
       if (!next) return;
       moved.add(next.app.id);
       await this.move(next, why);
