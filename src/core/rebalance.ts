@@ -77,6 +77,17 @@ export function spreadPlan(
   }
 }
 
+/** How many serving instances (every app's serving deployment's, running) each node runs. */
+export function loadPerNode(
+  instances: readonly PlacedServing[],
+  serving: ReadonlyMap<string, string>,
+): Record<string, number> {
+  const load: Record<string, number> = {};
+  for (const counts of placed(instances, serving).values())
+    for (const [n, c] of counts) load[n] = (load[n] ?? 0) + c;
+  return load;
+}
+
 /** Each app's serving deployment's running instances, as node -> count. */
 function placed(
   instances: readonly PlacedServing[],

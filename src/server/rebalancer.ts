@@ -8,7 +8,7 @@
 import type { Logger } from "pino";
 import type { App, Release } from "../core/model.js";
 import type { Nodes, ReleaseInstances, Store } from "../core/ports.js";
-import { spreadPlan, takesWork } from "../core/rebalance.js";
+import { loadPerNode, spreadPlan, takesWork } from "../core/rebalance.js";
 import type { Deployer } from "./deployer.js";
 
 export interface RebalancerDeps {
@@ -58,12 +58,13 @@ export class Rebalancer {
       serving.set(app.id, { app, release });
       if (!deployer.isBusy(app.id) && !(await pinned(app.id))) movable.add(app.id);
     }
-    const plan = spreadPlan(
-      all,
-      instances,
-      new Map([...serving].map(([id, c]) => [id, c.release.deploymentId])),
-      movable,
-    );
+    const deployments = new Map([...serving].map(([id, c]) => [id, c.release.deploymentId]));
+    const plan = spreadPlan(all, instances, deployments, movable);
+    if (plan.length === 0)
+      this.deps.logger.info(
+        { open: all.filter(takesWork).map((n) => n.name), instances: loadPerNode(instances, deployments) },
+        "no app to move",
+      );
     return plan.map((id) => serving.get(id) as ToMove);
   }
 
@@ -151,20 +152,38 @@ export class Rebalancer {
     };
     const back = new NodesBack((names) => this.afterReturn(names, schedule), settleMs);
     schedule(() => void this.lookAtStart());
-    let listing = false;
+    const pollMs = this.deps.pollMs ?? 5_000;
+    // A list that never answers (the manager's engine stuck) would stop the watch for good: after six polls'
+    // time it is given up (a warning says so) and the next one starts; the late answer is ignored.
+    let listing: { since: number; id: number } | null = null;
+    let lists = 0;
     const poll = setInterval(() => {
-      if (listing) return;
-      listing = true;
+      if (listing && Date.now() - listing.since < 6 * pollMs) return;
+      if (listing)
+        this.deps.logger.warn(
+          { afterMs: Date.now() - listing.since },
+          "the swarm's nodes were not listed in time: listing them again",
+        );
+      const mine = { since: Date.now(), id: ++lists };
+      listing = mine;
       void this.deps.nodes
         .listNodes()
         .then(
-          (all) => back.seen(new Set(all.filter(takesWork).map((n) => n.name))),
+          (all) => {
+            if (listing?.id !== mine.id) return;
+            const returned = back.seen(new Set(all.filter(takesWork).map((n) => n.name)));
+            if (returned.length > 0)
+              this.deps.logger.info(
+                { nodes: returned, settleMs },
+                "nodes take work again: looking once they stay so",
+              );
+          },
           () => undefined,
         )
         .finally(() => {
-          listing = false;
+          if (listing?.id === mine.id) listing = null;
         });
-    }, this.deps.pollMs ?? 5_000);
+    }, pollMs);
     return {
       stop: () => {
         stopped = true;
@@ -216,10 +235,11 @@ class NodesBack {
     private readonly settleMs: number,
   ) {}
 
-  seen(now: Set<string>): void {
+  /** The nodes open now; those that came back since the list before. */
+  seen(now: Set<string>): string[] {
     const returned = this.open ? [...now].filter((n) => !this.open?.has(n)) : [];
     this.open = now;
-    if (returned.length === 0) return;
+    if (returned.length === 0) return returned;
     for (const n of returned) this.back.add(n);
     this.stop();
     this.timer = setTimeout(() => {
@@ -228,6 +248,7 @@ class NodesBack {
       this.back = new Set();
       if (names.length > 0) void this.settled(names);
     }, this.settleMs);
+    return returned;
   }
 
   stop(): void {

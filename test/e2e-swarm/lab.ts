@@ -50,6 +50,9 @@ export function swarmSettings(info: LabInfo, node = "node1"): Record<string, str
     PIER_SWARM_REGISTRY: info.registry.address,
     PIER_SWARM_REGISTRY_USER: info.registry.user,
     PIER_SWARM_REGISTRY_PASSWORD_FILE: info.registry.passwordFile,
+    // Where the manager's dockerd finds the registry's CA (its own /etc/docker on the lab): Pier's calls to the
+    // registry's API (tags, deletes) trust what the manager trusts, as on a machine Pier shares with it.
+    PIER_DOCKER_CERTS_DIR: join(dirname(labSocket(info, node)), "etc-docker", "certs.d"),
   };
 }
 

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { NODE_DOCKER_APP, type Pier } from "../e2e/harness.js";
-import { type LabInfo, lab, swarmPier, swarmPierDown, until } from "./lab.js";
+import { type LabInfo, lab, swarmPier, swarmPierDown, swarmSettings, until } from "./lab.js";
 
 interface StatusInstance {
   number: number;
@@ -33,7 +33,11 @@ describe("pier status and pier nodes on the swarm", { timeout: 1_200_000 }, () =
     });
 
   before(async () => {
-    ({ info, pier } = await swarmPier({ images: ["pier/base:bookworm", "pier/node:22", "pier/addon-kv:8"] }));
+    ({ info, pier } = await swarmPier({
+      images: ["pier/base:bookworm", "pier/node:22", "pier/addon-kv:8"],
+      // The rebalancer's looks are info lines: a failed spread says what it saw (the last test).
+      settings: (l) => ({ ...swarmSettings(l), PIER_LOG_LEVEL: "info" }),
+    }));
     const web = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "web"]);
     assert.equal((await pier.cli(["env", "set", "CC_HEALTH_CHECK_PATH", "/health", "--app", "web"])).code, 0);
     const hook = 'echo "hook sees $APP_ID greeting=$GREETING on $(hostname)"';
@@ -184,7 +188,8 @@ describe("pier status and pier nodes on the swarm", { timeout: 1_200_000 }, () =
           ? true
           : undefined;
       }).catch((err: Error) => {
-        throw new Error(`${err.message}; seen last: ${seen}`);
+        const looks = pier.output.split("\n").filter((l) => l.includes('"part":"rebalancer"'));
+        throw new Error(`${err.message}; seen last: ${seen}; the rebalancer's lines:\n${looks.join("\n")}`);
       });
       assert.doesNotMatch((await pier.cli(["status", "--app", "web"])).stdout, / moved from /);
     } finally {

@@ -207,6 +207,24 @@ describe("the rebalancer", () => {
     });
   });
 
+  test("the watch: a list of the nodes that never answers is given up, and the next one sees the node back", async () => {
+    const { store, engine, nodes, deploys, rebalancer } = await setUp();
+    await seed(store, engine, "web", ["node1", "node1", "node2"]);
+    const node3 = down(nodes, "node3");
+    const list = nodes.listNodes.bind(nodes);
+    let calls = 0;
+    // The first list hangs for good (the manager's engine stuck).
+    nodes.listNodes = () => (++calls === 1 ? new Promise(() => undefined) : list());
+    await watching(rebalancer, async () => {
+      await sleep(150);
+      assert.ok(calls >= 2, `listed ${calls} times`);
+      node3.state = "ready";
+      await firstDeploy(deploys);
+      await rebalancer.settled();
+      assert.deepEqual(names(deploys), ["web"]);
+    });
+  });
+
   test("the watch looks twice after a return: the swarm still listing the lost node's old task at the first look", async () => {
     const { store, engine, nodes, deploys, rebalancer } = await setUp();
     // At the first look the instance moved off node3 is still listed there (its agent has not reported
