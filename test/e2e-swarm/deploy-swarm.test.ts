@@ -194,6 +194,9 @@ describe("PIER_ENGINE=swarm: git push deploys onto the swarm", { timeout: 900_00
     assert.match(back.stderr, /Rolling back to release v\d+/);
     for (let i = 0; i < 6; i++) assert.equal(await version(), "1", "every instance serves the first release");
     assert.equal((await releases())[0]?.current, true);
+    // After each deploy Pier asks the registry which tags it may forget: its API calls trust the registry's
+    // CA as the manager's dockerd does (PIER_DOCKER_CERTS_DIR), so no such call failed.
+    assert.doesNotMatch(pier.output, /could not forget pruned release images/);
   });
 
   test("a release whose gate fails on the swarm: the contract's lines, the serving release untouched, its services gone", async () => {
