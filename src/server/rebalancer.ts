@@ -7,6 +7,7 @@
 // handed every app's starts at once.
 import type { Logger } from "pino";
 import type { App, Release } from "../core/model.js";
+import type { ClusterNode } from "../core/nodes.js";
 import type { Nodes, ReleaseInstances, Store } from "../core/ports.js";
 import { loadPerNode, spreadPlan, takesWork } from "../core/rebalance.js";
 import type { Deployer } from "./deployer.js";
@@ -140,57 +141,22 @@ export class Rebalancer {
    */
   watch(): { stop(): void } {
     const settleMs = this.deps.settleMs ?? 10_000;
-    const later = new Set<NodeJS.Timeout>();
-    let stopped = false;
-    const schedule = (run: () => void) => {
-      if (stopped) return;
-      const t = setTimeout(() => {
-        later.delete(t);
-        run();
-      }, settleMs);
-      later.add(t);
-    };
-    const back = new NodesBack((names) => this.afterReturn(names, schedule), settleMs);
-    schedule(() => void this.lookAtStart());
-    const pollMs = this.deps.pollMs ?? 5_000;
-    // A list that never answers (the manager's engine stuck) would stop the watch for good: after six polls'
-    // time it is given up (a warning says so) and the next one starts; the late answer is ignored.
-    let listing: { since: number; id: number } | null = null;
-    let lists = 0;
-    const poll = setInterval(() => {
-      if (listing && Date.now() - listing.since < 6 * pollMs) return;
-      if (listing)
-        this.deps.logger.warn(
-          { afterMs: Date.now() - listing.since },
-          "the swarm's nodes were not listed in time: listing them again",
+    const timers = new Later(settleMs);
+    const back = new NodesBack((names) => this.afterReturn(names, (run) => timers.add(run)), settleMs);
+    timers.add(() => void this.lookAtStart());
+    const poll = new NodesPoll(this.deps.nodes, this.deps.logger, this.deps.pollMs ?? 5_000, (all) => {
+      const returned = back.seen(new Set(all.filter(takesWork).map((n) => n.name)));
+      if (returned.length > 0)
+        this.deps.logger.info(
+          { nodes: returned, settleMs },
+          "nodes take work again: looking once they stay so",
         );
-      const mine = { since: Date.now(), id: ++lists };
-      listing = mine;
-      void this.deps.nodes
-        .listNodes()
-        .then(
-          (all) => {
-            if (listing?.id !== mine.id) return;
-            const returned = back.seen(new Set(all.filter(takesWork).map((n) => n.name)));
-            if (returned.length > 0)
-              this.deps.logger.info(
-                { nodes: returned, settleMs },
-                "nodes take work again: looking once they stay so",
-              );
-          },
-          () => undefined,
-        )
-        .finally(() => {
-          if (listing?.id === mine.id) listing = null;
-        });
-    }, pollMs);
+    });
     return {
       stop: () => {
-        stopped = true;
-        clearInterval(poll);
+        poll.stop();
         back.stop();
-        for (const t of later) clearTimeout(t);
-        later.clear();
+        timers.stop();
       },
     };
   }
@@ -209,7 +175,7 @@ export class Rebalancer {
    * could not. Two looks per return, whatever happens: an app that cannot be spread is not redeployed again
    * and again.
    */
-  private async afterReturn(names: string[], schedule: (run: () => void) => void): Promise<void> {
+  private async afterReturn(names: string[], later: (run: () => void) => void): Promise<void> {
     const why = `${names.join(", ")} ${names.length === 1 ? "takes" : "take"} work again`;
     const look = async (which: string) => {
       const apps = await this.rebalance(why);
@@ -217,7 +183,74 @@ export class Rebalancer {
     };
     await look("first");
     await this.pass;
-    schedule(() => void look("second"));
+    later(() => void look("second"));
+  }
+}
+
+/** Runs each function once `ms` after it was added, until stopped (then none added runs). */
+class Later {
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private stopped = false;
+
+  constructor(private readonly ms: number) {}
+
+  add(run: () => void): void {
+    if (this.stopped) return;
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      run();
+    }, this.ms);
+    this.timers.add(t);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+  }
+}
+
+/**
+ * Lists the nodes every `pollMs`, one list at a time, and hands each answer on. A list that never answers
+ * (the manager's engine stuck) would stop the watch for good: after six polls' time it is given up (a
+ * warning says so) and the next one starts; its late answer is ignored. A failed list is skipped.
+ */
+class NodesPoll {
+  private listing: { since: number; id: number } | null = null;
+  private lists = 0;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly nodes: Pick<Nodes, "listNodes">,
+    private readonly logger: Logger,
+    private readonly pollMs: number,
+    private readonly listed: (all: ClusterNode[]) => void,
+  ) {
+    this.timer = setInterval(() => this.poll(), pollMs);
+  }
+
+  private poll(): void {
+    const late = this.listing && Date.now() - this.listing.since;
+    if (late !== null && late < 6 * this.pollMs) return;
+    if (late !== null)
+      this.logger.warn({ afterMs: late }, "the swarm's nodes were not listed in time: listing them again");
+    const mine = { since: Date.now(), id: ++this.lists };
+    this.listing = mine;
+    void this.nodes
+      .listNodes()
+      .then(
+        (all) => {
+          if (this.listing?.id === mine.id) this.listed(all);
+        },
+        () => undefined,
+      )
+      .finally(() => {
+        if (this.listing?.id === mine.id) this.listing = null;
+      });
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
   }
 }
 
