@@ -1,5 +1,6 @@
-/** The instances (state, restarts, last exit) and their runtime logs, followed live. */
+/** The instances (state, restarts, last exit; on a swarm their node and moves) and their runtime logs, followed live. */
 import { useEffect, useRef, useState } from "preact/hooks";
+import { movedSentence } from "../core/nodes.js";
 import { describe, follow } from "./api.js";
 import type { Status } from "./types.js";
 import { Badge, ErrorLine, Section, when } from "./ui.js";
@@ -17,6 +18,8 @@ export function RuntimeLogs({ status }: { status: Status }) {
   const running = status.instances.filter((i) => i.state === "running").length;
   // An instance the engine restarted after a crash: follow it afresh too (the replay shows its new lines).
   const restarts = status.instances.reduce((n, i) => n + i.restarts, 0);
+  // On a swarm each instance says its node (ADR 0030): a column then, none on one dockerd.
+  const onNodes = status.instances.some((i) => i.node);
   useEffect(() => {
     const ac = new AbortController();
     setError(null);
@@ -63,6 +66,7 @@ export function RuntimeLogs({ status }: { status: Status }) {
                   <th scope="col">Started</th>
                   <th scope="col">Restarts</th>
                   <th scope="col">Last exit</th>
+                  {onNodes && <th scope="col">Node</th>}
                 </tr>
               </thead>
               <tbody>
@@ -75,12 +79,17 @@ export function RuntimeLogs({ status }: { status: Status }) {
                     <td>{when(i.startedAt)}</td>
                     <td>{i.restarts}</td>
                     <td>{i.lastExit ? `code ${i.lastExit.code} at ${when(i.lastExit.at)}` : "none"}</td>
+                    {onNodes && <td>{i.node ?? ""}</td>}
                   </tr>
                 ))}
               </tbody>
             </table>
           </div>
         )}
+        {status.instances.map((i) => {
+          const moved = movedSentence(i, when);
+          return moved && <p key={`moved-${i.id}`}>{moved}.</p>;
+        })}
         {status.routeProblem && <p class="error">{status.routeProblem}</p>}
       </Section>
       <Section

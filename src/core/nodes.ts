@@ -128,3 +128,21 @@ export function nodeGuard(node: ClusterNode, report: GuardReport): NodeGuard {
   if (node.state !== "ready") return no(`no guard task runs there: the node is ${node.state}`);
   return no("no guard task runs there");
 }
+
+/** An instance as a move is told: its number, its node now, where it ran before and why it moved. */
+export interface MovedInstance {
+  number: number;
+  node?: string | undefined;
+  moved?: { from: string; reason: string; at: string | null } | undefined;
+}
+
+/**
+ * The sentence `pier status` and the console say of an instance the swarm placed again after its node was
+ * lost ("Instance 2 moved from node3 to node1 at ...: node3 down"), or null when it did not move. `at`
+ * formats the time (the CLI prints it as is, the console in the reader's time).
+ */
+export function movedSentence(i: MovedInstance, at: (time: string) => string = (t) => t): string | null {
+  if (!i.moved) return null;
+  const when = i.moved.at ? ` at ${at(i.moved.at)}` : "";
+  return `Instance ${i.number} moved from ${i.moved.from} to ${i.node ?? "another node"}${when}: ${i.moved.reason}`;
+}

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { movedSentence } from "../../core/nodes.js";
 import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
 import type { Command } from "../command.js";
 import { resolveApp } from "../link-file.js";
@@ -79,9 +80,10 @@ Options:
           ...(nodes ? [i.node ?? ""] : []),
         ]),
       );
-      for (const i of s.instances)
-        if (i.moved)
-          text += `Instance ${i.number} moved from ${i.moved.from} to ${i.node ?? "another node"}${i.moved.at ? ` at ${i.moved.at}` : ""}: ${i.moved.reason}\n`;
+      for (const i of s.instances) {
+        const moved = movedSentence(i);
+        if (moved) text += `${moved}\n`;
+      }
     }
     ctx.out(text);
     return 0;

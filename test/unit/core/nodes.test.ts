@@ -7,6 +7,7 @@ import {
   type GuardReport,
   type GuardTask,
   joinCommandLine,
+  movedSentence,
   nodeGuard,
   registryTrustScript,
 } from "../../../src/core/nodes.js";
@@ -200,5 +201,23 @@ describe("nodes", () => {
       ],
     );
     assert.match(listed[0]!.guardProblem ?? "", /^the guard's tasks could not be read: connect ECONNREFUSED/);
+  });
+
+  test("the sentence an instance moved by the swarm gets, in pier status and in the console", () => {
+    const moved = { from: "node3", reason: "node3 down", at: "2026-11-28T10:00:00.000Z" };
+    assert.equal(
+      movedSentence({ number: 2, node: "node1", moved }),
+      "Instance 2 moved from node3 to node1 at 2026-11-28T10:00:00.000Z: node3 down",
+    );
+    // The console writes the time its own way; a move whose time is unknown, or a node not known yet.
+    assert.equal(
+      movedSentence({ number: 0, moved: { ...moved, at: null } }, () => "never"),
+      "Instance 0 moved from node3 to another node: node3 down",
+    );
+    assert.equal(
+      movedSentence({ number: 1, node: "node1", moved }, () => "10:00"),
+      "Instance 1 moved from node3 to node1 at 10:00: node3 down",
+    );
+    assert.equal(movedSentence({ number: 1, node: "node1" }), null);
   });
 });
