@@ -36,7 +36,12 @@ export class Rebalancer {
   /** The pass under way (passes never overlap: a later one sees what the earlier moved). */
   private pass: Promise<void> = Promise.resolve();
 
-  constructor(private readonly deps: RebalancerDeps) {}
+  /** The looks to come (a second look after a pass, the look at the start). */
+  private readonly later: Later;
+
+  constructor(private readonly deps: RebalancerDeps) {
+    this.later = new Later(deps.settleMs ?? 10_000);
+  }
 
   /**
    * The apps to redeploy now so that instances spread over the nodes that take work (core/rebalance.ts
@@ -71,16 +76,33 @@ export class Rebalancer {
 
   /**
    * Plans which apps to move and starts moving them (`why` goes into each redeploy's cause, e.g. "node3
-   * activated"); their names. The moves run after any pass under way, one app at a time, each after a new
-   * plan (a deploy meanwhile may have spread the apps already, and each move changes what the next should
-   * be): at most as many moves as this plan named, each app once.
+   * activated"); the names of the apps planned now. The moves run after any pass under way, one app at a
+   * time, each after a new plan (a deploy meanwhile may have spread the apps already, and each move changes
+   * what the next should be): at most as many moves as this plan named, each app once; so the apps moved
+   * may differ from those named. Looked at twice: once now, and once more `settleMs` after this look's
+   * moves ended (a move placed elsewhere than planned, a lost node's old task still listed at the first
+   * look); no more, so an app that cannot be spread is not redeployed again and again.
    */
   async rebalance(why: string): Promise<string[]> {
+    const names = await this.look(why, "first");
+    void this.pass.then(() => this.later.add(() => void this.look(why, "second")));
+    return names;
+  }
+
+  /** One look: the plan now, its moves started after the pass under way; the names planned. */
+  private async look(why: string, which: string): Promise<string[]> {
     const found = await this.plannedOrNone(why);
+    const names = found.map((c) => c.app.name);
+    this.deps.logger.info({ apps: names, why, look: which }, "looked for apps to spread");
     if (found.length === 0) return [];
     const previous = this.pass;
     this.pass = previous.then(() => this.moves(why, found.length));
-    return found.map((c) => c.app.name);
+    return names;
+  }
+
+  /** Ends the looks to come (pier server stopping); moves under way finish. */
+  stop(): void {
+    this.later.stop();
   }
 
   /**
@@ -141,9 +163,8 @@ export class Rebalancer {
    */
   watch(): { stop(): void } {
     const settleMs = this.deps.settleMs ?? 10_000;
-    const timers = new Later(settleMs);
-    const back = new NodesBack((names) => this.afterReturn(names, (run) => timers.add(run)), settleMs);
-    timers.add(() => void this.lookAtStart());
+    const back = new NodesBack((names) => this.afterReturn(names), settleMs);
+    this.later.add(() => void this.look("pier server started", "at the start"));
     const poll = new NodesPoll(this.deps.nodes, this.deps.logger, this.deps.pollMs ?? 5_000, (all) => {
       const returned = back.seen(new Set(all.filter(takesWork).map((n) => n.name)));
       if (returned.length > 0)
@@ -156,34 +177,14 @@ export class Rebalancer {
       stop: () => {
         poll.stop();
         back.stop();
-        timers.stop();
+        this.stop();
       },
     };
   }
 
-  private async lookAtStart(): Promise<void> {
-    const why = "pier server started";
-    const apps = await this.rebalance(why);
-    if (apps.length > 0) this.deps.logger.info({ apps, why }, "spreading apps that crowd some nodes");
-  }
-
-  /**
-   * Nodes that stayed open for `settleMs` after they came back: the apps crowding the others spread. Looked
-   * at twice: once now, and once more `settleMs` after this look's moves ended. The swarm may still list a
-   * lost node's old task as the instance's for a while after the node is back (its agent reports it ended
-   * later), and a move's deploy may meet a node not yet taking work: the second look sees what the first
-   * could not. Two looks per return, whatever happens: an app that cannot be spread is not redeployed again
-   * and again.
-   */
-  private async afterReturn(names: string[], later: (run: () => void) => void): Promise<void> {
-    const why = `${names.join(", ")} ${names.length === 1 ? "takes" : "take"} work again`;
-    const look = async (which: string) => {
-      const apps = await this.rebalance(why);
-      this.deps.logger.info({ apps, why, look: which }, "looked for apps to spread onto a node back");
-    };
-    await look("first");
-    await this.pass;
-    later(() => void look("second"));
+  /** Nodes that stayed open for `settleMs` after they came back: the apps crowding the others spread. */
+  private async afterReturn(names: string[]): Promise<void> {
+    await this.rebalance(`${names.join(", ")} ${names.length === 1 ? "takes" : "take"} work again`);
   }
 }
 

@@ -506,20 +506,32 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
     }
     assert.equal(activated.code, 0, activated.stderr);
     const named =
-      /Spreading these apps onto node3, .*: (.*)$/m.exec(activated.stderr)?.[1]?.split(", ") ?? [];
+      /Spreading apps onto node3, .*; planned now: (.*)$/m.exec(activated.stderr)?.[1]?.split(", ") ?? [];
     assert.ok(
       named.some((n) => singles.includes(n)),
       `a one-instance app is among those moved: ${activated.stderr}`,
     );
-    // Each app named is redeployed with that cause, one after the other; then the nodes run 2 each.
-    const even = await until("the nodes run 2 instances each, every app named redeployed", 180, async () => {
+    // Apps are redeployed with that cause, one after the other, each chosen on a fresh plan (those moved may
+    // differ from those named), and looked at again after the moves: then the nodes run 2 each, a
+    // one-instance app among those moved, and every rebalance succeeded.
+    let seen = "";
+    const even = await until("the nodes run 2 instances each, a one-instance app moved", 180, async () => {
       const n = await perNode();
-      if (![...n.values()].every((c) => c === 2)) return undefined;
-      for (const name of named) {
-        const [d] = await pier.cliJson<{ cause: string; state: string }[]>(["deployments", "--app", name]);
-        if (d?.cause !== "rebalance: node3 activated" || d.state !== "succeeded") return undefined;
-      }
-      return n;
+      const last = new Map<string, { cause: string; state: string } | undefined>();
+      for (const name of ["web", ...singles])
+        last.set(
+          name,
+          (await pier.cliJson<{ cause: string; state: string }[]>(["deployments", "--app", name]))[0],
+        );
+      seen = JSON.stringify({ perNode: [...n], last: [...last] });
+      const rebalanced = [...last].filter(([, d]) => d?.cause === "rebalance: node3 activated");
+      return [...n.values()].every((c) => c === 2) &&
+        rebalanced.some(([name]) => singles.includes(name)) &&
+        rebalanced.every(([, d]) => d?.state === "succeeded")
+        ? n
+        : undefined;
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}; named: ${named.join(", ")}; seen last: ${seen}`);
     });
     assert.deepEqual([...even.values()], [2, 2, 2]);
     for (const name of singles) assert.equal((await pier.get(name, "/")).status, 200, name);

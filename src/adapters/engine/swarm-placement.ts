@@ -130,6 +130,21 @@ export class SwarmSpread {
     return this.load.reserved;
   }
 
+  /**
+   * Pier ended an instance's task on its node, a stop it began at `since`: the memory it reserved is free
+   * in the load listed before that (a list asked for since may not show the task: left as listed). Without
+   * it, the starts of the next LOAD_TTL_MS would still count it: a rebalance's next move, a deploy right
+   * after another, would shun the node it just left.
+   */
+  released(nodeId: string, memoryBytes: number, since: number): void {
+    const load = this.load;
+    if (!load || load.at >= since || memoryBytes <= 0) return;
+    void load.reserved.then(
+      (m) => m.set(nodeId, Math.max(0, (m.get(nodeId) ?? 0) - memoryBytes)),
+      () => undefined,
+    );
+  }
+
   /** Whether a start of this process made that service and has not lifted its pin yet. */
   starting(serviceId: string): boolean {
     return [...this.pending].some((p) => p.serviceId === serviceId);

@@ -331,6 +331,7 @@ export class SwarmEngine
 
   /** Scales to 0 and waits until no task of the service runs. */
   async stopInstance(id: string, graceMs: number): Promise<void> {
+    const since = Date.now();
     const s = await this.svc.service(id);
     if (!s) return;
     const live = (await this.svc.tasks(s.ID)).filter((t) => !isTerminal(t));
@@ -338,6 +339,8 @@ export class SwarmEngine
       await this.svc.update(s.ID, (x) => this.svc.withReplicas(x, 0, false));
     for (const t of live) this.svc.killAfter(t, graceMs);
     await this.svc.settled(s.ID, s.Spec.Name);
+    const memory = s.Spec.TaskTemplate?.Resources?.Reservations?.MemoryBytes ?? 0;
+    for (const t of live) if (t.NodeID) this.spread.released(t.NodeID, memory, since);
   }
 
   async startInstance(id: string): Promise<void> {

@@ -244,6 +244,33 @@ test("one-instance apps fill the emptiest node first; every app's count is liste
   assert.equal(lists, 2);
 });
 
+test("an instance Pier stopped frees its memory in the load listed before the stop, not in one listed after", async () => {
+  // Two other apps' instances on n1, one on n2, none on n3; listed once (clock 0).
+  const reads = swarm([
+    task("t1", "s1", "n1", "o1"),
+    task("t2", "s2", "n1", "o2"),
+    task("t3", "s3", "n2", "o3"),
+  ]);
+  let clock = 0;
+  const spread = new SwarmSpread(reads, () => clock);
+  const place = async (appId: string) => {
+    const r = await spread.reserve({ appId, deploymentId: `d-${appId}`, memoryBytes: MIB });
+    r?.done();
+    return r?.nodeId;
+  };
+  assert.equal(await place("x1"), "n3"); // n1 2, n2 1, n3 1 MiB
+  // Both of n1's instances stopped by Pier after that list (a rebalance moved them): n1 is the emptiest now.
+  clock = 5;
+  spread.released("n1", MIB, 1);
+  spread.released("n1", MIB, 1);
+  assert.equal(await place("x2"), "n1");
+  // A stop begun before the load was listed may be in that list already: nothing is taken off.
+  clock = LOAD_TTL_MS + 10;
+  assert.equal(await place("x3"), "n3", "listed again: the swarm's tasks (n3 empty in this fake)");
+  spread.released("n2", MIB, LOAD_TTL_MS);
+  assert.equal(await place("x4"), "n3", "n2 keeps its listed instance");
+});
+
 test("an instance that reserves much weighs as much as many small ones: each choice adds its memory", async () => {
   // Two small instances of other apps on n1 and on n2, none on n3.
   const spread = new SwarmSpread(

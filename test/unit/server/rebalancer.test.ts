@@ -117,10 +117,10 @@ async function watching(rebalancer: Rebalancer, body: () => Promise<void>) {
   }
 }
 
-/** Waits (up to 2 s) for the first redeploy asked. */
-async function firstDeploy(deploys: Deploys) {
+/** Waits (up to 2 s) for the first redeploy asked (or the `n`th). */
+async function firstDeploy(deploys: Deploys, n = 1) {
   const deadline = Date.now() + 2000;
-  while (deploys.asked.length === 0 && Date.now() < deadline) await sleep(10);
+  while (deploys.asked.length < n && Date.now() < deadline) await sleep(10);
 }
 
 describe("the rebalancer", () => {
@@ -170,6 +170,31 @@ describe("the rebalancer", () => {
     assert.deepEqual(await rebalancer.rebalance("node3 activated"), ["a0", "a3"]);
     await rebalancer.settled();
     assert.deepEqual(names(deploys), ["a0", "a3"], "the nodes run 2, 2 and 2");
+  });
+
+  test("an activation looks twice: a move the spread placed elsewhere than planned is made up for after the pass", async () => {
+    const { store, engine, deploys, rebalancer } = await setUp();
+    for (const [n, node] of ["node1", "node1", "node1", "node2", "node2", "node2"].entries())
+      await seed(store, engine, `a${n}`, [node]);
+    // The first redeploy lands on node2 (not where the plan thought), the others on node3.
+    let deployed = 0;
+    deploys.onDeploy = (app) => {
+      const to = ++deployed === 1 ? "node2" : "node3";
+      for (const i of engine.instances) if (i.labels["pier.app"] === app.id) i.node = to;
+    };
+    try {
+      assert.equal((await rebalancer.rebalance("node3 activated")).length, 2);
+      await rebalancer.settled();
+      // The pass's two moves: node1 2, node2 3, node3 1. The second look moves one more.
+      await firstDeploy(deploys, 3);
+      await rebalancer.settled();
+      const load = new Map<string, number>();
+      for (const i of engine.instances) load.set(i.node ?? "", (load.get(i.node ?? "") ?? 0) + 1);
+      assert.deepEqual([...load.values()].sort(), [2, 2, 2], JSON.stringify([...load]));
+      assert.equal(deploys.asked.length, 3);
+    } finally {
+      rebalancer.stop();
+    }
   });
 
   test("nothing crowded, or one node that takes work: nothing moves", async () => {
