@@ -82,9 +82,13 @@ export function loadPerNode(
   instances: readonly PlacedServing[],
   serving: ReadonlyMap<string, string>,
 ): Record<string, number> {
-  const load: Record<string, number> = {};
-  for (const counts of placed(instances, serving).values())
-    for (const [n, c] of counts) load[n] = (load[n] ?? 0) + c;
+  return Object.fromEntries(perNode(placed(instances, serving)));
+}
+
+/** The instances per node, every app's summed. */
+function perNode(where: ReadonlyMap<string, ReadonlyMap<string, number>>): Map<string, number> {
+  const load = new Map<string, number>();
+  for (const counts of where.values()) for (const [n, c] of counts) load.set(n, (load.get(n) ?? 0) + c);
   return load;
 }
 
@@ -106,13 +110,13 @@ function placed(
 
 /** The instances per app and per node as a plan moves them (spreadPlan). */
 class Spread {
-  private readonly load = new Map<string, number>();
+  private readonly load: Map<string, number>;
 
   constructor(
     private readonly open: readonly string[],
     private readonly where: Map<string, Map<string, number>>,
   ) {
-    for (const counts of where.values()) for (const [n, c] of counts) this.add(n, c);
+    this.load = perNode(where);
   }
 
   count(app: string, node: string): number {

@@ -57,12 +57,19 @@ export class Rebalancer {
     ]);
     const serving = new Map<string, ToMove>();
     const movable = new Set<string>();
-    for (const app of apps) {
-      if (app.stopped || app.task) continue;
-      const release = await store.currentRelease(app.id);
+    // Each app's release and whether it is held on a node, read side by side (a plan is made before every move).
+    const read = await Promise.all(
+      apps
+        .filter((app) => !app.stopped && !app.task)
+        .map(async (app) => {
+          const [release, held] = await Promise.all([store.currentRelease(app.id), pinned(app.id)]);
+          return { app, release, held };
+        }),
+    );
+    for (const { app, release, held } of read) {
       if (!release || release.task) continue;
       serving.set(app.id, { app, release });
-      if (!deployer.isBusy(app.id) && !(await pinned(app.id))) movable.add(app.id);
+      if (!deployer.isBusy(app.id) && !held) movable.add(app.id);
     }
     const deployments = new Map([...serving].map(([id, c]) => [id, c.release.deploymentId]));
     const plan = spreadPlan(all, instances, deployments, movable);
