@@ -178,7 +178,7 @@ async function startApi(b: Base, s: Services, r: Runtimes, a: AppServices): Prom
       (node) => s.addons.pinnedTo(node),
       () => b.engine.listInstances({}),
       b.swarm?.guards,
-      a.rebalancer?.rebalance.bind(a.rebalancer),
+      a.rebalancer?.activated.bind(a.rebalancer),
     ),
     logger: logger.child({ part: "api" }),
     maxBodyBytes: config.apiMaxBodyBytes,

@@ -46,8 +46,8 @@ export class NodeService {
     private readonly placed: PlacedInstances = async () => [],
     /** The node guard's service and tasks (ADR 0019 on a swarm); none given: isolation off. */
     private readonly guards: () => Promise<GuardReport> = async () => ({ isolation: false }),
-    /** Starts spreading the apps that crowd other nodes (`why`: the cause of their redeploys); their names. */
-    private readonly rebalance: (why: string) => Promise<string[]> = async () => [],
+    /** Starts spreading instances onto the node just activated (by its name); the apps planned. */
+    private readonly spreadOnto: (node: string) => Promise<string[]> = async () => [],
   ) {}
 
   private port(): Nodes {
@@ -122,6 +122,6 @@ export class NodeService {
   async activate(name: string): Promise<ActivatedNode> {
     const port = this.port();
     const node = await port.setAvailability(findNode(await port.listNodes(), name).id, "active");
-    return { ...node, rebalancing: await this.rebalance(`${node.name} activated`) };
+    return { ...node, rebalancing: await this.spreadOnto(node.name) };
   }
 }

@@ -36,6 +36,8 @@ export class Rebalancer {
   /** The pass under way (passes never overlap: a later one sees what the earlier moved). */
   private pass: Promise<void> = Promise.resolve();
 
+  /** The watch's view of the nodes' returns, while it watches. */
+  private back: NodesBack | null = null;
   /** The looks to come (a second look after a pass, the look at the start). */
   private readonly later: Later;
 
@@ -107,6 +109,15 @@ export class Rebalancer {
     return names;
   }
 
+  /**
+   * `node` was activated through Pier: spreads onto it (cause `<node> activated`). The watch is told, so it
+   * does not take the node's coming back into work for a return of its own and spread a second time.
+   */
+  activated(node: string): Promise<string[]> {
+    this.back?.handled(node);
+    return this.rebalance(`${node} activated`);
+  }
+
   /** Ends the looks to come (pier server stopping); moves under way finish. */
   stop(): void {
     this.later.stop();
@@ -171,6 +182,7 @@ export class Rebalancer {
   watch(): { stop(): void } {
     const settleMs = this.deps.settleMs ?? 10_000;
     const back = new NodesBack((names) => this.afterReturn(names), settleMs);
+    this.back = back;
     this.later.add(() => void this.look("pier server started", "at the start"));
     const poll = new NodesPoll(this.deps.nodes, this.deps.logger, this.deps.pollMs ?? 5_000, (all) => {
       const returned = back.seen(new Set(all.filter(takesWork).map((n) => n.name)));
@@ -184,6 +196,7 @@ export class Rebalancer {
       stop: () => {
         poll.stop();
         back.stop();
+        this.back = null;
         this.stop();
       },
     };
@@ -290,6 +303,12 @@ class NodesBack {
       if (names.length > 0) void this.settled(names);
     }, this.settleMs);
     return returned;
+  }
+
+  /** A node whose return is handled elsewhere (activated through Pier): open from now on, not a return. */
+  handled(node: string): void {
+    this.open?.add(node);
+    this.back.delete(node);
   }
 
   stop(): void {

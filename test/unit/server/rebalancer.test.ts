@@ -250,6 +250,24 @@ describe("the rebalancer", () => {
     });
   });
 
+  test("a node activated through Pier is spread onto by the activation only, not a second time as a return", async () => {
+    const { store, engine, nodes, deploys, rebalancer } = await setUp();
+    await seed(store, engine, "web", ["node1", "node1", "node2"]);
+    const node3 = nodes.nodes.find((n) => n.name === "node3");
+    assert.ok(node3);
+    node3.availability = "drain";
+    await watching(rebalancer, async () => {
+      await sleep(100);
+      node3.availability = "active";
+      await rebalancer.activated("node3");
+      // Past the settle time of a return and its second look.
+      await sleep(300);
+      await rebalancer.settled();
+      assert.ok(deploys.asked.length > 0);
+      assert.deepEqual([...new Set(deploys.asked.map((a) => a.req.cause))], ["rebalance: node3 activated"]);
+    });
+  });
+
   test("the watch looks twice after a return: the swarm still listing the lost node's old task at the first look", async () => {
     const { store, engine, nodes, deploys, rebalancer } = await setUp();
     // At the first look the instance moved off node3 is still listed there (its agent has not reported
