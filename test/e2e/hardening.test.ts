@@ -427,7 +427,9 @@ describe("hardening", { timeout: 900_000 }, () => {
           const path = (await run(["docker", "inspect", "-f", "{{.LogPath}}", id])).stdout.trim();
           if (!path) continue;
           seen = true;
-          if (existsSync(path)) biggest = Math.max(biggest, statSync(path).size);
+          // The container may be removed between the listing and here: its log is then gone too.
+          const size = statSync(path, { throwIfNoEntry: false })?.size ?? 0;
+          biggest = Math.max(biggest, size);
         }
         await new Promise((r) => setTimeout(r, 100));
       }
