@@ -38,7 +38,10 @@ const port = (def: number) =>
     .max(65535, "must be 1..65535")
     .default(def);
 const seconds = (def: number) =>
-  z.coerce.number().positive("must be a positive number of seconds").default(def);
+  z.coerce
+    .number({ message: "must be a positive number of seconds" })
+    .positive("must be a positive number of seconds")
+    .default(def);
 
 const schema = z.object({
   PIER_DATA_DIR: z.string().min(1).default(join(homedir(), ".pier")),
@@ -113,6 +116,12 @@ const schema = z.object({
     .string()
     .regex(/^\//, { message: "must be an absolute path (the docker socket on each node)" })
     .default("/var/run/docker.sock"),
+  // How often the rebalancer looks for instances crowding some nodes between nodes' returns (0: never).
+  PIER_REBALANCE_EVERY: z.coerce
+    .number({ message: "must be 0 (never) or a number of seconds" })
+    .int("must be a whole number of seconds")
+    .min(0, "must be 0 (never) or a number of seconds")
+    .default(900),
   // The dockerd of each node Pier may run add-ons on and exec into (ADR 0030): node=unix:///sock,node=tcp://h:p.
   PIER_SWARM_NODE_ENGINES: z
     .string()
@@ -278,6 +287,11 @@ export interface Config {
    * template such as `{{.Node.Hostname}}` may name the node).
    */
   swarmNodeSocket: string;
+  /**
+   * PIER_REBALANCE_EVERY: on a swarm, how often the rebalancer also looks for apps crowding some nodes
+   * (the swarm restarted a failed instance elsewhere), besides a node's return; 0: only at returns.
+   */
+  rebalanceEveryMs: number;
   dockerCli: string;
   haproxy: string;
   deployTimeoutMs: number;
@@ -382,6 +396,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, host: HostFacts
     swarmRegistry: swarmRegistry(c),
     swarmNodeEngines: c.PIER_SWARM_NODE_ENGINES,
     swarmNodeSocket: c.PIER_SWARM_NODE_SOCKET,
+    rebalanceEveryMs: c.PIER_REBALANCE_EVERY * 1000,
     dockerCli: c.PIER_DOCKER_CLI,
     haproxy: c.PIER_HAPROXY,
     deployTimeoutMs: c.PIER_DEPLOY_TIMEOUT * 1000,

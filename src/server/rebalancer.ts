@@ -4,7 +4,8 @@
 // nodes' loads (core/rebalance.ts), are redeployed from their current image: a deploy places its new
 // instances over every node that takes work (swarm-placement.ts), and its gate and switch keep the app
 // serving throughout; a failure leaves it as it was. One app at a time, so a node that just came back is not
-// handed every app's starts at once.
+// handed every app's starts at once. Between returns, a regular look (PIER_REBALANCE_EVERY) spreads the apps
+// the swarm crowded itself (a failed instance started again on another node), each at most once a day.
 import type { Logger } from "pino";
 import type { App, Release } from "../core/model.js";
 import type { ClusterNode } from "../core/nodes.js";
@@ -24,7 +25,12 @@ export interface RebalancerDeps {
   pollMs?: number;
   /** How long a node that came back must stay ready before instances move to it (10 s). */
   settleMs?: number;
+  /** How often the watch also looks between returns (PIER_REBALANCE_EVERY); 0 or unset: never. */
+  everyMs?: number;
 }
+
+/** How long an app a regular look moved is left to the next return rather than moved by a regular look again. */
+const REGULAR_MOVE_RESTS_MS = 24 * 3600_000;
 
 /** An app to move, with the release it serves (what its redeploy runs again). */
 interface ToMove {
@@ -40,6 +46,14 @@ export class Rebalancer {
   private back: NodesBack | null = null;
   /** The looks to come (a second look after a pass, the look at the start). */
   private readonly later: Later;
+  /** Passes planned or under way (a regular look waits for none: it is skipped). */
+  private passes = 0;
+  /**
+   * The apps a regular look moved, and when: a regular look does not move them again for a day (a move
+   * that did not spread them, as when the plan and the swarm's placement disagree, would otherwise be made
+   * at every look). A node's return or activation forgets them: its looks move any app.
+   */
+  private readonly movedRegularly = new Map<string, number>();
 
   constructor(private readonly deps: RebalancerDeps) {
     this.later = new Later(deps.settleMs ?? 10_000);
@@ -50,7 +64,7 @@ export class Rebalancer {
    * `spreadPlan`), in order. Every app that serves counts as load; stopped apps, tasks, apps being deployed
    * and apps held on a node are never moved. One list of the nodes, of the apps and of the instances.
    */
-  async planned(): Promise<ToMove[]> {
+  async planned(skip: ReadonlySet<string> = new Set()): Promise<ToMove[]> {
     const { store, engine, nodes, deployer, pinned } = this.deps;
     const [all, apps, instances] = await Promise.all([
       nodes.listNodes(),
@@ -71,7 +85,7 @@ export class Rebalancer {
     for (const { app, release, held } of read) {
       if (!release || release.task) continue;
       serving.set(app.id, { app, release });
-      if (!deployer.isBusy(app.id) && !held) movable.add(app.id);
+      if (!deployer.isBusy(app.id) && !held && !skip.has(app.id)) movable.add(app.id);
     }
     const deployments = new Map([...serving].map(([id, c]) => [id, c.release.deploymentId]));
     const plan = spreadPlan(all, instances, deployments, movable);
@@ -93,20 +107,44 @@ export class Rebalancer {
    * look); no more, so an app that cannot be spread is not redeployed again and again.
    */
   async rebalance(why: string): Promise<string[]> {
+    this.movedRegularly.clear();
     const names = await this.look(why, "first");
     void this.pass.then(() => this.later.add(() => void this.look(why, "second")));
     return names;
   }
 
-  /** One look: the plan now, its moves started after the pass under way; the names planned. */
-  private async look(why: string, which: string): Promise<string[]> {
-    const found = await this.plannedOrNone(why);
+  /**
+   * One look: the plan now (the apps in `regular.skip` left out), its moves started after the pass under
+   * way; the names planned. A regular look records the apps it moves.
+   */
+  private async look(why: string, which: string, regular?: Regular): Promise<string[]> {
+    const found = await this.plannedOrNone(why, regular?.skip);
     const names = found.map((c) => c.app.name);
     this.deps.logger.info({ apps: names, why, look: which }, "looked for apps to spread");
     if (found.length === 0) return [];
-    const previous = this.pass;
-    this.pass = previous.then(() => this.moves(why, found.length));
+    this.passes++;
+    this.pass = this.pass
+      .then(() => this.moves(why, found.length, regular))
+      .finally(() => {
+        this.passes--;
+      });
     return names;
+  }
+
+  /**
+   * The regular look (every `everyMs`): the apps the swarm crowded since, such as a failed instance started
+   * again on another node, spread as at a return; none while a pass is under way (its own second look
+   * follows), and none a regular look moved in the last day.
+   */
+  private regularLook(why: string): void {
+    if (this.passes > 0) return;
+    const now = Date.now();
+    for (const [id, at] of this.movedRegularly)
+      if (now - at >= REGULAR_MOVE_RESTS_MS) this.movedRegularly.delete(id);
+    void this.look(why, "regular", {
+      skip: new Set(this.movedRegularly.keys()),
+      moved: (id) => this.movedRegularly.set(id, Date.now()),
+    });
   }
 
   /**
@@ -127,20 +165,21 @@ export class Rebalancer {
    * The plan, or none when the engine cannot be read now (logged): a node activated stays activated, and
    * the next return of a node, or the next activation, looks again.
    */
-  private plannedOrNone(why: string): Promise<ToMove[]> {
-    return this.planned().catch((err: Error) => {
+  private plannedOrNone(why: string, skip?: ReadonlySet<string>): Promise<ToMove[]> {
+    return this.planned(skip).catch((err: Error) => {
       this.deps.logger.warn({ err: err.message, why }, "could not look for apps to spread");
       return [];
     });
   }
 
   /** Up to `limit` moves, each the first app of a new plan not moved in this pass yet. */
-  private async moves(why: string, limit: number): Promise<void> {
+  private async moves(why: string, limit: number, regular?: Regular): Promise<void> {
     const moved = new Set<string>();
     for (let n = 0; n < limit; n++) {
-      const next = (await this.plannedOrNone(why)).find((c) => !moved.has(c.app.id));
+      const next = (await this.plannedOrNone(why, regular?.skip)).find((c) => !moved.has(c.app.id));
       if (!next) return;
       moved.add(next.app.id);
+      regular?.moved(next.app.id);
       await this.move(next, why);
     }
   }
@@ -177,13 +216,17 @@ export class Rebalancer {
    * Lists the nodes every `pollMs`; a node that takes work again (it came back ready, or was activated
    * outside Pier) starts a rebalance once it stayed so for `settleMs`. A failed list (the manager's engine
    * restarting) changes nothing. Once at the start too, `settleMs` after it: a node may have come back
-   * while `pier server` was stopped (one look, cause `rebalance: pier server started`).
+   * while `pier server` was stopped (one look, cause `rebalance: pier server started`). And every `everyMs`
+   * if set (`regularLook`).
    */
   watch(): { stop(): void } {
     const settleMs = this.deps.settleMs ?? 10_000;
     const back = new NodesBack((names) => this.afterReturn(names), settleMs);
     this.back = back;
     this.later.add(() => void this.look("pier server started", "at the start"));
+    const everyMs = this.deps.everyMs ?? 0;
+    const why = `crowded nodes seen by the look every ${duration(everyMs)}`;
+    const regular = everyMs > 0 ? setInterval(() => this.regularLook(why), everyMs) : null;
     const poll = new NodesPoll(this.deps.nodes, this.deps.logger, this.deps.pollMs ?? 5_000, (all) => {
       const returned = back.seen(new Set(all.filter(takesWork).map((n) => n.name)));
       if (returned.length > 0)
@@ -194,6 +237,7 @@ export class Rebalancer {
     });
     return {
       stop: () => {
+        if (regular) clearInterval(regular);
         poll.stop();
         back.stop();
         this.back = null;
@@ -206,6 +250,17 @@ export class Rebalancer {
   private async afterReturn(names: string[]): Promise<void> {
     await this.rebalance(`${names.join(", ")} ${names.length === 1 ? "takes" : "take"} work again`);
   }
+}
+
+/** A regular look's apps left out of its plans, and what it is told of each app it moves. */
+interface Regular {
+  skip: ReadonlySet<string>;
+  moved(appId: string): void;
+}
+
+/** "15 min", "90 s": how often, as a cause says it. */
+function duration(ms: number): string {
+  return ms % 60_000 === 0 ? `${ms / 60_000} min` : `${Math.round(ms / 1000)} s`;
 }
 
 /** Runs each function once `ms` after it was added, until stopped (then none added runs). */

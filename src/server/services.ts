@@ -178,6 +178,7 @@ export function createAppServices(b: Base, s: Services, r: Runtimes) {
       deployer,
       pinned: async (appId) => (await s.addons.buckets(appId)).some((bucket) => !!bucket.node),
       logger: logger.child({ part: "rebalancer" }),
+      everyMs: config.rebalanceEveryMs,
     });
   return { limits, deployer, apps, rebalancer };
 }

@@ -276,6 +276,27 @@ describe("PIER_ENGINE (ADR 0030)", () => {
       ],
     );
   });
+  test("the rebalancer's regular look: every 15 min by default, 0 for none, anything else named", () => {
+    assert.equal(loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null" }).rebalanceEveryMs, 900_000);
+    assert.equal(
+      loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", PIER_REBALANCE_EVERY: "0" }).rebalanceEveryMs,
+      0,
+    );
+    assert.equal(
+      loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", PIER_REBALANCE_EVERY: "60" }).rebalanceEveryMs,
+      60_000,
+    );
+    assert.deepEqual(problems({ PIER_REBALANCE_EVERY: "soon", PIER_STOP_GRACE: "x" }), [
+      "PIER_REBALANCE_EVERY: must be 0 (never) or a number of seconds",
+      "PIER_STOP_GRACE: must be a positive number of seconds",
+    ]);
+    assert.deepEqual(problems({ PIER_REBALANCE_EVERY: "-1" }), [
+      "PIER_REBALANCE_EVERY: must be 0 (never) or a number of seconds",
+    ]);
+    assert.deepEqual(problems({ PIER_REBALANCE_EVERY: "1.5" }), [
+      "PIER_REBALANCE_EVERY: must be a whole number of seconds",
+    ]);
+  });
   test("anything else is named", () => {
     assert.throws(
       () => loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", PIER_ENGINE: "kubernetes" }),

@@ -77,7 +77,7 @@ class Deploys {
   }
 }
 
-async function setUp() {
+async function setUp(more: { everyMs?: number } = {}) {
   const store = new MemoryStore();
   const engine = new FakeEngine();
   const nodes = new FakeNodes();
@@ -92,6 +92,7 @@ async function setUp() {
     logger: pino({ level: "silent" }),
     pollMs: 10,
     settleMs: 40,
+    ...more,
   });
   return { store, engine, nodes, deploys, pinnedApps, rebalancer };
 }
@@ -322,6 +323,48 @@ describe("the rebalancer", () => {
       await rebalancer.settled();
       assert.deepEqual(names(deploys), ["web"], "one look, one move");
       assert.equal(deploys.asked[0]?.req.cause, "rebalance: pier server started");
+    });
+  });
+  test("the regular look: an app the swarm crowded since (an instance started again elsewhere) spreads", async () => {
+    const { store, engine, deploys, rebalancer } = await setUp({ everyMs: 60 });
+    await seed(store, engine, "web", ["node1", "node2", "node3"]);
+    deploys.onDeploy = (app) => {
+      const on = ["node1", "node2", "node3"];
+      for (const i of engine.instances) if (i.labels["pier.app"] === app.id) i.node = on.shift();
+    };
+    await watching(rebalancer, async () => {
+      await sleep(150);
+      assert.deepEqual(names(deploys), [], "even: the looks at the start and every 60 ms move nothing");
+      // The swarm started web's failed instance again on node1.
+      for (const i of engine.instances) if (i.id === "web-2") i.node = "node1";
+      await firstDeploy(deploys);
+      await sleep(200);
+      await rebalancer.settled();
+      assert.deepEqual(names(deploys), ["web"], "moved once, then even");
+      assert.match(deploys.asked[0]?.req.cause ?? "", /^rebalance: crowded nodes seen by the look every /);
+    });
+  });
+
+  test("the regular look moves an app at most once a day; a node's return may move it again", async () => {
+    const { store, engine, nodes, deploys, rebalancer } = await setUp({ everyMs: 60 });
+    // The fake deploy moves nothing: the app stays crowded whatever is done (the plan and the placement disagree).
+    await seed(store, engine, "web", ["node1", "node1", "node2"]);
+    const node3 = nodes.nodes.find((n) => n.name === "node3");
+    assert.ok(node3);
+    await watching(rebalancer, async () => {
+      // The look at the start (40 ms, one look), then about ten regular looks (every 60 ms).
+      await sleep(700);
+      await rebalancer.settled();
+      const causes = deploys.asked.map((a) => a.req.cause);
+      assert.equal(causes.filter((c) => c === "rebalance: pier server started").length, 1, causes.join("; "));
+      assert.equal(causes.filter((c) => c.includes("look every")).length, 1, causes.join("; "));
+      const before = deploys.asked.length;
+      node3.state = "down";
+      await sleep(50);
+      node3.state = "ready";
+      await firstDeploy(deploys, before + 1);
+      await rebalancer.settled();
+      assert.equal(deploys.asked[before]?.req.cause, "rebalance: node3 takes work again");
     });
   });
 });
