@@ -1,10 +1,14 @@
 // What a user sees of an app on the swarm (issue 18, ADR 0030): `pier status` names each instance's node,
 // `pier nodes` counts Pier's instances on each; an instance that exits on its node is seen by Pier (its exit
 // recorded from the swarm's task list); a worker lost, its instance runs on another node, `pier status` says
-// which and why, and the edge follows it to its new address; the node back, that line goes (the loss stays as
-// the last exit).
+// which and why (so does the console's Logs page, in Chromium: its Node column and the move's sentence), and
+// the edge follows it to its new address; the node back, that line goes (the loss stays as the last exit).
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { chromium } from "playwright-core";
+import { browserNetns } from "../e2e/browser-netns.js";
 import { NODE_DOCKER_APP, type Pier } from "../e2e/harness.js";
 import { type LabInfo, lab, swarmPier, swarmPierDown, swarmSettings, until } from "./lab.js";
 
@@ -49,6 +53,42 @@ describe("pier status and pier nodes on the swarm", { timeout: 1_200_000 }, () =
     assert.equal(scaled.code, 0, scaled.stderr);
   });
   after(() => swarmPierDown(pier));
+
+  /**
+   * The console's Logs page of web in Chromium (signed in with the admin token): the Instances table's
+   * rows and the text under it, once `ready` holds for the page's text.
+   */
+  const consoleLogsPage = async (ready: RegExp) => {
+    const netns = await browserNetns([pier.apiPort]);
+    const browser = await chromium.launch({ executablePath: netns.executablePath, args: ["--no-sandbox"] });
+    try {
+      const page = await browser.newPage();
+      page.setDefaultTimeout(30_000);
+      const base = `http://127.0.0.1:${pier.apiPort}/`;
+      const token = (JSON.parse(readFileSync(join(pier.dataDir, "cli.json"), "utf8")) as { token: string })
+        .token;
+      await page.goto(base);
+      await page.getByLabel("API token").fill(token);
+      await page.keyboard.press("Enter");
+      await page.getByRole("button", { name: "Sign out" }).waitFor();
+      await page.goto(`${base}#/apps/web/logs`);
+      const table = page.getByTestId("instances");
+      await table.locator("tbody tr").first().waitFor();
+      await page.waitForFunction((re) => new RegExp(re).test(document.body.textContent ?? ""), ready.source);
+      return {
+        header: await table.locator("thead th").allTextContents(),
+        rows: await table
+          .locator("tbody tr")
+          .evaluateAll((trs) =>
+            trs.map((tr) => [...(tr as HTMLTableRowElement).cells].map((c) => c.textContent ?? "")),
+          ),
+        text: (await page.locator("body").textContent()) ?? "",
+      };
+    } finally {
+      await browser.close();
+      await netns.close();
+    }
+  };
 
   test("pier status names each instance's node; pier nodes counts them per node", async () => {
     const list = await running(3);
@@ -154,6 +194,15 @@ describe("pier status and pier nodes on the swarm", { timeout: 1_200_000 }, () =
       });
       const nodes = await pier.cliJson<{ name: string; instances: number }[]>(["nodes"]);
       assert.equal(nodes.find((n) => n.name === lost)?.instances, 0, JSON.stringify(nodes));
+      // The console's Logs page says the same: each instance's node, and the move under the table.
+      const sentence = new RegExp(
+        `Instance ${victim.number} moved from ${lost} to ${moved.node} .*: ${lost} down`,
+      );
+      const page = await consoleLogsPage(sentence);
+      assert.equal(page.header.at(-1), "Node", page.header.join(" "));
+      const row = page.rows.find((cells) => cells[0] === String(victim.number));
+      assert.equal(row?.at(-1), moved.node, JSON.stringify(page.rows));
+      assert.match(page.text, sentence);
       // Its lines from the lost node cannot be read while that node is down: pier logs says so, as Pier's
       // line on stderr (the swarm's note came as a log frame of its own, once shown as the app's output).
       const logs = await pier.cliJson<{ at: string; stream: string; line: string }[]>([
