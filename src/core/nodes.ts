@@ -146,3 +146,18 @@ export function movedSentence(i: MovedInstance, at: (time: string) => string = (
   const when = i.moved.at ? ` at ${at(i.moved.at)}` : "";
   return `Instance ${i.number} moved from ${i.moved.from} to ${i.node ?? "another node"}${when}: ${i.moved.reason}`;
 }
+
+/**
+ * What `pier nodes` says of a swarm whose only manager is one of several nodes, else null: a restarted
+ * manager alone syncs its overlays with the others only after a while, so apps on the other nodes answer
+ * again after up to ~30 s, against a few seconds with three managers (ADR 0030, docs/guide.md).
+ */
+export function oneManagerNote(nodes: readonly Pick<ClusterNode, "name" | "role">[]): string | null {
+  const managers = nodes.filter((n) => n.role === "manager");
+  if (managers.length !== 1 || nodes.length < 2) return null;
+  return (
+    `${managers[0]?.name} is the swarm's only manager: if its dockerd restarts, apps on the other nodes may take ` +
+    "up to ~30 s to answer again, a few seconds with three managers (pier nodes join-command --manager on two " +
+    "more machines, or docker node promote NAME)"
+  );
+}

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { oneManagerNote } from "../../core/nodes.js";
 import { checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
 import type { Command } from "../command.js";
 import { UsageError } from "../errors.js";
@@ -82,6 +83,8 @@ export const nodes: Command = {
                   ? `whether ${n.name} is guarded is unknown: ${n.guardProblem}\n`
                   : `${n.name} is not guarded: ${n.guardProblem}\n`,
               );
+          const managers = oneManagerNote(list);
+          if (managers) ctx.err(`${managers}\n`);
         }
         return 0;
       }

@@ -319,6 +319,16 @@ describe("commands", () => {
     assert.match(r.stdout, /^node1 +192\.0\.2\.11 +worker +active +ready +yes +1/m);
     assert.match(r.stdout, /^node2 +192\.0\.2\.11 +worker +active +ready +no +1/m);
     assert.equal(r.stderr, "node2 is not guarded: its guard task rejected: No such image\n");
+    // One manager among them: said after the table, on stderr.
+    const one = await pier(["nodes"], {
+      "GET /v1/nodes": {
+        status: 200,
+        body: [{ ...node("node1", "yes", null), role: "manager", leader: true }, node("node2", "yes", null)],
+      },
+    });
+    assert.equal(one.code, 0, one.stderr);
+    assert.match(one.stdout, /^node1 +192\.0\.2\.11 +manager \(leader\) +active/m);
+    assert.match(one.stderr, /^node1 is the swarm's only manager: .* a few seconds with three managers/);
   });
 
   test("tokens revoke deletes by name; --app belongs to create only", async () => {

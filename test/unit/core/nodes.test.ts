@@ -9,6 +9,7 @@ import {
   joinCommandLine,
   movedSentence,
   nodeGuard,
+  oneManagerNote,
   registryTrustScript,
 } from "../../../src/core/nodes.js";
 import { NodeService } from "../../../src/server/nodes.js";
@@ -219,5 +220,18 @@ describe("nodes", () => {
       "Instance 1 moved from node3 to node1 at 10:00: node3 down",
     );
     assert.equal(movedSentence({ number: 1, node: "node1" }), null);
+  });
+  test("one manager among several nodes is said (a manager's restart then reaches the others late); three are not", () => {
+    const node = (name: string, role: "manager" | "worker") => ({ name, role });
+    assert.match(
+      oneManagerNote([node("node1", "manager"), node("node2", "worker"), node("node3", "worker")]) ?? "",
+      /^node1 is the swarm's only manager: if its dockerd restarts, apps on the other nodes may take up to ~30 s .*pier nodes join-command --manager/,
+    );
+    assert.equal(oneManagerNote([node("node1", "manager")]), null, "one machine: nothing else to reach");
+    assert.equal(
+      oneManagerNote([node("node1", "manager"), node("node2", "manager"), node("node3", "manager")]),
+      null,
+    );
+    assert.equal(oneManagerNote([node("node1", "worker"), node("node2", "worker")]), null);
   });
 });
