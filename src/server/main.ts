@@ -11,6 +11,7 @@ import { SecretBox } from "../adapters/secret-box.js";
 import { SqliteStore } from "../adapters/store/sqlite.js";
 import { listenFailed, PierError } from "../core/errors.js";
 import { scopeOf } from "../core/labels.js";
+import { oneManagerNote } from "../core/nodes.js";
 import type { Engine } from "../core/ports.js";
 import { formatCidr } from "../core/subnets.js";
 import { authorizeRepo } from "./access.js";
@@ -153,6 +154,14 @@ async function startRecovery(b: Base, s: Services, a: AppServices): Promise<{ st
   domains.start();
   const events = startEngineLoop({ engine, store, instances, reconcileAll, logger });
   const rebalance = a.rebalancer?.watch();
+  // The swarm's only manager among several nodes: said once at the start (core/nodes.ts oneManagerNote).
+  void b.nodes?.listNodes().then(
+    (all) => {
+      const note = oneManagerNote(all);
+      if (note) logger.warn(note);
+    },
+    () => undefined,
+  );
   return {
     stop: () => {
       events.stop();

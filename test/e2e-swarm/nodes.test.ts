@@ -96,6 +96,8 @@ test("pier nodes over pier server on the swarm's manager: list, guarded, join-co
     // Every node guarded: the only line on stderr is the lab's one manager's note.
     assert.match(table.stderr, /^node1 is the swarm's only manager: if its dockerd restarts, .*\n$/);
     assert.equal(table.stderr.split("\n").length, 2, table.stderr);
+    // ...which pier server said once at its start too, in its log.
+    assert.match(pier.output, /"msg":"node1 is the swarm's only manager: if its dockerd restarts/);
     // A restart of pier server finds the guard running its image: nothing pushed again.
     const since = (await docker(i, "node1", ["info", "--format", "{{.SystemTime}}"])).trim();
     await pier.restartServer();
