@@ -14,9 +14,9 @@ import pino from "pino";
 import { SecretBox } from "../src/adapters/secret-box.js";
 import { SqliteStore } from "../src/adapters/store/sqlite.js";
 import { Rebalancer } from "../src/server/rebalancer.js";
-import { newApp } from "../test/conformance/store.js";
 import { FakeEngine } from "../test/support/fake-engine.js";
 import { FakeNodes } from "../test/support/fake-nodes.js";
+import { servingApp } from "../test/support/serving-app.js";
 
 const ROUNDS = Number(process.argv[2] ?? 15);
 
@@ -26,32 +26,7 @@ async function medianMs(apps: number): Promise<number> {
     const store = new SqliteStore(join(dir, "pier.db"), SecretBox.fromKey(randomBytes(32)));
     const engine = new FakeEngine();
     for (let i = 0; i < apps; i++) {
-      const app = await store.createApp(newApp(`a${i}`));
-      const deploymentId = `d${i}`;
-      await store.createDeployment({
-        id: deploymentId,
-        appId: app.id,
-        commit: "c1",
-        cause: "push",
-        withoutCache: false,
-      });
-      const release = {
-        id: `r${i}`,
-        appId: app.id,
-        deploymentId,
-        image: "img",
-        commit: "c1",
-        env: {},
-        httpPort: 8080,
-        tcpPort: null,
-        task: false,
-      };
-      await store.commitRelease(release, {}, new Date().toISOString());
-      engine.addInstance({
-        id: `i${i}`,
-        labels: { "pier.app": app.id, "pier.deployment": deploymentId },
-        node: `node${(i % 3) + 1}`,
-      });
+      await servingApp(store, engine, `a${i}`, [`node${(i % 3) + 1}`]);
     }
     const addons = store.addons();
     const rebalancer = new Rebalancer({

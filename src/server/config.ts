@@ -37,11 +37,8 @@ const port = (def: number) =>
     .min(1, "must be 1..65535")
     .max(65535, "must be 1..65535")
     .default(def);
-const seconds = (def: number) =>
-  z.coerce
-    .number({ message: "must be a positive number of seconds" })
-    .positive("must be a positive number of seconds")
-    .default(def);
+const SECONDS = "must be a positive number of seconds";
+const seconds = (def: number) => z.coerce.number({ message: SECONDS }).positive(SECONDS).default(def);
 
 const schema = z.object({
   PIER_DATA_DIR: z.string().min(1).default(join(homedir(), ".pier")),

@@ -114,11 +114,11 @@ export class Rebalancer {
   }
 
   /**
-   * One look: the plan now (the apps in `regular.skip` left out), its moves started after the pass under
-   * way; the names planned. A regular look records the apps it moves.
+   * One look: the plan now, its moves started after the pass under way; the names planned. A regular look
+   * leaves out the apps resting from one (`resting`) and records those it moves.
    */
-  private async look(why: string, which: string, regular?: Regular): Promise<string[]> {
-    const found = await this.plannedOrNone(why, regular?.skip);
+  private async look(why: string, which: string, regular = false): Promise<string[]> {
+    const found = await this.plannedOrNone(why, regular ? this.resting() : undefined);
     const names = found.map((c) => c.app.name);
     this.deps.logger.info({ apps: names, why, look: which }, "looked for apps to spread");
     if (found.length === 0) return [];
@@ -137,14 +137,15 @@ export class Rebalancer {
    * follows), and none a regular look moved in the last day.
    */
   private regularLook(why: string): void {
-    if (this.passes > 0) return;
+    if (this.passes === 0) void this.look(why, "regular", true);
+  }
+
+  /** The apps a regular look moved in the last day (those moved longer ago are forgotten here). */
+  private resting(): Set<string> {
     const now = Date.now();
     for (const [id, at] of this.movedRegularly)
       if (now - at >= REGULAR_MOVE_RESTS_MS) this.movedRegularly.delete(id);
-    void this.look(why, "regular", {
-      skip: new Set(this.movedRegularly.keys()),
-      moved: (id) => this.movedRegularly.set(id, Date.now()),
-    });
+    return new Set(this.movedRegularly.keys());
   }
 
   /**
@@ -173,13 +174,14 @@ export class Rebalancer {
   }
 
   /** Up to `limit` moves, each the first app of a new plan not moved in this pass yet. */
-  private async moves(why: string, limit: number, regular?: Regular): Promise<void> {
+  private async moves(why: string, limit: number, regular: boolean): Promise<void> {
     const moved = new Set<string>();
     for (let n = 0; n < limit; n++) {
-      const next = (await this.plannedOrNone(why, regular?.skip)).find((c) => !moved.has(c.app.id));
+      const skip = regular ? this.resting() : undefined;
+      const next = (await this.plannedOrNone(why, skip)).find((c) => !moved.has(c.app.id));
       if (!next) return;
       moved.add(next.app.id);
-      regular?.moved(next.app.id);
+      if (regular) this.movedRegularly.set(next.app.id, Date.now());
       await this.move(next, why);
     }
   }
@@ -250,12 +252,6 @@ export class Rebalancer {
   private async afterReturn(names: string[]): Promise<void> {
     await this.rebalance(`${names.join(", ")} ${names.length === 1 ? "takes" : "take"} work again`);
   }
-}
-
-/** A regular look's apps left out of its plans, and what it is told of each app it moves. */
-interface Regular {
-  skip: ReadonlySet<string>;
-  moved(appId: string): void;
 }
 
 /** "15 min", "90 s": how often, as a cause says it. */

@@ -4,11 +4,10 @@
 // which and why (so does the console's Logs page, in Chromium: its Node column and the move's sentence), and
 // the edge follows it to its new address; the node back, that line goes (the loss stays as the last exit).
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
 import { browserNetns } from "../e2e/browser-netns.js";
+import { adminToken, signIn } from "../e2e/console-page.js";
 import { NODE_DOCKER_APP, type Pier } from "../e2e/harness.js";
 import { type LabInfo, lab, swarmPier, swarmPierDown, swarmSettings, until } from "./lab.js";
 
@@ -65,12 +64,7 @@ describe("pier status and pier nodes on the swarm", { timeout: 1_200_000 }, () =
       const page = await browser.newPage();
       page.setDefaultTimeout(30_000);
       const base = `http://127.0.0.1:${pier.apiPort}/`;
-      const token = (JSON.parse(readFileSync(join(pier.dataDir, "cli.json"), "utf8")) as { token: string })
-        .token;
-      await page.goto(base);
-      await page.getByLabel("API token").fill(token);
-      await page.keyboard.press("Enter");
-      await page.getByRole("button", { name: "Sign out" }).waitFor();
+      await signIn(page, base, adminToken(pier));
       await page.goto(`${base}#/apps/web/logs`);
       const table = page.getByTestId("instances");
       await table.locator("tbody tr").first().waitFor();

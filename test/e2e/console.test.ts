@@ -11,6 +11,7 @@ import { after, before, describe, test } from "node:test";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { CA, LEAF, LEAF_KEY, OTHER_KEY } from "../unit/core/tls-fixtures.js";
 import { type BrowserNetns, browserNetns } from "./browser-netns.js";
+import { adminToken as adminTokenOf, signIn as signInAs } from "./console-page.js";
 import { NODE_DOCKER_APP, Pier, ROOT } from "./harness.js";
 
 const SHOTS = join(ROOT, "docs/console");
@@ -27,19 +28,11 @@ describe("the web console in a browser", { timeout: 420_000 }, () => {
   /** What the page logged as an error (a CSP violation, an uncaught exception): none is expected. */
   const pageErrors: string[] = [];
   const base = () => `http://127.0.0.1:${pier.apiPort}/`;
-  const adminToken = () =>
-    (JSON.parse(readFileSync(join(pier.dataDir, "cli.json"), "utf8")) as { token: string }).token;
+  const adminToken = () => adminTokenOf(pier);
+  const signIn = (token: string) => signInAs(page, base(), token);
   const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
   const go = async (hash: string) => {
     await page.goto(`${base()}#/${hash}`);
-  };
-  const signIn = async (token: string) => {
-    await page.goto(base());
-    // With the keyboard: the token field, then Enter submits the form.
-    await page.getByLabel("API token").focus();
-    await page.keyboard.type(token);
-    await page.keyboard.press("Enter");
-    await page.getByRole("button", { name: "Sign out" }).waitFor();
   };
   const signOut = async () => {
     await page.getByRole("button", { name: "Sign out" }).click();

@@ -7,43 +7,10 @@ import pino from "pino";
 import type { App, Deployment } from "../../../src/core/model.js";
 import type { DeployRequest } from "../../../src/server/deploy/context.js";
 import { Rebalancer } from "../../../src/server/rebalancer.js";
-import { newApp } from "../../conformance/store.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 import { FakeNodes } from "../../support/fake-nodes.js";
 import { MemoryStore } from "../../support/memory-store.js";
-
-/** An app with its current release (deployment `d-<name>`) and its instances on these nodes. */
-async function seed(
-  store: MemoryStore,
-  engine: FakeEngine,
-  name: string,
-  nodes: string[],
-  extra: { task?: string; stopped?: boolean } = {},
-) {
-  const appId = `app-${name}`;
-  await store.createApp(newApp(name, { id: appId, task: extra.task ?? null }));
-  if (extra.stopped) await store.updateApp(appId, { stopped: true });
-  await store.createDeployment({ id: `d-${name}`, appId, commit: "c1", cause: "push", withoutCache: false });
-  const release = {
-    id: `r-${name}`,
-    appId,
-    deploymentId: `d-${name}`,
-    image: "img",
-    commit: "c1",
-    env: {},
-    httpPort: 8080,
-    tcpPort: null,
-    task: false,
-  };
-  await store.commitRelease(release, {}, new Date().toISOString());
-  for (const [n, node] of nodes.entries())
-    engine.addInstance({
-      id: `${name}-${n}`,
-      labels: { "pier.app": appId, "pier.deployment": `d-${name}` },
-      node,
-    });
-  return appId;
-}
+import { servingApp } from "../../support/serving-app.js";
 
 /** The deployer as the rebalancer uses it: each enqueue recorded; its deploy ends when the test says. */
 class Deploys {
@@ -127,12 +94,12 @@ async function firstDeploy(deploys: Deploys, n = 1) {
 describe("the rebalancer", () => {
   test("moves the apps that crowd some nodes, from their current image, and says which", async () => {
     const { store, engine, deploys, pinnedApps, rebalancer } = await setUp();
-    await seed(store, engine, "web", ["node1", "node1", "node2"]);
-    await seed(store, engine, "even", ["node1", "node2", "node3"]);
-    pinnedApps.add(await seed(store, engine, "bucket", ["node2", "node2", "node2"]));
-    await seed(store, engine, "stopped", ["node1", "node1"], { stopped: true });
-    await seed(store, engine, "job", ["node1", "node1"], { task: "node job.js" });
-    const busy = await seed(store, engine, "busy", ["node1", "node1"]);
+    await servingApp(store, engine, "web", ["node1", "node1", "node2"]);
+    await servingApp(store, engine, "even", ["node1", "node2", "node3"]);
+    pinnedApps.add(await servingApp(store, engine, "bucket", ["node2", "node2", "node2"]));
+    await servingApp(store, engine, "stopped", ["node1", "node1"], { stopped: true });
+    await servingApp(store, engine, "job", ["node1", "node1"], { task: "node job.js" });
+    const busy = await servingApp(store, engine, "busy", ["node1", "node1"]);
     deploys.busy.add(busy);
     assert.deepEqual(await rebalancer.rebalance("node3 activated"), ["web"]);
     await rebalancer.settled();
@@ -147,8 +114,8 @@ describe("the rebalancer", () => {
 
   test("one app after the other, each looked at again before its redeploy", async () => {
     const { store, engine, deploys, rebalancer } = await setUp();
-    await seed(store, engine, "a", ["node1", "node1", "node1"]);
-    await seed(store, engine, "b", ["node2", "node2", "node1"]);
+    await servingApp(store, engine, "a", ["node1", "node1", "node1"]);
+    await servingApp(store, engine, "b", ["node2", "node2", "node1"]);
     deploys.hold = true;
     assert.deepEqual(await rebalancer.rebalance("node3 activated"), ["a", "b"]);
     await sleep(20);
@@ -163,7 +130,7 @@ describe("the rebalancer", () => {
   test("one-instance apps: a node back gets its share of them, one move after the other on a new plan", async () => {
     const { store, engine, deploys, rebalancer } = await setUp();
     for (const [n, node] of ["node1", "node1", "node1", "node2", "node2", "node2"].entries())
-      await seed(store, engine, `a${n}`, [node]);
+      await servingApp(store, engine, `a${n}`, [node]);
     // Each redeploy places the app's instance on node3, as the spread would (the emptiest node).
     deploys.onDeploy = (app) => {
       for (const i of engine.instances) if (i.labels["pier.app"] === app.id) i.node = "node3";
@@ -176,7 +143,7 @@ describe("the rebalancer", () => {
   test("an activation looks twice: a move the spread placed elsewhere than planned is made up for after the pass", async () => {
     const { store, engine, deploys, rebalancer } = await setUp();
     for (const [n, node] of ["node1", "node1", "node1", "node2", "node2", "node2"].entries())
-      await seed(store, engine, `a${n}`, [node]);
+      await servingApp(store, engine, `a${n}`, [node]);
     // The first redeploy lands on node2 (not where the plan thought), the others on node3.
     let deployed = 0;
     deploys.onDeploy = (app) => {
@@ -200,7 +167,7 @@ describe("the rebalancer", () => {
 
   test("nothing crowded, or one node that takes work: nothing moves", async () => {
     const { store, engine, nodes, deploys, rebalancer } = await setUp();
-    await seed(store, engine, "web", ["node1", "node1", "node1"]);
+    await servingApp(store, engine, "web", ["node1", "node1", "node1"]);
     for (const n of nodes.nodes) if (n.name !== "node1") n.state = "down";
     assert.deepEqual(await rebalancer.rebalance("node2 activated"), []);
     await rebalancer.settled();
@@ -209,7 +176,7 @@ describe("the rebalancer", () => {
 
   test("an engine that cannot be read: no app named, nothing moved, and no error for the activation", async () => {
     const { store, engine, deploys, rebalancer } = await setUp();
-    await seed(store, engine, "web", ["node1", "node1", "node2"]);
+    await servingApp(store, engine, "web", ["node1", "node1", "node2"]);
     engine.before.listRoutable = async () => {
       throw new Error("engine gone");
     };
@@ -220,7 +187,7 @@ describe("the rebalancer", () => {
 
   test("the watch: a node back after a loss, once it stayed ready, spreads the crowded apps onto it", async () => {
     const { store, engine, nodes, deploys, rebalancer } = await setUp();
-    await seed(store, engine, "web", ["node1", "node1", "node2"]);
+    await servingApp(store, engine, "web", ["node1", "node1", "node2"]);
     const node3 = down(nodes, "node3");
     await watching(rebalancer, async () => {
       await sleep(50);
@@ -235,7 +202,7 @@ describe("the rebalancer", () => {
 
   test("the watch: a list of the nodes that never answers is given up, and the next one sees the node back", async () => {
     const { store, engine, nodes, deploys, rebalancer } = await setUp();
-    await seed(store, engine, "web", ["node1", "node1", "node2"]);
+    await servingApp(store, engine, "web", ["node1", "node1", "node2"]);
     const node3 = down(nodes, "node3");
     const list = nodes.listNodes.bind(nodes);
     let calls = 0;
@@ -253,7 +220,7 @@ describe("the rebalancer", () => {
 
   test("a node activated through Pier is spread onto by the activation only, not a second time as a return", async () => {
     const { store, engine, nodes, deploys, rebalancer } = await setUp();
-    await seed(store, engine, "web", ["node1", "node1", "node2"]);
+    await servingApp(store, engine, "web", ["node1", "node1", "node2"]);
     const node3 = nodes.nodes.find((n) => n.name === "node3");
     assert.ok(node3);
     node3.availability = "drain";
@@ -273,7 +240,7 @@ describe("the rebalancer", () => {
     const { store, engine, nodes, deploys, rebalancer } = await setUp();
     // At the first look the instance moved off node3 is still listed there (its agent has not reported
     // the old task ended): one instance per node, even.
-    await seed(store, engine, "web", ["node1", "node2", "node3"]);
+    await servingApp(store, engine, "web", ["node1", "node2", "node3"]);
     const node3 = down(nodes, "node3");
     let looks = 0;
     await watching(rebalancer, async () => {
@@ -300,7 +267,7 @@ describe("the rebalancer", () => {
   test("the watch looks twice per return, no more: an app its moves cannot spread is not redeployed again and again", async () => {
     const { store, engine, nodes, deploys, rebalancer } = await setUp();
     // The fake deploy moves nothing: the app stays crowded whatever is done.
-    await seed(store, engine, "web", ["node1", "node1", "node2"]);
+    await servingApp(store, engine, "web", ["node1", "node1", "node2"]);
     const node3 = down(nodes, "node3");
     await watching(rebalancer, async () => {
       await sleep(50);
@@ -314,7 +281,7 @@ describe("the rebalancer", () => {
 
   test("the watch looks once at the start: apps crowding some nodes while pier server was stopped spread", async () => {
     const { store, engine, deploys, rebalancer } = await setUp();
-    await seed(store, engine, "web", ["node1", "node1", "node2"]);
+    await servingApp(store, engine, "web", ["node1", "node1", "node2"]);
     await watching(rebalancer, async () => {
       await sleep(20);
       assert.deepEqual(names(deploys), [], "not before the settle period");
@@ -327,7 +294,7 @@ describe("the rebalancer", () => {
   });
   test("the regular look: an app the swarm crowded since (an instance started again elsewhere) spreads", async () => {
     const { store, engine, deploys, rebalancer } = await setUp({ everyMs: 60 });
-    await seed(store, engine, "web", ["node1", "node2", "node3"]);
+    await servingApp(store, engine, "web", ["node1", "node2", "node3"]);
     deploys.onDeploy = (app) => {
       const on = ["node1", "node2", "node3"];
       for (const i of engine.instances) if (i.labels["pier.app"] === app.id) i.node = on.shift();
@@ -348,7 +315,7 @@ describe("the rebalancer", () => {
   test("the regular look moves an app at most once a day; a node's return may move it again", async () => {
     const { store, engine, nodes, deploys, rebalancer } = await setUp({ everyMs: 60 });
     // The fake deploy moves nothing: the app stays crowded whatever is done (the plan and the placement disagree).
-    await seed(store, engine, "web", ["node1", "node1", "node2"]);
+    await servingApp(store, engine, "web", ["node1", "node1", "node2"]);
     const node3 = nodes.nodes.find((n) => n.name === "node3");
     assert.ok(node3);
     await watching(rebalancer, async () => {
