@@ -119,6 +119,13 @@ const schema = z.object({
     .int("must be a whole number of seconds")
     .min(0, "must be 0 (never) or a number of seconds")
     .default(900),
+  // How many apps the rebalancer redeploys at once when it spreads them over the nodes.
+  PIER_REBALANCE_AT_ONCE: z.coerce
+    .number({ message: "must be a number of apps, from 1 to 20" })
+    .int("must be a whole number of apps")
+    .min(1, "must be a number of apps, from 1 to 20")
+    .max(20, "must be a number of apps, from 1 to 20")
+    .default(3),
   // The dockerd of each node Pier may run add-ons on and exec into (ADR 0030): node=unix:///sock,node=tcp://h:p.
   PIER_SWARM_NODE_ENGINES: z
     .string()
@@ -289,6 +296,8 @@ export interface Config {
    * (the swarm restarted a failed instance elsewhere), besides a node's return; 0: only at returns.
    */
   rebalanceEveryMs: number;
+  /** PIER_REBALANCE_AT_ONCE: how many apps the rebalancer redeploys side by side (each pass plans again between). */
+  rebalanceAtOnce: number;
   dockerCli: string;
   haproxy: string;
   deployTimeoutMs: number;
@@ -394,6 +403,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, host: HostFacts
     swarmNodeEngines: c.PIER_SWARM_NODE_ENGINES,
     swarmNodeSocket: c.PIER_SWARM_NODE_SOCKET,
     rebalanceEveryMs: c.PIER_REBALANCE_EVERY * 1000,
+    rebalanceAtOnce: c.PIER_REBALANCE_AT_ONCE,
     dockerCli: c.PIER_DOCKER_CLI,
     haproxy: c.PIER_HAPROXY,
     deployTimeoutMs: c.PIER_DEPLOY_TIMEOUT * 1000,

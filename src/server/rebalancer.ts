@@ -3,8 +3,8 @@
 // back ready, the apps whose instances crowd some nodes, and then as many apps as it takes to even out the
 // nodes' loads (core/rebalance.ts), are redeployed from their current image: a deploy places its new
 // instances over every node that takes work (swarm-placement.ts), and its gate and switch keep the app
-// serving throughout; a failure leaves it as it was. One app at a time, so a node that just came back is not
-// handed every app's starts at once. Between returns, a regular look (PIER_REBALANCE_EVERY) spreads the apps
+// serving throughout; a failure leaves it as it was. A few apps at a time (PIER_REBALANCE_AT_ONCE, 3 by
+// default), so a node that just came back is not handed every app's starts at once. Between returns, a regular look (PIER_REBALANCE_EVERY) spreads the apps
 // the swarm crowded itself (a failed instance started again on another node), each at most once a day.
 import type { Logger } from "pino";
 import type { App, Release } from "../core/model.js";
@@ -27,6 +27,8 @@ export interface RebalancerDeps {
   settleMs?: number;
   /** How often the watch also looks between returns (PIER_REBALANCE_EVERY); 0 or unset: never. */
   everyMs?: number;
+  /** How many apps are redeployed at once, all from one plan (PIER_REBALANCE_AT_ONCE); 1 when unset. */
+  atOnce?: number;
 }
 
 /** How long an app a regular look moved is left to the next return rather than moved by a regular look again. */
@@ -99,10 +101,10 @@ export class Rebalancer {
 
   /**
    * Plans which apps to move and starts moving them (`why` goes into each redeploy's cause, e.g. "node3
-   * activated"); the names of the apps planned now. The moves run after any pass under way, one app at a
-   * time, each after a new plan (a deploy meanwhile may have spread the apps already, and each move changes
-   * what the next should be): at most as many moves as this plan named, each app once; so the apps moved
-   * may differ from those named. Looked at twice: once now, and once more `settleMs` after this look's
+   * activated"); the names of the apps planned now. The moves run after any pass under way, `atOnce` apps
+   * at a time, the first of a new plan each time (a deploy meanwhile may have spread the apps already, and
+   * each move changes what the next should be; the moves of one plan even the nodes out together): at most
+   * as many moves as this plan named, each app once; so the apps moved may differ from those named. Looked at twice: once now, and once more `settleMs` after this look's
    * moves ended (a move placed elsewhere than planned, a lost node's old task still listed at the first
    * look); no more, so an app that cannot be spread is not redeployed again and again.
    */
@@ -173,16 +175,24 @@ export class Rebalancer {
     });
   }
 
-  /** Up to `limit` moves, each the first app of a new plan not moved in this pass yet. */
+  /**
+   * Up to `limit` moves, `atOnce` at a time: the first apps of a new plan not moved in this pass yet,
+   * redeployed side by side; the next plan once they all ended.
+   */
   private async moves(why: string, limit: number, regular: boolean): Promise<void> {
     const moved = new Set<string>();
-    for (let n = 0; n < limit; n++) {
+    const atOnce = Math.max(1, this.deps.atOnce ?? 1);
+    while (moved.size < limit) {
       const skip = regular ? this.resting() : undefined;
-      const next = (await this.plannedOrNone(why, skip)).find((c) => !moved.has(c.app.id));
-      if (!next) return;
-      moved.add(next.app.id);
-      if (regular) this.movedRegularly.set(next.app.id, Date.now());
-      await this.move(next, why);
+      const next = (await this.plannedOrNone(why, skip))
+        .filter((c) => !moved.has(c.app.id))
+        .slice(0, Math.min(atOnce, limit - moved.size));
+      if (next.length === 0) return;
+      for (const { app } of next) {
+        moved.add(app.id);
+        if (regular) this.movedRegularly.set(app.id, Date.now());
+      }
+      await Promise.all(next.map((c) => this.move(c, why)));
     }
   }
 

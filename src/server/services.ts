@@ -179,6 +179,7 @@ export function createAppServices(b: Base, s: Services, r: Runtimes) {
       pinned: async (appId) => (await s.addons.buckets(appId)).some((bucket) => !!bucket.node),
       logger: logger.child({ part: "rebalancer" }),
       everyMs: config.rebalanceEveryMs,
+      atOnce: config.rebalanceAtOnce,
     });
   return { limits, deployer, apps, rebalancer };
 }

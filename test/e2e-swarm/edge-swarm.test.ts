@@ -511,7 +511,7 @@ describe("the edge on the swarm: every node, no dropped request, apps apart", { 
       named.some((n) => singles.includes(n)),
       `a one-instance app is among those moved: ${activated.stderr}`,
     );
-    // Apps are redeployed with that cause, one after the other, each chosen on a fresh plan (those moved may
+    // Apps are redeployed with that cause, a few at a time, each batch chosen on a fresh plan (those moved may
     // differ from those named), and looked at again after the moves: then the nodes run 2 each, a
     // one-instance app among those moved, and every rebalance succeeded.
     let seen = "";

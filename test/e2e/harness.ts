@@ -326,9 +326,10 @@ export class Pier {
     this.proc = null;
   }
 
-  /** Stops pier server (SIGTERM) and starts it again on the same data dir and ports. */
-  async restartServer(): Promise<void> {
+  /** Stops pier server (SIGTERM) and starts it again on the same data dir and ports, with `settings` added. */
+  async restartServer(settings: Record<string, string> = {}): Promise<void> {
     await this.stopServer();
+    Object.assign(this.extraEnv, settings);
     await this.start();
   }
 

@@ -121,7 +121,7 @@ export const nodes: Command = {
           ctx.out(`Activated ${describeNode(n)}.\n`);
           if (n.rebalancing.length > 0)
             ctx.err(
-              `Spreading apps onto ${n.name}, one after the other (each a redeploy of its current release, "rebalance" in pier deployments, chosen again just before it runs); planned now: ${n.rebalancing.join(", ")}\n`,
+              `Spreading apps onto ${n.name}, a few at a time (PIER_REBALANCE_AT_ONCE; each a redeploy of its current release, "rebalance" in pier deployments, chosen again just before it runs); planned now: ${n.rebalancing.join(", ")}\n`,
             );
         }
         return 0;

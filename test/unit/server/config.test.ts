@@ -297,6 +297,20 @@ describe("PIER_ENGINE (ADR 0030)", () => {
       "PIER_REBALANCE_EVERY: must be a whole number of seconds",
     ]);
   });
+  test("the rebalancer's moves at once: 3 by default, 1 to 20, anything else named", () => {
+    assert.equal(loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null" }).rebalanceAtOnce, 3);
+    assert.equal(
+      loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", PIER_REBALANCE_AT_ONCE: "1" }).rebalanceAtOnce,
+      1,
+    );
+    for (const bad of ["0", "21", "many"])
+      assert.deepEqual(problems({ PIER_REBALANCE_AT_ONCE: bad }), [
+        "PIER_REBALANCE_AT_ONCE: must be a number of apps, from 1 to 20",
+      ]);
+    assert.deepEqual(problems({ PIER_REBALANCE_AT_ONCE: "2.5" }), [
+      "PIER_REBALANCE_AT_ONCE: must be a whole number of apps",
+    ]);
+  });
   test("anything else is named", () => {
     assert.throws(
       () => loadConfig({ PIER_EXTRA_CA_CERTS: "/dev/null", PIER_ENGINE: "kubernetes" }),

@@ -44,7 +44,7 @@ class Deploys {
   }
 }
 
-async function setUp(more: { everyMs?: number } = {}) {
+async function setUp(more: { everyMs?: number; atOnce?: number } = {}) {
   const store = new MemoryStore();
   const engine = new FakeEngine();
   const nodes = new FakeNodes();
@@ -138,6 +138,33 @@ describe("the rebalancer", () => {
     assert.deepEqual(await rebalancer.rebalance("node3 activated"), ["a0", "a3"]);
     await rebalancer.settled();
     assert.deepEqual(names(deploys), ["a0", "a3"], "the nodes run 2, 2 and 2");
+  });
+
+  test("at once: the first apps of one plan redeploy side by side, the next plan once they all ended", async () => {
+    const { store, engine, deploys, rebalancer } = await setUp({ atOnce: 2 });
+    const on = ["node1", "node1", "node1", "node1", "node1", "node2", "node2", "node2", "node2"];
+    for (const [n, node] of on.entries()) await servingApp(store, engine, `a${n}`, [node]);
+    deploys.onDeploy = (app) => {
+      for (const i of engine.instances) if (i.labels["pier.app"] === app.id) i.node = "node3";
+    };
+    deploys.hold = true;
+    // 5, 4 and 0: three moves even the nodes out (3, 3, 3).
+    assert.equal((await rebalancer.rebalance("node3 activated")).length, 3);
+    await firstDeploy(deploys, 2);
+    await sleep(30);
+    assert.equal(deploys.asked.length, 2, "two at once, the third waits for both");
+    assert.equal(deploys.busy.size, 2, "both under way together");
+    deploys.release();
+    await firstDeploy(deploys, 3);
+    await sleep(30);
+    assert.equal(deploys.asked.length, 3, "the new plan's one move");
+    deploys.release();
+    await rebalancer.settled();
+    const load = new Map<string, number>();
+    for (const i of engine.instances) load.set(i.node ?? "", (load.get(i.node ?? "") ?? 0) + 1);
+    assert.deepEqual([...load.values()].sort(), [3, 3, 3], JSON.stringify([...load]));
+    assert.equal(new Set(names(deploys)).size, 3, "each app once");
+    rebalancer.stop();
   });
 
   test("an activation looks twice: a move the spread placed elsewhere than planned is made up for after the pass", async () => {
