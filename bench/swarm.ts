@@ -1,7 +1,8 @@
 // bench/swarm (issue 18 item 5): the same Dockerfile app on two Piers in one run, one on this machine's own
 // dockerd (the default engine) and one on a 3-node swarm lab's manager (PIER_ENGINE=swarm, ADR 0030):
 // - deploy cost: push to first 200 of a code change (a new layer) with 3 instances, rounds interleaved
-//   (one machine, swarm, one machine, ...), medians, the ratio swarm/one machine (target <= 1.5), and the
+//   (one machine, swarm, one machine, ...), each push once both sides run only their 3 instances (a
+//   retired release's containers stopped), medians, the ratio swarm/one machine (target <= 1.5), and the
 //   timeline of the median push on each (the lines the push printed, with when they came);
 // - edge throughput: wrk through each Pier's edge to the app's 3 instances (on the swarm spread over >= 2
 //   nodes, checked), alternating rounds, the ratio swarm/one machine (target >= 0.9).
@@ -9,7 +10,8 @@
 // The lab is PIER_SWARM_LAB_NAME / PIER_SWARM_LAB_NET when set, else its own (pierbench, 192.168.249): a
 // bench never takes the default lab. The lab goes down and both Piers are destroyed at the end, on a
 // failure, on SIGINT/SIGTERM, and past the time limit (PIER_BENCH_LIMIT_S, default 1800 s).
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
+import { promisify } from "node:util";
 import { randomBytes } from "node:crypto";
 import { httpRequest, NODE_DOCKER_APP, Pier } from "../test/e2e/harness.js";
 import { copyImages, docker, type LabInfo, lab, labUp, swarmSettings, until } from "../test/e2e-swarm/lab.js";
@@ -128,6 +130,40 @@ async function placement(info: LabInfo, appId: string): Promise<string[]> {
   return nodes;
 }
 
+/** The app's running instance containers on one dockerd (one still stopping counts; stopped ones do not). */
+const INSTANCE_PS = (appId: string) => [
+  "ps",
+  "-q",
+  "--filter",
+  `label=pier.app=${appId}`,
+  "--filter",
+  "label=pier.role=instance",
+];
+const count = (ids: string) => ids.split("\n").filter(Boolean).length;
+
+/**
+ * Waits (at most 30 s) until each side runs its 3 instances and nothing else of the app: the previous
+ * release's retired containers stopped on this machine's dockerd and on every lab node. A deploy timed
+ * while the other side (or its own last release) still tears containers down shares the two cores with
+ * that work: each push starts from the same quiet. Returns the time waited.
+ */
+async function quiet(one: Target, sw: Target, info: LabInfo): Promise<number> {
+  const t0 = performance.now();
+  const onOne = async () => count((await promisify(execFile)("docker", INSTANCE_PS(one.appId))).stdout);
+  const onSwarm = async () => {
+    let n = 0;
+    for (const node of info.nodes)
+      if (node.running) n += count(await docker(info, node.name, INSTANCE_PS(sw.appId)));
+    return n;
+  };
+  while (performance.now() - t0 < 30_000) {
+    const [a, b] = await Promise.all([onOne(), onSwarm()]);
+    if (a === 3 && b === 3) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return performance.now() - t0;
+}
+
 /** Milliseconds of a Go timestamp printed by `{{json .X}}` (RFC 3339, nanoseconds cut to milliseconds). */
 const goTime = (json: string) => Date.parse(JSON.parse(json) as string);
 
@@ -203,8 +239,11 @@ async function deployRounds(one: Target, sw: Target, info: LabInfo): Promise<voi
   const runs: Record<Side, Timed[]> = { "one machine": [], swarm: [] };
   const loads: string[] = [];
   const stages: number[][] = [];
+  const waits: number[] = [];
   for (let i = 0; i < rounds; i++) {
+    waits.push(await quiet(one, sw, info));
     runs["one machine"].push(await deploy(one, `round ${i}`));
+    waits.push(await quiet(one, sw, info));
     runs.swarm.push(await deploy(sw, `round ${i}`));
     loads.push(load1());
     stages.push(...(await startStages(info, sw.appId).catch(() => [])));
@@ -226,6 +265,9 @@ async function deployRounds(one: Target, sw: Target, info: LabInfo): Promise<voi
     `  ratio swarm/one machine: ${ratio.toFixed(2)} (target <= 1.50: ${ratio <= 1.5 ? "met" : "MISSED"})`,
   );
   console.log(`  load (1 min) after each round: ${loads.join(", ")}`);
+  console.log(
+    `  each push started once both sides ran only their 3 instances (the retired ones stopped): waited ${waits.map((w) => (w / 1000).toFixed(1)).join(", ")} s`,
+  );
   console.log(`  the median push on one machine:\n${timeline(o.run)}`);
   console.log(`  the median push on the swarm:\n${timeline(s.run)}`);
   const names = [
