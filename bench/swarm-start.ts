@@ -18,7 +18,17 @@ import Docker from "dockerode";
 import type { SwarmEngine } from "../src/adapters/engine/swarm.js";
 import { LABEL } from "../src/core/labels.js";
 import type { InstanceSpec } from "../src/core/ports.js";
-import { importBusybox, type LabInfo, lab, labUp } from "../test/e2e-swarm/lab.js";
+import {
+  type DriverClasses,
+  httpdInstance,
+  importBusybox,
+  LAB_BUSYBOX,
+  type LabInfo,
+  lab,
+  labSocket,
+  labSwarmEngine,
+  labUp,
+} from "../test/e2e-swarm/lab.js";
 import { load1, median } from "./common.js";
 import { runBounded } from "./procs.js";
 
@@ -30,8 +40,6 @@ if (!process.env.PIER_SWARM_LAB_NAME) {
   process.env.PIER_SWARM_LAB_NAME = "pierbench";
   process.env.PIER_SWARM_LAB_NET = process.env.PIER_SWARM_LAB_NET ?? "192.168.249";
 }
-const IMAGE = "pier-lab/busybox:1";
-const SERVE = "mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www";
 /** This build's dist directory (bench/ is compiled to dist/bench/). */
 const OWN = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -42,50 +50,25 @@ interface Side {
   ms: number[];
 }
 
-/** A lab node's docker socket path. */
-const socketOf = (info: LabInfo, node: string) =>
-  info.nodes.find((n) => n.name === node)?.dockerHost.replace(/^unix:\/\//, "") ?? "";
-
-/** A swarm driver of the build in `dist` on the lab's manager, as the engine-swarm e2e makes one. */
+/** A swarm driver of the build in `dist` on the lab's manager (lab.ts `labSwarmEngine`, with its classes). */
 async function driver(dist: string, info: LabInfo, scope: string): Promise<SwarmEngine> {
   const load = (p: string) => import(pathToFileURL(join(dist, p)).href);
-  const { SwarmEngine: Engine } = (await load("src/adapters/engine/swarm.js")) as {
-    SwarmEngine: typeof SwarmEngine;
-  };
-  const { DockerRegistryPush } = await load("src/adapters/engine/registry-push.js");
-  const socket = (node: string) =>
-    info.nodes.find((n) => n.name === node)?.dockerHost.replace(/^unix:\/\//, "");
-  const manager = new Docker({ socketPath: socket("node1") });
-  const password = readFileSync(info.registry.passwordFile, "utf8").trim();
-  const { address, user } = info.registry;
-  return new Engine({
-    docker: manager,
-    scope,
-    registry: new DockerRegistryPush({ docker: manager, address, username: user, password }),
-    pullAuth: { username: user, password, serveraddress: address },
-    stopGraceMs: 1000,
-    nodeEngine: (n) => new Docker({ socketPath: socketOf(info, n.name) }),
-  });
+  const [engine, push] = await Promise.all([
+    load("src/adapters/engine/swarm.js"),
+    load("src/adapters/engine/registry-push.js"),
+  ]);
+  const classes = {
+    SwarmEngine: engine.SwarmEngine,
+    DockerRegistryPush: push.DockerRegistryPush,
+  } as DriverClasses;
+  return labSwarmEngine(info, scope, { stopGraceMs: 1000, classes });
 }
 
-function spec(prefix: string, round: number, n: number): InstanceSpec {
-  const labels = { [LABEL.app]: prefix, [LABEL.deployment]: `r${round}` };
-  return {
-    name: `${prefix}-${round}-${n}`,
-    image: IMAGE,
-    env: {},
-    labels: { ...labels, [LABEL.instance]: String(n) },
-    cmd: ["/bin/sh", "-c", SERVE],
-    httpPort: 8080,
-    tcpPort: null,
-    memoryBytes: 32 * 2 ** 20,
-    network: { name: `${prefix}-net`, ipv6Subnet: null },
-    mountDockerSocket: false,
-    restart: true,
-    slot: { appId: prefix },
-    buckets: [],
-  };
-}
+const spec = (prefix: string, round: number, n: number): InstanceSpec =>
+  httpdInstance(`${prefix}-${round}-${n}`, prefix, {
+    [LABEL.deployment]: `r${round}`,
+    [LABEL.instance]: String(n),
+  });
 
 /** Pier's driver: `runInstance` of three instances side by side (as a deploy starts them). */
 function pierSide(name: string, engine: SwarmEngine, prefix: string): Side {
@@ -113,7 +96,7 @@ function pierSide(name: string, engine: SwarmEngine, prefix: string): Side {
  * until it runs.
  */
 function swarmAlone(info: LabInfo, template: Record<string, unknown>, auth: object, nodeIds: string[]): Side {
-  const manager = new Docker({ socketPath: socketOf(info, "node1") });
+  const manager = new Docker({ socketPath: labSocket(info, "node1") });
   const one = async (name: string, nodeId: string): Promise<string> => {
     const t = template as { TaskTemplate: Record<string, unknown> };
     const made = (await manager.createService(auth, {
@@ -157,7 +140,7 @@ function swarmAlone(info: LabInfo, template: Record<string, unknown>, auth: obje
 async function round(info: LabInfo, side: Side, r: number): Promise<number> {
   const { ms, remove } = await side.start(r);
   await remove();
-  const nodes = info.nodes.map((n) => new Docker({ socketPath: socketOf(info, n.name) }));
+  const nodes = info.nodes.map((n) => new Docker({ socketPath: labSocket(info, n.name) }));
   const left = async () => {
     const lists = await Promise.all(
       nodes.map((d) => d.listContainers({ all: true, filters: { label: [`${LABEL.role}=instance`] } })),
@@ -177,7 +160,7 @@ async function main(): Promise<void> {
   );
   await lab("down");
   const info = await labUp(3);
-  await importBusybox(info, "node1", IMAGE);
+  await importBusybox(info, "node1", LAB_BUSYBOX);
   const dists: [string, string][] = [["this build", OWN]];
   if (OTHER) dists.push(["the other build", resolve(OTHER)]);
   const sides: Side[] = [];
@@ -192,7 +175,7 @@ async function main(): Promise<void> {
     const { remove } = await side.start(0);
     if (!template) {
       const [first] = await engine.listInstances({ [LABEL.app]: prefix });
-      const service = (await new Docker({ socketPath: socketOf(info, "node1") })
+      const service = (await new Docker({ socketPath: labSocket(info, "node1") })
         .getService(first?.id ?? "")
         .inspect()) as { Spec: Record<string, unknown> };
       template = service.Spec;
@@ -200,7 +183,7 @@ async function main(): Promise<void> {
     await remove();
     sides.push(side);
   }
-  const nodes = (await new Docker({ socketPath: socketOf(info, "node1") }).listNodes()) as { ID: string }[];
+  const nodes = (await new Docker({ socketPath: labSocket(info, "node1") }).listNodes()) as { ID: string }[];
   const password = readFileSync(info.registry.passwordFile, "utf8").trim();
   const auth = { username: info.registry.user, password, serveraddress: info.registry.address };
   const alone = swarmAlone(info, template ?? {}, auth, nodes.map((n) => n.ID).slice(0, 3));
@@ -214,7 +197,7 @@ async function main(): Promise<void> {
   const base = median(alone.ms);
   for (const s of sides.filter((x) => x !== alone))
     console.log(
-      `  ${s.name} / the swarm alone: ${(median(s.ms) / base).toFixed(2)} (+${(median(s.ms) - base).toFixed(0)} ms)`,
+      `  ${s.name} / the swarm alone: ${(median(s.ms) / base).toFixed(2)} (${median(s.ms) >= base ? "+" : ""}${(median(s.ms) - base).toFixed(0)} ms)`,
     );
   const [a, b] = sides;
   if (OTHER && a && b)

@@ -11,10 +11,19 @@
 // bench never takes the default lab. The lab goes down and both Piers are destroyed at the end, on a
 // failure, on SIGINT/SIGTERM, and past the time limit (PIER_BENCH_LIMIT_S, default 1800 s).
 import { execFile, spawn } from "node:child_process";
-import { promisify } from "node:util";
 import { randomBytes } from "node:crypto";
+import { promisify } from "node:util";
 import { httpRequest, NODE_DOCKER_APP, Pier } from "../test/e2e/harness.js";
-import { copyImages, docker, type LabInfo, lab, labUp, swarmSettings, until } from "../test/e2e-swarm/lab.js";
+import {
+  copyImages,
+  docker,
+  instancePs,
+  type LabInfo,
+  lab,
+  labUp,
+  swarmSettings,
+  until,
+} from "../test/e2e-swarm/lab.js";
 import { load1, median } from "./common.js";
 import { processes, runBounded } from "./procs.js";
 import { ensureTools, type WrkResult, wrk } from "./wrk.js";
@@ -130,15 +139,6 @@ async function placement(info: LabInfo, appId: string): Promise<string[]> {
   return nodes;
 }
 
-/** The app's running instance containers on one dockerd (one still stopping counts; stopped ones do not). */
-const INSTANCE_PS = (appId: string) => [
-  "ps",
-  "-q",
-  "--filter",
-  `label=pier.app=${appId}`,
-  "--filter",
-  "label=pier.role=instance",
-];
 const count = (ids: string) => ids.split("\n").filter(Boolean).length;
 
 /**
@@ -149,11 +149,11 @@ const count = (ids: string) => ids.split("\n").filter(Boolean).length;
  */
 async function quiet(one: Target, sw: Target, info: LabInfo): Promise<number> {
   const t0 = performance.now();
-  const onOne = async () => count((await promisify(execFile)("docker", INSTANCE_PS(one.appId))).stdout);
+  const onOne = async () => count((await promisify(execFile)("docker", instancePs(one.appId))).stdout);
   const onSwarm = async () => {
     let n = 0;
     for (const node of info.nodes)
-      if (node.running) n += count(await docker(info, node.name, INSTANCE_PS(sw.appId)));
+      if (node.running) n += count(await docker(info, node.name, instancePs(sw.appId)));
     return n;
   };
   while (performance.now() - t0 < 30_000) {

@@ -4,21 +4,25 @@
 // running again elsewhere with inspect and listRoutable following it, exec where no node engine is reachable.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
-import Docker from "dockerode";
-import { DockerRegistryPush } from "../../src/adapters/engine/registry-push.js";
-import { SwarmEngine } from "../../src/adapters/engine/swarm.js";
+import type { SwarmEngine } from "../../src/adapters/engine/swarm.js";
 import { spreadNode } from "../../src/adapters/engine/swarm-placement.js";
 import { LABEL } from "../../src/core/labels.js";
 import type { InstanceInfo, InstanceSpec, RouteTarget } from "../../src/core/ports.js";
 import { instancePortsConformance } from "../conformance/engine.js";
-import { docker, importBusybox, type LabInfo, lab, labUp, until } from "./lab.js";
+import {
+  docker,
+  httpdInstance,
+  importBusybox,
+  LAB_BUSYBOX,
+  type LabInfo,
+  lab,
+  labSwarmEngine,
+  labUp,
+  until,
+} from "./lab.js";
 
-const IMAGE = "pier-lab/busybox:1";
-const socketOf = (info: LabInfo, node: string) =>
-  info.nodes.find((n) => n.name === node)?.dockerHost.replace(/^unix:\/\//, "") ?? "";
-
+const IMAGE = LAB_BUSYBOX;
 let info: LabInfo | null = null;
 /** One lab for the whole file: started by the first suite, taken down at the end. */
 async function up(): Promise<LabInfo> {
@@ -31,17 +35,7 @@ async function up(): Promise<LabInfo> {
 }
 
 function swarmEngine(i: LabInfo, scope: string, reachNodes = true): SwarmEngine {
-  const manager = new Docker({ socketPath: socketOf(i, "node1") });
-  const password = readFileSync(i.registry.passwordFile, "utf8").trim();
-  const { address, user } = i.registry;
-  return new SwarmEngine({
-    docker: manager,
-    scope,
-    registry: new DockerRegistryPush({ docker: manager, address, username: user, password }),
-    pullAuth: { username: user, password, serveraddress: address },
-    stopGraceMs: 2000,
-    nodeEngine: (n) => (reachNodes ? new Docker({ socketPath: socketOf(i, n.name) }) : null),
-  });
+  return labSwarmEngine(i, scope, { reachNodes });
 }
 
 after(async () => {
@@ -55,30 +49,14 @@ instancePortsConformance("Docker Swarm on the lab", async () => {
   return { engine: swarmEngine(i, scope), image: IMAGE, prefix: scope, cleanUp: async () => undefined };
 });
 
-// Each instance serves a page naming its container (its hostname), with busybox's httpd.
-const SERVE = "mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www";
-
 describe("the Swarm driver across nodes", { timeout: 600_000 }, () => {
   let i: LabInfo;
   let engine: SwarmEngine;
   const prefix = `spread-${randomBytes(3).toString("hex")}`;
   const labels = { [LABEL.app]: prefix };
   const network = `${prefix}-net`;
-  const spec = (n: number): InstanceSpec => ({
-    name: `${prefix}-${n}`,
-    image: IMAGE,
-    env: {},
-    labels: { ...labels, [LABEL.instance]: String(n) },
-    cmd: ["/bin/sh", "-c", SERVE],
-    httpPort: 8080,
-    tcpPort: null,
-    memoryBytes: 32 * 2 ** 20,
-    network: { name: network, ipv6Subnet: null },
-    mountDockerSocket: false,
-    restart: true,
-    slot: { appId: prefix },
-    buckets: [],
-  });
+  const spec = (n: number): InstanceSpec =>
+    httpdInstance(`${prefix}-${n}`, prefix, { [LABEL.instance]: String(n) });
   /** What a target answers, asked from a container on the app's overlay on node1 (where the edge runs). */
   const answer = async (t: RouteTarget): Promise<string> =>
     docker(i, "node1", [

@@ -12,6 +12,11 @@ import { dirname, join } from "node:path";
 import { afterEach } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import Docker from "dockerode";
+import { DockerRegistryPush } from "../../src/adapters/engine/registry-push.js";
+import { SwarmEngine } from "../../src/adapters/engine/swarm.js";
+import { LABEL } from "../../src/core/labels.js";
+import type { InstanceSpec } from "../../src/core/ports.js";
 import { Pier } from "../e2e/harness.js";
 
 const pexec = promisify(execFile);
@@ -39,6 +44,74 @@ export interface LabInfo {
 /** A node's engine socket (its DOCKER_HOST without the scheme). */
 export const labSocket = (info: LabInfo, node: string): string =>
   info.nodes.find((n) => n.name === node)?.dockerHost.replace(/^unix:\/\//, "") ?? "";
+
+/** The classes a lab driver is made of: this build's by default, another build's for an A/B (bench/swarm-start). */
+export interface DriverClasses {
+  SwarmEngine: typeof SwarmEngine;
+  DockerRegistryPush: typeof DockerRegistryPush;
+}
+
+/**
+ * A swarm driver on the lab's manager with the lab's registry, as `pier server` makes one (without the
+ * server): each node's engine reachable for exec unless `reachNodes` is false.
+ */
+export function labSwarmEngine(
+  info: LabInfo,
+  scope: string,
+  opts: { reachNodes?: boolean; stopGraceMs?: number; classes?: DriverClasses } = {},
+): SwarmEngine {
+  const { SwarmEngine: Engine, DockerRegistryPush: Push } = opts.classes ?? {
+    SwarmEngine,
+    DockerRegistryPush,
+  };
+  const manager = new Docker({ socketPath: labSocket(info, "node1") });
+  const password = readFileSync(info.registry.passwordFile, "utf8").trim();
+  const { address, user } = info.registry;
+  return new Engine({
+    docker: manager,
+    scope,
+    registry: new Push({ docker: manager, address, username: user, password }),
+    pullAuth: { username: user, password, serveraddress: address },
+    stopGraceMs: opts.stopGraceMs ?? 2000,
+    nodeEngine: (n) =>
+      opts.reachNodes === false ? null : new Docker({ socketPath: labSocket(info, n.name) }),
+  });
+}
+
+/** The busybox image the driver's lab tests and bench/swarm-start import on the manager (`importBusybox`). */
+export const LAB_BUSYBOX = "pier-lab/busybox:1";
+
+/**
+ * An instance of `app` running busybox's httpd on port 8080, serving a page that names its container (its
+ * host name), on the app's network `<app>-net`, with the app's and these labels.
+ */
+export function httpdInstance(name: string, app: string, labels: Record<string, string>): InstanceSpec {
+  return {
+    name,
+    image: LAB_BUSYBOX,
+    env: {},
+    labels: { [LABEL.app]: app, ...labels },
+    cmd: ["/bin/sh", "-c", "mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www"],
+    httpPort: 8080,
+    tcpPort: null,
+    memoryBytes: 32 * 2 ** 20,
+    network: { name: `${app}-net`, ipv6Subnet: null },
+    mountDockerSocket: false,
+    restart: true,
+    slot: { appId: app },
+    buckets: [],
+  };
+}
+
+/** `docker ps` arguments for an app's running instance containers on one engine. */
+export const instancePs = (appId: string): string[] => [
+  "ps",
+  "-q",
+  "--filter",
+  `label=pier.app=${appId}`,
+  "--filter",
+  "label=pier.role=instance",
+];
 
 /** The settings of a `pier server` with PIER_ENGINE=swarm on `node`'s engine and the lab's registry. */
 export function swarmSettings(info: LabInfo, node = "node1"): Record<string, string> {

@@ -7,20 +7,13 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Pier } from "../e2e/harness.js";
 import { COMPOSER_APP, composerLock, PHP_DOCKER_APP } from "../e2e/php-fixtures.js";
-import { docker, type LabInfo, swarmPier, swarmPierDown, until } from "./lab.js";
+import { docker, instancePs, type LabInfo, swarmPier, swarmPierDown, until } from "./lab.js";
 
 /** The running instances of an app on each node of the lab (not its build slot's holder on the manager). */
 async function placements(info: LabInfo, appId: string): Promise<{ node: string; container: string }[]> {
   const out: { node: string; container: string }[] = [];
   for (const n of info.nodes) {
-    const ids = await docker(info, n.name, [
-      "ps",
-      "-q",
-      "--filter",
-      `label=pier.app=${appId}`,
-      "--filter",
-      "label=pier.role=instance",
-    ]);
+    const ids = await docker(info, n.name, instancePs(appId));
     for (const id of ids.split("\n").filter(Boolean)) out.push({ node: n.name, container: id });
   }
   return out;

@@ -1,6 +1,6 @@
 // Instances spread again when a node takes work again (src/server/rebalancer.ts, ADR 0030), over the fake
 // nodes, the fake engine and the in-memory store: which apps move (crowded, serving, not pinned, not busy),
-// one after the other, each checked again before its redeploy, and a node back after a loss seen by the watch.
+// a few at a time (one unless told), each batch checked again before its redeploys, and a node back after a loss seen by the watch.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import pino from "pino";
