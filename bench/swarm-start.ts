@@ -11,11 +11,11 @@
 // 192.168.249). It goes down at the end, on a failure, on SIGINT/SIGTERM and past PIER_BENCH_LIMIT_S
 // (default 1200 s).
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import Docker from "dockerode";
 import type { SwarmEngine } from "../src/adapters/engine/swarm.js";
+import { pinConstraint } from "../src/adapters/engine/swarm-placement.js";
 import { LABEL } from "../src/core/labels.js";
 import type { InstanceSpec } from "../src/core/ports.js";
 import {
@@ -25,11 +25,12 @@ import {
   LAB_BUSYBOX,
   type LabInfo,
   lab,
+  labRegistryAuth,
   labSocket,
   labSwarmEngine,
   labUp,
 } from "../test/e2e-swarm/lab.js";
-import { load1, median } from "./common.js";
+import { load1, median, sleep } from "./common.js";
 import { runBounded } from "./procs.js";
 
 const ROUNDS = Number(process.argv[2] ?? 10);
@@ -95,8 +96,12 @@ function pierSide(name: string, engine: SwarmEngine, prefix: string): Side {
  * pins them, created side by side with the registry's credentials; each task's state polled every 25 ms
  * until it runs.
  */
-function swarmAlone(info: LabInfo, template: Record<string, unknown>, auth: object, nodeIds: string[]): Side {
-  const manager = new Docker({ socketPath: labSocket(info, "node1") });
+function swarmAlone(
+  manager: Docker,
+  template: Record<string, unknown>,
+  auth: object,
+  nodeIds: string[],
+): Side {
   const one = async (name: string, nodeId: string): Promise<string> => {
     const t = template as { TaskTemplate: Record<string, unknown> };
     const made = (await manager.createService(auth, {
@@ -104,7 +109,7 @@ function swarmAlone(info: LabInfo, template: Record<string, unknown>, auth: obje
       Name: name,
       TaskTemplate: {
         ...t.TaskTemplate,
-        Placement: { Constraints: [`node.id==${nodeId}`] },
+        Placement: { Constraints: [pinConstraint(nodeId)] },
       },
     } as Docker.CreateServiceOptions)) as { id: string };
     for (const t0 = Date.now(); Date.now() - t0 < 60_000; ) {
@@ -114,7 +119,7 @@ function swarmAlone(info: LabInfo, template: Record<string, unknown>, auth: obje
       const state = tasks[0]?.Status?.State;
       if (state === "running") return made.id;
       if (state === "failed" || state === "rejected") throw new Error(`${name}: ${tasks[0]?.Status?.Err}`);
-      await new Promise((res) => setTimeout(res, 25));
+      await sleep(25);
     }
     throw new Error(`${name} did not run within 60 s`);
   };
@@ -137,10 +142,9 @@ function swarmAlone(info: LabInfo, template: Record<string, unknown>, auth: obje
  * One round of a side: timed, then its instances removed, and waited for until no node has any of their
  * containers left (a container still being torn down would slow the next round, whichever side it is).
  */
-async function round(info: LabInfo, side: Side, r: number): Promise<number> {
+async function round(nodes: readonly Docker[], side: Side, r: number): Promise<number> {
   const { ms, remove } = await side.start(r);
   await remove();
-  const nodes = info.nodes.map((n) => new Docker({ socketPath: labSocket(info, n.name) }));
   const left = async () => {
     const lists = await Promise.all(
       nodes.map((d) => d.listContainers({ all: true, filters: { label: [`${LABEL.role}=instance`] } })),
@@ -149,7 +153,7 @@ async function round(info: LabInfo, side: Side, r: number): Promise<number> {
   };
   for (const t0 = Date.now(); (await left()) > 0; ) {
     if (Date.now() - t0 > 60_000) throw new Error(`${side.name}: containers left on the nodes after 60 s`);
-    await new Promise((res) => setTimeout(res, 100));
+    await sleep(100);
   }
   return ms;
 }
@@ -163,6 +167,8 @@ async function main(): Promise<void> {
   await importBusybox(info, "node1", LAB_BUSYBOX);
   const dists: [string, string][] = [["this build", OWN]];
   if (OTHER) dists.push(["the other build", resolve(OTHER)]);
+  const manager = new Docker({ socketPath: labSocket(info, "node1") });
+  const nodeEngines = info.nodes.map((n) => new Docker({ socketPath: labSocket(info, n.name) }));
   const sides: Side[] = [];
   let template: Record<string, unknown> | null = null;
   for (const [name, dist] of dists) {
@@ -175,21 +181,20 @@ async function main(): Promise<void> {
     const { remove } = await side.start(0);
     if (!template) {
       const [first] = await engine.listInstances({ [LABEL.app]: prefix });
-      const service = (await new Docker({ socketPath: labSocket(info, "node1") })
-        .getService(first?.id ?? "")
-        .inspect()) as { Spec: Record<string, unknown> };
+      const service = (await manager.getService(first?.id ?? "").inspect()) as {
+        Spec: Record<string, unknown>;
+      };
       template = service.Spec;
     }
     await remove();
     sides.push(side);
   }
-  const nodes = (await new Docker({ socketPath: labSocket(info, "node1") }).listNodes()) as { ID: string }[];
-  const password = readFileSync(info.registry.passwordFile, "utf8").trim();
-  const auth = { username: info.registry.user, password, serveraddress: info.registry.address };
-  const alone = swarmAlone(info, template ?? {}, auth, nodes.map((n) => n.ID).slice(0, 3));
-  await round(info, alone, 0);
+  const nodes = (await manager.listNodes()) as { ID: string }[];
+  const ids = nodes.map((n) => n.ID).slice(0, 3);
+  const alone = swarmAlone(manager, template ?? {}, labRegistryAuth(info), ids);
+  await round(nodeEngines, alone, 0);
   sides.push(alone);
-  for (let r = 1; r <= ROUNDS; r++) for (const side of sides) side.ms.push(await round(info, side, r));
+  for (let r = 1; r <= ROUNDS; r++) for (const side of sides) side.ms.push(await round(nodeEngines, side, r));
   for (const s of sides)
     console.log(
       `  ${s.name}: median ${median(s.ms).toFixed(0)} ms  [${s.ms.map((m) => m.toFixed(0)).join(", ")}]`,

@@ -24,7 +24,7 @@ import {
   swarmSettings,
   until,
 } from "../test/e2e-swarm/lab.js";
-import { load1, median } from "./common.js";
+import { load1, median, sleep } from "./common.js";
 import { processes, runBounded } from "./procs.js";
 import { ensureTools, type WrkResult, wrk } from "./wrk.js";
 
@@ -159,7 +159,7 @@ async function quiet(one: Target, sw: Target, info: LabInfo): Promise<number> {
   while (performance.now() - t0 < 30_000) {
     const [a, b] = await Promise.all([onOne(), onSwarm()]);
     if (a === 3 && b === 3) break;
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   return performance.now() - t0;
 }

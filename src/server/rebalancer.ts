@@ -4,8 +4,9 @@
 // nodes' loads (core/rebalance.ts), are redeployed from their current image: a deploy places its new
 // instances over every node that takes work (swarm-placement.ts), and its gate and switch keep the app
 // serving throughout; a failure leaves it as it was. A few apps at a time (PIER_REBALANCE_AT_ONCE, 3 by
-// default), so a node that just came back is not handed every app's starts at once. Between returns, a regular look (PIER_REBALANCE_EVERY) spreads the apps
-// the swarm crowded itself (a failed instance started again on another node), each at most once a day.
+// default), so a node that just came back is not handed every app's starts at once. Between returns, a
+// regular look (PIER_REBALANCE_EVERY) spreads the apps the swarm crowded itself (a failed instance started
+// again on another node), each at most once a day.
 import type { Logger } from "pino";
 import type { App, Release } from "../core/model.js";
 import type { ClusterNode } from "../core/nodes.js";
@@ -104,9 +105,10 @@ export class Rebalancer {
    * activated"); the names of the apps planned now. The moves run after any pass under way, `atOnce` apps
    * at a time, the first of a new plan each time (a deploy meanwhile may have spread the apps already, and
    * each move changes what the next should be; the moves of one plan even the nodes out together): at most
-   * as many moves as this plan named, each app once; so the apps moved may differ from those named. Looked at twice: once now, and once more `settleMs` after this look's
-   * moves ended (a move placed elsewhere than planned, a lost node's old task still listed at the first
-   * look); no more, so an app that cannot be spread is not redeployed again and again.
+   * as many moves as this plan named, each app once; so the apps moved may differ from those named. Looked
+   * at twice: once now, and once more `settleMs` after this look's moves ended (a move placed elsewhere
+   * than planned, a lost node's old task still listed at the first look); no more, so an app that cannot be
+   * spread is not redeployed again and again.
    */
   async rebalance(why: string): Promise<string[]> {
     this.movedRegularly.clear();
@@ -181,7 +183,7 @@ export class Rebalancer {
    */
   private async moves(why: string, limit: number, regular: boolean): Promise<void> {
     const moved = new Set<string>();
-    const atOnce = Math.max(1, this.deps.atOnce ?? 1);
+    const atOnce = this.deps.atOnce ?? 1;
     while (moved.size < limit) {
       const skip = regular ? this.resting() : undefined;
       const next = (await this.plannedOrNone(why, skip))

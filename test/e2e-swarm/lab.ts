@@ -45,6 +45,16 @@ export interface LabInfo {
 export const labSocket = (info: LabInfo, node: string): string =>
   info.nodes.find((n) => n.name === node)?.dockerHost.replace(/^unix:\/\//, "") ?? "";
 
+/** The lab registry's credentials, as a swarm service's pull needs them. */
+export function labRegistryAuth(info: LabInfo): {
+  username: string;
+  password: string;
+  serveraddress: string;
+} {
+  const password = readFileSync(info.registry.passwordFile, "utf8").trim();
+  return { username: info.registry.user, password, serveraddress: info.registry.address };
+}
+
 /** The classes a lab driver is made of: this build's by default, another build's for an A/B (bench/swarm-start). */
 export interface DriverClasses {
   SwarmEngine: typeof SwarmEngine;
@@ -65,13 +75,13 @@ export function labSwarmEngine(
     DockerRegistryPush,
   };
   const manager = new Docker({ socketPath: labSocket(info, "node1") });
-  const password = readFileSync(info.registry.passwordFile, "utf8").trim();
-  const { address, user } = info.registry;
+  const auth = labRegistryAuth(info);
+  const { serveraddress: address, username, password } = auth;
   return new Engine({
     docker: manager,
     scope,
-    registry: new Push({ docker: manager, address, username: user, password }),
-    pullAuth: { username: user, password, serveraddress: address },
+    registry: new Push({ docker: manager, address, username, password }),
+    pullAuth: auth,
     stopGraceMs: opts.stopGraceMs ?? 2000,
     nodeEngine: (n) =>
       opts.reachNodes === false ? null : new Docker({ socketPath: labSocket(info, n.name) }),
