@@ -45,9 +45,11 @@ export interface CleanUpDeps {
 }
 
 /**
- * After a success, off the pusher's path: instances retired by an earlier deploy (stopped, kept for their
- * logs) go, the running ones stop (SIGTERM, grace); unused networks go; the next deploy's instance slots are
- * made ready (the retired instances' are free again); then the images no kept release needs.
+ * After a success, off the pusher's path: the previous release's instances stop (SIGTERM, grace) while those retired
+ * by an earlier deploy (stopped, kept for their logs) go; unused networks go; the next deploy's instance slots
+ * are made ready (the retired instances' are free again); then the images no kept release needs.
+ * The stop neither waits for the removal nor is skipped when it fails: a previous release left running would
+ * hold its memory, serving no one, until the next deploy.
  * `active` names the app's deployment under way when the images are pruned (its image is kept).
  */
 export async function retirePrevious(
@@ -58,8 +60,10 @@ export async function retirePrevious(
   active: () => string | null,
 ): Promise<void> {
   const stopped = retiring.filter((i) => !i.running && i.state !== "restarting");
-  await deps.instances.remove(stopped);
-  await deps.instances.retire(retiring.filter((i) => !stopped.includes(i)));
+  await Promise.all([
+    deps.instances.retire(retiring.filter((i) => !stopped.includes(i))),
+    deps.instances.remove(stopped),
+  ]);
   await deps.instances.pruneNetworks(appId);
   if (next) await deps.instances.prepare(appId, next, next.instances);
   await pruneImages(deps, appId, active);
