@@ -15,7 +15,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import Docker from "dockerode";
 import type { SwarmEngine } from "../src/adapters/engine/swarm.js";
-import { pinConstraint } from "../src/adapters/engine/swarm-placement.js";
+import { pinConstraint } from "../src/adapters/engine/swarm-spec.js";
 import { LABEL } from "../src/core/labels.js";
 import type { InstanceSpec } from "../src/core/ports.js";
 import {

@@ -25,18 +25,6 @@ export interface PlacedInstance {
   deploymentId: string | undefined;
 }
 
-/** The constraint that pins a task to one node. */
-export const pinConstraint = (nodeId: string): string => `node.id==${nodeId}`;
-
-/** The node a service is pinned to by Pier's choice (not a bucket's `node.hostname==`), if any. */
-export function pinnedNode(constraints: readonly string[] | undefined): string | null {
-  for (const c of constraints ?? []) {
-    const m = /^node\.id==(\S+)$/.exec(c);
-    if (m) return m[1]!;
-  }
-  return null;
-}
-
 /**
  * The node a new instance of `key` goes to: among the nodes that take new tasks (ready, active) and have room
  * for its memory, the one with the fewest live instances of the same deployment, then of the app, then with

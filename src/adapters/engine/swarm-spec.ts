@@ -11,7 +11,18 @@ import type { InstanceSpec } from "../../core/ports.js";
 import { releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
 import { addonVolume } from "./docker-addons.js";
 import { DROPPED_CAPABILITIES } from "./docker-build.js";
-import { pinConstraint } from "./swarm-placement.js";
+
+/** The constraint that pins a task to one node. */
+export const pinConstraint = (nodeId: string): string => `node.id==${nodeId}`;
+
+/** The node a service is pinned to by Pier's choice (not a bucket's `node.hostname==`), if any. */
+export function pinnedNode(constraints: readonly string[] | undefined): string | null {
+  for (const c of constraints ?? []) {
+    const m = /^node\.id==(\S+)$/.exec(c);
+    if (m) return m[1]!;
+  }
+  return null;
+}
 
 /** A mount of a service's container (the fields Pier sets). */
 export interface ServiceMount {

@@ -26,11 +26,11 @@ import { type LogSink, logLines, noteLine, pumpLogs } from "./docker-logs.js";
 import { splitImage } from "./registry-push.js";
 import { followSwarm } from "./swarm-events.js";
 import { SwarmNetworks } from "./swarm-networks.js";
-import { pinnedNode, type Reservation, SwarmSpread } from "./swarm-placement.js";
+import { type Reservation, SwarmSpread } from "./swarm-placement.js";
 import { forgettingEverywhere } from "./swarm-release-images.js";
 import { runLike } from "./swarm-run.js";
 import { backOff, notFound, poll, SwarmServices, type SwarmServicesOptions } from "./swarm-services.js";
-import { type ServiceSpec, serviceSpec, unpinned } from "./swarm-spec.js";
+import { pinnedNode, type ServiceSpec, serviceSpec, unpinned } from "./swarm-spec.js";
 import type { NodeSweep } from "./swarm-sweep.js";
 import {
   currentTask,

@@ -6,11 +6,11 @@ import { test } from "node:test";
 import {
   LOAD_TTL_MS,
   type PlacedInstance,
-  pinnedNode,
   SwarmSpread,
   spreadNode,
 } from "../../../src/adapters/engine/swarm-placement.js";
 import type { SwarmNodeState } from "../../../src/adapters/engine/swarm-services.js";
+import { pinnedNode } from "../../../src/adapters/engine/swarm-spec.js";
 import type { SwarmTask } from "../../../src/adapters/engine/swarm-tasks.js";
 import { LABEL } from "../../../src/core/labels.js";
 
