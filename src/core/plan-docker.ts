@@ -8,6 +8,7 @@ import { analyzeDockerfile } from "./dockerfile.js";
 import { DASHED_VARIABLE, instanceEnvironment, isSecretVariable } from "./env.js";
 import { LABEL } from "./labels.js";
 import { FLAVOR_MEMORY_MIB, type Flavor, releaseImageTag } from "./model.js";
+import { read } from "./plan-vars.js";
 
 export interface DockerLogin {
   /** null: the default public registry. */
@@ -30,12 +31,6 @@ export interface DockerSettings {
 export const DEFAULT_DOCKERFILE = "Dockerfile";
 export const DEFAULT_HTTP_PORT = 8080;
 const IPV6_UNDERSCORED = "CC_DOCKER_FIXED_CIDR_V6";
-
-/** A variable's value, or undefined when it is unset or empty (an empty value counts as unset). */
-function read(vars: Record<string, string>, name: string): string | undefined {
-  const v = vars[name];
-  return v === undefined || v.trim() === "" ? undefined : v;
-}
 
 /** NUL, newline, tab, any other C0 control character, or DEL. */
 export function hasControlCharacter(s: string): boolean {

@@ -8,9 +8,9 @@
 import { posix } from "node:path";
 import { instanceEnvironment } from "./env.js";
 import { hasControlCharacter } from "./plan-docker.js";
-import { nodeWorkers } from "./plan-node.js";
+import { quoted, read } from "./plan-vars.js";
 import { shellQuote } from "./shell.js";
-import { type Worker, withPreRunHook } from "./workers.js";
+import { readWorkers, type Worker, withPreRunHook } from "./workers.js";
 
 export const PHP_IMAGE = "pier/php:8.4";
 export const PHP_DEFAULT_COMPOSER_FLAGS = "--no-interaction --no-progress --no-scripts --no-dev";
@@ -63,14 +63,6 @@ export interface PhpBuildPlan {
 }
 
 type Result = { ok: true; plan: PhpBuildPlan } | { ok: false; errors: string[] };
-
-const quoted = (s: string) => JSON.stringify(s);
-
-/** A variable's value, or undefined when it is unset or empty. */
-function read(vars: Record<string, string>, name: string): string | undefined {
-  const v = vars[name];
-  return v === undefined || v.trim() === "" ? undefined : v;
-}
 
 /** CC_PHPSERVER_PORT (default 8080). */
 export function phpSettings(vars: Record<string, string>): { port: number; errors: string[] } {
@@ -472,7 +464,7 @@ export function planPhpBuild(input: PhpBuildInput): Result {
   notes.errors.push(...portErrors);
   const located = phpProjectPaths(vars);
   notes.errors.push(...located.errors);
-  const { workers, errors: workerErrors } = nodeWorkers(vars);
+  const { workers, errors: workerErrors } = readWorkers(vars);
   notes.errors.push(...workerErrors);
   const ctx: PhpContext = { input, vars, port, fact: (p) => paths[p] ?? "missing", notes };
 

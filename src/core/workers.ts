@@ -1,11 +1,56 @@
+import { quoted, read } from "./plan-vars.js";
 import { shellQuote } from "./shell.js";
 
 /** Background workers beside the main process (CC_WORKER_COMMAND[_n], CC_WORKER_RESTART[_DELAY]). Pure. */
 
+export const WORKER_RESTARTS = ["always", "on-failure", "no"] as const;
+export type WorkerRestart = (typeof WORKER_RESTARTS)[number];
+
 export interface Worker {
   command: string;
-  restart: "always" | "on-failure" | "no";
+  restart: WorkerRestart;
   delaySeconds: number;
+}
+
+const CC_WORKER = "CC_WORKER_COMMAND";
+const NUMBERED_WORKER_RE = /^CC_WORKER_COMMAND_(\d+)$/;
+
+/** CC_WORKER_COMMAND first, then CC_WORKER_COMMAND_<n> by increasing n, with the restart policy of all. */
+export function readWorkers(vars: Record<string, string>): { workers: Worker[]; errors: string[] } {
+  const errors: string[] = [];
+  let restart: WorkerRestart = "on-failure";
+  const r = read(vars, "CC_WORKER_RESTART")?.trim();
+  if (r !== undefined) {
+    if ((WORKER_RESTARTS as readonly string[]).includes(r)) restart = r as WorkerRestart;
+    else
+      errors.push(
+        `CC_WORKER_RESTART=${quoted(r)} is not a restart policy: use ${WORKER_RESTARTS.join(", ")}.`,
+      );
+  }
+  let delaySeconds = 1;
+  const d = read(vars, "CC_WORKER_RESTART_DELAY")?.trim();
+  if (d !== undefined) {
+    if (/^\d{1,6}$/.test(d)) delaySeconds = Number(d);
+    else
+      errors.push(
+        `CC_WORKER_RESTART_DELAY=${quoted(d)} is not a number of seconds: use an integer such as 1.`,
+      );
+  }
+  const named: { n: number; command: string }[] = [];
+  const single = read(vars, CC_WORKER);
+  if (single !== undefined) named.push({ n: -1, command: single });
+  for (const [name, value] of Object.entries(vars)) {
+    const m = NUMBERED_WORKER_RE.exec(name);
+    if (!m || value.trim() === "") continue;
+    const digits = m[1] as string;
+    if (digits.length > 1 && digits.startsWith("0")) {
+      errors.push(`${name}: write the number without leading zeros (${CC_WORKER}_${Number(digits)}).`);
+      continue;
+    }
+    named.push({ n: Number(digits), command: value });
+  }
+  named.sort((a, b) => a.n - b.n);
+  return { workers: named.map((w) => ({ command: w.command, restart, delaySeconds })), errors };
 }
 
 /**

@@ -6,12 +6,12 @@ import {
   type NodeBuildInput,
   type NodeBuildPlan,
   type NodeProjectFiles,
-  nodeWorkers,
   parsePackageJson,
   parsePackageManager,
   planNodeBuild,
   registryHost,
 } from "../../../src/core/plan-node.js";
+import { readWorkers } from "../../../src/core/workers.js";
 
 /** Real entries of node-releases' release-schedule.json; on TODAY 22 is the newest LTS, 18 and 23 are end-of-life. */
 const SCHEDULE = {
@@ -1089,7 +1089,7 @@ describe("planNodeBuild: start command", () => {
   });
 });
 
-describe("nodeWorkers", () => {
+describe("readWorkers", () => {
   const cases: [
     string,
     Record<string, string>,
@@ -1129,7 +1129,7 @@ describe("nodeWorkers", () => {
     ["empty commands are skipped", { CC_WORKER_COMMAND: " ", CC_WORKER_COMMAND_1: "" }, []],
   ];
   for (const [name, vars, workers] of cases) {
-    it(name, () => assert.deepEqual(nodeWorkers(vars), { workers, errors: [] }));
+    it(name, () => assert.deepEqual(readWorkers(vars), { workers, errors: [] }));
   }
 
   const bad: [string, Record<string, string>, RegExp][] = [
@@ -1152,7 +1152,7 @@ describe("nodeWorkers", () => {
   ];
   for (const [name, vars, want] of bad) {
     it(`error: ${name}`, () => {
-      const r = nodeWorkers(vars);
+      const r = readWorkers(vars);
       assert.equal(r.errors.length, 1);
       assert.match(r.errors[0] ?? "", want);
     });

@@ -1,0 +1,10 @@
+/** Reading the app's variables, as every runtime's planner does. Pure. */
+
+/** A variable's value, or undefined when it is unset or empty (an empty value counts as unset). */
+export function read(vars: Record<string, string>, name: string): string | undefined {
+  const v = vars[name];
+  return v === undefined || v.trim() === "" ? undefined : v;
+}
+
+/** A value as a message quotes it (JSON: what is invisible in it shows). */
+export const quoted = (s: string) => JSON.stringify(s);
