@@ -1,11 +1,10 @@
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
-import { type InstanceFilesystem, instanceFilesystem } from "../../core/instance-fs.js";
+import { instanceFilesystem } from "../../core/instance-fs.js";
 import { LABEL, labelTarget, ROLE } from "../../core/labels.js";
 import { INSTANCE_PIDS } from "../../core/limits.js";
 import { LineReader } from "../../core/lines.js";
 import { cpuLimits, releaseRepository } from "../../core/model.js";
-import { RELEASE_VOLUME_ROLE, releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
 import { DockerAddonServers } from "./docker-addons.js";
 import {
   buildImage,
@@ -22,14 +21,14 @@ import {
   infoOf,
   isSandbox,
   listedTarget,
-  networkExists,
-  networksWithSubnets,
   runExec,
   targetText,
   unlessGone,
 } from "./docker-common.js";
 import { type LogSink, logLines, noteLine, pumpLogs } from "./docker-logs.js";
+import { DockerNetworks } from "./docker-networks.js";
 import { DockerSandboxes } from "./docker-sandboxes.js";
+import { DockerVolumes } from "./docker-volumes.js";
 import { type SandboxInfo, SlotKeeper } from "./slot-keeper.js";
 
 export { cleanBuildLine } from "./docker-build.js";
@@ -107,7 +106,18 @@ export class DockerEngine implements Engine {
       image: opts.sandboxImage,
     });
     this.slots = new SlotKeeper(this.sandboxes);
+    const own = {
+      own: this.ownLabels,
+      filters: (labels: Record<string, string>) => this.labelFilters(labels),
+    };
+    this.volumes = new DockerVolumes(this.docker, own);
+    this.networks = new DockerNetworks(this.docker, own);
   }
+
+  /** Pier's volumes on this engine (docker-volumes.ts). */
+  private readonly volumes: DockerVolumes;
+  /** The app networks (docker-networks.ts). */
+  private readonly networks: DockerNetworks;
 
   /** The containers that hold the network of instance slots and build slots. */
   private readonly sandboxes: DockerSandboxes;
@@ -177,85 +187,23 @@ export class DockerEngine implements Engine {
     await unlessGone(this.docker.getContainer(prepared.ref).remove({ force: true }));
   }
 
-  /** Pier's volumes with these labels, as the engine lists them. */
-  private async volumesLabelled(labels: Record<string, string>): Promise<Docker.VolumeInspectInfo[]> {
-    const { Volumes } = await this.docker.listVolumes({ filters: { label: this.labelFilters(labels) } });
-    return Volumes ?? [];
-  }
-
-  /** Removes Pier's volumes with these labels; one still in use stays. */
-  private async removeVolumesLabelled(labels: Record<string, string>): Promise<void> {
-    for (const v of await this.volumesLabelled(labels)) {
-      await this.docker
-        .getVolume(v.Name)
-        .remove()
-        .catch(() => undefined);
-    }
-  }
-
   /** Every instance runs on this dockerd, beside its volumes. */
   readonly instancesShareVolumes = true;
 
-  async dropDependencyCache(appId: string): Promise<void> {
-    await this.removeVolumesLabelled({ [LABEL.app]: appId, [LABEL.cache]: "deps" });
+  dropDependencyCache(appId: string): Promise<void> {
+    return this.volumes.dropDependencyCache(appId);
   }
 
-  async releaseVolumes(appId: string): Promise<ReleaseVolume[]> {
-    const vols = await this.volumesLabelled({ [LABEL.app]: appId, [LABEL.role]: RELEASE_VOLUME_ROLE });
-    return vols.map((v) => ({ name: v.Name, deploymentId: v.Labels?.[LABEL.deployment] ?? null }));
+  releaseVolumes(appId: string): Promise<ReleaseVolume[]> {
+    return this.volumes.releaseVolumes(appId);
   }
 
-  async removeReleaseVolume(name: string): Promise<boolean> {
-    try {
-      await this.docker.getVolume(name).remove();
-      return true;
-    } catch (e) {
-      if (isNotFound(e)) return true;
-      if ((e as { statusCode?: number }).statusCode === 409) return false;
-      throw e;
-    }
+  removeReleaseVolume(name: string): Promise<boolean> {
+    return this.volumes.removeReleaseVolume(name);
   }
 
-  async removeAppVolumes(appId: string): Promise<void> {
-    await this.removeVolumesLabelled({ [LABEL.app]: appId });
-  }
-
-  /**
-   * The release volume an instance of this image mounts (core/release-volumes.ts), checked to exist (the
-   * engine would otherwise make an empty one, and the app would fail without its files) and to be a
-   * release volume of this Pier and of the instance's app: a Dockerfile's LABEL must not reach another
-   * app's (or an add-on's) volume.
-   */
-  private async releaseMount(
-    image: string,
-    labels: Record<string, string>,
-    appId: string | undefined,
-    fs: InstanceFilesystem,
-  ): Promise<string[]> {
-    const volume = releaseVolume(labels);
-    if (!volume) return [];
-    let own: Record<string, string>;
-    try {
-      own = (await this.docker.getVolume(volume.name).inspect()).Labels ?? {};
-    } catch (e) {
-      if (!isNotFound(e)) throw e;
-      throw new PierError(
-        "ENGINE_ERROR",
-        `The volume ${volume.name} that holds ${volume.target} of the image ${image} is gone.`,
-        "Deploy again: pier restart --without-cache installs it afresh.",
-      );
-    }
-    const mine = { ...this.ownLabels, [LABEL.app]: appId ?? "", [LABEL.role]: RELEASE_VOLUME_ROLE };
-    if (!appId || Object.entries(mine).some(([k, v]) => own[k] !== v)) {
-      throw new PierError(
-        "FORBIDDEN",
-        `The image ${image} names the volume ${volume.name} (label ${VOLUME_LABEL}), which is not a release volume of this app.`,
-        `Remove the ${VOLUME_LABEL} label from the image.`,
-      );
-    }
-    // Writable for releases made before ADR 0023 (they run as root; HTMLPurifier caches into vendor/),
-    // read-only for those that run unprivileged: a volume is on the engine's disk, with no size bound.
-    return [`${volume.name}:${volume.target}${fs.readOnlyVolumes ? ":ro" : ""}`];
+  removeAppVolumes(appId: string): Promise<void> {
+    return this.volumes.removeAppVolumes(appId);
   }
 
   imageExists(tag: string): Promise<boolean> {
@@ -283,67 +231,23 @@ export class DockerEngine implements Engine {
   }
 
   networkExists(name: string): Promise<boolean> {
-    return networkExists(this.docker, name);
+    return this.networks.networkExists(name);
   }
 
   networksWithSubnets(): Promise<NetworkSubnets[]> {
-    return networksWithSubnets(this.docker);
+    return this.networks.networksWithSubnets();
   }
 
-  async ensureNetwork(
+  ensureNetwork(
     name: string,
     labels: Record<string, string>,
     subnets: { ipv4: string | null; ipv6: string | null },
   ): Promise<void> {
-    try {
-      await this.docker.getNetwork(name).inspect();
-      return;
-    } catch (e) {
-      if (!isNotFound(e)) throw e;
-    }
-    const config = [
-      ...(subnets.ipv4 ? [{ Subnet: subnets.ipv4 }] : []),
-      ...(subnets.ipv6 ? [{ Subnet: subnets.ipv6 }] : []),
-    ];
-    try {
-      await this.docker.createNetwork({
-        Name: name,
-        Driver: "bridge",
-        CheckDuplicate: true,
-        Labels: { ...labels, ...this.ownLabels },
-        EnableIPv6: subnets.ipv6 !== null,
-        ...(config.length > 0 ? { IPAM: { Driver: "default", Config: config } } : {}),
-      });
-    } catch (e) {
-      const msg = (e as Error).message;
-      if (/overlaps/i.test(msg)) {
-        throw new PierError(
-          "SUBNET_OVERLAPS",
-          `A subnet of the network ${name} (${config.map((c) => c.Subnet).join(", ")}) overlaps a network that exists already.`,
-        );
-      }
-      // Two deploys may race to create the same network.
-      if ((e as { statusCode?: number }).statusCode !== 409) {
-        throw new PierError("ENGINE_ERROR", `Could not create the network ${name}: ${msg}`);
-      }
-    }
+    return this.networks.ensureNetwork(name, labels, subnets);
   }
 
-  async removeNetworks(labels: Record<string, string>, keep?: string): Promise<string[]> {
-    const nets = await this.docker.listNetworks({ filters: { label: this.labelFilters(labels) } });
-    const removed: string[] = [];
-    for (const n of nets) {
-      if (n.Name === keep) continue;
-      try {
-        await this.docker.getNetwork(n.Id).remove();
-        removed.push(n.Name);
-      } catch (e) {
-        const code = (e as { statusCode?: number }).statusCode;
-        if (code === 404) removed.push(n.Name);
-        else if (code !== 403 && code !== 409) throw e;
-      }
-    }
-    return removed;
+  removeNetworks(labels: Record<string, string>, keep?: string): Promise<string[]> {
+    return this.networks.removeNetworks(labels, keep);
   }
 
   /** The engine host's CPU count (asked once): flavors' CPU shares are capped at it. */
@@ -387,7 +291,7 @@ export class DockerEngine implements Engine {
     const imageLabels = (await this.imageInfo(s.image))?.labels ?? {};
     const fs = instanceFilesystem(imageLabels, s.memoryBytes);
     const mounts = [
-      ...(await this.releaseMount(s.image, imageLabels, s.labels[LABEL.app], fs)),
+      ...(await this.volumes.releaseMount(s.image, imageLabels, s.labels[LABEL.app], fs)),
       ...(await this.addons.bucketBinds(s.buckets)),
     ];
     const container = await this.docker.createContainer(
