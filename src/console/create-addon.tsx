@@ -14,16 +14,76 @@ const PROVIDERS: Record<AddonKind, string> = {
   fs: "fs: a file-system bucket, mounted in node and phpserver apps where CC_FS_BUCKET=<path>:<BUCKET_HOST> says",
 };
 
-export function CreateAddon() {
-  const [step, setStep] = useState<"provider" | "applications">("provider");
-  const [kind, setKind] = useState<AddonKind>(ADDON_KINDS[0]);
-  const [name, setName] = useState("");
-  const [linked, setLinked] = useState<ReadonlySet<string>>(new Set());
+/** Step 1: the provider and the add-on's name. */
+function ProviderStep(props: {
+  kind: AddonKind;
+  setKind: (k: AddonKind) => void;
+  name: string;
+  setName: (n: string) => void;
+  next: () => void;
+}) {
+  const { kind, setKind, name, setName } = props;
+  const nameProblem = name === "" ? null : addonNameProblem(name);
+  return (
+    <main class="narrow">
+      <form
+        class="card form"
+        aria-labelledby="addon-title"
+        onSubmit={(e) => {
+          e.preventDefault();
+          props.next();
+        }}
+      >
+        <h1 id="addon-title">Create an add-on</h1>
+        <p class="muted small">Step 1 of 2: provider and name.</p>
+        <fieldset>
+          <legend>Provider</legend>
+          {ADDON_KINDS.map((k) => (
+            <label class="check" key={k}>
+              <input type="radio" name="kind" value={k} checked={kind === k} onChange={() => setKind(k)} />{" "}
+              {PROVIDERS[k]}
+            </label>
+          ))}
+        </fieldset>
+        <label for="addon-name">Name</label>
+        <input
+          id="addon-name"
+          value={name}
+          onInput={(e) => setName(e.currentTarget.value.trim())}
+          autocomplete="off"
+          spellcheck={false}
+          aria-invalid={nameProblem !== null}
+          aria-describedby="addon-name-help"
+          required
+        />
+        <p id="addon-name-help" class={nameProblem ? "error" : "muted small"}>
+          {nameProblem ?? "Lower-case letters, digits and -."}
+        </p>
+        <div class="row">
+          <button type="submit" class="primary" disabled={name === "" || nameProblem !== null}>
+            Next: applications
+          </button>
+          <a href="#/" class="button">
+            Cancel
+          </a>
+        </div>
+      </form>
+    </main>
+  );
+}
+
+/** Step 2: the apps to link, a toggle each; Finish creates the add-on linked to those toggled. */
+function ApplicationsStep(props: {
+  kind: AddonKind;
+  name: string;
+  linked: ReadonlySet<string>;
+  setLinked: (apps: ReadonlySet<string>) => void;
+  back: () => void;
+}) {
+  const { kind, name, linked, setLinked } = props;
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const apps = useData(() => api("GET /v1/apps"), [], 10_000);
-  const nameProblem = name === "" ? null : addonNameProblem(name);
-
   const toggle = (app: string) => {
     const next = new Set(linked);
     if (next.has(app)) next.delete(app);
@@ -42,55 +102,6 @@ export function CreateAddon() {
       setBusy(false);
     }
   };
-
-  if (step === "provider") {
-    return (
-      <main class="narrow">
-        <form
-          class="card form"
-          aria-labelledby="addon-title"
-          onSubmit={(e) => {
-            e.preventDefault();
-            setStep("applications");
-          }}
-        >
-          <h1 id="addon-title">Create an add-on</h1>
-          <p class="muted small">Step 1 of 2: provider and name.</p>
-          <fieldset>
-            <legend>Provider</legend>
-            {ADDON_KINDS.map((k) => (
-              <label class="check" key={k}>
-                <input type="radio" name="kind" value={k} checked={kind === k} onChange={() => setKind(k)} />{" "}
-                {PROVIDERS[k]}
-              </label>
-            ))}
-          </fieldset>
-          <label for="addon-name">Name</label>
-          <input
-            id="addon-name"
-            value={name}
-            onInput={(e) => setName(e.currentTarget.value.trim())}
-            autocomplete="off"
-            spellcheck={false}
-            aria-invalid={nameProblem !== null}
-            aria-describedby="addon-name-help"
-            required
-          />
-          <p id="addon-name-help" class={nameProblem ? "error" : "muted small"}>
-            {nameProblem ?? "Lower-case letters, digits and -."}
-          </p>
-          <div class="row">
-            <button type="submit" class="primary" disabled={name === "" || nameProblem !== null}>
-              Next: applications
-            </button>
-            <a href="#/" class="button">
-              Cancel
-            </a>
-          </div>
-        </form>
-      </main>
-    );
-  }
   return (
     <main class="narrow">
       <section class="card form" aria-labelledby="addon-apps-title">
@@ -126,7 +137,7 @@ export function CreateAddon() {
           </ul>
         )}
         <div class="row">
-          <button type="button" onClick={() => setStep("provider")} disabled={busy}>
+          <button type="button" onClick={props.back} disabled={busy}>
             Back
           </button>
           <button type="button" class="primary" onClick={finish} disabled={busy} aria-busy={busy}>
@@ -136,5 +147,32 @@ export function CreateAddon() {
         </div>
       </section>
     </main>
+  );
+}
+
+export function CreateAddon() {
+  const [step, setStep] = useState<"provider" | "applications">("provider");
+  const [kind, setKind] = useState<AddonKind>(ADDON_KINDS[0]);
+  const [name, setName] = useState("");
+  // Kept here: Back to step 1 and Next again keeps the apps toggled.
+  const [linked, setLinked] = useState<ReadonlySet<string>>(new Set());
+  if (step === "provider")
+    return (
+      <ProviderStep
+        kind={kind}
+        setKind={setKind}
+        name={name}
+        setName={setName}
+        next={() => setStep("applications")}
+      />
+    );
+  return (
+    <ApplicationsStep
+      kind={kind}
+      name={name}
+      linked={linked}
+      setLinked={setLinked}
+      back={() => setStep("provider")}
+    />
   );
 }

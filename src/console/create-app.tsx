@@ -2,8 +2,8 @@
 import { useState } from "preact/hooks";
 import { appNameProblem } from "../core/names.js";
 import { api, describe } from "./api.js";
-import { FLAVORS, type Flavor, RUNTIMES, type Runtime } from "./types.js";
-import { chosen, ErrorInline } from "./ui.js";
+import { type Flavor, RUNTIMES, type Runtime } from "./types.js";
+import { chosen, ErrorInline, FlavorSelect } from "./ui.js";
 
 export function CreateApp() {
   const [name, setName] = useState("");
@@ -70,33 +70,22 @@ export function CreateApp() {
         <div class="two">
           <div>
             <label for="app-flavor">Flavor</label>
-            <select
+            <FlavorSelect
               id="app-flavor"
               value={flavor}
-              onChange={(e) => setFlavor(chosen(FLAVORS, e.currentTarget.value) ?? "")}
-            >
-              <option value="">default ({defaultFlavor})</option>
-              {FLAVORS.filter((f) => type !== "phpserver" || f !== "pico").map((f) => (
-                <option key={f} value={f}>
-                  {f}
-                </option>
-              ))}
-            </select>
+              onChange={setFlavor}
+              runtime={type}
+              defaultLabel={defaultFlavor}
+            />
           </div>
           <div>
             <label for="app-build-flavor">Build flavor</label>
-            <select
+            <FlavorSelect
               id="app-build-flavor"
               value={buildFlavor}
-              onChange={(e) => setBuildFlavor(chosen(FLAVORS, e.currentTarget.value) ?? "")}
-            >
-              <option value="">default (M)</option>
-              {FLAVORS.map((f) => (
-                <option key={f} value={f}>
-                  {f}
-                </option>
-              ))}
-            </select>
+              onChange={setBuildFlavor}
+              defaultLabel="M"
+            />
           </div>
         </div>
         <label class="check">

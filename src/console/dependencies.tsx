@@ -2,140 +2,154 @@
  * Service Dependencies (contract 4.6): Link add-ons (choose one, confirm with add), Link applications, and
  * unlinking. A link gives its variables at the app's next deploy or restart.
  */
+import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import { publishedVariableProblem } from "../core/addons.js";
 import { api } from "./api.js";
 import type { App } from "./types.js";
 import { Action, ErrorInline, ErrorLine, Loading, Section, useData } from "./ui.js";
 
-export function Dependencies({ app, writable, admin }: { app: App; writable: boolean; admin: boolean }) {
-  const links = useData(
-    () => api("GET /v1/apps/:app/links", { params: { app: app.name } }),
-    [app.name],
-    5000,
+const NOTE = "Applies at the next deploy or restart.";
+
+/** A linked add-on or application: its name, and what its line shows. */
+interface Linked {
+  id: string;
+  name: string;
+  shown: ComponentChildren;
+}
+
+/** The linked add-ons or applications, each with Unlink where the user may write. */
+function LinkedList(props: {
+  items: Linked[];
+  empty: string;
+  testid: string;
+  writable: boolean;
+  unlink: (name: string) => Promise<void>;
+}) {
+  if (props.items.length === 0) return <p class="muted">{props.empty}</p>;
+  return (
+    <ul class="links" data-testid={props.testid}>
+      {props.items.map((a) => (
+        <li key={a.id}>
+          {a.shown}
+          {props.writable && (
+            <Action
+              label="Unlink"
+              busy="Unlinking…"
+              ariaLabel={`Unlink ${a.name}`}
+              run={() => props.unlink(a.name)}
+            />
+          )}
+        </li>
+      ))}
+    </ul>
   );
+}
+
+/** Choose one of `options` (the first by default) and link it with add. */
+function LinkPicker(props: {
+  id: string;
+  label: string;
+  options: { id: string; name: string; text: string }[];
+  none: string;
+  link: (name: string) => Promise<void>;
+}) {
+  const [picked, setPicked] = useState("");
+  const chosen = picked || props.options[0]?.name || "";
+  return (
+    <div class="row">
+      <label for={props.id}>{props.label}</label>
+      <select id={props.id} value={chosen} onChange={(e) => setPicked(e.currentTarget.value)}>
+        {props.options.length === 0 && <option value="">{props.none}</option>}
+        {props.options.map((o) => (
+          <option key={o.id} value={o.name}>
+            {o.text}
+          </option>
+        ))}
+      </select>
+      <Action
+        label="add"
+        busy="Adding…"
+        kind="primary"
+        disabled={chosen === ""}
+        done={NOTE}
+        run={async () => {
+          await props.link(chosen);
+          setPicked("");
+        }}
+      />
+    </div>
+  );
+}
+
+export function Dependencies({ app, writable, admin }: { app: App; writable: boolean; admin: boolean }) {
+  const params = { app: app.name };
+  const links = useData(() => api("GET /v1/apps/:app/links", { params }), [app.name], 5000);
   const addons = useData(() => api("GET /v1/addons"), [], 10_000);
   const apps = useData(() => api("GET /v1/apps"), [], 10_000);
-  const [addon, setAddon] = useState("");
-  const [other, setOther] = useState("");
   if (!links.data) return links.error ? <ErrorLine error={links.error} /> : <Loading what="links" />;
   const l = links.data;
   const linkable = (addons.data ?? []).filter((a) => !l.addons.some((x) => x.id === a.id));
   const linkableApps = (apps.data ?? []).filter((a) => a.id !== app.id && !l.apps.some((x) => x.id === a.id));
-  const chosenAddon = addon || linkable[0]?.name || "";
-  const chosenApp = other || linkableApps[0]?.name || "";
-  const note = "Applies at the next deploy or restart.";
   return (
     <>
       <Section title="Link add-ons">
-        {l.addons.length === 0 ? (
-          <p class="muted">No add-on linked.</p>
-        ) : (
-          <ul class="links" data-testid="linked-addons">
-            {l.addons.map((a) => (
-              <li key={a.id}>
-                <span>
-                  <strong>{a.name}</strong> <span class="muted">{a.kind}</span>
-                </span>
-                {writable && (
-                  <Action
-                    label="Unlink"
-                    busy="Unlinking…"
-                    ariaLabel={`Unlink ${a.name}`}
-                    run={async () => {
-                      await api("DELETE /v1/apps/:app/links/addons/:addon", {
-                        params: { app: app.name, addon: a.name },
-                      });
-                      await links.reload();
-                    }}
-                  />
-                )}
-              </li>
-            ))}
-          </ul>
-        )}
+        <LinkedList
+          items={l.addons.map((a) => ({
+            ...a,
+            shown: (
+              <span>
+                <strong>{a.name}</strong> <span class="muted">{a.kind}</span>
+              </span>
+            ),
+          }))}
+          empty="No add-on linked."
+          testid="linked-addons"
+          writable={writable}
+          unlink={async (addon) => {
+            await api("DELETE /v1/apps/:app/links/addons/:addon", { params: { ...params, addon } });
+            await links.reload();
+          }}
+        />
         {writable && admin && (
-          <div class="row">
-            <label for="link-addon">Add-on</label>
-            <select id="link-addon" value={chosenAddon} onChange={(e) => setAddon(e.currentTarget.value)}>
-              {linkable.length === 0 && <option value="">no other add-on</option>}
-              {linkable.map((a) => (
-                <option key={a.id} value={a.name}>
-                  {a.name} ({a.kind})
-                </option>
-              ))}
-            </select>
-            <Action
-              label="add"
-              busy="Adding…"
-              kind="primary"
-              disabled={chosenAddon === ""}
-              done={note}
-              run={async () => {
-                await api("POST /v1/apps/:app/links/addons", {
-                  params: { app: app.name },
-                  body: { addon: chosenAddon },
-                });
-                setAddon("");
-                await Promise.all([links.reload(), addons.reload()]);
-              }}
-            />
-          </div>
+          <LinkPicker
+            id="link-addon"
+            label="Add-on"
+            options={linkable.map((a) => ({ ...a, text: `${a.name} (${a.kind})` }))}
+            none="no other add-on"
+            link={async (addon) => {
+              await api("POST /v1/apps/:app/links/addons", { params, body: { addon } });
+              await Promise.all([links.reload(), addons.reload()]);
+            }}
+          />
         )}
       </Section>
       <Section title="Link applications">
         <p class="muted small">A linked application gives this app the variables it publishes.</p>
-        {l.apps.length === 0 ? (
-          <p class="muted">No application linked.</p>
-        ) : (
-          <ul class="links" data-testid="linked-apps">
-            {l.apps.map((a) => (
-              <li key={a.id}>
-                <a href={`#/apps/${encodeURIComponent(a.name)}`}>{a.name}</a>
-                {writable && (
-                  <Action
-                    label="Unlink"
-                    busy="Unlinking…"
-                    ariaLabel={`Unlink ${a.name}`}
-                    run={async () => {
-                      await api("DELETE /v1/apps/:app/links/apps/:target", {
-                        params: { app: app.name, target: a.name },
-                      });
-                      await links.reload();
-                    }}
-                  />
-                )}
-              </li>
-            ))}
-          </ul>
-        )}
+        <LinkedList
+          items={l.apps.map((a) => ({
+            ...a,
+            shown: <a href={`#/apps/${encodeURIComponent(a.name)}`}>{a.name}</a>,
+          }))}
+          empty="No application linked."
+          testid="linked-apps"
+          writable={writable}
+          unlink={async (target) => {
+            await api("DELETE /v1/apps/:app/links/apps/:target", { params: { ...params, target } });
+            await links.reload();
+          }}
+        />
         {writable && admin && (
-          <div class="row">
-            <label for="link-app">Application</label>
-            <select id="link-app" value={chosenApp} onChange={(e) => setOther(e.currentTarget.value)}>
-              {linkableApps.length === 0 && <option value="">no other application</option>}
-              {linkableApps.map((a) => (
-                <option key={a.id} value={a.name}>
-                  {a.name}
-                </option>
-              ))}
-            </select>
-            <Action
-              label="add"
-              busy="Adding…"
-              kind="primary"
-              disabled={chosenApp === ""}
-              done={note}
-              run={async () => {
-                await api("POST /v1/apps/:app/links/apps", {
-                  params: { app: app.name },
-                  body: { app: chosenApp },
-                });
-                setOther("");
-                await links.reload();
-              }}
-            />
-          </div>
+          <LinkPicker
+            id="link-app"
+            label="Application"
+            options={linkableApps.map((a) => ({ ...a, text: a.name }))}
+            none="no other application"
+            link={async (target) => {
+              await api("POST /v1/apps/:app/links/apps", { params, body: { app: target } });
+              await links.reload();
+            }}
+          />
         )}
         {writable && !admin && <p class="muted small">Linking needs an admin token; unlinking does not.</p>}
       </Section>

@@ -5,8 +5,19 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, describe, follow } from "./api.js";
-import { type Deployment, FLAVORS, type Flavor, type Status, TERMINAL_STATES } from "./types.js";
-import { Action, Badge, chosen, duration, ErrorLine, Loading, Section, useData, when } from "./ui.js";
+import { type Deployment, type Flavor, type Release, type Status, TERMINAL_STATES } from "./types.js";
+import {
+  Action,
+  Badge,
+  duration,
+  ErrorLine,
+  FlavorSelect,
+  type Loaded,
+  Loading,
+  Section,
+  useData,
+  when,
+} from "./ui.js";
 
 const running = (d: Deployment) => !TERMINAL_STATES.includes(d.state);
 
@@ -118,17 +129,12 @@ function Scale({ status, refresh }: { status: Status; refresh: () => Promise<voi
         onInput={(e) => setInstances(e.currentTarget.value)}
       />
       <label for="scale-flavor">Flavor</label>
-      <select
+      <FlavorSelect
         id="scale-flavor"
         value={flavor}
-        onChange={(e) => setFlavor(chosen(FLAVORS, e.currentTarget.value) ?? flavor)}
-      >
-        {FLAVORS.filter((f) => status.app.type !== "phpserver" || f !== "pico").map((f) => (
-          <option key={f} value={f}>
-            {f}
-          </option>
-        ))}
-      </select>
+        onChange={(f) => setFlavor(f || flavor)}
+        runtime={status.app.type}
+      />
       <Action
         label="Scale"
         busy="Scaling…"
@@ -147,6 +153,153 @@ function Scale({ status, refresh }: { status: Status; refresh: () => Promise<voi
   );
 }
 
+/** The app's actions: restart, redeploy without cache, stop, cancel the running deployment, scale. */
+function Actions(props: { status: Status; current: Deployment | undefined; refresh: () => Promise<void> }) {
+  const { status, current, refresh } = props;
+  const params = { app: status.app.name };
+  return (
+    <Section title="Actions">
+      <div class="row">
+        <Action
+          label="Restart"
+          busy="Queuing…"
+          kind="primary"
+          run={async () => {
+            await api("POST /v1/apps/:app/deployments", { params, body: {} });
+            await refresh();
+          }}
+        />
+        <Action
+          label="Redeploy without cache"
+          busy="Queuing…"
+          run={async () => {
+            await api("POST /v1/apps/:app/deployments", { params, body: { withoutCache: true } });
+            await refresh();
+          }}
+        />
+        <Action
+          label="Stop"
+          busy="Stopping…"
+          kind="danger"
+          disabled={status.state === "stopped"}
+          run={async () => {
+            await api("POST /v1/apps/:app/stop", { params });
+            await refresh();
+          }}
+        />
+        {current && (
+          <Action
+            label="Cancel deployment"
+            busy="Cancelling…"
+            kind="danger"
+            run={async () => {
+              const at = { params: { ...params, id: current.id } };
+              await api("POST /v1/apps/:app/deployments/:id/cancel", at);
+              await refresh();
+            }}
+          />
+        )}
+      </div>
+      <Scale key={`${status.app.instances}-${status.app.flavor}`} status={status} refresh={refresh} />
+    </Section>
+  );
+}
+
+/** The deployments, newest first, each with a button that shows its log below the table. */
+function DeploymentTable(props: {
+  deployments: Deployment[];
+  shown: Deployment | undefined;
+  pick: (id: string) => void;
+}) {
+  const { deployments, shown, pick } = props;
+  return (
+    <div class="table-wrap">
+      <table data-testid="deployments">
+        <thead>
+          <tr>
+            <th scope="col">State</th>
+            <th scope="col">Commit</th>
+            <th scope="col">Cause</th>
+            <th scope="col">Started</th>
+            <th scope="col">Duration</th>
+            <th scope="col">
+              <span class="visually-hidden">Log</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {deployments.map((d) => (
+            <tr key={d.id} class={d.id === shown?.id ? "selected" : undefined}>
+              <td>
+                <Badge state={d.state} />
+              </td>
+              <td>
+                <code>{d.commit.slice(0, 7)}</code>
+              </td>
+              <td class="wrap">{d.cause}</td>
+              <td>{when(d.createdAt)}</td>
+              <td>{duration(d.createdAt, d.finishedAt)}</td>
+              <td>
+                <button
+                  type="button"
+                  class="plain small"
+                  aria-pressed={d.id === shown?.id}
+                  aria-label={`Show the log of ${d.id}`}
+                  onClick={() => pick(d.id)}
+                >
+                  Log
+                </button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** The releases, each but the current with its rollback where the user may write. */
+function Releases(props: {
+  app: string;
+  releases: Loaded<Release[]>;
+  writable: boolean;
+  refresh: () => Promise<void>;
+}) {
+  const { app, releases, writable, refresh } = props;
+  return (
+    <Section title="Releases">
+      <ErrorLine error={releases.error} />
+      {!releases.data ? (
+        <Loading what="releases" />
+      ) : releases.data.length === 0 ? (
+        <p class="muted">No release yet.</p>
+      ) : (
+        <ul class="links" data-testid="releases">
+          {releases.data.map((r) => (
+            <li key={r.id}>
+              <span>
+                <strong>v{r.number}</strong> <code>{r.commit.slice(0, 7)}</code>{" "}
+                <span class="muted">{when(r.createdAt)}</span> {r.current && <Badge state="current" />}
+              </span>
+              {writable && !r.current && (
+                <Action
+                  label={`Roll back to v${r.number}`}
+                  busy="Queuing…"
+                  run={async () => {
+                    const at = { params: { app, number: String(r.number) } };
+                    await api("POST /v1/apps/:app/releases/:number/rollback", at);
+                    await refresh();
+                  }}
+                />
+              )}
+            </li>
+          ))}
+        </ul>
+      )}
+    </Section>
+  );
+}
+
 export function Deployments(props: { status: Status; writable: boolean; refresh: () => Promise<void> }) {
   const { status, writable } = props;
   const name = status.app.name;
@@ -155,7 +308,6 @@ export function Deployments(props: { status: Status; writable: boolean; refresh:
   const releases = useData(() => api("GET /v1/apps/:app/releases", { params }), [name], 5000);
   const [picked, setPicked] = useState<string | null>(null);
   const deployments = list.data ?? [];
-  const current = deployments.find(running);
   // The user's pick, else the newest deployment (a new one, from a push or an action, is shown at once).
   const shown = deployments.find((d) => d.id === picked) ?? deployments[0];
   const refreshAll = async () => {
@@ -164,52 +316,7 @@ export function Deployments(props: { status: Status; writable: boolean; refresh:
   };
   return (
     <>
-      {writable && (
-        <Section title="Actions">
-          <div class="row">
-            <Action
-              label="Restart"
-              busy="Queuing…"
-              kind="primary"
-              run={async () => {
-                await api("POST /v1/apps/:app/deployments", { params, body: {} });
-                await refreshAll();
-              }}
-            />
-            <Action
-              label="Redeploy without cache"
-              busy="Queuing…"
-              run={async () => {
-                await api("POST /v1/apps/:app/deployments", { params, body: { withoutCache: true } });
-                await refreshAll();
-              }}
-            />
-            <Action
-              label="Stop"
-              busy="Stopping…"
-              kind="danger"
-              disabled={status.state === "stopped"}
-              run={async () => {
-                await api("POST /v1/apps/:app/stop", { params });
-                await refreshAll();
-              }}
-            />
-            {current && (
-              <Action
-                label="Cancel deployment"
-                busy="Cancelling…"
-                kind="danger"
-                run={async () => {
-                  const at = { params: { ...params, id: current.id } };
-                  await api("POST /v1/apps/:app/deployments/:id/cancel", at);
-                  await refreshAll();
-                }}
-              />
-            )}
-          </div>
-          <Scale key={`${status.app.instances}-${status.app.flavor}`} status={status} refresh={refreshAll} />
-        </Section>
-      )}
+      {writable && <Actions status={status} current={deployments.find(running)} refresh={refreshAll} />}
       <Section title="Deployments">
         <ErrorLine error={list.error} />
         {!list.data ? (
@@ -217,81 +324,11 @@ export function Deployments(props: { status: Status; writable: boolean; refresh:
         ) : deployments.length === 0 ? (
           <p class="muted">No deployment yet: push with git (see Information).</p>
         ) : (
-          <div class="table-wrap">
-            <table data-testid="deployments">
-              <thead>
-                <tr>
-                  <th scope="col">State</th>
-                  <th scope="col">Commit</th>
-                  <th scope="col">Cause</th>
-                  <th scope="col">Started</th>
-                  <th scope="col">Duration</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Log</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {deployments.map((d) => (
-                  <tr key={d.id} class={d.id === shown?.id ? "selected" : undefined}>
-                    <td>
-                      <Badge state={d.state} />
-                    </td>
-                    <td>
-                      <code>{d.commit.slice(0, 7)}</code>
-                    </td>
-                    <td class="wrap">{d.cause}</td>
-                    <td>{when(d.createdAt)}</td>
-                    <td>{duration(d.createdAt, d.finishedAt)}</td>
-                    <td>
-                      <button
-                        type="button"
-                        class="plain small"
-                        aria-pressed={d.id === shown?.id}
-                        aria-label={`Show the log of ${d.id}`}
-                        onClick={() => setPicked(d.id)}
-                      >
-                        Log
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DeploymentTable deployments={deployments} shown={shown} pick={setPicked} />
         )}
         {shown && <DeploymentLog key={shown.id} app={name} deployment={shown} />}
       </Section>
-      <Section title="Releases">
-        <ErrorLine error={releases.error} />
-        {!releases.data ? (
-          <Loading what="releases" />
-        ) : releases.data.length === 0 ? (
-          <p class="muted">No release yet.</p>
-        ) : (
-          <ul class="links" data-testid="releases">
-            {releases.data.map((r) => (
-              <li key={r.id}>
-                <span>
-                  <strong>v{r.number}</strong> <code>{r.commit.slice(0, 7)}</code>{" "}
-                  <span class="muted">{when(r.createdAt)}</span> {r.current && <Badge state="current" />}
-                </span>
-                {writable && !r.current && (
-                  <Action
-                    label={`Roll back to v${r.number}`}
-                    busy="Queuing…"
-                    run={async () => {
-                      const at = { params: { ...params, number: String(r.number) } };
-                      await api("POST /v1/apps/:app/releases/:number/rollback", at);
-                      await refreshAll();
-                    }}
-                  />
-                )}
-              </li>
-            ))}
-          </ul>
-        )}
-      </Section>
+      <Releases app={name} releases={releases} writable={writable} refresh={refreshAll} />
     </>
   );
 }

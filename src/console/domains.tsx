@@ -130,12 +130,122 @@ function SetCertificate({
   );
 }
 
+/** One domain's row: its certificate's state and source, issuer, expiry, last error; renew and remove. */
+function DomainRow(props: { app: string; d: DomainView; writable: boolean; reload: () => Promise<void> }) {
+  const { d, writable, reload } = props;
+  const at = { params: { app: props.app, domain: d.name } };
+  return (
+    <tr>
+      <td class="domain">
+        <a href={d.url} target="_blank" rel="noopener noreferrer">
+          {d.name}
+        </a>
+      </td>
+      <td>
+        <Badge state={d.state} /> <span class="muted small">{d.source === "user" ? "your own" : "ACME"}</span>
+      </td>
+      <td class="wrap">{d.issuer ?? <span class="muted">none yet</span>}</td>
+      <td>
+        {d.notAfter ? (
+          <>
+            {when(d.notAfter)} <span class="muted small">({expiry(d.notAfter)})</span>
+          </>
+        ) : (
+          <span class="muted">no certificate</span>
+        )}
+      </td>
+      <td class="wrap">
+        {d.lastError ? (
+          <span class="error">
+            {d.lastError}
+            {d.failures > 1 ? ` (${d.failures} failures in a row)` : ""}
+          </span>
+        ) : (
+          <span class="muted">none</span>
+        )}
+        {d.nextAttemptAt && <div class="muted small">next attempt {when(d.nextAttemptAt)}</div>}
+      </td>
+      <td>
+        {writable && (
+          <div class="row tight">
+            <Action
+              label="Renew"
+              busy="Obtaining a certificate…"
+              ariaLabel={`Renew ${d.name}`}
+              done="Renewed."
+              run={async () => {
+                try {
+                  await api("POST /v1/apps/:app/domains/:domain/renew", at);
+                } finally {
+                  await reload();
+                }
+              }}
+            />
+            <Action
+              label="Remove"
+              busy="Removing…"
+              kind="danger"
+              ariaLabel={`Remove ${d.name}`}
+              run={async () => {
+                await api("DELETE /v1/apps/:app/domains/:domain", at);
+                await reload();
+              }}
+            />
+          </div>
+        )}
+      </td>
+    </tr>
+  );
+}
+
+/** Adding a domain (an admin token), or why the user cannot. */
+function AddDomain(props: {
+  app: string;
+  canClaim: boolean;
+  writable: boolean;
+  reload: () => Promise<void>;
+}) {
+  const [adding, setAdding] = useState("");
+  if (!props.canClaim)
+    return props.writable ? (
+      <p class="muted small" data-testid="domains-admin-only">
+        Only an admin token adds a domain or sets a certificate: a domain name is shared by every app on this
+        server. Ask the server's admin (<code>pier domain add NAME --app {props.app}</code>).
+      </p>
+    ) : null;
+  return (
+    <div class="row">
+      <label for="add-domain">Add a domain</label>
+      <input
+        id="add-domain"
+        value={adding}
+        autocomplete="off"
+        spellcheck={false}
+        placeholder="www.example.com"
+        onInput={(e) => setAdding(e.currentTarget.value)}
+      />
+      <Action
+        label="Add domain"
+        busy="Adding…"
+        kind="primary"
+        disabled={adding.trim() === ""}
+        run={async () => {
+          await api("POST /v1/apps/:app/domains", {
+            params: { app: props.app },
+            body: { name: adding.trim() },
+          });
+          setAdding("");
+          await props.reload();
+        }}
+      />
+    </div>
+  );
+}
+
 export function Domains(props: { app: App; writable: boolean; admin: boolean }) {
   const { app, writable, admin } = props;
   const params = { app: app.name };
-  const of = (domain: string) => ({ params: { ...params, domain } });
   const list = useData(() => api("GET /v1/apps/:app/domains", { params }), [app.name], 5000);
-  const [adding, setAdding] = useState("");
   const canClaim = writable && admin;
   if (app.task)
     return (
@@ -173,103 +283,13 @@ export function Domains(props: { app: App; writable: boolean; admin: boolean }) 
               </thead>
               <tbody>
                 {domains.map((d) => (
-                  <tr key={d.name}>
-                    <td class="domain">
-                      <a href={d.url} target="_blank" rel="noopener noreferrer">
-                        {d.name}
-                      </a>
-                    </td>
-                    <td>
-                      <Badge state={d.state} />{" "}
-                      <span class="muted small">{d.source === "user" ? "your own" : "ACME"}</span>
-                    </td>
-                    <td class="wrap">{d.issuer ?? <span class="muted">none yet</span>}</td>
-                    <td>
-                      {d.notAfter ? (
-                        <>
-                          {when(d.notAfter)} <span class="muted small">({expiry(d.notAfter)})</span>
-                        </>
-                      ) : (
-                        <span class="muted">no certificate</span>
-                      )}
-                    </td>
-                    <td class="wrap">
-                      {d.lastError ? (
-                        <span class="error">
-                          {d.lastError}
-                          {d.failures > 1 ? ` (${d.failures} failures in a row)` : ""}
-                        </span>
-                      ) : (
-                        <span class="muted">none</span>
-                      )}
-                      {d.nextAttemptAt && <div class="muted small">next attempt {when(d.nextAttemptAt)}</div>}
-                    </td>
-                    <td>
-                      {writable && (
-                        <div class="row tight">
-                          <Action
-                            label="Renew"
-                            busy="Obtaining a certificate…"
-                            ariaLabel={`Renew ${d.name}`}
-                            done="Renewed."
-                            run={async () => {
-                              try {
-                                await api("POST /v1/apps/:app/domains/:domain/renew", of(d.name));
-                              } finally {
-                                await list.reload();
-                              }
-                            }}
-                          />
-                          <Action
-                            label="Remove"
-                            busy="Removing…"
-                            kind="danger"
-                            ariaLabel={`Remove ${d.name}`}
-                            run={async () => {
-                              await api("DELETE /v1/apps/:app/domains/:domain", of(d.name));
-                              await list.reload();
-                            }}
-                          />
-                        </div>
-                      )}
-                    </td>
-                  </tr>
+                  <DomainRow key={d.name} app={app.name} d={d} writable={writable} reload={list.reload} />
                 ))}
               </tbody>
             </table>
           </div>
         )}
-        {canClaim ? (
-          <div class="row">
-            <label for="add-domain">Add a domain</label>
-            <input
-              id="add-domain"
-              value={adding}
-              autocomplete="off"
-              spellcheck={false}
-              placeholder="www.example.com"
-              onInput={(e) => setAdding(e.currentTarget.value)}
-            />
-            <Action
-              label="Add domain"
-              busy="Adding…"
-              kind="primary"
-              disabled={adding.trim() === ""}
-              run={async () => {
-                await api("POST /v1/apps/:app/domains", { params, body: { name: adding.trim() } });
-                setAdding("");
-                await list.reload();
-              }}
-            />
-          </div>
-        ) : (
-          writable && (
-            <p class="muted small" data-testid="domains-admin-only">
-              Only an admin token adds a domain or sets a certificate: a domain name is shared by every app on
-              this server. Ask the server's admin (<code>pier domain add NAME --app {app.name}</code>).
-            </p>
-          )
-        )}
+        <AddDomain app={app.name} canClaim={canClaim} writable={writable} reload={list.reload} />
       </Section>
       {canClaim && list.data && <SetCertificate app={app} domains={domains} done={list.reload} />}
     </>

@@ -2,6 +2,7 @@
 import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { describe } from "./api.js";
+import { FLAVORS, type Flavor, type Runtime } from "./types.js";
 
 export interface Loaded<T> {
   data: T | undefined;
@@ -192,3 +193,31 @@ export function duration(from: string | null, to: string | null): string {
 /** The option of `options` a `<select>` chose (its value is a string), or undefined. */
 export const chosen = <T extends string>(options: readonly T[], value: string): T | undefined =>
   options.find((o) => o === value);
+
+/**
+ * A flavor's select: those the runtime takes (a PHP app has no pico), with a first "default (…)" option
+ * (the value "") when `defaultLabel` is given.
+ */
+export function FlavorSelect<V extends Flavor | "">(props: {
+  id: string;
+  value: V;
+  onChange: (value: Flavor | "") => void;
+  runtime?: Runtime;
+  defaultLabel?: string;
+}) {
+  const flavors = FLAVORS.filter((f) => props.runtime !== "phpserver" || f !== "pico");
+  return (
+    <select
+      id={props.id}
+      value={props.value}
+      onChange={(e) => props.onChange(chosen(FLAVORS, e.currentTarget.value) ?? "")}
+    >
+      {props.defaultLabel !== undefined && <option value="">default ({props.defaultLabel})</option>}
+      {flavors.map((f) => (
+        <option key={f} value={f}>
+          {f}
+        </option>
+      ))}
+    </select>
+  );
+}
