@@ -53,6 +53,11 @@ export const LABEL = {
 
 export type LabelKey = (typeof LABEL)[keyof typeof LABEL];
 
+/** The engine's label filter (`key=value` each) of objects carrying all of these labels. */
+export function labelFilter(...sets: readonly Readonly<Record<string, string>>[]): string[] {
+  return sets.flatMap((labels) => Object.entries(labels)).map(([k, v]) => `${k}=${v}`);
+}
+
 /** What `pier.sandbox-for` says: a sandbox for the app's instances or for its builds. */
 export const SANDBOX_FOR = { instances: "instances", build: "build" } as const;
 

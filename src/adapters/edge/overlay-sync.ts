@@ -13,7 +13,7 @@
 // rejoins, none synced). An earlier watch rejoined when probes through the overlay failed, without knowing
 // whether the gossip was back, nor whether the sandbox alone held the overlay (session 18): taken out.
 import type Docker from "dockerode";
-import { LABEL, ROLE } from "../../core/labels.js";
+import { LABEL, labelFilter, ROLE } from "../../core/labels.js";
 
 /** An instance on an overlay the sandbox is on. */
 export interface OverlayInstance {
@@ -215,7 +215,7 @@ export async function instancesOnOverlays(
   networks: Record<string, { IPAddress?: string }>,
   managerNodeId: string,
 ): Promise<OverlayInstance[]> {
-  const label = [...Object.entries(own).map(([k, v]) => `${k}=${v}`), `${LABEL.role}=${ROLE.instance}`];
+  const label = labelFilter(own, { [LABEL.role]: ROLE.instance });
   const [nodes, tasks] = await Promise.all([
     docker.listNodes() as Promise<{ ID: string; Status?: { State?: string; Addr?: string } }[]>,
     docker.listTasks({ filters: { label, "desired-state": ["running"] } }) as Promise<TaskRead[]>,

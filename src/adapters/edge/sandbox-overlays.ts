@@ -4,7 +4,7 @@
 // rejoined (overlay-sync.ts).
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
-import { LABEL } from "../../core/labels.js";
+import { LABEL, labelFilter } from "../../core/labels.js";
 import { instancesOnOverlays, managerNodeId, readTable, syncOverlays } from "./overlay-sync.js";
 
 type Inspected = Awaited<ReturnType<Docker.Container["inspect"]>>;
@@ -140,7 +140,7 @@ export class SandboxOverlays {
     this.failedJoin = false;
     const sandbox = await this.opts.inspect();
     if (!sandbox) return;
-    const label = [...Object.entries(this.opts.own).map(([k, v]) => `${k}=${v}`), LABEL.app];
+    const label = [...labelFilter(this.opts.own), LABEL.app];
     const nets = await this.opts.docker.listNetworks({ filters: { label, driver: ["overlay"] } });
     const on = addressedIds(sandbox.NetworkSettings.Networks ?? {});
     const missing = nets.filter((n) => !on.has(n.Id)).map((n) => n.Name);
@@ -196,7 +196,7 @@ export class SandboxOverlays {
 
   /** The sandbox leaves the scope's overlays with these labels (except `keep`), so they can be removed. */
   async leave(labels: Record<string, string>, keep?: string): Promise<void> {
-    const filters = Object.entries({ ...this.opts.own, ...labels }).map(([k, v]) => `${k}=${v}`);
+    const filters = labelFilter({ ...this.opts.own, ...labels });
     const nets = await this.opts.docker.listNetworks({ filters: { label: filters } });
     const on = await this.joined();
     for (const n of nets) {

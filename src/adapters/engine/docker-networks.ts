@@ -2,6 +2,7 @@
 // pool, only Pier's own touched. DockerEngine (docker.ts) delegates to it.
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
+import { labelFilter } from "../../core/labels.js";
 import type { NetworkSubnets } from "../../core/ports.js";
 import { isNotFound } from "./docker-build.js";
 import { networkExists, networksWithSubnets } from "./docker-common.js";
@@ -9,12 +10,8 @@ import { networkExists, networksWithSubnets } from "./docker-common.js";
 export class DockerNetworks {
   constructor(
     private readonly docker: Docker,
-    private readonly opts: {
-      /** The labels every object of this Pier carries. */
-      own: Record<string, string>;
-      /** Label filters of this Pier's objects with these labels too. */
-      filters: (labels: Record<string, string>) => string[];
-    },
+    /** The labels every object of this Pier carries. */
+    private readonly own: Record<string, string>,
   ) {}
 
   networkExists(name: string): Promise<boolean> {
@@ -45,7 +42,7 @@ export class DockerNetworks {
         Name: name,
         Driver: "bridge",
         CheckDuplicate: true,
-        Labels: { ...labels, ...this.opts.own },
+        Labels: { ...labels, ...this.own },
         EnableIPv6: subnets.ipv6 !== null,
         ...(config.length > 0 ? { IPAM: { Driver: "default", Config: config } } : {}),
       });
@@ -65,7 +62,9 @@ export class DockerNetworks {
   }
 
   async removeNetworks(labels: Record<string, string>, keep?: string): Promise<string[]> {
-    const nets = await this.docker.listNetworks({ filters: { label: this.opts.filters(labels) } });
+    const nets = await this.docker.listNetworks({
+      filters: { label: labelFilter({ ...this.own, ...labels }) },
+    });
     const removed: string[] = [];
     for (const n of nets) {
       if (n.Name === keep) continue;

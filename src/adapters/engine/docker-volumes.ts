@@ -3,7 +3,7 @@
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import type { InstanceFilesystem } from "../../core/instance-fs.js";
-import { LABEL } from "../../core/labels.js";
+import { LABEL, labelFilter } from "../../core/labels.js";
 import type { ReleaseVolume } from "../../core/ports.js";
 import { RELEASE_VOLUME_ROLE, releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
 import { isNotFound } from "./docker-build.js";
@@ -11,17 +11,15 @@ import { isNotFound } from "./docker-build.js";
 export class DockerVolumes {
   constructor(
     private readonly docker: Docker,
-    private readonly opts: {
-      /** The labels every object of this Pier carries. */
-      own: Record<string, string>;
-      /** Label filters of this Pier's objects with these labels too. */
-      filters: (labels: Record<string, string>) => string[];
-    },
+    /** The labels every object of this Pier carries. */
+    private readonly own: Record<string, string>,
   ) {}
 
   /** Pier's volumes with these labels, as the engine lists them. */
   private async volumesLabelled(labels: Record<string, string>): Promise<Docker.VolumeInspectInfo[]> {
-    const { Volumes } = await this.docker.listVolumes({ filters: { label: this.opts.filters(labels) } });
+    const { Volumes } = await this.docker.listVolumes({
+      filters: { label: labelFilter({ ...this.own, ...labels }) },
+    });
     return Volumes ?? [];
   }
 
@@ -84,7 +82,7 @@ export class DockerVolumes {
         "Deploy again: pier restart --without-cache installs it afresh.",
       );
     }
-    const mine = { ...this.opts.own, [LABEL.app]: appId ?? "", [LABEL.role]: RELEASE_VOLUME_ROLE };
+    const mine = { ...this.own, [LABEL.app]: appId ?? "", [LABEL.role]: RELEASE_VOLUME_ROLE };
     if (!appId || Object.entries(mine).some(([k, v]) => own[k] !== v)) {
       throw new PierError(
         "FORBIDDEN",

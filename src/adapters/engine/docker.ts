@@ -1,7 +1,7 @@
 import Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { instanceFilesystem } from "../../core/instance-fs.js";
-import { LABEL, labelTarget, ROLE } from "../../core/labels.js";
+import { LABEL, labelFilter, labelTarget, ROLE } from "../../core/labels.js";
 import { INSTANCE_PIDS } from "../../core/limits.js";
 import { LineReader } from "../../core/lines.js";
 import { cpuLimits, releaseRepository } from "../../core/model.js";
@@ -106,12 +106,8 @@ export class DockerEngine implements Engine {
       image: opts.sandboxImage,
     });
     this.slots = new SlotKeeper(this.sandboxes);
-    const own = {
-      own: this.ownLabels,
-      filters: (labels: Record<string, string>) => this.labelFilters(labels),
-    };
-    this.volumes = new DockerVolumes(this.docker, own);
-    this.networks = new DockerNetworks(this.docker, own);
+    this.volumes = new DockerVolumes(this.docker, this.ownLabels);
+    this.networks = new DockerNetworks(this.docker, this.ownLabels);
   }
 
   /** Pier's volumes on this engine (docker-volumes.ts). */
@@ -129,7 +125,7 @@ export class DockerEngine implements Engine {
   }
 
   private labelFilters(labels: Record<string, string>): string[] {
-    return Object.entries({ ...this.ownLabels, ...labels }).map(([k, v]) => `${k}=${v}`);
+    return labelFilter({ ...this.ownLabels, ...labels });
   }
 
   async ping(): Promise<void> {

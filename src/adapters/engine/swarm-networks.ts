@@ -1,8 +1,10 @@
 // AppNetworks on a Docker Swarm (ADR 0030): one attachable overlay per app or add-on, with a subnet of
 // Pier's pool, made on the manager. Overlays are separate VXLAN segments: a task reaches only the overlays
 // it is attached to.
+
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
+import { labelFilter } from "../../core/labels.js";
 import type { AppNetworks, NetworkSubnets } from "../../core/ports.js";
 import { overlaps, parseCidr } from "../../core/subnets.js";
 import { networkExists, networksWithSubnets } from "./docker-common.js";
@@ -32,7 +34,7 @@ export class SwarmNetworks implements AppNetworks {
   ) {}
 
   private filters(labels: Record<string, string>): string[] {
-    return Object.entries({ ...this.own, ...labels }).map(([k, v]) => `${k}=${v}`);
+    return labelFilter({ ...this.own, ...labels });
   }
 
   networkExists(name: string): Promise<boolean> {

@@ -1,8 +1,10 @@
 // The swarm's API as the Swarm driver reads it and waits on it (ADR 0030): a service and its tasks, the nodes,
 // a versioned spec change, a start or a stop seen through to its end. src/adapters/engine/swarm.ts turns
 // these into the ReleaseInstances verbs.
+
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
+import { labelFilter } from "../../core/labels.js";
 import { isNotFound } from "./docker-build.js";
 import {
   currentTask,
@@ -213,7 +215,7 @@ export class SwarmServices {
 
   /** The tasks with these labels (their services') that the swarm wants running: one call. */
   async liveTasks(labels: Record<string, string>): Promise<SwarmTask[]> {
-    const label = Object.entries(labels).map(([k, v]) => `${k}=${v}`);
+    const label = labelFilter(labels);
     return (await this.docker.listTasks({ filters: { label, "desired-state": ["running"] } })) as SwarmTask[];
   }
 

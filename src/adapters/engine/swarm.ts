@@ -4,7 +4,7 @@
 // inside an instance, which has no swarm API: it goes to the task's node's engine, where one is reachable.
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
-import { LABEL, ROLE } from "../../core/labels.js";
+import { LABEL, labelFilter, ROLE } from "../../core/labels.js";
 import type {
   AppNetworks,
   BuildSlot,
@@ -142,7 +142,7 @@ export class SwarmEngine
 
   /** Pier's services with these labels. */
   private async services(labels: Record<string, string>): Promise<SwarmService[]> {
-    const filters = Object.entries({ ...this.own, ...labels }).map(([k, v]) => `${k}=${v}`);
+    const filters = labelFilter({ ...this.own, ...labels });
     return (await this.docker.listServices({ filters: { label: filters } })) as SwarmService[];
   }
 
