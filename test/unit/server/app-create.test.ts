@@ -12,10 +12,9 @@ import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import { PierError } from "../../../src/core/errors.js";
 import { AppService } from "../../../src/server/apps.js";
 import type { Deployer } from "../../../src/server/deployer.js";
-import { Instances } from "../../../src/server/instances.js";
 import { AppLimits } from "../../../src/server/limits.js";
-import { FakeEdge } from "../../support/fake-edge.js";
 import { FakeEngine } from "../../support/fake-engine.js";
+import { fakeInstances } from "./fakes.js";
 
 describe("AppService.create and PIER_DOMAIN", () => {
   const dir = mkdtempSync(join(tmpdir(), "pier-create-"));
@@ -27,14 +26,7 @@ describe("AppService.create and PIER_DOMAIN", () => {
   // Four labels of 61 characters: 247 characters, so a name may have at most 5.
   const domain = Array.from({ length: 4 }, (_, i) => `${"d".repeat(60)}${i}`).join(".");
   const engine = new FakeEngine();
-  const instances = new Instances({
-    engine,
-    edge: new FakeEdge(),
-    store,
-    networks: { ensure: async () => undefined, remove: async () => undefined },
-    domain,
-    stopGraceMs: 10,
-  });
+  const instances = fakeInstances({ engine, store, domain });
   const apps = new AppService({
     store,
     engine,

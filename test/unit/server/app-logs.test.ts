@@ -6,24 +6,16 @@ import pino from "pino";
 import { LABEL } from "../../../src/core/labels.js";
 import { AppService } from "../../../src/server/apps.js";
 import type { Deployer } from "../../../src/server/deployer.js";
-import { Instances } from "../../../src/server/instances.js";
 import { AppLimits } from "../../../src/server/limits.js";
 import { newApp } from "../../conformance/store.js";
-import { FakeEdge } from "../../support/fake-edge.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 import { MemoryStore } from "../../support/memory-store.js";
+import { fakeInstances } from "./fakes.js";
 
 async function setUp() {
   const store = new MemoryStore();
   const engine = new FakeEngine();
-  const instances = new Instances({
-    engine,
-    edge: new FakeEdge(),
-    store,
-    networks: { ensure: async () => undefined, remove: async () => undefined },
-    domain: "localhost",
-    stopGraceMs: 10,
-  });
+  const instances = fakeInstances({ engine, store });
   const apps = new AppService({
     store,
     engine,

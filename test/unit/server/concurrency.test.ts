@@ -14,10 +14,10 @@ import { PierError } from "../../../src/core/errors.js";
 import type { App, Deployment } from "../../../src/core/model.js";
 import type { AppService } from "../../../src/server/apps.js";
 import type { Deployer } from "../../../src/server/deployer.js";
-import { Instances } from "../../../src/server/instances.js";
+import type { Instances } from "../../../src/server/instances.js";
 import type { Runtime } from "../../../src/server/runtimes/runtime.js";
 import type { FakeEngine } from "../../support/fake-engine.js";
-import { builtImage, deployEngine, deployServices, FakeEdge, listen, oneCommitRepo } from "./fakes.js";
+import { builtImage, deployEngine, deployServices, fakeInstances, listen, oneCommitRepo } from "./fakes.js";
 
 /** A promise the test resolves when it chooses. */
 function gate(): { wait: Promise<void>; open: () => void } {
@@ -53,14 +53,7 @@ describe("concurrent operations on one app", () => {
     ({ engine, servers } = deployEngine(port));
     buildGate = null;
     const logger = pino({ level: "silent" });
-    instances = new Instances({
-      engine,
-      edge: new FakeEdge(),
-      store,
-      networks: { ensure: async () => undefined, remove: async () => undefined },
-      domain: "localhost",
-      stopGraceMs: 10,
-    });
+    instances = fakeInstances({ engine, store });
     const runtime: Runtime = {
       settings: () => ({
         settings: { httpPort: port, tcpPort: null, ipv6Subnet: null, mountDockerSocket: false, cmd: null },

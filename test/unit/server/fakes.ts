@@ -10,10 +10,29 @@ import type { Store } from "../../../src/core/ports.js";
 import { AppService } from "../../../src/server/apps.js";
 import { DeployLogs } from "../../../src/server/deploy-logs.js";
 import { Deployer } from "../../../src/server/deployer.js";
-import type { Instances } from "../../../src/server/instances.js";
+import { Instances } from "../../../src/server/instances.js";
 import { AppLimits } from "../../../src/server/limits.js";
 import type { Runtime } from "../../../src/server/runtimes/runtime.js";
+import { FakeEdge } from "../../support/fake-edge.js";
 import { FakeEngine } from "../../support/fake-engine.js";
+
+type InstancesDeps = ConstructorParameters<typeof Instances>[0];
+
+/**
+ * Instances over the given fakes, as the server tests use them: networks made and removed at once, apps at
+ * `<name>.localhost`, a 10 ms stop grace, the edge a FakeEdge, unless `d` says otherwise.
+ */
+export function fakeInstances(
+  d: Pick<InstancesDeps, "engine" | "store"> & Partial<InstancesDeps>,
+): Instances {
+  return new Instances({
+    edge: new FakeEdge(),
+    networks: { ensure: async () => undefined, remove: async () => undefined },
+    domain: "localhost",
+    stopGraceMs: 10,
+    ...d,
+  });
+}
 
 /** A bare repository under `dir` holding one commit (a Dockerfile): what the deploy path reads. */
 export function oneCommitRepo(dir: string): string {
@@ -116,4 +135,4 @@ export function builtImage(engine: FakeEngine, tag: string): string {
 }
 
 /** The one fake edge lives in test/support (it passes the Edge conformance suite). */
-export { FakeEdge } from "../../support/fake-edge.js";
+export { FakeEdge };

@@ -3,10 +3,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { InstanceInfo } from "../../../src/core/ports.js";
-import { Instances, type ReleaseToRun } from "../../../src/server/instances.js";
-import { FakeEdge } from "../../support/fake-edge.js";
+import type { ReleaseToRun } from "../../../src/server/instances.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 import { MemoryStore } from "../../support/memory-store.js";
+import { fakeInstances } from "./fakes.js";
 
 const IMAGE = "pier-app/a:1";
 
@@ -14,14 +14,7 @@ function setUp(together: boolean) {
   const engine = new FakeEngine();
   engine.addImage(IMAGE);
   engine.startsTogether = together;
-  const instances = new Instances({
-    engine,
-    edge: new FakeEdge(),
-    store: new MemoryStore(),
-    networks: { ensure: async () => undefined, remove: async () => undefined },
-    domain: "localhost",
-    stopGraceMs: 10,
-  });
+  const instances = fakeInstances({ engine, store: new MemoryStore() });
   return { engine, instances };
 }
 

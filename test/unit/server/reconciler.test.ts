@@ -6,11 +6,11 @@ import pino from "pino";
 import type { App } from "../../../src/core/model.js";
 import type { Edge, Route } from "../../../src/core/ports.js";
 import type { Deployer } from "../../../src/server/deployer.js";
-import { Instances } from "../../../src/server/instances.js";
 import { type ReconcileDeps, reconcile } from "../../../src/server/reconciler.js";
 import { newApp } from "../../conformance/store.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 import { MemoryStore } from "../../support/memory-store.js";
+import { fakeInstances } from "./fakes.js";
 
 const APPS = 100;
 /** The in-memory store, counting the reads of current releases. */
@@ -98,14 +98,7 @@ async function setUp() {
       return { skipped: [] };
     },
   };
-  const instances = new Instances({
-    engine,
-    edge,
-    store,
-    networks: { ensure: async () => undefined, remove: async () => undefined },
-    domain: "localhost",
-    stopGraceMs: 1000,
-  });
+  const instances = fakeInstances({ engine, edge, store, stopGraceMs: 1000 });
   return { engine, instances, store, applied, callsAtApply, storeReads: () => store.reads };
 }
 

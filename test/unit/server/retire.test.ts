@@ -1,43 +1,25 @@
 // What a successful deploy does off the pusher's path (src/server/deploy/cleanup.ts retirePrevious): the
 // previous release's instances stop, those an earlier deploy retired go. The engine is the one fake (its
-// `before` hooks hold a call); the store is the real one.
+// `before` hooks hold a call), the store the memory one.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterEach, beforeEach, describe, test } from "node:test";
-import { SecretBox } from "../../../src/adapters/secret-box.js";
-import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
+import { beforeEach, describe, test } from "node:test";
 import { retirePrevious } from "../../../src/server/deploy/cleanup.js";
-import { Instances } from "../../../src/server/instances.js";
+import type { Instances } from "../../../src/server/instances.js";
 import { FakeEngine } from "../../support/fake-engine.js";
-import { FakeEdge } from "./fakes.js";
+import { MemoryStore } from "../../support/memory-store.js";
+import { fakeInstances } from "./fakes.js";
 
 const quiet = { info: () => undefined, warn: () => undefined };
 
 describe("retiring the previous release", () => {
-  let dir: string;
-  let store: SqliteStore;
+  let store: MemoryStore;
   let engine: FakeEngine;
   let instances: Instances;
 
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), "pier-retire-"));
-    store = new SqliteStore(join(dir, "pier.db"), SecretBox.fromFile(join(dir, "secret.key")));
+    store = new MemoryStore();
     engine = new FakeEngine();
-    instances = new Instances({
-      engine,
-      edge: new FakeEdge(),
-      store,
-      networks: { ensure: async () => undefined, remove: async () => undefined },
-      domain: "localhost",
-      stopGraceMs: 10,
-    });
-  });
-
-  afterEach(() => {
-    store.close();
-    rmSync(dir, { recursive: true, force: true });
+    instances = fakeInstances({ engine, store });
   });
 
   const labels = (deployment: string) => ({ "pier.app": "app-1", "pier.deployment": deployment });

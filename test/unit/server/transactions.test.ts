@@ -13,10 +13,17 @@ import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import type { App } from "../../../src/core/model.js";
 import type { Route, Store } from "../../../src/core/ports.js";
 import type { AppService } from "../../../src/server/apps.js";
-import { Instances } from "../../../src/server/instances.js";
 import type { Runtime } from "../../../src/server/runtimes/runtime.js";
 import type { FakeEngine } from "../../support/fake-engine.js";
-import { builtImage, deployEngine, deployServices, FakeEdge, listen, oneCommitRepo } from "./fakes.js";
+import {
+  builtImage,
+  deployEngine,
+  deployServices,
+  FakeEdge,
+  fakeInstances,
+  listen,
+  oneCommitRepo,
+} from "./fakes.js";
 
 type Step = "build" | "run" | "edge" | "commit" | null;
 
@@ -66,14 +73,7 @@ describe("a failed step leaves every app exactly as it was", () => {
     failCommit = false;
     failStore.clear();
     const logger = pino({ level: "silent" });
-    const instances = new Instances({
-      engine,
-      edge,
-      store: store as Store,
-      networks: { ensure: async () => undefined, remove: async () => undefined },
-      domain: "localhost",
-      stopGraceMs: 10,
-    });
+    const instances = fakeInstances({ engine, edge, store: store as Store });
     const runtime: Runtime = {
       settings: () => ({
         settings: { httpPort: port, tcpPort: null, ipv6Subnet: null, mountDockerSocket: false, cmd: null },
