@@ -5,7 +5,7 @@
 import { useState } from "preact/hooks";
 import { ADDON_KINDS, type AddonKind, addonNameProblem } from "../core/addons.js";
 import { api, describe } from "./api.js";
-import { ErrorInline, ErrorLine, Loading, useData } from "./ui.js";
+import { ErrorInline, ErrorLine, Loading, NameInput, useData } from "./ui.js";
 
 const PROVIDERS: Record<AddonKind, string> = {
   kv: "kv: a Redis-protocol key-value store (port 6378, the token as password)",
@@ -45,20 +45,13 @@ function ProviderStep(props: {
             </label>
           ))}
         </fieldset>
-        <label for="addon-name">Name</label>
-        <input
+        <NameInput
           id="addon-name"
           value={name}
-          onInput={(e) => setName(e.currentTarget.value.trim())}
-          autocomplete="off"
-          spellcheck={false}
-          aria-invalid={nameProblem !== null}
-          aria-describedby="addon-name-help"
-          required
+          onInput={setName}
+          problem={nameProblem}
+          help="Lower-case letters, digits and -."
         />
-        <p id="addon-name-help" class={nameProblem ? "error" : "muted small"}>
-          {nameProblem ?? "Lower-case letters, digits and -."}
-        </p>
         <div class="row">
           <button type="submit" class="primary" disabled={name === "" || nameProblem !== null}>
             Next: applications

@@ -3,7 +3,7 @@ import { useState } from "preact/hooks";
 import { appNameProblem } from "../core/names.js";
 import { api, describe } from "./api.js";
 import { type Flavor, RUNTIMES, type Runtime } from "./types.js";
-import { chosen, ErrorInline, FlavorSelect } from "./ui.js";
+import { chosen, ErrorInline, FlavorSelect, NameInput } from "./ui.js";
 
 export function CreateApp() {
   const [name, setName] = useState("");
@@ -41,20 +41,13 @@ export function CreateApp() {
     <main class="narrow">
       <form class="card form" onSubmit={submit} aria-labelledby="create-app-title">
         <h1 id="create-app-title">Create an app</h1>
-        <label for="app-name">Name</label>
-        <input
+        <NameInput
           id="app-name"
           value={name}
-          onInput={(e) => setName(e.currentTarget.value.trim())}
-          autocomplete="off"
-          spellcheck={false}
-          aria-invalid={nameProblem !== null}
-          aria-describedby="app-name-help"
-          required
+          onInput={setName}
+          problem={nameProblem}
+          help="Lower-case letters, digits and -; it becomes the app's host name."
         />
-        <p id="app-name-help" class={nameProblem ? "error" : "muted small"}>
-          {nameProblem ?? "Lower-case letters, digits and -; it becomes the app's host name."}
-        </p>
         <label for="app-type">Runtime type</label>
         <select
           id="app-type"

@@ -221,3 +221,31 @@ export function FlavorSelect<V extends Flavor | "">(props: {
     </select>
   );
 }
+
+/** A name's input, its problem (from the rule the API applies) or `help` under it. */
+export function NameInput(props: {
+  id: string;
+  value: string;
+  onInput: (name: string) => void;
+  problem: string | null;
+  help: string;
+}) {
+  return (
+    <>
+      <label for={props.id}>Name</label>
+      <input
+        id={props.id}
+        value={props.value}
+        onInput={(e) => props.onInput(e.currentTarget.value.trim())}
+        autocomplete="off"
+        spellcheck={false}
+        aria-invalid={props.problem !== null}
+        aria-describedby={`${props.id}-help`}
+        required
+      />
+      <p id={`${props.id}-help`} class={props.problem ? "error" : "muted small"}>
+        {props.problem ?? props.help}
+      </p>
+    </>
+  );
+}
