@@ -2,7 +2,8 @@
 // runtime with the contract's variables only: NODE_ENV=production, the build run by CC_POST_BUILD_HOOK, the
 // health gate on its home page. Next.js, React and the compiler's native binary (@next/swc-linux-x64-gnu, an
 // optional dependency) come from the npm registry like any app's dependencies. A server route reads a
-// variable at request time: set with `pier env set`, it reaches the app at the next restart.
+// variable at request time: set with `pier env set`, it reaches the app at the next restart. A TypeScript
+// page needs the compiler, a dev dependency: refused without it (the previous release serving), built with it.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Pier } from "./harness.js";
@@ -18,6 +19,7 @@ const FILES: Record<string, string> = {
       private: true,
       scripts: { build: "next build", start: "next start" },
       dependencies: { next: NEXT, react: REACT, "react-dom": REACT },
+      devDependencies: { typescript: "5.9.3", "@types/react": "19.3.3", "@types/node": "22.20.7" },
     },
     null,
     2,
@@ -110,5 +112,37 @@ describe("a Next.js app on the Node.js runtime", { timeout: 900_000 }, () => {
     const home = await pier.get("nextapp", "/");
     assert.equal(home.status, 200);
     assert.match(home.body, /Version two of Next\.js on Pier/);
+  });
+
+  test("a TypeScript page fails the build without its compiler, names it, and builds once dev dependencies are installed", async () => {
+    await pier.commit(
+      repo,
+      {
+        "app/typed/page.tsx": [
+          'const words: readonly string[] = ["typed", "page"];',
+          "export default function Typed() {",
+          '  return <main><p>{words.join(" ") + " on Pier"}</p></main>;',
+          "}",
+          "",
+        ].join("\n"),
+      },
+      "a TypeScript page",
+    );
+    const refused = await pier.push(repo);
+    assert.notEqual(refused.code, 0, "NODE_ENV=production installs no dev dependencies: no TypeScript");
+    assert.match(refused.stderr, /typescript/i);
+    assert.match(
+      (await pier.get("nextapp", "/")).body,
+      /Version two of/,
+      "the previous release keeps serving",
+    );
+    await env("CC_NODE_DEV_DEPENDENCIES", "install");
+    // `pier restart` would redeploy the serving release's commit: the TypeScript page comes with a push.
+    await pier.commit(repo, { "README.md": "A Next.js app on Pier.\n" }, "again, with dev dependencies");
+    const push = await pier.push(repo);
+    assert.equal(push.code, 0, push.stderr);
+    const typed = await pier.get("nextapp", "/typed");
+    assert.equal(typed.status, 200);
+    assert.match(typed.body, /typed page on Pier/);
   });
 });
