@@ -53,9 +53,12 @@ export const LABEL = {
 
 export type LabelKey = (typeof LABEL)[keyof typeof LABEL];
 
-/** The engine's label filter (`key=value` each) of objects carrying all of these labels. */
+/**
+ * The engine's label filter (`key=value` each) of objects carrying all of these labels; a key in a later set
+ * replaces the same key of an earlier one.
+ */
 export function labelFilter(...sets: readonly Readonly<Record<string, string>>[]): string[] {
-  return sets.flatMap((labels) => Object.entries(labels)).map(([k, v]) => `${k}=${v}`);
+  return Object.entries(Object.assign({}, ...sets)).map(([k, v]) => `${k}=${v}`);
 }
 
 /** What `pier.sandbox-for` says: a sandbox for the app's instances or for its builds. */

@@ -2,7 +2,7 @@
 
 import semver from "semver";
 import { z } from "zod";
-import { hasControlCharacter } from "./plan-docker.js";
+import { hasControlCharacter } from "./plan-vars.js";
 
 // ---------------------------------------------------------------------------------------------------
 // package.json

@@ -8,7 +8,7 @@ import { analyzeDockerfile } from "./dockerfile.js";
 import { DASHED_VARIABLE, instanceEnvironment, isSecretVariable } from "./env.js";
 import { LABEL } from "./labels.js";
 import { FLAVOR_MEMORY_MIB, type Flavor, releaseImageTag } from "./model.js";
-import { read } from "./plan-vars.js";
+import { hasControlCharacter, read } from "./plan-vars.js";
 
 export interface DockerLogin {
   /** null: the default public registry. */
@@ -31,15 +31,6 @@ export interface DockerSettings {
 export const DEFAULT_DOCKERFILE = "Dockerfile";
 export const DEFAULT_HTTP_PORT = 8080;
 const IPV6_UNDERSCORED = "CC_DOCKER_FIXED_CIDR_V6";
-
-/** NUL, newline, tab, any other C0 control character, or DEL. */
-export function hasControlCharacter(s: string): boolean {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x20 || c === 0x7f) return true;
-  }
-  return false;
-}
 
 /** A repository-relative path, normalised, or the rule it breaks. */
 export function relativeRepoPath(value: string): { path: string } | { error: string } {

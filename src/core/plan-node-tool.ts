@@ -7,8 +7,7 @@
 
 import semver from "semver";
 import type { PackageManagerField } from "./package-json.js";
-import { hasControlCharacter } from "./plan-docker.js";
-import { quoted, read } from "./plan-vars.js";
+import { hasControlCharacter, quoted, read } from "./plan-vars.js";
 
 export interface NodeProjectFiles {
   /** Text of package.json at the app root, or null if absent. */

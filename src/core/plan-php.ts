@@ -7,8 +7,7 @@
 
 import { posix } from "node:path";
 import { instanceEnvironment } from "./env.js";
-import { hasControlCharacter } from "./plan-docker.js";
-import { quoted, read } from "./plan-vars.js";
+import { hasControlCharacter, quoted, read } from "./plan-vars.js";
 import { shellQuote } from "./shell.js";
 import { readWorkers, type Worker, withPreRunHook } from "./workers.js";
 

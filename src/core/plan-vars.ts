@@ -8,3 +8,12 @@ export function read(vars: Record<string, string>, name: string): string | undef
 
 /** A value as a message quotes it (JSON: what is invisible in it shows). */
 export const quoted = (s: string) => JSON.stringify(s);
+
+/** NUL, newline, tab, any other C0 control character, or DEL. */
+export function hasControlCharacter(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}

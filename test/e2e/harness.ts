@@ -341,6 +341,14 @@ export class Pier {
     });
   }
 
+  /** `pier env set NAME VALUE --app APP` for each variable, in order; throws with the CLI's stderr on a refusal. */
+  async setEnv(app: string, vars: Record<string, string>): Promise<void> {
+    for (const [name, value] of Object.entries(vars)) {
+      const r = await this.cli(["env", "set", name, value, "--app", app]);
+      if (r.code !== 0) throw new Error(`pier env set ${name} --app ${app} failed: ${r.stderr}`);
+    }
+  }
+
   /** The CLI with other settings (e.g. PIER_URL and PIER_TOKEN of another token). */
   cliWith(args: string[], env: Record<string, string>): Promise<RunResult> {
     return run([process.execPath, CLI, ...args], { env: { ...this.env, ...env }, cwd: this.work });

@@ -50,12 +50,6 @@ const FILES: Record<string, string> = {
 describe("a Next.js app on the Node.js runtime", { timeout: 900_000 }, () => {
   const pier = new Pier();
   let repo = "";
-  const env = async (...pairs: string[]) => {
-    for (let i = 0; i < pairs.length; i += 2) {
-      const r = await pier.cli(["env", "set", pairs[i]!, pairs[i + 1]!, "--app", "nextapp"]);
-      assert.equal(r.code, 0, r.stderr);
-    }
-  };
   const hello = async () => {
     const r = await pier.get("nextapp", "/api/hello");
     assert.equal(r.status, 200, r.body);
@@ -66,18 +60,13 @@ describe("a Next.js app on the Node.js runtime", { timeout: 900_000 }, () => {
     await pier.start();
     await pier.addKey();
     const app = await pier.cliJson<{ id: string }>(["create", "--type", "node", "nextapp"]);
-    await env(
-      "NODE_ENV",
-      "production",
-      "CC_POST_BUILD_HOOK",
-      "npm run build",
-      "CC_HEALTH_CHECK_PATH",
-      "/",
-      "NEXT_TELEMETRY_DISABLED",
-      "1",
-      "GREETING",
-      "hello",
-    );
+    await pier.setEnv("nextapp", {
+      NODE_ENV: "production",
+      CC_POST_BUILD_HOOK: "npm run build",
+      CC_HEALTH_CHECK_PATH: "/",
+      NEXT_TELEMETRY_DISABLED: "1",
+      GREETING: "hello",
+    });
     repo = await pier.repo("nextapp", FILES, app.id);
   });
   after(() => pier.destroy());
@@ -95,7 +84,7 @@ describe("a Next.js app on the Node.js runtime", { timeout: 900_000 }, () => {
   });
 
   test("a variable changed with pier env reaches the server route at the restart", async () => {
-    await env("GREETING", "bonjour");
+    await pier.setEnv("nextapp", { GREETING: "bonjour" });
     const restart = await pier.cli(["restart", "--app", "nextapp"]);
     assert.equal(restart.code, 0, restart.stderr);
     assert.equal((await hello()).greeting, "bonjour");
@@ -136,7 +125,7 @@ describe("a Next.js app on the Node.js runtime", { timeout: 900_000 }, () => {
       /Version two of/,
       "the previous release keeps serving",
     );
-    await env("CC_NODE_DEV_DEPENDENCIES", "install");
+    await pier.setEnv("nextapp", { CC_NODE_DEV_DEPENDENCIES: "install" });
     // `pier restart` would redeploy the serving release's commit: the TypeScript page comes with a push.
     await pier.commit(repo, { "README.md": "A Next.js app on Pier.\n" }, "again, with dev dependencies");
     const push = await pier.push(repo);

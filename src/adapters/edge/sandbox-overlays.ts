@@ -196,7 +196,7 @@ export class SandboxOverlays {
 
   /** The sandbox leaves the scope's overlays with these labels (except `keep`), so they can be removed. */
   async leave(labels: Record<string, string>, keep?: string): Promise<void> {
-    const filters = labelFilter({ ...this.opts.own, ...labels });
+    const filters = labelFilter(this.opts.own, labels);
     const nets = await this.opts.docker.listNetworks({ filters: { label: filters } });
     const on = await this.joined();
     for (const n of nets) {

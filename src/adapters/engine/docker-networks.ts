@@ -63,7 +63,7 @@ export class DockerNetworks {
 
   async removeNetworks(labels: Record<string, string>, keep?: string): Promise<string[]> {
     const nets = await this.docker.listNetworks({
-      filters: { label: labelFilter({ ...this.own, ...labels }) },
+      filters: { label: labelFilter(this.own, labels) },
     });
     const removed: string[] = [];
     for (const n of nets) {

@@ -18,7 +18,7 @@ export class DockerVolumes {
   /** Pier's volumes with these labels, as the engine lists them. */
   private async volumesLabelled(labels: Record<string, string>): Promise<Docker.VolumeInspectInfo[]> {
     const { Volumes } = await this.docker.listVolumes({
-      filters: { label: labelFilter({ ...this.own, ...labels }) },
+      filters: { label: labelFilter(this.own, labels) },
     });
     return Volumes ?? [];
   }

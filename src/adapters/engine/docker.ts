@@ -125,7 +125,7 @@ export class DockerEngine implements Engine {
   }
 
   private labelFilters(labels: Record<string, string>): string[] {
-    return labelFilter({ ...this.ownLabels, ...labels });
+    return labelFilter(this.ownLabels, labels);
   }
 
   async ping(): Promise<void> {

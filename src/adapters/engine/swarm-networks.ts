@@ -34,7 +34,7 @@ export class SwarmNetworks implements AppNetworks {
   ) {}
 
   private filters(labels: Record<string, string>): string[] {
-    return labelFilter({ ...this.own, ...labels });
+    return labelFilter(this.own, labels);
   }
 
   networkExists(name: string): Promise<boolean> {

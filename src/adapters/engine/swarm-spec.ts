@@ -12,16 +12,15 @@ import { releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
 import { addonVolume } from "./docker-addons.js";
 import { DROPPED_CAPABILITIES } from "./docker-build.js";
 
+const PIN = "node.id==";
+
 /** The constraint that pins a task to one node. */
-export const pinConstraint = (nodeId: string): string => `node.id==${nodeId}`;
+export const pinConstraint = (nodeId: string): string => `${PIN}${nodeId}`;
 
 /** The node a service is pinned to by Pier's choice (not a bucket's `node.hostname==`), if any. */
 export function pinnedNode(constraints: readonly string[] | undefined): string | null {
-  for (const c of constraints ?? []) {
-    const m = /^node\.id==(\S+)$/.exec(c);
-    if (m) return m[1]!;
-  }
-  return null;
+  const pin = constraints?.find((c) => c.startsWith(PIN) && /^\S+$/.test(c.slice(PIN.length)));
+  return pin ? pin.slice(PIN.length) : null;
 }
 
 /** A mount of a service's container (the fields Pier sets). */

@@ -142,7 +142,7 @@ export class SwarmEngine
 
   /** Pier's services with these labels. */
   private async services(labels: Record<string, string>): Promise<SwarmService[]> {
-    const filters = labelFilter({ ...this.own, ...labels });
+    const filters = labelFilter(this.own, labels);
     return (await this.docker.listServices({ filters: { label: filters } })) as SwarmService[];
   }
 
