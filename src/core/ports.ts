@@ -556,7 +556,8 @@ export interface InstanceSlots {
  * start, restart, remove, wait for a task's end, run a command inside, read the logs. An unknown id is
  * null for `inspectInstance` and nothing to do for stop and remove (it is gone already); start, restart,
  * wait, exec and logs reject it with a PierError `NOT_FOUND`, and exec in an instance that does not run
- * with `CONFLICT`.
+ * with `CONFLICT`. A stopped instance's log (what it printed while it stopped too) and exit code stay
+ * readable until it is removed.
  */
 export interface ReleaseInstances {
   /**

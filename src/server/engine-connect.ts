@@ -149,6 +149,7 @@ async function swarmEngine(
     // Exec into an instance goes through its node's engine: the manager's, and those Pier is told of.
     nodeEngine: (node) => (node.id === self ? manager : (engines.get(node.name) ?? null)),
     sweep: nodeSweep(config, manager, push, scope, { ...auth, serveraddress: address }, logger),
+    keptDir: join(config.dataDir, "swarm-kept"),
   });
   const guards = await guardNodes(config, manager, push, {
     scope,

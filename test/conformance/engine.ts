@@ -230,6 +230,33 @@ function instanceCases(get: () => Bed<InstancePorts>): void {
     await engine.removeInstance(run.id, 1000);
   });
 
+  test("a stopped instance's log stays readable until it is removed, with what it printed on SIGTERM", async () => {
+    const { engine, spec, signal } = get();
+    // A shell that says goodbye on SIGTERM (its `wait` is interrupted by the signal, so the trap runs).
+    const run = await engine.runInstance(spec("trap 'echo bye; exit 0' TERM; echo ready; sleep 600 & wait"));
+    const read = async () => {
+      const got: string[] = [];
+      await engine.logs(run.id, { follow: false }, (l) => void got.push(l.line), signal);
+      return got;
+    };
+    await eventually(async () => ((await read()).includes("ready") ? true : undefined), "the instance's log");
+    await engine.stopInstance(run.id, 5000);
+    // A swarm deletes a scaled-down task (and its node the container, with its log) about a second after
+    // it ended: read once that has happened.
+    await new Promise((r) => setTimeout(r, 2500));
+    assert.equal((await engine.inspectInstance(run.id))?.exitCode, 0, "its trap ended it");
+    const kept = await read();
+    assert.deepEqual(
+      kept.filter((l) => l === "ready" || l === "bye"),
+      ["ready", "bye"],
+      kept.join("\n"),
+    );
+    // Read again: the same lines, once each.
+    assert.deepEqual(await read(), kept);
+    await engine.removeInstance(run.id, 0);
+    await assert.rejects(read(), (e: PierError) => e.code === "NOT_FOUND");
+  });
+
   test("a task's exit code comes back from wait", async () => {
     const { engine, spec, signal } = get();
     const run = await engine.runInstance(spec("echo working; exit 3", { httpPort: null }));

@@ -189,6 +189,18 @@ describe("PIER_ENGINE=swarm: git push deploys onto the swarm", { timeout: 900_00
     assert.equal(push2.code, 0, push2.stderr);
     const version = async () => (JSON.parse((await pier.get("web")).body) as { version: string }).version;
     assert.equal(await version(), "2");
+    // The first release's 3 instances are stopped once the second serves (and any stopped before are
+    // removed). What each printed on SIGTERM stays in pier logs after the swarm deleted its task (about a
+    // second after it ended), as one machine keeps a stopped container until the next deploy.
+    const farewells = async () =>
+      (await pier.cliJson<{ line: string }[]>(["logs", "--since", "1h", "--app", "web"])).filter((l) =>
+        l.line.includes("got SIGTERM"),
+      ).length;
+    await until("the retired instances' SIGTERM lines in pier logs", 60, async () =>
+      (await farewells()) === 3 ? true : undefined,
+    );
+    await new Promise((r) => setTimeout(r, 3000));
+    assert.equal(await farewells(), 3, "still there, once each, after the swarm deleted the tasks");
     const back = await pier.cli(["rollback", `v${first.number}`, "--app", "web"]);
     assert.equal(back.code, 0, back.stderr);
     assert.match(back.stderr, /Rolling back to release v\d+/);

@@ -83,6 +83,8 @@ export function labSwarmEngine(
     registry: new Push({ docker: manager, address, username, password }),
     pullAuth: auth,
     stopGraceMs: opts.stopGraceMs ?? 2000,
+    // Beside the lab's own files (its client configuration): gone with the lab.
+    keptDir: join(dirname(info.dockerConfig), "kept", scope),
     nodeEngine: (n) =>
       opts.reachNodes === false ? null : new Docker({ socketPath: labSocket(info, n.name) }),
   });

@@ -23,7 +23,7 @@ import { type Cidr, overlaps, parseCidr } from "../../src/core/subnets.js";
 import { FakeAddonServers } from "./fake-addon-servers.js";
 import { FakeBuilds } from "./fake-builds.js";
 import { type Labels, matches, type Served, tick } from "./fake-engine-state.js";
-import { interpret, type ShellFiles } from "./fake-shell.js";
+import { interpret, type ShellFiles, script } from "./fake-shell.js";
 
 export type { BeforeHooks, FakeEngineOptions, Served } from "./fake-engine-state.js";
 
@@ -38,6 +38,8 @@ export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
   /** The add-on servers (test/support/fake-addon-servers.ts): their state, specs and played clients. */
   /** What each instance's commands read and write (its buckets' files, its own). */
   private readonly instanceFiles = new Map<string, ShellFiles>();
+  /** What an instance's command runs at SIGTERM (its `trap`). */
+  private readonly traps = new Map<string, string>();
   /** The add-ons whose data each instance mounts as a bucket. */
   private readonly instanceBuckets = new Map<string, string[]>();
   readonly addonServers = new FakeAddonServers({
@@ -282,6 +284,7 @@ export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
   private started(info: InstanceInfo, spec: InstanceSpec): void {
     const run = interpret(spec.cmd ?? ["sleep", "infinity"], this.instanceFiles.get(info.id));
     for (const l of run.lines) this.print(info.id, l);
+    if (run.onTerm !== null) this.traps.set(info.id, run.onTerm);
     if (run.exitCode !== null) this.exit(info.id, run.exitCode);
   }
 
@@ -298,11 +301,19 @@ export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
     this.logLines.delete(id);
     this.instanceFiles.delete(id);
     this.instanceBuckets.delete(id);
+    this.traps.delete(id);
   }
 
-  /** SIGTERM: a process that keeps running ends with 143. */
+  /** SIGTERM: its trap runs (what it prints is logged, its exit is the code); without one, it ends with 143. */
   private halt(id: string): void {
-    this.exit(id, 143);
+    const trap = this.traps.get(id);
+    if (trap === undefined || !this.container(id)?.running) {
+      this.exit(id, 143);
+      return;
+    }
+    const run = script(trap, this.instanceFiles.get(id));
+    for (const l of run.lines) this.print(id, l);
+    this.exit(id, run.exitCode ?? 143);
   }
 
   async stopInstance(id: string, graceMs: number): Promise<void> {

@@ -324,16 +324,17 @@ export class SwarmServices {
   }
 
   /**
-   * Waits until every task of the service has ended (or the service is gone). A task on a node that is down
+   * Waits until every task of the service has ended (or the service is gone): its tasks then (the ended ones
+   * until the swarm deletes them). A task on a node that is down
    * runs nowhere Pier can reach: the manager keeps its last state until the node is back.
    */
-  async settled(id: string, name: string): Promise<void> {
-    await poll(
+  async settled(id: string, name: string): Promise<SwarmTask[]> {
+    return poll(
       this.opts.stopGraceMs + 30_000,
       async () => {
         const [tasks, nodes] = await Promise.all([this.tasks(id), this.nodes()]);
         const live = tasks.filter((t) => !isTerminal(t) && (!t.NodeID || nodes.get(t.NodeID)?.ready));
-        return live.length === 0 ? true : undefined;
+        return live.length === 0 ? tasks : undefined;
       },
       () => new PierError("ENGINE_ERROR", `The instance ${name} did not stop in time.`),
     );

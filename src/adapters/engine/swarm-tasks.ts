@@ -160,17 +160,19 @@ export function movedFrom(
 
 /**
  * The instance a service is, from its tasks; `nodeName` names a task's node, `nodeDown` says whether it is
- * down now (an instance moved off it says so).
+ * down now (an instance moved off it says so); `ended`: how it ended when it stopped, for a stopped one
+ * whose task the swarm deleted since (swarm-kept.ts).
  */
 export function instanceOf(
   s: SwarmService,
   tasks: readonly SwarmTask[],
   nodeName: (id: string) => string | undefined,
   nodeDown: (id: string) => boolean = () => false,
+  ended: { state: string; exitCode: number | null } | null = null,
 ): InstanceInfo {
   const labels = s.Spec.Labels ?? {};
   const task = currentTask(tasks);
-  const state = task?.Status?.State ?? "new";
+  const state = task?.Status?.State ?? ended?.state ?? "new";
   const running = state === "running";
   const address = running ? taskAddress(task) : null;
   const node = task?.NodeID ? nodeName(task.NodeID) : undefined;
@@ -185,7 +187,9 @@ export function instanceOf(
     // Tasks that ended by themselves and were replaced (a stop is a shutdown: not counted).
     restarts: tasks.filter((t) => t.DesiredState !== "running" && ENDED_BY_ITSELF.has(t.Status?.State ?? ""))
       .length,
-    exitCode: running ? null : (task?.Status?.ContainerStatus?.ExitCode ?? null),
+    exitCode: running
+      ? null
+      : (task?.Status?.ContainerStatus?.ExitCode ?? (task ? null : (ended?.exitCode ?? null))),
     http: target(address, labels[LABEL.httpPort]),
     tcp: target(address, labels[LABEL.tcpPort]),
     networkAddress: address,

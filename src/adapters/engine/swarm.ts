@@ -11,7 +11,6 @@ import type {
   EngineEvent,
   EngineEvents,
   InstanceInfo,
-  InstanceLogLine,
   InstanceSlots,
   InstanceSpec,
   NetworkSubnets,
@@ -22,9 +21,11 @@ import type {
 } from "../../core/ports.js";
 import { engineCpus, isNotFound } from "./docker-build.js";
 import { runExec } from "./docker-common.js";
-import { type LogSink, logLines, noteLine, pumpLogs } from "./docker-logs.js";
+import type { LogSink } from "./docker-logs.js";
 import { splitImage } from "./registry-push.js";
 import { followSwarm } from "./swarm-events.js";
+import { KEPT_TAIL, KeptLogs, type TaskEnd } from "./swarm-kept.js";
+import { SwarmLogs } from "./swarm-logs.js";
 import { SwarmNetworks } from "./swarm-networks.js";
 import { type Reservation, SwarmSpread } from "./swarm-placement.js";
 import { forgettingEverywhere } from "./swarm-release-images.js";
@@ -59,6 +60,8 @@ export interface SwarmEngineOptions extends SwarmServicesOptions {
    * owed to a node that missed a sweep is no longer asked for); none: through the engines Pier reaches.
    */
   sweep?: Pick<NodeSweep, "sweep" | "published">;
+  /** Where the logs and ends of stopped instances are kept once the swarm deleted their tasks (swarm-kept.ts). */
+  keptDir: string;
 }
 
 export class SwarmEngine
@@ -74,6 +77,8 @@ export class SwarmEngine
   private readonly svc: SwarmServices;
   private readonly spread: SwarmSpread;
   private readonly cpus: () => Promise<number>;
+  private readonly kept: KeptLogs;
+  private readonly log: SwarmLogs;
   /**
    * Repository and local image id -> its reference by digest in the registry (a push of the same image
    * changes nothing): the push itself, so that instances started together push it once.
@@ -92,6 +97,8 @@ export class SwarmEngine
       allLiveTasks: () => this.svc.liveTasks({ ...this.own, [LABEL.role]: ROLE.instance }),
     });
     this.cpus = engineCpus(() => this.docker);
+    this.kept = new KeptLogs(opts.keptDir);
+    this.log = new SwarmLogs(opts.docker, this.svc, this.kept);
   }
 
   private get own(): Record<string, string> {
@@ -307,20 +314,31 @@ export class SwarmEngine
       tasks,
       (n) => nodes.get(n)?.name,
       (n) => nodes.get(n)?.ready === false,
+      await this.endOf(s, tasks),
     );
+  }
+
+  /** How a stopped instance whose task the swarm deleted ended, as kept when it stopped. */
+  private async endOf(s: SwarmService, tasks: readonly SwarmTask[]): Promise<TaskEnd | null> {
+    if (s.Spec.Mode.Replicated.Replicas !== 0 || currentTask(tasks)) return null;
+    return this.kept.end(s.ID);
   }
 
   async listInstances(labels: Record<string, string>): Promise<InstanceInfo[]> {
     const services = await this.services(labels);
     if (services.length === 0) return [];
     const [tasks, nodes] = await Promise.all([this.svc.tasksOf(services.map((s) => s.ID)), this.svc.nodes()]);
-    return services.map((s) =>
-      instanceOf(
-        s,
-        tasks.filter((t) => t.ServiceID === s.ID),
-        (n) => nodes.get(n)?.name,
-        (n) => nodes.get(n)?.ready === false,
-      ),
+    return Promise.all(
+      services.map(async (s) => {
+        const own = tasks.filter((t) => t.ServiceID === s.ID);
+        return instanceOf(
+          s,
+          own,
+          (n) => nodes.get(n)?.name,
+          (n) => nodes.get(n)?.ready === false,
+          await this.endOf(s, own),
+        );
+      }),
     );
   }
 
@@ -329,16 +347,34 @@ export class SwarmEngine
     return (await this.listInstances(labels)).map(routableOf);
   }
 
-  /** Scales to 0 and waits until no task of the service runs. */
+  /**
+   * Scales to 0 and waits until no task of the service runs. Its log is followed meanwhile and kept with the
+   * task's end: the swarm deletes a scaled-down task, and its container's log with it (swarm-kept.ts).
+   */
   async stopInstance(id: string, graceMs: number): Promise<void> {
+    await this.stop(id, graceMs, true);
+  }
+
+  /** Scales to 0 and waits; `keep`: its log and end are kept (not for a removal). */
+  private async stop(id: string, graceMs: number, keep: boolean): Promise<void> {
     const since = Date.now();
     const s = await this.svc.service(id);
     if (!s) return;
     const live = (await this.svc.tasks(s.ID)).filter((t) => !isTerminal(t));
+    const keeping =
+      keep && live.length > 0
+        ? this.kept.follow(s.ID, (onLine, signal) =>
+            this.log.serviceLog(s.ID, { follow: true, tail: KEPT_TAIL }, onLine, signal),
+          )
+        : null;
     if (s.Spec.Mode.Replicated.Replicas !== 0)
       await this.svc.update(s.ID, (x) => this.svc.withReplicas(x, 0, false));
     for (const t of live) this.svc.killAfter(t, graceMs);
-    await this.svc.settled(s.ID, s.Spec.Name);
+    const ended = currentTask(await this.svc.settled(s.ID, s.Spec.Name));
+    await keeping?.end({
+      state: ended?.Status?.State ?? "shutdown",
+      exitCode: ended?.Status?.ContainerStatus?.ExitCode ?? null,
+    });
     const memory = s.Spec.TaskTemplate?.Resources?.Reservations?.MemoryBytes ?? 0;
     for (const t of live) if (t.NodeID) this.spread.released(t.NodeID, memory, since);
   }
@@ -378,13 +414,14 @@ export class SwarmEngine
   async removeInstance(id: string, graceMs: number): Promise<void> {
     const s = await this.svc.service(id);
     if (!s) return;
-    await this.stopInstance(s.ID, graceMs);
+    await this.stop(s.ID, graceMs, false);
     await this.svc.reaped(s.ID);
     try {
       await this.docker.getService(s.ID).remove();
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }
+    await this.kept.drop(s.ID);
     // Its tasks outlive it a moment (listed by name: the engine's service filter refuses a service that is gone).
     // A task on a node that is down stays listed until the node is back (which then removes its container):
     // not waited for, or a deploy's clean-up with a node down failed after 30 s and pruned nothing.
@@ -443,57 +480,13 @@ export class SwarmEngine
     return runLike(deps, s, argv, onLine);
   }
 
-  /**
-   * The service's log, through the manager (GET /services/{id}/logs): the swarm brings each task's lines
-   * from its node, followed across nodes, without reaching any node's engine. Every task of the instance is
-   * in it (a restarted one's earlier lines too, as a restarted container's log). The swarm has no `until`:
-   * later lines are dropped here.
-   */
-  async logs(
+  /** The instance's log (swarm-logs.ts). */
+  logs(
     id: string,
     opts: { since?: Date; until?: Date; tail?: number; follow: boolean },
     onLine: LogSink,
     signal: AbortSignal,
   ): Promise<void> {
-    const service = this.docker.getService(id);
-    const until = opts.until?.toISOString();
-    const sink = (l: InstanceLogLine) => (until && l.at > until ? undefined : onLine(l));
-    const base = {
-      stdout: true,
-      stderr: true,
-      timestamps: true,
-      ...(opts.since ? { since: Math.floor(opts.since.getTime() / 1000) } : {}),
-      ...(opts.tail !== undefined ? { tail: opts.tail } : {}),
-    };
-    // The swarm's note that it could not read some of the log (a task's node is down), with the node's name.
-    const noted = async (note: string) => {
-      const nodes = await this.svc.nodes().catch(() => new Map<string, { name: string }>());
-      return noteLine(note, new Map([...nodes].map(([nodeId, n]) => [nodeId, n.name])));
-    };
-    try {
-      if (!opts.follow) {
-        const out = (await service.logs({ ...base, follow: false })) as Buffer | NodeJS.ReadableStream;
-        const buf = Buffer.isBuffer(out) ? out : await collect(out);
-        const notes: string[] = [];
-        for (const l of logLines(buf, (n) => notes.push(n))) await sink(l);
-        for (const n of notes) await onLine(await noted(n));
-        return;
-      }
-      const stream = (await service.logs({
-        ...base,
-        follow: true,
-        abortSignal: signal,
-      })) as NodeJS.ReadableStream;
-      await pumpLogs(stream, sink, signal, (n) => void noted(n).then(onLine));
-    } catch (e) {
-      if (isNotFound(e)) throw notFound(id);
-      throw e;
-    }
+    return this.log.logs(id, opts, onLine, signal);
   }
-}
-
-async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for await (const c of stream) parts.push(typeof c === "string" ? Buffer.from(c) : c);
-  return Buffer.concat(parts);
 }
