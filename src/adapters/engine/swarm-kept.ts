@@ -4,7 +4,7 @@
 // printed) and its exit code, which one machine keeps in the stopped container until the next deploy. So
 // the driver follows the service's log while it stops, and keeps the lines and the task's end in a private
 // file per service, until the instance is removed.
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { InstanceLogLine } from "../../core/ports.js";
 
@@ -113,6 +113,17 @@ export class KeptLogs {
       JSON.stringify({ state: end.state, exitCode: end.exitCode }),
     );
     this.ends.set(serviceId, end);
+  }
+
+  /** Forgets what was kept of services not in `services` (removed while Pier was not running, say). */
+  async sweep(services: ReadonlySet<string>): Promise<number> {
+    const files = await readdir(this.dir).catch(() => [] as string[]);
+    const gone = files.filter((f) => !services.has(f.split(".")[0] ?? ""));
+    for (const f of gone) {
+      this.ends.delete(f.split(".")[0] ?? "");
+      await rm(join(this.dir, f), { force: true });
+    }
+    return gone.length;
   }
 
   /** Forgets the service (it was removed). */

@@ -123,10 +123,14 @@ export class SwarmEngine
 
   /**
    * Instances' tasks ending, lost with their node, or starting (swarm-events.ts), until the manager goes.
-   * First, off its path, pins that no start of this process holds are lifted (`liftLeftPins`).
+   * First, off its path, pins that no start of this process holds are lifted (`liftLeftPins`), and what
+   * was kept of services gone meanwhile is forgotten.
    */
   events(onEvent: (e: EngineEvent) => void, signal: AbortSignal): Promise<void> {
     void this.liftLeftPins().catch(() => undefined);
+    void this.services({ [LABEL.role]: ROLE.instance })
+      .then((all) => this.kept.sweep(new Set(all.map((s) => s.ID))))
+      .catch(() => undefined);
     const reads = {
       services: () => this.services({}),
       tasksOf: (ids: string[]) => this.svc.tasksOf(ids),

@@ -71,6 +71,22 @@ describe("the lines kept of a stopped swarm instance", () => {
     assert.deepEqual(readdirSync(dir), []);
   });
 
+  test("what was kept of services that are gone is swept; the others' stays", async () => {
+    const kept = new KeptLogs(dir);
+    for (const id of ["svcA", "svcB"])
+      await kept
+        .follow(id, async (onLine) => onLine(line(1, `${id} ends`)))
+        .end({ state: "complete", exitCode: 0 });
+    assert.equal(await kept.sweep(new Set(["svcB"])), 2, "svcA's two files");
+    assert.equal(await kept.end("svcA"), null);
+    assert.deepEqual(await kept.lines("svcA"), []);
+    assert.deepEqual(
+      (await kept.lines("svcB")).map((l) => l.line),
+      ["svcB ends"],
+    );
+    await kept.drop("svcB");
+  });
+
   test("a log that cannot be followed (its node is down) still keeps the end; a chatty one its newest 1 MiB", async () => {
     const kept = new KeptLogs(dir);
     await kept
