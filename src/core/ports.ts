@@ -389,6 +389,14 @@ export interface NetworkSubnets {
   subnets: string[];
 }
 
+/** Which part of an instance's log to read: from `since` to `until`, the last `tail` lines; `follow` on. */
+export interface LogRange {
+  since?: Date;
+  until?: Date;
+  tail?: number;
+  follow: boolean;
+}
+
 export interface InstanceLogLine {
   at: string;
   stream: "stdout" | "stderr";
@@ -593,7 +601,7 @@ export interface ReleaseInstances {
   runLike?(id: string, argv: string[], onLine: (line: string) => void): Promise<number>;
   logs(
     id: string,
-    opts: { since?: Date; until?: Date; tail?: number; follow: boolean },
+    opts: LogRange,
     /** A promise it returns pauses the log (the engine's stream) until it settles: a follower's backpressure. */
     onLine: (l: InstanceLogLine) => void | Promise<void>,
     signal: AbortSignal,

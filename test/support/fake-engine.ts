@@ -15,6 +15,7 @@ import type {
   InstanceInfo,
   InstanceLogLine,
   InstanceSpec,
+  LogRange,
   NetworkSubnets,
   RoutableInstance,
   SlotShape,
@@ -399,7 +400,7 @@ export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
 
   async logs(
     id: string,
-    opts: { since?: Date; until?: Date; tail?: number; follow: boolean },
+    opts: LogRange,
     onLine: (l: InstanceLogLine) => void | Promise<void>,
     signal: AbortSignal,
   ): Promise<void> {

@@ -44,6 +44,7 @@ import type {
   ImageBuild,
   InstanceInfo,
   InstanceSpec,
+  LogRange,
   NetworkSubnets,
   PreparedBuild,
   ReleaseVolume,
@@ -446,12 +447,7 @@ export class DockerEngine implements Engine {
     return runExec(this.docker, ex, onLine);
   }
 
-  async logs(
-    id: string,
-    opts: { since?: Date; until?: Date; tail?: number; follow: boolean },
-    onLine: LogSink,
-    signal: AbortSignal,
-  ): Promise<void> {
+  async logs(id: string, opts: LogRange, onLine: LogSink, signal: AbortSignal): Promise<void> {
     const c = this.docker.getContainer(id);
     const base = {
       stdout: true,

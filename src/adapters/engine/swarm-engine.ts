@@ -19,6 +19,7 @@ import type {
   InstanceLogLine,
   InstanceSlots,
   InstanceSpec,
+  LogRange,
   PreparedBuild,
   ReleaseInstances,
   SlotShape,
@@ -214,7 +215,7 @@ export class SwarmComposite implements Engine {
   }
   logs(
     id: string,
-    opts: { since?: Date; until?: Date; tail?: number; follow: boolean },
+    opts: LogRange,
     onLine: (l: InstanceLogLine) => void | Promise<void>,
     signal: AbortSignal,
   ) {

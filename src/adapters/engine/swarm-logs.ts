@@ -1,7 +1,7 @@
 // An instance's log on a swarm (ADR 0030): the service's, through the manager, and what was kept of a
 // stopped one whose task the swarm deleted (swarm-kept.ts).
 import type Docker from "dockerode";
-import type { InstanceLogLine } from "../../core/ports.js";
+import type { InstanceLogLine, LogRange } from "../../core/ports.js";
 import { isNotFound } from "./docker-build.js";
 import { type LogSink, logLines, noteLine, pumpLogs } from "./docker-logs.js";
 import { type KeptLogs, mergeLines } from "./swarm-kept.js";
@@ -18,12 +18,7 @@ export class SwarmLogs {
    * The instance's log. A stopped one's is what was kept when it stopped (the swarm deleted its task and
    * container) with what the service has now, each line once; a followed log is the service's.
    */
-  async logs(
-    id: string,
-    opts: { since?: Date; until?: Date; tail?: number; follow: boolean },
-    onLine: LogSink,
-    signal: AbortSignal,
-  ): Promise<void> {
+  async logs(id: string, opts: LogRange, onLine: LogSink, signal: AbortSignal): Promise<void> {
     const kept = opts.follow ? [] : await this.kept.lines(id);
     if (kept.length === 0) return this.serviceLog(id, opts, onLine, signal);
     const now: InstanceLogLine[] = [];
@@ -41,12 +36,7 @@ export class SwarmLogs {
    * in it (a restarted one's earlier lines too, as a restarted container's log) while the swarm keeps it.
    * The swarm has no `until`: later lines are dropped here.
    */
-  async serviceLog(
-    id: string,
-    opts: { since?: Date; until?: Date; tail?: number; follow: boolean },
-    onLine: LogSink,
-    signal: AbortSignal,
-  ): Promise<void> {
+  async serviceLog(id: string, opts: LogRange, onLine: LogSink, signal: AbortSignal): Promise<void> {
     const service = this.docker.getService(id);
     const until = opts.until?.toISOString();
     const sink = (l: InstanceLogLine) => (until && l.at > until ? undefined : onLine(l));

@@ -13,6 +13,7 @@ import type {
   InstanceInfo,
   InstanceSlots,
   InstanceSpec,
+  LogRange,
   NetworkSubnets,
   ReleaseInstances,
   ReleaseRegistry,
@@ -485,12 +486,7 @@ export class SwarmEngine
   }
 
   /** The instance's log (swarm-logs.ts). */
-  logs(
-    id: string,
-    opts: { since?: Date; until?: Date; tail?: number; follow: boolean },
-    onLine: LogSink,
-    signal: AbortSignal,
-  ): Promise<void> {
+  logs(id: string, opts: LogRange, onLine: LogSink, signal: AbortSignal): Promise<void> {
     return this.log.logs(id, opts, onLine, signal);
   }
 }
