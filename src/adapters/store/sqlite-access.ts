@@ -1,7 +1,7 @@
-import type Database from "better-sqlite3";
 import { PierError } from "../../core/errors.js";
 import type { ApiToken, SshKey, SshKeyGrant } from "../../core/model.js";
 import type { NewApiToken } from "../../core/ports.js";
+import { now, type Row, SqliteTables, str } from "./sqlite-rows.js";
 
 /** The SQLite store's SSH keys (with their per-app grants) and API tokens (ADR 0008). */
 
@@ -17,21 +17,7 @@ export const ACCESS_MIGRATION = `ALTER TABLE ssh_keys ADD COLUMN global INTEGER 
    UPDATE api_tokens SET bootstrap = 1;
    CREATE UNIQUE INDEX api_tokens_name ON api_tokens(name) WHERE bootstrap = 0;`;
 
-type Row = Record<string, unknown>;
-const now = () => new Date().toISOString();
-const str = (v: unknown) => String(v);
-
-export class SqliteAccess {
-  constructor(private readonly db: Database.Database) {}
-
-  private one(sql: string, ...params: unknown[]): Row | undefined {
-    return this.db.prepare(sql).get(...params) as Row | undefined;
-  }
-
-  private all(sql: string, ...params: unknown[]): Row[] {
-    return this.db.prepare(sql).all(...params) as Row[];
-  }
-
+export class SqliteAccess extends SqliteTables {
   private grantsOf(keyId: string, appId?: string): SshKeyGrant[] {
     return this.all(
       `SELECT a.id, a.name, g.read_only FROM ssh_key_grants g JOIN apps a ON a.id = g.app_id

@@ -4,6 +4,7 @@ import { PierError } from "../../core/errors.js";
 import type { App, Flavor } from "../../core/model.js";
 import type { AddonStore } from "../../core/ports.js";
 import type { SecretBox } from "../secret-box.js";
+import { now, type Row, SqliteTables, str } from "./sqlite-rows.js";
 
 /** The SQLite store's add-ons, links, published variables and backups (ADR 0015). */
 
@@ -27,10 +28,6 @@ export const ADDONS_MIGRATION = `CREATE TABLE addons (id TEXT PRIMARY KEY, name 
      file TEXT NOT NULL, bytes INTEGER NOT NULL, automatic INTEGER NOT NULL, created_at TEXT NOT NULL);
    CREATE INDEX addon_backups_addon ON addon_backups(addon_id, created_at);`;
 
-type Row = Record<string, unknown>;
-const now = () => new Date().toISOString();
-const str = (v: unknown) => String(v);
-
 const addonOf = (r: Row): Addon => ({
   id: str(r.id),
   name: str(r.name),
@@ -49,20 +46,14 @@ const backupOf = (r: Row): AddonBackup => ({
   createdAt: str(r.created_at),
 });
 
-export class SqliteAddons implements AddonStore {
+export class SqliteAddons extends SqliteTables implements AddonStore {
   constructor(
-    private readonly db: Database.Database,
+    db: Database.Database,
     private readonly box: SecretBox,
     /** The store's own reading of an app row. */
     private readonly appOf: (r: Row) => App,
-  ) {}
-
-  private one(sql: string, ...params: unknown[]): Row | undefined {
-    return this.db.prepare(sql).get(...params) as Row | undefined;
-  }
-
-  private all(sql: string, ...params: unknown[]): Row[] {
-    return this.db.prepare(sql).all(...params) as Row[];
+  ) {
+    super(db);
   }
 
   async createAddon(

@@ -3,6 +3,7 @@ import type { CertificatePair, Domain } from "../../core/domains.js";
 import { PierError } from "../../core/errors.js";
 import type { DomainStore } from "../../core/ports.js";
 import type { SecretBox } from "../secret-box.js";
+import { now, type Row, SqliteTables, strOrNull } from "./sqlite-rows.js";
 
 /**
  * The migration of custom domains (ADR 0018); appended to the store's MIGRATIONS. A domain goes with its
@@ -14,10 +15,6 @@ export const DOMAINS_MIGRATION = `CREATE TABLE domains (name TEXT PRIMARY KEY,
      last_error TEXT, failures INTEGER NOT NULL DEFAULT 0, next_attempt_at TEXT, created_at TEXT NOT NULL);
    CREATE INDEX domains_app ON domains(app_id);
    CREATE TABLE acme_accounts (directory TEXT PRIMARY KEY, key_sealed TEXT NOT NULL, created_at TEXT NOT NULL);`;
-
-type Row = Record<string, unknown>;
-const now = () => new Date().toISOString();
-const strOrNull = (v: unknown) => (v === null || v === undefined ? null : String(v));
 
 const domainOf = (r: Row): Domain => ({
   name: String(r.name),
@@ -46,14 +43,12 @@ const COLUMNS: Record<string, string> = {
   nextAttemptAt: "next_attempt_at",
 };
 
-export class SqliteDomains implements DomainStore {
+export class SqliteDomains extends SqliteTables implements DomainStore {
   constructor(
-    private readonly db: Database.Database,
+    db: Database.Database,
     private readonly box: SecretBox,
-  ) {}
-
-  private one(sql: string, ...params: unknown[]): Row | undefined {
-    return this.db.prepare(sql).get(...params) as Row | undefined;
+  ) {
+    super(db);
   }
 
   async addDomain(d: Pick<Domain, "name" | "appId" | "nextAttemptAt">): Promise<Domain> {

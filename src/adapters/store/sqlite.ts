@@ -13,61 +13,12 @@ import type {
 } from "../../core/model.js";
 import type { AppPatch, DeploymentPatch, NewApp, Store, SubnetClaim } from "../../core/ports.js";
 import type { SecretBox } from "../secret-box.js";
-import { ACCESS_MIGRATION, SqliteAccess } from "./sqlite-access.js";
-import { ADDONS_MIGRATION, SqliteAddons } from "./sqlite-addons.js";
-import { DOMAINS_MIGRATION, SqliteDomains } from "./sqlite-domains.js";
-
-/** Schema changes, applied in order once each. Never edit a shipped entry: add one. */
-export const MIGRATIONS: readonly string[] = [
-  `CREATE TABLE apps (
-     id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, type TEXT NOT NULL,
-     flavor TEXT NOT NULL, build_flavor TEXT NOT NULL, instances INTEGER NOT NULL,
-     task TEXT, allow_docker_socket INTEGER NOT NULL DEFAULT 0, stopped INTEGER NOT NULL DEFAULT 0,
-     current_release_id TEXT, created_at TEXT NOT NULL);
-   CREATE TABLE env (app_id TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE, name TEXT NOT NULL,
-     value TEXT NOT NULL, PRIMARY KEY (app_id, name));
-   CREATE TABLE deployments (id TEXT PRIMARY KEY, app_id TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
-     state TEXT NOT NULL, commit_sha TEXT NOT NULL, cause TEXT NOT NULL, without_cache INTEGER NOT NULL,
-     reason TEXT, release_id TEXT, created_at TEXT NOT NULL, building_at TEXT, deploying_at TEXT, finished_at TEXT);
-   CREATE INDEX deployments_app ON deployments(app_id, created_at);
-   CREATE TABLE deploy_logs (deployment_id TEXT NOT NULL REFERENCES deployments(id) ON DELETE CASCADE,
-     seq INTEGER NOT NULL, at TEXT NOT NULL, line TEXT NOT NULL, PRIMARY KEY (deployment_id, seq));
-   CREATE TABLE releases (id TEXT PRIMARY KEY, app_id TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
-     number INTEGER NOT NULL, deployment_id TEXT NOT NULL, image TEXT NOT NULL, commit_sha TEXT NOT NULL,
-     env_json TEXT NOT NULL, http_port INTEGER NOT NULL, tcp_port INTEGER, created_at TEXT NOT NULL,
-     UNIQUE (app_id, number));
-   CREATE TABLE ssh_keys (id TEXT PRIMARY KEY, name TEXT NOT NULL, fingerprint TEXT NOT NULL UNIQUE,
-     algo TEXT NOT NULL, blob TEXT NOT NULL, created_at TEXT NOT NULL);
-   CREATE TABLE api_tokens (id TEXT PRIMARY KEY, name TEXT NOT NULL, hash TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);
-   CREATE TABLE instance_exits (app_id TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE, container_id TEXT NOT NULL,
-     instance INTEGER NOT NULL, exit_code INTEGER NOT NULL, at TEXT NOT NULL);
-   CREATE INDEX instance_exits_container ON instance_exits(container_id);`,
-  `CREATE TABLE app_secrets (app_id TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE, name TEXT NOT NULL,
-     value TEXT NOT NULL, PRIMARY KEY (app_id, name));
-   ALTER TABLE ssh_keys ADD COLUMN read_only INTEGER NOT NULL DEFAULT 0;`,
-  // density: the subnet of each network Pier creates, from PIER_SUBNET_POOL (ADR 0007). No foreign key on
-  // the app: a deleted app's network may outlive its row until the engine lets it go.
-  `CREATE TABLE subnets (subnet TEXT PRIMARY KEY, network TEXT NOT NULL UNIQUE, app_id TEXT NOT NULL,
-     created_at TEXT NOT NULL);
-   CREATE INDEX subnets_app ON subnets(app_id);`,
-  ACCESS_MIGRATION, // tenancy
-  ADDONS_MIGRATION, // addons
-  DOMAINS_MIGRATION, // https
-  // limits: an app's ceiling set by an admin (ADR 0022); NULL: the server's default.
-  `CREATE TABLE app_limits (app_id TEXT PRIMARY KEY REFERENCES apps(id) ON DELETE CASCADE,
-     max_flavor TEXT, max_instances INTEGER, max_memory_mib INTEGER);`,
-  // Whether a release is a task, recorded when it is made (issue 16: one rule, core/app-state.ts isTask).
-  // Releases of apps created with --task are tasks; the others without a value are read from their CC_TASK.
-  `ALTER TABLE releases ADD COLUMN task INTEGER;
-   UPDATE releases SET task = 1 WHERE app_id IN (SELECT id FROM apps WHERE task IS NOT NULL);`,
-  // Swarm add-ons: the node an add-on is pinned to with its data (ADR 0030); NULL on one dockerd.
-  "ALTER TABLE addons ADD COLUMN node TEXT;",
-];
-
-type Row = Record<string, unknown>;
-const now = () => new Date().toISOString();
-const str = (v: unknown) => String(v);
-const strOrNull = (v: unknown) => (v === null || v === undefined ? null : String(v));
+import { SqliteAccess } from "./sqlite-access.js";
+import { SqliteAddons } from "./sqlite-addons.js";
+import { releaseOf, SqliteDeploys } from "./sqlite-deploys.js";
+import { SqliteDomains } from "./sqlite-domains.js";
+import { migrate } from "./sqlite-migrations.js";
+import { now, type Row, SqliteTables, str, strOrNull } from "./sqlite-rows.js";
 
 function appOf(r: Row): App {
   return {
@@ -84,60 +35,27 @@ function appOf(r: Row): App {
   };
 }
 
-function deploymentOf(r: Row): Deployment {
-  return {
-    id: str(r.id),
-    appId: str(r.app_id),
-    state: str(r.state) as Deployment["state"],
-    commit: str(r.commit_sha),
-    cause: str(r.cause),
-    withoutCache: r.without_cache === 1,
-    reason: strOrNull(r.reason),
-    releaseId: strOrNull(r.release_id),
-    createdAt: str(r.created_at),
-    buildingAt: strOrNull(r.building_at),
-    deployingAt: strOrNull(r.deploying_at),
-    finishedAt: strOrNull(r.finished_at),
-  };
-}
-
-function releaseOf(r: Row, box: SecretBox): Release {
-  const env = JSON.parse(box.open(str(r.env_json))) as Record<string, string>;
-  return {
-    id: str(r.id),
-    appId: str(r.app_id),
-    number: Number(r.number),
-    deploymentId: str(r.deployment_id),
-    image: str(r.image),
-    commit: str(r.commit_sha),
-    env,
-    httpPort: Number(r.http_port),
-    tcpPort: r.tcp_port === null ? null : Number(r.tcp_port),
-    task: r.task === null ? env.CC_TASK === "true" : Number(r.task) === 1,
-    createdAt: str(r.created_at),
-  };
-}
-
 /**
  * The store. Secrets (variable values, the variables of each release, app secrets such as private SSH
  * keys) are sealed with the SecretBox before they reach the database file.
  */
-export class SqliteStore implements Store {
-  private readonly db: Database.Database;
+export class SqliteStore extends SqliteTables implements Store {
   private readonly access: SqliteAccess;
+  private readonly deploys: SqliteDeploys;
 
   constructor(
     file: string,
     private readonly box: SecretBox,
   ) {
-    this.db = new Database(file);
+    super(new Database(file));
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("synchronous = NORMAL");
     this.db.pragma("foreign_keys = ON");
     this.db.pragma("busy_timeout = 5000");
-    this.migrate();
+    migrate(this.db);
     this.sealLegacySecrets();
     this.access = new SqliteAccess(this.db);
+    this.deploys = new SqliteDeploys(this.db, box, (id, patch) => this.patchApp(id, patch));
   }
 
   /** The add-ons, links, published variables and backups, on the same database (ADR 0015). */
@@ -160,34 +78,6 @@ export class SqliteStore implements Store {
       const upRel = this.db.prepare("UPDATE releases SET env_json = ? WHERE id = ?");
       for (const r of rel) upRel.run(this.box.seal(str(r.env_json)), r.id);
     })();
-  }
-
-  private migrate(): void {
-    this.db.exec(
-      "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
-    );
-    const row = this.db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get() as {
-      v: number | null;
-    };
-    const applied = row.v ?? 0;
-    MIGRATIONS.forEach((sql, i) => {
-      const version = i + 1;
-      if (version <= applied) return;
-      this.db.transaction(() => {
-        this.db.exec(sql);
-        this.db
-          .prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)")
-          .run(version, now());
-      })();
-    });
-  }
-
-  private one(sql: string, ...params: unknown[]): Row | undefined {
-    return this.db.prepare(sql).get(...params) as Row | undefined;
-  }
-
-  private all(sql: string, ...params: unknown[]): Row[] {
-    return this.db.prepare(sql).all(...params) as Row[];
   }
 
   async createApp(a: NewApp): Promise<App> {
@@ -337,142 +227,60 @@ export class SqliteStore implements Store {
       .run(appId, name, this.box.seal(value));
   }
 
-  async createDeployment(
+  // Deployments, their logs and releases: src/adapters/store/sqlite-deploys.ts.
+
+  createDeployment(
     d: Pick<Deployment, "id" | "appId" | "commit" | "cause" | "withoutCache">,
   ): Promise<Deployment> {
-    this.db
-      .prepare(
-        "INSERT INTO deployments (id, app_id, state, commit_sha, cause, without_cache, created_at) VALUES (?,?,'queued',?,?,?,?)",
-      )
-      .run(d.id, d.appId, d.commit, d.cause, d.withoutCache ? 1 : 0, now());
-    return deploymentOf(this.one("SELECT * FROM deployments WHERE id = ?", d.id)!);
+    return this.deploys.createDeployment(d);
   }
 
-  async getDeployment(id: string): Promise<Deployment | null> {
-    const r = this.one("SELECT * FROM deployments WHERE id = ?", id);
-    return r ? deploymentOf(r) : null;
+  getDeployment(id: string): Promise<Deployment | null> {
+    return this.deploys.getDeployment(id);
   }
 
-  async listDeployments(appId: string, limit = 50): Promise<Deployment[]> {
-    return this.all(
-      "SELECT * FROM deployments WHERE app_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
-      appId,
-      limit,
-    ).map(deploymentOf);
+  listDeployments(appId: string, limit?: number): Promise<Deployment[]> {
+    return this.deploys.listDeployments(appId, limit);
   }
 
-  async updateDeployment(id: string, p: DeploymentPatch): Promise<Deployment> {
-    const cols: Record<string, unknown> = {
-      state: p.state,
-      reason: p.reason,
-      release_id: p.releaseId,
-      building_at: p.buildingAt,
-      deploying_at: p.deployingAt,
-      finished_at: p.finishedAt,
-    };
-    const set = Object.entries(cols).filter(([, v]) => v !== undefined);
-    if (set.length > 0) {
-      this.db
-        .prepare(`UPDATE deployments SET ${set.map(([k]) => `${k} = ?`).join(", ")} WHERE id = ?`)
-        .run(...set.map(([, v]) => v), id);
-    }
-    const r = this.one("SELECT * FROM deployments WHERE id = ?", id);
-    if (!r) throw new PierError("DEPLOYMENT_NOT_FOUND", `Deployment '${id}' not found.`);
-    return deploymentOf(r);
+  updateDeployment(id: string, p: DeploymentPatch): Promise<Deployment> {
+    return this.deploys.updateDeployment(id, p);
   }
 
-  async unfinishedDeployments(): Promise<Deployment[]> {
-    return this.all(
-      "SELECT * FROM deployments WHERE state NOT IN ('succeeded','failed','cancelled') ORDER BY created_at",
-    ).map(deploymentOf);
+  unfinishedDeployments(): Promise<Deployment[]> {
+    return this.deploys.unfinishedDeployments();
   }
 
-  async appendDeployLog(deploymentId: string, lines: readonly LogLine[]): Promise<void> {
-    if (lines.length === 0) return;
-    this.db.transaction(() => {
-      const r = this.one(
-        "SELECT COALESCE(MAX(seq), 0) AS s FROM deploy_logs WHERE deployment_id = ?",
-        deploymentId,
-      );
-      let seq = Number(r?.s ?? 0);
-      const ins = this.db.prepare("INSERT INTO deploy_logs (deployment_id, seq, at, line) VALUES (?,?,?,?)");
-      for (const l of lines) ins.run(deploymentId, ++seq, l.at, l.line);
-    })();
+  appendDeployLog(deploymentId: string, lines: readonly LogLine[]): Promise<void> {
+    return this.deploys.appendDeployLog(deploymentId, lines);
   }
 
-  async pruneDeployLogs(appId: string, keep: number): Promise<number> {
-    const r = this.db
-      .prepare(
-        `DELETE FROM deploy_logs WHERE deployment_id IN (
-           SELECT id FROM deployments WHERE app_id = ? ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?)`,
-      )
-      .run(appId, keep);
-    return Number(r.changes);
+  pruneDeployLogs(appId: string, keep: number): Promise<number> {
+    return this.deploys.pruneDeployLogs(appId, keep);
   }
 
-  async deployLog(deploymentId: string): Promise<LogLine[]> {
-    return this.all(
-      "SELECT at, line FROM deploy_logs WHERE deployment_id = ? ORDER BY seq",
-      deploymentId,
-    ).map((r) => ({
-      at: str(r.at),
-      line: str(r.line),
-    }));
+  deployLog(deploymentId: string): Promise<LogLine[]> {
+    return this.deploys.deployLog(deploymentId);
   }
 
-  async createRelease(r: Omit<Release, "number" | "createdAt">): Promise<Release> {
-    this.db.transaction(() => this.insertRelease(r))();
-    return releaseOf(this.one("SELECT * FROM releases WHERE id = ?", r.id)!, this.box);
+  createRelease(r: Omit<Release, "number" | "createdAt">): Promise<Release> {
+    return this.deploys.createRelease(r);
   }
 
-  async commitRelease(
+  commitRelease(
     r: Omit<Release, "number" | "createdAt">,
     app: AppPatch,
     finishedAt: string,
   ): Promise<Release> {
-    this.db.transaction(() => {
-      this.insertRelease(r);
-      this.patchApp(r.appId, app);
-      this.db.prepare("UPDATE apps SET current_release_id = ? WHERE id = ?").run(r.id, r.appId);
-      const changed = this.db
-        .prepare("UPDATE deployments SET release_id = ?, state = 'succeeded', finished_at = ? WHERE id = ?")
-        .run(r.id, finishedAt, r.deploymentId).changes;
-      if (changed !== 1)
-        throw new PierError("DEPLOYMENT_NOT_FOUND", `Deployment '${r.deploymentId}' not found.`);
-    })();
-    return releaseOf(this.one("SELECT * FROM releases WHERE id = ?", r.id)!, this.box);
+    return this.deploys.commitRelease(r, app, finishedAt);
   }
 
-  private insertRelease(r: Omit<Release, "number" | "createdAt">): void {
-    const n = this.one("SELECT COALESCE(MAX(number), 0) + 1 AS n FROM releases WHERE app_id = ?", r.appId);
-    this.db
-      .prepare(
-        "INSERT INTO releases (id, app_id, number, deployment_id, image, commit_sha, env_json, http_port, tcp_port, task, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-      )
-      .run(
-        r.id,
-        r.appId,
-        Number(n?.n ?? 1),
-        r.deploymentId,
-        r.image,
-        r.commit,
-        this.box.seal(JSON.stringify(r.env)),
-        r.httpPort,
-        r.tcpPort,
-        r.task ? 1 : 0,
-        now(),
-      );
+  getRelease(id: string): Promise<Release | null> {
+    return this.deploys.getRelease(id);
   }
 
-  async getRelease(id: string): Promise<Release | null> {
-    const r = this.one("SELECT * FROM releases WHERE id = ?", id);
-    return r ? releaseOf(r, this.box) : null;
-  }
-
-  async listReleases(appId: string): Promise<Release[]> {
-    return this.all("SELECT * FROM releases WHERE app_id = ? ORDER BY number DESC", appId).map((x) =>
-      releaseOf(x, this.box),
-    );
+  listReleases(appId: string): Promise<Release[]> {
+    return this.deploys.listReleases(appId);
   }
 
   async addSshKey(k: Omit<SshKey, "createdAt" | "global" | "apps">): Promise<SshKey> {

@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import Database from "better-sqlite3";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
-import { MIGRATIONS, SqliteStore } from "../../../src/adapters/store/sqlite.js";
+import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
+import { MIGRATIONS } from "../../../src/adapters/store/sqlite-migrations.js";
 
 const dir = mkdtempSync(join(tmpdir(), "pier-store-access-"));
 after(() => rmSync(dir, { recursive: true, force: true }));

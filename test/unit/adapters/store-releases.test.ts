@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { after, it } from "node:test";
 import Database from "better-sqlite3";
 import { SecretBox } from "../../../src/adapters/secret-box.js";
-import { MIGRATIONS, SqliteStore } from "../../../src/adapters/store/sqlite.js";
+import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
+import { MIGRATIONS } from "../../../src/adapters/store/sqlite-migrations.js";
 
 const dir = mkdtempSync(join(tmpdir(), "pier-store-releases-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
