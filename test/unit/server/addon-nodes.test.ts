@@ -12,7 +12,7 @@ import { SecretBox } from "../../../src/adapters/secret-box.js";
 import { SqliteStore } from "../../../src/adapters/store/sqlite.js";
 import { LABEL } from "../../../src/core/labels.js";
 import { AddonService } from "../../../src/server/addons.js";
-import { parseNodeEngines } from "../../../src/server/config.js";
+import { parseNodeEngines } from "../../../src/server/config-swarm.js";
 import { NodeService } from "../../../src/server/nodes.js";
 import { withAddonImages } from "../../support/addon-images.js";
 import { FakeEngine } from "../../support/fake-engine.js";

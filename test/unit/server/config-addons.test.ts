@@ -1,7 +1,8 @@
 // PIER_BACKUP_DIR and PIER_BACKUP_DAYS (add-on backups), as `pier server` reads them at start.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ConfigError, loadConfig } from "../../../src/server/config.js";
+import { loadConfig } from "../../../src/server/config.js";
+import { ConfigError } from "../../../src/server/config-error.js";
 
 describe("add-on backup settings", () => {
   test("defaults: <data dir>/backups, kept 7 days", () => {

@@ -1,7 +1,8 @@
 // PIER_SUBNET_POOL and PIER_SUBNET_SIZE, as `pier server` reads them at start.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ConfigError, loadConfig } from "../../../src/server/config.js";
+import { loadConfig } from "../../../src/server/config.js";
+import { ConfigError } from "../../../src/server/config-error.js";
 
 const problems = (env: Record<string, string>): string[] => {
   try {
