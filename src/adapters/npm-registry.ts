@@ -5,7 +5,7 @@ import { pipeline } from "node:stream/promises";
 import { rootCertificates } from "node:tls";
 import type fetch from "npm-registry-fetch";
 import { z } from "zod";
-import { maskUrlCredentials } from "../core/env.js";
+import { maskUrlCredentials } from "../core/env-secrets.js";
 import { PierError } from "../core/errors.js";
 
 export interface PackageVersions {

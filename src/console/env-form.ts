@@ -3,7 +3,8 @@
  * make (and each row's problem, shown before anything is sent), the expert mode's `NAME=value` text, and
  * the masking of the links' values. Pure (no DOM): unit-tested in test/unit/console.
  */
-import { shownValue, validateVariable } from "../core/env.js";
+import { validateVariable } from "../core/env.js";
+import { shownValue } from "../core/env-secrets.js";
 
 export interface Row {
   /** Stable per row while the user edits (the list's key). */

@@ -2,7 +2,7 @@
  * The parts of the Environment page (environment.tsx): the form's rows, the expert mode's text, the bar that
  * applies the changes, and the links' read-only variables. State stays in Environment; these only draw it.
  */
-import { isSecretVariable } from "../core/env.js";
+import { isSecretVariable } from "../core/env-secrets.js";
 import { api } from "./api.js";
 import { type Changes, masked, newKey, type Row } from "./env-form.js";
 import type { EnvAnswer } from "./types.js";

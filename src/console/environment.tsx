@@ -5,7 +5,7 @@
  * mode takes NAME=value lines.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
-import { parseEnvImport } from "../core/env.js";
+import { parseEnvImport } from "../core/env-import.js";
 import { ApiError, api, describe } from "./api.js";
 import { changes, type Row, rowsOf, toLines } from "./env-form.js";
 import { ApplyBar, EnvRows, ExpertEditor, LinkedVariables } from "./env-rows.js";

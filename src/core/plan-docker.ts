@@ -5,7 +5,8 @@
 
 import { dockerfileImageProblems } from "./build-bases.js";
 import { analyzeDockerfile } from "./dockerfile.js";
-import { DASHED_VARIABLE, instanceEnvironment, isSecretVariable } from "./env.js";
+import { DASHED_VARIABLE, instanceEnvironment } from "./env.js";
+import { isSecretVariable } from "./env-secrets.js";
 import { LABEL } from "./labels.js";
 import { FLAVOR_MEMORY_MIB, type Flavor, releaseImageTag } from "./model.js";
 import { hasControlCharacter, read } from "./plan-vars.js";

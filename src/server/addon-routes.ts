@@ -1,6 +1,6 @@
 import type { Context } from "hono";
-import { shownVariables } from "../core/env.js";
 import { ENV_CAP_HINT, envCapProblem } from "../core/env-limits.js";
+import { shownVariables } from "../core/env-secrets.js";
 import { PierError } from "../core/errors.js";
 import { revealOf } from "./reveal.js";
 import { appOf } from "./routes/apps.js";

@@ -5,7 +5,7 @@ import {
   lineBytes,
   type QueueLimits,
 } from "../core/bounded-queue.js";
-import { type Masker, maskUrlCredentials, secretMasker } from "../core/env.js";
+import { type Masker, maskUrlCredentials, secretMasker } from "../core/env-secrets.js";
 import type { LogLine } from "../core/model.js";
 import type { Store } from "../core/ports.js";
 

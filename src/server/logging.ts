@@ -1,5 +1,5 @@
 import pino, { type Logger } from "pino";
-import { type Masker, maskUrlCredentials } from "../core/env.js";
+import { type Masker, maskUrlCredentials } from "../core/env-secrets.js";
 
 /** Every string of a log record, with `mask` applied (objects and arrays walked, other values kept). */
 export function maskDeep(value: unknown, mask: Masker, depth = 0): unknown {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { shownValue } from "../../core/env.js";
+import { shownValue } from "../../core/env-secrets.js";
 import {
   checkFlags,
   FORMAT,

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { MASK, parseEnvImport, urlPasswords } from "../../core/env.js";
+import { parseEnvImport } from "../../core/env-import.js";
+import { MASK, urlPasswords } from "../../core/env-secrets.js";
 import {
   APP,
   checkFlags,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { MASK } from "../../core/env.js";
+import { MASK } from "../../core/env-secrets.js";
 import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
 import type { Command } from "../command.js";
 import { UsageError } from "../errors.js";

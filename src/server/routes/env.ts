@@ -1,10 +1,5 @@
-import {
-  maskedValueProblem,
-  shownValue,
-  shownVariables,
-  validateVariable,
-  validateVariableName,
-} from "../../core/env.js";
+import { validateVariable, validateVariableName } from "../../core/env.js";
+import { maskedValueProblem, shownValue, shownVariables } from "../../core/env-secrets.js";
 import { PierError } from "../../core/errors.js";
 import { revealOf } from "../reveal.js";
 import { appOf } from "./apps.js";

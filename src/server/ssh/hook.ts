@@ -2,7 +2,7 @@
 // the push's one-time token, and reads the deploy log and the outcome back. Plain text lines, so the hook
 // can be a few lines of bash (a Node hook costs ~90 ms of start-up per push).
 import { createServer, type Server as NetServer, type Socket } from "node:net";
-import { maskUrlCredentials } from "../../core/env.js";
+import { maskUrlCredentials } from "../../core/env-secrets.js";
 
 export interface PushRequest {
   appId: string;

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { Connection, ServerChannel } from "ssh2";
 import { childEnv } from "../../adapters/exec.js";
 import { ensureBareRepo } from "../../adapters/git.js";
-import { maskUrlCredentials } from "../../core/env.js";
+import { maskUrlCredentials } from "../../core/env-secrets.js";
 import type { ConnState, Identity, SshConnections } from "./auth.js";
 import { hookScript, type MiniLogger, type PendingPush } from "./hook.js";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { changes, masked, type Row, rowsOf, toLines } from "../../../src/console/env-form.js";
-import { parseEnvImport } from "../../../src/core/env.js";
+import { parseEnvImport } from "../../../src/core/env-import.js";
 
 let k = 1000;
 const row = (name: string, value: string): Row => ({ key: k++, name, value, revealed: false });

@@ -11,7 +11,7 @@ import {
   linkedLines,
   publishedVariableProblem,
 } from "../../../src/core/addons.js";
-import { isSecretVariable, secretMasker } from "../../../src/core/env.js";
+import { isSecretVariable, secretMasker } from "../../../src/core/env-secrets.js";
 
 describe("addonVariables", () => {
   const kv = addonVariables("kv", "pier-addon-adn-1", { user: "", password: "tok/en+=", database: "" });

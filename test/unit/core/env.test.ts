@@ -3,16 +3,18 @@ import { describe, it } from "node:test";
 import {
   healthCheckPaths,
   instanceEnvironment,
-  isSecretVariable,
-  maskedValueProblem,
-  maskSecrets,
-  parseEnvImport,
   platformVariables,
   READONLY_VARIABLES,
-  shownVariables,
   validateVariable,
   validateVariableName,
 } from "../../../src/core/env.js";
+import { parseEnvImport } from "../../../src/core/env-import.js";
+import {
+  isSecretVariable,
+  maskedValueProblem,
+  maskSecrets,
+  shownVariables,
+} from "../../../src/core/env-secrets.js";
 
 describe("validateVariableName", () => {
   const valid = [

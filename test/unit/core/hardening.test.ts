@@ -1,14 +1,9 @@
 // Secrets masking, names that are Object.prototype's, release numbers, CPU shares, host-only registries.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import {
-  instanceEnvironment,
-  isSecretVariable,
-  maskUrlCredentials,
-  parseEnvImport,
-  secretMasker,
-  validateVariableName,
-} from "../../../src/core/env.js";
+import { instanceEnvironment, validateVariableName } from "../../../src/core/env.js";
+import { parseEnvImport } from "../../../src/core/env-import.js";
+import { isSecretVariable, maskUrlCredentials, secretMasker } from "../../../src/core/env-secrets.js";
 import {
   cpuLimits,
   FLAVOR_CPUS,

@@ -2,7 +2,7 @@
 // error is masked with the app's secrets too.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { maskUrlCredentials, secretMasker } from "../../../src/core/env.js";
+import { maskUrlCredentials, secretMasker } from "../../../src/core/env-secrets.js";
 import { createLogger, maskDeep, maskedError } from "../../../src/server/logging.js";
 
 describe("server log masking", () => {
