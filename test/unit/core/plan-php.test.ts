@@ -1,13 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import {
-  type PathFact,
-  parseRunCommand,
-  phpProjectPaths,
-  phpSettings,
-  planPhpBuild,
-  projectPath,
-} from "../../../src/core/plan-php.js";
+import { parseRunCommand, projectPath } from "../../../src/core/php-run-command.js";
+import { type PathFact, phpProjectPaths, phpSettings, planPhpBuild } from "../../../src/core/plan-php.js";
 
 /** A project with index.php at its root unless `paths` says otherwise. */
 function plan(
