@@ -11,7 +11,7 @@ import { PierError } from "../../core/errors.js";
 import { LABEL } from "../../core/labels.js";
 import { cpuLimits } from "../../core/model.js";
 import type { AddonServerInfo, AddonServerSpec, AddonServers } from "../../core/ports.js";
-import { DROPPED_CAPABILITIES, engineCpus, isNotFound } from "./docker-build.js";
+import { DROPPED_CAPABILITIES, engineCpus, isNotFound } from "./docker-common.js";
 
 /** The volume an add-on's data lives in, on its node (an fs bucket's: what its apps' instances mount). */
 export const addonVolume = (id: string): string => `${addonHost(id)}-data`;

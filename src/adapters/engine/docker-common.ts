@@ -1,12 +1,12 @@
 // What the Docker adapter's files share: how a container is read (inspected or listed) into Pier's terms,
 // a free loopback port, and calls on objects that may be gone.
 import { createServer } from "node:net";
+import { availableParallelism } from "node:os";
 import { PassThrough } from "node:stream";
 import type Docker from "dockerode";
 import { LABEL, labelTarget } from "../../core/labels.js";
 import { LineReader } from "../../core/lines.js";
 import type { InstanceInfo, NetworkSubnets, RouteTarget } from "../../core/ports.js";
-import { isNotFound } from "./docker-build.js";
 
 /** A free TCP port on the host's loopback, so an instance keeps its address across engine restarts. */
 export function freeLoopbackPort(): Promise<number> {
@@ -122,4 +122,29 @@ export async function networksWithSubnets(docker: Docker): Promise<NetworkSubnet
     labels: n.Labels ?? {},
     subnets: (n.IPAM?.Config ?? []).flatMap((c) => (c.Subnet ? [c.Subnet] : [])),
   }));
+}
+
+/** The engine's 404: the object asked for is not there. */
+export function isNotFound(e: unknown): boolean {
+  return typeof e === "object" && e !== null && (e as { statusCode?: number }).statusCode === 404;
+}
+
+/**
+ * Docker's default capabilities less these, in every container Pier runs (instances, sandboxes, builds):
+ * NET_RAW (raw sockets: ARP/ICMP spoofing on the app's network) and MKNOD (device nodes).
+ */
+export const DROPPED_CAPABILITIES: readonly string[] = ["NET_RAW", "MKNOD"];
+
+/** The engine host's CPU count, asked once (flavors' CPU shares are capped at it); this machine's if the engine does not say. */
+export function engineCpus(docker: () => Docker): () => Promise<number> {
+  let asked: Promise<number> | null = null;
+  return () => {
+    asked ??= docker()
+      .info()
+      .then(
+        (i: { NCPU?: number }) => i.NCPU ?? availableParallelism(),
+        () => availableParallelism(),
+      );
+    return asked;
+  };
 }

@@ -15,8 +15,16 @@ import type {
   RoutableInstance,
 } from "../../core/ports.js";
 import type { DockerAddonServers } from "./docker-addons.js";
-import { DROPPED_CAPABILITIES, isNotFound } from "./docker-build.js";
-import { freeLoopbackPort, infoOf, isSandbox, listedTarget, runExec, targetText } from "./docker-common.js";
+import {
+  DROPPED_CAPABILITIES,
+  freeLoopbackPort,
+  infoOf,
+  isNotFound,
+  isSandbox,
+  listedTarget,
+  runExec,
+  targetText,
+} from "./docker-common.js";
 import { type LogSink, logLines, noteLine, pumpLogs } from "./docker-logs.js";
 import type { DockerSandboxes } from "./docker-sandboxes.js";
 import type { DockerVolumes } from "./docker-volumes.js";

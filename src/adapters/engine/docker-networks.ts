@@ -4,8 +4,7 @@ import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { labelFilter } from "../../core/labels.js";
 import type { NetworkSubnets } from "../../core/ports.js";
-import { isNotFound } from "./docker-build.js";
-import { networkExists, networksWithSubnets } from "./docker-common.js";
+import { isNotFound, networkExists, networksWithSubnets } from "./docker-common.js";
 
 export class DockerNetworks {
   constructor(

@@ -6,8 +6,15 @@ import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { LABEL } from "../../core/labels.js";
 import type { InstanceInfo, ReleaseInstances } from "../../core/ports.js";
-import { DROPPED_CAPABILITIES, isNotFound } from "./docker-build.js";
-import { freeLoopbackPort, infoOf, listedTarget, ROLE_SANDBOX, unlessGone } from "./docker-common.js";
+import {
+  DROPPED_CAPABILITIES,
+  freeLoopbackPort,
+  infoOf,
+  isNotFound,
+  listedTarget,
+  ROLE_SANDBOX,
+  unlessGone,
+} from "./docker-common.js";
 import type { SandboxInfo, SandboxSpec, SlotHolders } from "./slot-keeper.js";
 
 export class DockerSandboxes implements SlotHolders {

@@ -6,7 +6,7 @@ import type { InstanceFilesystem } from "../../core/instance-fs.js";
 import { LABEL, labelFilter } from "../../core/labels.js";
 import type { ReleaseVolume } from "../../core/ports.js";
 import { RELEASE_VOLUME_ROLE, releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
-import { isNotFound } from "./docker-build.js";
+import { isNotFound } from "./docker-common.js";
 
 export class DockerVolumes {
   constructor(

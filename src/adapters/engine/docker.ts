@@ -4,16 +4,9 @@ import { LABEL, labelFilter, ROLE } from "../../core/labels.js";
 import { LineReader } from "../../core/lines.js";
 import { releaseRepository } from "../../core/model.js";
 import { DockerAddonServers } from "./docker-addons.js";
-import {
-  buildImage,
-  buildInContainer,
-  engineCpus,
-  imageExists,
-  imageFromFiles,
-  isNotFound,
-  startBuildContainer,
-} from "./docker-build.js";
-import { isSandbox, unlessGone } from "./docker-common.js";
+import { buildInContainer, imageExists, imageFromFiles, startBuildContainer } from "./docker-build.js";
+import { engineCpus, isNotFound, isSandbox, unlessGone } from "./docker-common.js";
+import { buildImage } from "./docker-image-build.js";
 import { DockerInstances } from "./docker-instances.js";
 import type { LogSink } from "./docker-logs.js";
 import { DockerNetworks } from "./docker-networks.js";

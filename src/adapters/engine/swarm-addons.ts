@@ -9,7 +9,7 @@ import { addonHost } from "../../core/addons.js";
 import { PierError } from "../../core/errors.js";
 import type { AddonServerInfo, AddonServerSpec, AddonServers } from "../../core/ports.js";
 import { DockerAddonServers } from "./docker-addons.js";
-import { isNotFound } from "./docker-build.js";
+import { isNotFound } from "./docker-common.js";
 
 export interface SwarmAddonServersOptions {
   /** The manager's engine (where Pier's images are built). */

@@ -2,7 +2,7 @@
 // stopped one whose task the swarm deleted (swarm-kept.ts).
 import type Docker from "dockerode";
 import type { InstanceLogLine, LogRange } from "../../core/ports.js";
-import { isNotFound } from "./docker-build.js";
+import { isNotFound } from "./docker-common.js";
 import { type LogSink, logLines, noteLine, pumpLogs } from "./docker-logs.js";
 import { type KeptLogs, mergeLines } from "./swarm-kept.js";
 import { notFound, type SwarmServices } from "./swarm-services.js";

@@ -5,7 +5,7 @@
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { labelFilter } from "../../core/labels.js";
-import { isNotFound } from "./docker-build.js";
+import { isNotFound } from "./docker-common.js";
 import {
   currentTask,
   isTerminal,

@@ -10,7 +10,7 @@ import { cpuLimits } from "../../core/model.js";
 import type { InstanceSpec } from "../../core/ports.js";
 import { releaseVolume, VOLUME_LABEL } from "../../core/release-volumes.js";
 import { addonVolume } from "./docker-addons.js";
-import { DROPPED_CAPABILITIES } from "./docker-build.js";
+import { DROPPED_CAPABILITIES } from "./docker-common.js";
 
 const PIN = "node.id==";
 

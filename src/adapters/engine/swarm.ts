@@ -20,8 +20,7 @@ import type {
   RoutableInstance,
   SlotShape,
 } from "../../core/ports.js";
-import { engineCpus, isNotFound } from "./docker-build.js";
-import { runExec } from "./docker-common.js";
+import { engineCpus, isNotFound, runExec } from "./docker-common.js";
 import type { LogSink } from "./docker-logs.js";
 import { splitImage } from "./registry-push.js";
 import { followSwarm } from "./swarm-events.js";
