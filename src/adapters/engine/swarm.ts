@@ -22,12 +22,12 @@ import type {
 } from "../../core/ports.js";
 import { engineCpus, isNotFound, runExec } from "./docker-common.js";
 import type { LogSink } from "./docker-logs.js";
-import { splitImage } from "./registry-push.js";
 import { followSwarm } from "./swarm-events.js";
 import { KEPT_TAIL, KeptLogs, type TaskEnd } from "./swarm-kept.js";
 import { SwarmLogs } from "./swarm-logs.js";
 import { SwarmNetworks } from "./swarm-networks.js";
 import { type Reservation, SwarmSpread } from "./swarm-placement.js";
+import { PublishedImages } from "./swarm-publish.js";
 import { forgettingEverywhere } from "./swarm-release-images.js";
 import { runLike } from "./swarm-run.js";
 import { backOff, notFound, poll, SwarmServices, type SwarmServicesOptions } from "./swarm-services.js";
@@ -79,11 +79,8 @@ export class SwarmEngine
   private readonly cpus: () => Promise<number>;
   private readonly kept: KeptLogs;
   private readonly log: SwarmLogs;
-  /**
-   * Repository and local image id -> its reference by digest in the registry (a push of the same image
-   * changes nothing): the push itself, so that instances started together push it once.
-   */
-  private readonly published = new Map<string, Promise<string>>();
+  /** Release images as the nodes pull them (swarm-publish.ts). */
+  private readonly images: PublishedImages;
   /** Each start waits on the scheduler and a node: a release's instances start together (ADR 0030). */
   readonly startsTogether = true;
 
@@ -98,6 +95,7 @@ export class SwarmEngine
     });
     this.cpus = engineCpus(() => this.docker);
     this.kept = new KeptLogs(opts.keptDir);
+    this.images = new PublishedImages(opts.docker, opts.registry, opts.sweep);
     this.log = new SwarmLogs(opts.docker, this.svc, this.kept);
   }
 
@@ -205,43 +203,15 @@ export class SwarmEngine
       nodes: () => this.svc.nodes(),
       nodeEngine: this.opts.nodeEngine,
       sweep: this.opts.sweep,
-      forgetPushes: (repository) => {
-        for (const key of [...this.published.keys()])
-          if (key.startsWith(`${repository} `)) this.published.delete(key);
-      },
+      forgetPushes: (repository) => this.images.forget(repository),
     });
   }
-  /** The image as nodes pull it: by digest, published to the registry first when it is a local tag. */
-  private async imageRef(image: string): Promise<{ ref: string; labels: Record<string, string> }> {
-    let local: { Id: string; Config?: { Labels?: Record<string, string> } } | null = null;
-    try {
-      local = await this.docker.getImage(image).inspect();
-    } catch (e) {
-      if (!isNotFound(e)) throw e;
-    }
-    const labels = local?.Config?.Labels ?? {};
-    if (image.includes("@sha256:") || !this.opts.registry) return { ref: image, labels };
-    if (!local) throw new PierError("ENGINE_ERROR", `The image ${image} is not on the swarm's manager.`);
-    // Per repository: two apps' builds can be the same image (same files, cached layers), and an app must
-    // pull from its own repository, which goes with the app.
-    const key = `${splitImage(image).repo} ${local.Id}`;
-    let ref = this.published.get(key);
-    if (!ref) {
-      ref = this.opts.registry.publish(image);
-      this.published.set(key, ref);
-      ref.then((r) => this.opts.sweep?.published(r)).catch(() => undefined);
-      // A failed push is tried again by the next start.
-      ref.catch(() => this.published.delete(key));
-    }
-    return { ref: await ref, labels };
-  }
-
   /**
    * Makes the instance's service on the node Pier chose (swarm-placement.ts) and waits for its task to start;
    * then the pin is lifted, so that the swarm reschedules it like any task when its node is lost or drained.
    */
   async runInstance(s: InstanceSpec): Promise<InstanceInfo> {
-    const [image, cpus] = await Promise.all([this.imageRef(s.image), this.cpus()]);
+    const [image, cpus] = await Promise.all([this.images.imageRef(s.image), this.cpus()]);
     // Chosen once the image is in the registry (a first start pushes it): where the others went by then.
     const spot = await this.spot(s);
     try {
