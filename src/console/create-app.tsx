@@ -5,6 +5,57 @@ import { api, describe } from "./api.js";
 import { type Flavor, RUNTIMES, type Runtime } from "./types.js";
 import { chosen, ErrorInline, FlavorSelect, NameInput } from "./ui.js";
 
+/** The runtime: a Dockerfile, Node.js or PHP. */
+function RuntimeSelect({ value, onChange }: { value: Runtime; onChange: (r: Runtime) => void }) {
+  return (
+    <>
+      <label for="app-type">Runtime type</label>
+      <select
+        id="app-type"
+        value={value}
+        onChange={(e) => onChange(chosen(RUNTIMES, e.currentTarget.value) ?? "node")}
+      >
+        {RUNTIMES.map((r) => (
+          <option key={r} value={r}>
+            {r === "docker" ? "docker (a Dockerfile)" : r === "node" ? "node (Node.js)" : "phpserver (PHP)"}
+          </option>
+        ))}
+      </select>
+    </>
+  );
+}
+
+/** Whether the app is a task, and its command then. */
+function TaskFields(p: {
+  runtime: Runtime;
+  isTask: boolean;
+  setIsTask: (on: boolean) => void;
+  task: string;
+  setTask: (command: string) => void;
+}) {
+  return (
+    <>
+      <label class="check">
+        <input type="checkbox" checked={p.isTask} onChange={(e) => p.setIsTask(e.currentTarget.checked)} /> A
+        task: runs a command once to completion (no HTTP, no health check)
+      </label>
+      {p.isTask && (
+        <>
+          <label for="app-task">Task command</label>
+          <input
+            id="app-task"
+            value={p.task}
+            onInput={(e) => p.setTask(e.currentTarget.value)}
+            placeholder={p.runtime === "phpserver" ? "phpserver php-cli path/to/task.php" : "node task.js"}
+            spellcheck={false}
+            required
+          />
+        </>
+      )}
+    </>
+  );
+}
+
 export function CreateApp() {
   const [name, setName] = useState("");
   const [type, setType] = useState<Runtime>("node");
@@ -36,7 +87,6 @@ export function CreateApp() {
       setBusy(false);
     }
   };
-  const defaultFlavor = type === "phpserver" ? "XS" : "nano";
   return (
     <main class="narrow">
       <form class="card form" onSubmit={submit} aria-labelledby="create-app-title">
@@ -48,18 +98,7 @@ export function CreateApp() {
           problem={nameProblem}
           help="Lower-case letters, digits and -; it becomes the app's host name."
         />
-        <label for="app-type">Runtime type</label>
-        <select
-          id="app-type"
-          value={type}
-          onChange={(e) => setType(chosen(RUNTIMES, e.currentTarget.value) ?? "node")}
-        >
-          {RUNTIMES.map((r) => (
-            <option key={r} value={r}>
-              {r === "docker" ? "docker (a Dockerfile)" : r === "node" ? "node (Node.js)" : "phpserver (PHP)"}
-            </option>
-          ))}
-        </select>
+        <RuntimeSelect value={type} onChange={setType} />
         <div class="two">
           <div>
             <label for="app-flavor">Flavor</label>
@@ -68,7 +107,7 @@ export function CreateApp() {
               value={flavor}
               onChange={setFlavor}
               runtime={type}
-              defaultLabel={defaultFlavor}
+              defaultLabel={type === "phpserver" ? "XS" : "nano"}
             />
           </div>
           <div>
@@ -81,23 +120,7 @@ export function CreateApp() {
             />
           </div>
         </div>
-        <label class="check">
-          <input type="checkbox" checked={isTask} onChange={(e) => setIsTask(e.currentTarget.checked)} /> A
-          task: runs a command once to completion (no HTTP, no health check)
-        </label>
-        {isTask && (
-          <>
-            <label for="app-task">Task command</label>
-            <input
-              id="app-task"
-              value={task}
-              onInput={(e) => setTask(e.currentTarget.value)}
-              placeholder={type === "phpserver" ? "phpserver php-cli path/to/task.php" : "node task.js"}
-              spellcheck={false}
-              required
-            />
-          </>
-        )}
+        <TaskFields runtime={type} isTask={isTask} setIsTask={setIsTask} task={task} setTask={setTask} />
         <div class="row">
           <button
             type="submit"
