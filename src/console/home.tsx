@@ -1,7 +1,70 @@
 /** The apps (type, state, release, running instances, URL) and, beside them, the add-ons. */
 import { api } from "./api.js";
-import type { Whoami } from "./types.js";
+import type { Addon, ListedApp, Whoami } from "./types.js";
 import { Badge, ErrorLine, Loading, Section, useData } from "./ui.js";
+
+/** One app a row: its name, runtime, state, release, instances and URL. */
+function AppsTable({ apps }: { apps: ListedApp[] }) {
+  return (
+    <div class="table-wrap">
+      <table data-testid="apps">
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Type</th>
+            <th scope="col">State</th>
+            <th scope="col">Release</th>
+            <th scope="col">Instances</th>
+            <th scope="col">URL</th>
+          </tr>
+        </thead>
+        <tbody>
+          {apps.map((app) => (
+            <tr key={app.id}>
+              <td>
+                <a href={`#/apps/${encodeURIComponent(app.name)}`}>{app.name}</a>
+              </td>
+              <td>
+                {app.type}
+                {app.task ? " (task)" : ""}
+              </td>
+              <td>{app.status ? <Badge state={app.status.state} /> : "?"}</td>
+              <td>{app.status?.release ? `v${app.status.release.number}` : "none"}</td>
+              <td>
+                {app.status?.release
+                  ? `${app.status.running} of ${app.instances} running`
+                  : `${app.instances} × ${app.flavor}`}
+              </td>
+              <td class="wrap">
+                {app.task ? (
+                  <span class="muted">a task: no URL</span>
+                ) : (
+                  <a href={app.url} target="_blank" rel="noopener noreferrer">
+                    {app.url}
+                  </a>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** One add-on an item: its name, kind, flavor and the apps linked to it. */
+function AddonList({ addons }: { addons: Addon[] }) {
+  return (
+    <ul class="addons" data-testid="addons">
+      {addons.map((a) => (
+        <li key={a.id}>
+          <strong>{a.name}</strong> <span class="muted">{a.kind}</span> <span class="muted">{a.flavor}</span>
+          <div class="muted small">{a.apps.length ? `linked to ${a.apps.join(", ")}` : "not linked"}</div>
+        </li>
+      ))}
+    </ul>
+  );
+}
 
 export function Home({ who }: { who: Whoami }) {
   // One request for the list, states and releases included (the server asks the engine once for all apps).
@@ -26,49 +89,7 @@ export function Home({ who }: { who: Whoami }) {
         ) : apps.data.length === 0 ? (
           <p class="muted">No app yet.{canCreate ? " Create one, then push to it with git." : ""}</p>
         ) : (
-          <div class="table-wrap">
-            <table data-testid="apps">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Type</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Release</th>
-                  <th scope="col">Instances</th>
-                  <th scope="col">URL</th>
-                </tr>
-              </thead>
-              <tbody>
-                {apps.data.map((app) => (
-                  <tr key={app.id}>
-                    <td>
-                      <a href={`#/apps/${encodeURIComponent(app.name)}`}>{app.name}</a>
-                    </td>
-                    <td>
-                      {app.type}
-                      {app.task ? " (task)" : ""}
-                    </td>
-                    <td>{app.status ? <Badge state={app.status.state} /> : "?"}</td>
-                    <td>{app.status?.release ? `v${app.status.release.number}` : "none"}</td>
-                    <td>
-                      {app.status?.release
-                        ? `${app.status.running} of ${app.instances} running`
-                        : `${app.instances} × ${app.flavor}`}
-                    </td>
-                    <td class="wrap">
-                      {app.task ? (
-                        <span class="muted">a task: no URL</span>
-                      ) : (
-                        <a href={app.url} target="_blank" rel="noopener noreferrer">
-                          {app.url}
-                        </a>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <AppsTable apps={apps.data} />
         )}
       </Section>
       <Section
@@ -87,17 +108,7 @@ export function Home({ who }: { who: Whoami }) {
         ) : addons.data.length === 0 ? (
           <p class="muted">No add-on{who.app ? " linked to this app" : " yet"}.</p>
         ) : (
-          <ul class="addons" data-testid="addons">
-            {addons.data.map((a) => (
-              <li key={a.id}>
-                <strong>{a.name}</strong> <span class="muted">{a.kind}</span>{" "}
-                <span class="muted">{a.flavor}</span>
-                <div class="muted small">
-                  {a.apps.length ? `linked to ${a.apps.join(", ")}` : "not linked"}
-                </div>
-              </li>
-            ))}
-          </ul>
+          <AddonList addons={addons.data} />
         )}
       </Section>
     </main>

@@ -7,19 +7,19 @@ import { Badge, ErrorLine, Section, when } from "./ui.js";
 
 const MAX_LINES = 2000;
 
-export function RuntimeLogs({ status }: { status: Status }) {
+/**
+ * The app's runtime log, followed: the last lines, then each new one. Followed afresh when the instances
+ * change (a new release has new instances, an instance the engine restarted after a crash replays its new
+ * lines), since the stream follows the instances serving when it starts.
+ */
+function useFollowedLog(status: Status) {
   const name = status.app.name;
   const [lines, setLines] = useState<string[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [live, setLive] = useState(false);
-  const pre = useRef<HTMLPreElement>(null);
-  // A new release has new instances: follow those (the stream follows the instances serving when it starts).
   const release = status.release?.id ?? "none";
   const running = status.instances.filter((i) => i.state === "running").length;
-  // An instance the engine restarted after a crash: follow it afresh too (the replay shows its new lines).
   const restarts = status.instances.reduce((n, i) => n + i.restarts, 0);
-  // On a swarm each instance says its node (ADR 0030): a column then, none on one dockerd.
-  const onNodes = status.instances.some((i) => i.node);
   useEffect(() => {
     const ac = new AbortController();
     setError(null);
@@ -47,6 +47,50 @@ export function RuntimeLogs({ status }: { status: Status }) {
       setLines([]);
     };
   }, [name, release, running, restarts]);
+  return { lines, error, live };
+}
+
+/** Each instance: its state, start, restarts, last exit, and on a swarm its node (ADR 0030). */
+function InstancesTable({ status }: { status: Status }) {
+  const onNodes = status.instances.some((i) => i.node);
+  if (status.instances.length === 0)
+    return <p class="muted">No instance runs{status.state === "stopped" ? ": the app is stopped" : ""}.</p>;
+  return (
+    <div class="table-wrap">
+      <table data-testid="instances">
+        <thead>
+          <tr>
+            <th scope="col">#</th>
+            <th scope="col">State</th>
+            <th scope="col">Started</th>
+            <th scope="col">Restarts</th>
+            <th scope="col">Last exit</th>
+            {onNodes && <th scope="col">Node</th>}
+          </tr>
+        </thead>
+        <tbody>
+          {status.instances.map((i) => (
+            <tr key={i.id}>
+              <td>{i.number}</td>
+              <td>
+                <Badge state={i.state} />
+              </td>
+              <td>{when(i.startedAt)}</td>
+              <td>{i.restarts}</td>
+              <td>{i.lastExit ? `code ${i.lastExit.code} at ${when(i.lastExit.at)}` : "none"}</td>
+              {onNodes && <td>{i.node ?? ""}</td>}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+export function RuntimeLogs({ status }: { status: Status }) {
+  const { lines, error, live } = useFollowedLog(status);
+  const pre = useRef<HTMLPreElement>(null);
+  // Kept at the end while the reader is there; left where it is when they scrolled up.
   useEffect(() => {
     const el = pre.current;
     if (el && el.scrollHeight - el.scrollTop - el.clientHeight < 80) el.scrollTop = el.scrollHeight;
@@ -54,38 +98,7 @@ export function RuntimeLogs({ status }: { status: Status }) {
   return (
     <>
       <Section title="Instances">
-        {status.instances.length === 0 ? (
-          <p class="muted">No instance runs{status.state === "stopped" ? ": the app is stopped" : ""}.</p>
-        ) : (
-          <div class="table-wrap">
-            <table data-testid="instances">
-              <thead>
-                <tr>
-                  <th scope="col">#</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Started</th>
-                  <th scope="col">Restarts</th>
-                  <th scope="col">Last exit</th>
-                  {onNodes && <th scope="col">Node</th>}
-                </tr>
-              </thead>
-              <tbody>
-                {status.instances.map((i) => (
-                  <tr key={i.id}>
-                    <td>{i.number}</td>
-                    <td>
-                      <Badge state={i.state} />
-                    </td>
-                    <td>{when(i.startedAt)}</td>
-                    <td>{i.restarts}</td>
-                    <td>{i.lastExit ? `code ${i.lastExit.code} at ${when(i.lastExit.at)}` : "none"}</td>
-                    {onNodes && <td>{i.node ?? ""}</td>}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
+        <InstancesTable status={status} />
         {status.instances.map((i) => {
           const moved = movedSentence(i, when);
           return moved && <p key={`moved-${i.id}`}>{moved}.</p>;
