@@ -120,6 +120,35 @@ async function startEdge(config: Config, logger: Logger, place: EdgePlace): Prom
 }
 
 /**
+ * The start's reconcile, awaited until what runs is routed (an error before that fails the start, as an
+ * engine that does not answer does); the instances it then starts or redeploys are its own to finish while
+ * the API and git serve. A swarm whose manager's dockerd just restarted brings tasks back in its own time
+ * (~30 s for the overlays), and each start waits for them: awaited whole, pier server answered nothing
+ * until then.
+ */
+/** Promise.withResolvers (Node 22): a promise and what settles it. */
+function withResolvers(): { promise: Promise<void>; resolve: () => void } {
+  let resolve = (): void => undefined;
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+async function reconciledEnough(
+  reconcileAll: (onRouted: () => void) => Promise<void>,
+  logger: Logger,
+): Promise<void> {
+  const { promise: routes, resolve: routed } = withResolvers();
+  const whole = reconcileAll(routed);
+  whole.then(
+    () => logger.info("reconciled at start"),
+    (err) => logger.warn({ err }, "the start's reconcile did not end well"),
+  );
+  await Promise.race([routes, whole]);
+}
+
+/**
  * What was under way when Pier stopped ends as what serves says (ADR 0010), then what runs is brought in
  * line with the store; then the loops that keep it so for as long as Pier runs: the engine's events, the
  * edge's watchdog, certificates, add-ons and their backups.
@@ -128,7 +157,7 @@ async function startRecovery(b: Base, s: Services, a: AppServices): Promise<{ st
   const { config, logger, store, engine, networks, edge } = b;
   const { instances, addons, domains } = s;
   await a.deployer.recover();
-  const reconcileAll = () =>
+  const reconcileAll = (onRouted?: () => void) =>
     reconcile({
       store,
       engine,
@@ -136,8 +165,9 @@ async function startRecovery(b: Base, s: Services, a: AppServices): Promise<{ st
       networks,
       deployer: a.deployer,
       logger: logger.child({ part: "reconciler" }),
+      ...(onRouted ? { onRouted } : {}),
     });
-  await reconcileAll();
+  await reconciledEnough(reconcileAll, logger);
   void removeLeftovers({
     store,
     engine,

@@ -76,6 +76,8 @@ async function viewOf(store: Store, app: App, all: readonly RoutableInstance[]):
 }
 
 export interface ReconcileDeps {
+  /** Told once what runs is routed, before any instance is started or redeployed (pier server's start). */
+  onRouted?: () => void;
   store: Store;
   engine: ReleaseInstances & Pick<InstanceSlots, "removeStraySlots"> & Pick<ReleaseImages, "imageExists">;
   instances: Instances;
@@ -142,6 +144,7 @@ export async function reconcile(deps: ReconcileDeps): Promise<void> {
     .catch((err: Error) =>
       logger.warn({ err: err.message }, "the edge did not take the route table at start"),
     );
+  deps.onRouted?.();
   await eachLimited(views, 8, (v) => bringUp(deps, v));
 
   const leftovers = views.flatMap((v) => v.leftovers);

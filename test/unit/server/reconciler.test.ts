@@ -202,6 +202,34 @@ describe("at 100 apps", () => {
     assert.equal(applied.length, 3, "app-7 routed once its start ended");
   });
 
+  test("pier server's start is told once every app is routed, while a start it waits on goes on", async () => {
+    const { engine, instances, store, applied } = await setUp();
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    engine.before.startInstance = async () => held;
+    let routedAt = -1;
+    const done = reconcile({
+      store,
+      engine,
+      instances,
+      networks: { reconcile: async () => undefined },
+      deployer: {} as Deployer,
+      logger: pino({ level: "silent" }),
+      onRouted: () => {
+        routedAt = applied.length;
+      },
+    });
+    for (let i = 0; i < 200 && routedAt < 0; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(routedAt, 1, "told after the first route table, every app in it");
+    assert.equal(applied[0]?.length, APPS);
+    assert.ok(engine.calls.includes("startInstance c-7"), "app-7's start is under way, not ended");
+    release();
+    await done;
+    assert.equal(applied.length, 2, "app-7 routed once its start ended");
+  });
+
   test("a stopped app's instances still running (pier server killed between the record and their removal) go", async () => {
     const { engine, instances, store, applied } = await setUp();
     // pier stop records the app stopped once the edge no longer routes it, then removes its instances: a
