@@ -138,14 +138,15 @@ function withResolvers(): { promise: Promise<void>; resolve: () => void } {
 async function reconciledEnough(
   reconcileAll: (onRouted: () => void) => Promise<void>,
   logger: Logger,
-): Promise<void> {
+): Promise<{ ended: Promise<void> }> {
   const { promise: routes, resolve: routed } = withResolvers();
   const whole = reconcileAll(routed);
-  whole.then(
+  const ended = whole.then(
     () => logger.info("reconciled at start"),
     (err) => logger.warn({ err }, "the start's reconcile did not end well"),
   );
   await Promise.race([routes, whole]);
+  return { ended };
 }
 
 /**
@@ -167,7 +168,7 @@ async function startRecovery(b: Base, s: Services, a: AppServices): Promise<{ st
       logger: logger.child({ part: "reconciler" }),
       ...(onRouted ? { onRouted } : {}),
     });
-  await reconciledEnough(reconcileAll, logger);
+  const reconciled = await reconciledEnough(reconcileAll, logger);
   void removeLeftovers({
     store,
     engine,
@@ -184,7 +185,12 @@ async function startRecovery(b: Base, s: Services, a: AppServices): Promise<{ st
   // Certificates: those missing on the edge installed, then every due issue or renewal (and every minute).
   domains.start();
   const events = startEngineLoop({ engine, store, instances, reconcileAll, logger });
-  const rebalance = a.rebalancer?.watch();
+  // The rebalancer's first look counts the instances once the start's reconcile brought them back.
+  let rebalance: { stop(): void } | undefined;
+  let stopped = false;
+  void reconciled.ended.then(() => {
+    if (!stopped) rebalance = a.rebalancer?.watch();
+  });
   // The swarm's only manager among several nodes: said once at the start (core/nodes.ts oneManagerNote).
   void b.nodes?.listNodes().then(
     (all) => {
@@ -195,6 +201,7 @@ async function startRecovery(b: Base, s: Services, a: AppServices): Promise<{ st
   );
   return {
     stop: () => {
+      stopped = true;
       events.stop();
       rebalance?.stop();
     },
