@@ -4,6 +4,7 @@
 // printed) and its exit code, which one machine keeps in the stopped container until the next deploy. So
 // the driver follows the service's log while it stops, and keeps the lines and the task's end in a private
 // file per service, until the instance is removed.
+import { randomBytes } from "node:crypto";
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { InstanceLogLine } from "../../core/ports.js";
@@ -140,7 +141,9 @@ async function readJson<T>(path: string): Promise<T | null> {
     .catch(() => null);
 }
 
+/** Written whole or not at all; two stops of one instance at once each write their own temporary file. */
 async function writeAtomically(path: string, text: string): Promise<void> {
-  await writeFile(`${path}.tmp`, text, { mode: 0o600 });
-  await rename(`${path}.tmp`, path);
+  const tmp = `${path}.${randomBytes(4).toString("hex")}.tmp`;
+  await writeFile(tmp, text, { mode: 0o600 });
+  await rename(tmp, path);
 }

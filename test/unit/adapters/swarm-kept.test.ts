@@ -71,6 +71,18 @@ describe("the lines kept of a stopped swarm instance", () => {
     assert.deepEqual(readdirSync(dir), []);
   });
 
+  test("two stops of one instance at once (a retire and a pier stop) keep a whole record", async () => {
+    const kept = new KeptLogs(dir);
+    const stop = (text: string) =>
+      kept.follow("svcC", async (onLine) => onLine(line(2, text))).end({ state: "complete", exitCode: 0 });
+    await Promise.all([stop("from one"), stop("from the other")]);
+    const lines = (await new KeptLogs(dir).lines("svcC")).map((l) => l.line);
+    assert.ok(lines.length >= 1 && lines.every((l) => l.startsWith("from")), lines.join(", "));
+    assert.deepEqual(await new KeptLogs(dir).end("svcC"), { state: "complete", exitCode: 0 });
+    await kept.drop("svcC");
+    assert.deepEqual(readdirSync(dir), [], "no temporary file left");
+  });
+
   test("what was kept of services that are gone is swept; the others' stays", async () => {
     const kept = new KeptLogs(dir);
     for (const id of ["svcA", "svcB"])
