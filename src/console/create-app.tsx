@@ -1,5 +1,7 @@
 /** Create an app: name, runtime type, flavor, build flavor, and for a task app its command. */
 import { useState } from "preact/hooks";
+import type { z } from "zod";
+import type { schemas } from "../core/api/requests.js";
 import { appNameProblem } from "../core/names.js";
 import { api, describe } from "./api.js";
 import { type Flavor, RUNTIMES, type Runtime } from "./types.js";
@@ -56,6 +58,28 @@ function TaskFields(p: {
   );
 }
 
+/** What POST /v1/apps takes (the route table's schema). */
+type NewApp = z.input<typeof schemas.createApp>;
+
+/** The creation: the app's page once it is made, else what went wrong. */
+function useCreate() {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const create = async (body: NewApp) => {
+    setBusy(true);
+    setError(null);
+    try {
+      const app = await api("POST /v1/apps", { body });
+      location.hash = `#/apps/${encodeURIComponent(app.name)}/information`;
+    } catch (err) {
+      setError(describe(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, create };
+}
+
 export function CreateApp() {
   const [name, setName] = useState("");
   const [type, setType] = useState<Runtime>("node");
@@ -63,29 +87,17 @@ export function CreateApp() {
   const [buildFlavor, setBuildFlavor] = useState<Flavor | "">("");
   const [isTask, setIsTask] = useState(false);
   const [task, setTask] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, create } = useCreate();
   const nameProblem = name === "" ? null : appNameProblem(name);
-  const submit = async (e: Event) => {
+  const submit = (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const app = await api("POST /v1/apps", {
-        body: {
-          name,
-          type,
-          ...(flavor ? { flavor } : {}),
-          ...(buildFlavor ? { buildFlavor } : {}),
-          ...(isTask && task.trim() ? { task: task.trim() } : {}),
-        },
-      });
-      location.hash = `#/apps/${encodeURIComponent(app.name)}/information`;
-    } catch (err) {
-      setError(describe(err));
-    } finally {
-      setBusy(false);
-    }
+    void create({
+      name,
+      type,
+      ...(flavor ? { flavor } : {}),
+      ...(buildFlavor ? { buildFlavor } : {}),
+      ...(isTask && task.trim() ? { task: task.trim() } : {}),
+    });
   };
   return (
     <main class="narrow">

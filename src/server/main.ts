@@ -126,21 +126,14 @@ async function startEdge(config: Config, logger: Logger, place: EdgePlace): Prom
  * (~30 s for the overlays), and each start waits for them: awaited whole, pier server answered nothing
  * until then.
  */
-/** Promise.withResolvers (Node 22): a promise and what settles it. */
-function withResolvers(): { promise: Promise<void>; resolve: () => void } {
-  let resolve = (): void => undefined;
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
-
 async function reconciledEnough(
   reconcileAll: (onRouted: () => void) => Promise<void>,
   logger: Logger,
 ): Promise<{ ended: Promise<void> }> {
-  const { promise: routes, resolve: routed } = withResolvers();
-  const whole = reconcileAll(routed);
+  let whole = Promise.resolve();
+  const routes = new Promise<void>((routed) => {
+    whole = reconcileAll(routed);
+  });
   const ended = whole.then(
     () => logger.info("reconciled at start"),
     (err) => logger.warn({ err }, "the start's reconcile did not end well"),

@@ -1,5 +1,6 @@
-// What the Docker adapter's files share: how a container is read (inspected or listed) into Pier's terms,
-// a free loopback port, and calls on objects that may be gone.
+// What the Docker adapter's files (and the swarm driver's) share: how a container is read (inspected or
+// listed) into Pier's terms, a free loopback port, calls on objects that may be gone (isNotFound), the
+// capabilities every container drops, and the engine's CPU count.
 import { createServer } from "node:net";
 import { availableParallelism } from "node:os";
 import { PassThrough } from "node:stream";

@@ -59,6 +59,14 @@ function lineOf(stream: Kind, raw: string): InstanceLogLine {
   return { at, stream, line: sp > 0 ? raw.slice(sp + 1) : raw };
 }
 
+/** A log the engine answered whole: as it came (a buffer), or read to its end (a stream). */
+export async function logBuffer(out: Buffer | NodeJS.ReadableStream): Promise<Buffer> {
+  if (Buffer.isBuffer(out)) return out;
+  const parts: Buffer[] = [];
+  for await (const c of out) parts.push(typeof c === "string" ? Buffer.from(c) : c);
+  return Buffer.concat(parts);
+}
+
 /**
  * Hands the lines of a followed log to `onLine` as the engine sends them, reading the next chunk only once
  * the sink took the last one's lines: a follower that does not keep up pauses the engine's stream (the

@@ -109,19 +109,17 @@ export class KeptLogs {
   private async keep(serviceId: string, end: TaskEnd, lines: InstanceLogLine[]): Promise<void> {
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
     await writeAtomically(this.file(serviceId, "log"), JSON.stringify(lines));
-    await writeAtomically(
-      this.file(serviceId, "end"),
-      JSON.stringify({ state: end.state, exitCode: end.exitCode }),
-    );
+    await writeAtomically(this.file(serviceId, "end"), JSON.stringify(end));
     this.ends.set(serviceId, end);
   }
 
   /** Forgets what was kept of services not in `services` (removed while Pier was not running, say). */
   async sweep(services: ReadonlySet<string>): Promise<number> {
     const files = await readdir(this.dir).catch(() => [] as string[]);
-    const gone = files.filter((f) => !services.has(f.split(".")[0] ?? ""));
+    // A file is named by its service: `<id>.end.json`, `<id>.log.json`, or a write's `<id>....tmp`.
+    const gone = files.filter((f) => !services.has(serviceOf(f)));
     for (const f of gone) {
-      this.ends.delete(f.split(".")[0] ?? "");
+      this.ends.delete(serviceOf(f));
       await rm(join(this.dir, f), { force: true });
     }
     return gone.length;
@@ -134,6 +132,8 @@ export class KeptLogs {
     await rm(this.file(serviceId, "log"), { force: true });
   }
 }
+
+const serviceOf = (file: string) => file.split(".")[0] ?? "";
 
 async function readJson<T>(path: string): Promise<T | null> {
   return readFile(path, "utf8")

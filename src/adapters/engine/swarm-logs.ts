@@ -3,7 +3,7 @@
 import type Docker from "dockerode";
 import type { InstanceLogLine, LogRange } from "../../core/ports.js";
 import { isNotFound } from "./docker-common.js";
-import { type LogSink, logLines, noteLine, pumpLogs } from "./docker-logs.js";
+import { type LogSink, logBuffer, logLines, noteLine, pumpLogs } from "./docker-logs.js";
 import { type KeptLogs, mergeLines } from "./swarm-kept.js";
 import { notFound, type SwarmServices } from "./swarm-services.js";
 
@@ -54,8 +54,9 @@ export class SwarmLogs {
     };
     try {
       if (!opts.follow) {
-        const out = (await service.logs({ ...base, follow: false })) as Buffer | NodeJS.ReadableStream;
-        const buf = Buffer.isBuffer(out) ? out : await collect(out);
+        const buf = await logBuffer(
+          (await service.logs({ ...base, follow: false })) as Buffer | NodeJS.ReadableStream,
+        );
         const notes: string[] = [];
         for (const l of logLines(buf, (n) => notes.push(n))) await sink(l);
         for (const n of notes) await onLine(await noted(n));
@@ -72,10 +73,4 @@ export class SwarmLogs {
       throw e;
     }
   }
-}
-
-async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for await (const c of stream) parts.push(typeof c === "string" ? Buffer.from(c) : c);
-  return Buffer.concat(parts);
 }

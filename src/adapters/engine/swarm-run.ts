@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import type Docker from "dockerode";
 import { PierError } from "../../core/errors.js";
 import { LABEL } from "../../core/labels.js";
-import { logLines } from "./docker-logs.js";
+import { logBuffer, logLines } from "./docker-logs.js";
 import { poll, type SwarmServices } from "./swarm-services.js";
 import type { ServiceSpec } from "./swarm-spec.js";
 import { currentTask, isTerminal, type SwarmService } from "./swarm-tasks.js";
@@ -73,10 +73,11 @@ export async function runLike(
       },
       () => new PierError("ENGINE_ERROR", `The command run like ${s.Spec.Name} did not end in time.`),
     );
-    const out = (await docker.getService(made.id).logs({ stdout: true, stderr: true, timestamps: true })) as
-      | Buffer
-      | NodeJS.ReadableStream;
-    const buf = Buffer.isBuffer(out) ? out : await collect(out);
+    const buf = await logBuffer(
+      (await docker.getService(made.id).logs({ stdout: true, stderr: true, timestamps: true })) as
+        | Buffer
+        | NodeJS.ReadableStream,
+    );
     for (const l of logLines(buf)) onLine(l.line);
     return ended.Status?.ContainerStatus?.ExitCode ?? 1;
   } finally {
@@ -85,10 +86,4 @@ export async function runLike(
       .remove()
       .catch(() => undefined);
   }
-}
-
-async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for await (const c of stream) parts.push(typeof c === "string" ? Buffer.from(c) : c);
-  return Buffer.concat(parts);
 }
