@@ -32,21 +32,24 @@ const byApp = <T extends { labels: Record<string, string> }>(list: readonly T[])
   return m;
 };
 
-/** Starts the stopped ones of an app's serving instances (the engine starts a stopped slot first). */
+/**
+ * Starts the stopped ones of an app's serving instances (the engine starts a stopped slot first): together
+ * where the engine's starts each wait on a scheduler and a node (a swarm bringing its tasks back), else one
+ * after the other, as a deploy starts them.
+ */
 async function startStopped(
   engine: ReleaseInstances,
   logger: Logger,
   appId: string,
   serving: readonly RoutableInstance[],
 ): Promise<void> {
-  for (const i of serving) {
-    if (!i.running) {
-      logger.info({ appId, instance: i.id }, "starting a stopped instance");
-      await engine
-        .startInstance(i.id)
-        .catch((err) => logger.warn({ err, instance: i.id }, "could not start"));
-    }
-  }
+  const start = (i: RoutableInstance) => {
+    logger.info({ appId, instance: i.id }, "starting a stopped instance");
+    return engine.startInstance(i.id).catch((err) => logger.warn({ err, instance: i.id }, "could not start"));
+  };
+  const stopped = serving.filter((i) => !i.running);
+  if (engine.startsTogether) await Promise.all(stopped.map(start));
+  else for (const i of stopped) await start(i);
 }
 
 /** An app as the store and the engine's one list show it: its current release, and what of it serves. */
