@@ -21,13 +21,55 @@ import {
 
 const running = (d: Deployment) => !TERMINAL_STATES.includes(d.state);
 
-/** The log of one deployment: followed live until it ends, or read whole once it has. */
-function DeploymentLog({ app, deployment }: { app: string; deployment: Deployment }) {
+interface LogSetters {
+  setLines: (f: (l: string[]) => string[]) => void;
+  setEnd: (d: Deployment) => void;
+  setError: (e: string | null) => void;
+}
+
+/** Follows a running deployment's log until its end event; lines come in bursts (a build's output): one render per 100 ms. */
+async function followLive(app: string, id: string, signal: AbortSignal, to: LogSetters): Promise<void> {
+  const buffered: string[] = [];
+  let flush: ReturnType<typeof setTimeout> | null = null;
+  const flushNow = () => {
+    if (flush) clearTimeout(flush);
+    flush = null;
+    const batch = buffered.splice(0);
+    if (batch.length) to.setLines((l) => [...l, ...batch]);
+  };
+  await follow(
+    "GET /v1/apps/:app/deployments/:id/log",
+    { params: { app, id } },
+    signal,
+    {
+      reset: () => {
+        if (flush) clearTimeout(flush);
+        flush = null;
+        buffered.length = 0;
+        to.setLines(() => []);
+      },
+      event: (ev) => {
+        if (ev.event === "end") {
+          flushNow();
+          to.setEnd(ev.data);
+          return true;
+        }
+        buffered.push(ev.data.line);
+        flush ??= setTimeout(flushNow, 100);
+        return false;
+      },
+      status: to.setError,
+    },
+    2000,
+  );
+}
+
+/** A deployment's log: followed live until it ends, or read whole once it has. */
+function useDeploymentLog(app: string, deployment: Deployment) {
   const [lines, setLines] = useState<string[]>([]);
   const [end, setEnd] = useState<Deployment | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [live, setLive] = useState(false);
-  const pre = useRef<HTMLPreElement>(null);
   const stillRunning = running(deployment);
   useEffect(() => {
     const ac = new AbortController();
@@ -43,40 +85,7 @@ function DeploymentLog({ app, deployment }: { app: string; deployment: Deploymen
         return;
       }
       setLive(true);
-      const buffered: string[] = [];
-      let flush: ReturnType<typeof setTimeout> | null = null;
-      const flushNow = () => {
-        if (flush) clearTimeout(flush);
-        flush = null;
-        const batch = buffered.splice(0);
-        if (batch.length) setLines((l) => [...l, ...batch]);
-      };
-      await follow(
-        "GET /v1/apps/:app/deployments/:id/log",
-        { params: { app, id: deployment.id } },
-        ac.signal,
-        {
-          reset: () => {
-            if (flush) clearTimeout(flush);
-            flush = null;
-            buffered.length = 0;
-            setLines([]);
-          },
-          event: (ev) => {
-            if (ev.event === "end") {
-              flushNow();
-              setEnd(ev.data);
-              return true;
-            }
-            buffered.push(ev.data.line);
-            // Lines come in bursts (a build's output): one render per 100 ms.
-            flush ??= setTimeout(flushNow, 100);
-            return false;
-          },
-          status: setError,
-        },
-        2000,
-      );
+      await followLive(app, deployment.id, ac.signal, { setLines, setEnd, setError });
     })()
       .catch((e) => {
         if (!ac.signal.aborted) setError(describe(e));
@@ -86,6 +95,13 @@ function DeploymentLog({ app, deployment }: { app: string; deployment: Deploymen
       });
     return () => ac.abort();
   }, [app, deployment.id]);
+  return { lines, end, error, live };
+}
+
+/** The log of one deployment, kept scrolled to its end while the reader is there. */
+function DeploymentLog({ app, deployment }: { app: string; deployment: Deployment }) {
+  const { lines, end, error, live } = useDeploymentLog(app, deployment);
+  const pre = useRef<HTMLPreElement>(null);
   useEffect(() => {
     const el = pre.current;
     if (el && el.scrollHeight - el.scrollTop - el.clientHeight < 80) el.scrollTop = el.scrollHeight;

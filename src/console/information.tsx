@@ -2,8 +2,48 @@
 import { useState } from "preact/hooks";
 import { isTask } from "../core/app-state.js";
 import { api } from "./api.js";
-import type { EnvAnswer, Status } from "./types.js";
+import type { DomainView, EnvAnswer, Status } from "./types.js";
 import { Action, Badge, CopyButton, type Loaded, Section, useData, when } from "./ui.js";
+
+/** The app's HTTPS addresses at its custom domains, each with its certificate's state. */
+function HttpsUrls({ domains }: { domains: readonly DomainView[] }) {
+  return (
+    <>
+      <dt>HTTPS</dt>
+      <dd data-testid="https-urls">
+        {domains.map((d) => (
+          <div key={d.name}>
+            <a href={d.url} target="_blank" rel="noopener noreferrer">
+              {d.url}
+            </a>{" "}
+            <span class="muted small">
+              {d.state === "issued" ? `certificate until ${when(d.notAfter)}` : `certificate ${d.state}`}
+            </span>
+          </div>
+        ))}
+      </dd>
+    </>
+  );
+}
+
+/** The two git commands that deploy from the user's repository, each with a copy button. */
+function DeployWithGit({ gitUrl }: { gitUrl: string }) {
+  const remote = `git remote add pier ${gitUrl}`;
+  const push = "git push pier master";
+  return (
+    <Section title="Deploy with git">
+      <p class="muted small">From your repository: add the remote once, then push to deploy.</p>
+      <div class="command">
+        <pre>{remote}</pre>
+        <CopyButton text={remote} label="Copy the git remote command" />
+      </div>
+      <div class="command">
+        <pre>{push}</pre>
+        <CopyButton text={push} label="Copy the git push command" />
+      </div>
+    </Section>
+  );
+}
 
 export function Information({ status, writable }: { status: Status; writable: boolean }) {
   const { app } = status;
@@ -15,8 +55,6 @@ export function Information({ status, writable }: { status: Status; writable: bo
     [app.name],
     10_000,
   );
-  const remote = `git remote add pier ${app.gitUrl}`;
-  const push = "git push pier master";
   return (
     <>
       <Section title="Information">
@@ -51,38 +89,10 @@ export function Information({ status, writable }: { status: Status; writable: bo
               </a>
             )}
           </dd>
-          {!taskNow && (domains.data ?? []).length > 0 && (
-            <>
-              <dt>HTTPS</dt>
-              <dd data-testid="https-urls">
-                {(domains.data ?? []).map((d) => (
-                  <div key={d.name}>
-                    <a href={d.url} target="_blank" rel="noopener noreferrer">
-                      {d.url}
-                    </a>{" "}
-                    <span class="muted small">
-                      {d.state === "issued"
-                        ? `certificate until ${when(d.notAfter)}`
-                        : `certificate ${d.state}`}
-                    </span>
-                  </div>
-                ))}
-              </dd>
-            </>
-          )}
+          {!taskNow && (domains.data ?? []).length > 0 && <HttpsUrls domains={domains.data ?? []} />}
         </dl>
       </Section>
-      <Section title="Deploy with git">
-        <p class="muted small">From your repository: add the remote once, then push to deploy.</p>
-        <div class="command">
-          <pre>{remote}</pre>
-          <CopyButton text={remote} label="Copy the git remote command" />
-        </div>
-        <div class="command">
-          <pre>{push}</pre>
-          <CopyButton text={push} label="Copy the git push command" />
-        </div>
-      </Section>
+      <DeployWithGit gitUrl={app.gitUrl} />
       <TaskSection status={status} writable={writable} env={env} />
       {writable && <DeleteApp name={app.name} />}
     </>

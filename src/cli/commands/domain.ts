@@ -58,102 +58,84 @@ async function readPem(file: string, what: string): Promise<string> {
   }
 }
 
-export const domain: Command = {
-  name: "domain",
-  summary: "An app's custom domains and their HTTPS certificates: list, add, rm, renew, cert set",
-  help: USAGE,
-  async run(args, ctx) {
-    const { values, positionals } = parseFlags("domain", args, {
-      ...HELP,
-      ...APP,
-      ...FORMAT,
-      cert: { type: "string" },
-      key: { type: "string" },
-      acme: { type: "boolean" },
-    });
-    const [sub = "list", ...rest] = positionals;
-    const { format } = checkFlags(`domain ${sub}`, z.object({ format: humanJson }), {
-      format: values.format,
-    });
-    const out = (d: DomainView, line: string) => ctx.out(format === "json" ? json(d) : `${line}\n`);
-    const api = () => ctx.client();
-    switch (sub) {
-      case "list": {
-        takePositionals("domain", rest, 0, 0, "");
-        const app = resolveApp(values.app, ctx.cwd, "domain");
-        const list = await api().call("GET /v1/apps/:app/domains", { params: { app: app.ref } });
-        if (format === "json") ctx.out(json(list));
-        else if (list.length === 0) ctx.err("No custom domains. Add one with: pier domain add NAME\n");
-        else {
-          ctx.out(
-            table(
-              ["DOMAIN", "STATE", "SOURCE", "ISSUER", "EXPIRES", "NEXT RENEWAL", "LAST ERROR"],
-              list.map((d) => [
-                d.name,
-                d.state,
-                d.source,
-                d.issuer ?? "",
-                day(d.notAfter),
-                d.nextAttemptAt ?? "",
-                d.lastError ?? "",
-              ]),
-            ),
-          );
-        }
-        return 0;
-      }
-      case "add": {
-        const [name] = takePositionals(
-          "domain",
-          rest,
-          1,
-          1,
-          "the domain NAME: pier domain add www.example.com",
-        );
-        const app = resolveApp(values.app, ctx.cwd, "domain");
-        const d = await api().call("POST /v1/apps/:app/domains", {
-          params: { app: app.ref },
-          body: { name: name as string },
-        });
-        out(d, `Added ${d.name} to ${d.app}: ${d.url} once its certificate is obtained (see pier domain).`);
-        return 0;
-      }
-      case "rm": {
-        const [name] = takePositionals("domain", rest, 1, 1, "the domain NAME");
-        const app = resolveApp(values.app, ctx.cwd, "domain");
-        await api().call("DELETE /v1/apps/:app/domains/:domain", {
-          params: { app: app.ref, domain: name as string },
-        });
-        ctx.out(`Removed ${name} from ${app.ref}.\n`);
-        return 0;
-      }
-      case "renew": {
-        const [name] = takePositionals("domain", rest, 1, 1, "the domain NAME");
-        const app = resolveApp(values.app, ctx.cwd, "domain");
-        ctx.err(`Obtaining a new certificate for ${name}...\n`);
-        const d = await api().call("POST /v1/apps/:app/domains/:domain/renew", {
-          params: { app: app.ref, domain: name as string },
-          query: { acme: values.acme },
-        });
-        out(d, `Renewed: ${describe(d)}, serial ${d.serial ?? "?"}.`);
-        return 0;
-      }
-      case "cert":
-        return certSet(ctx, rest, values, format);
-      default:
-        throw new UsageError(`unknown domain command '${sub}' (expected add, rm, renew, cert set)`, {
-          command: "domain",
-        });
-    }
-  },
-};
+interface DomainFlags {
+  app?: string;
+  cert?: string;
+  key?: string;
+  acme?: boolean;
+}
 
-async function certSet(
-  ctx: Context,
-  rest: string[],
-  values: { app?: string; cert?: string; key?: string },
-  format: string,
-): Promise<number> {
+interface Sub {
+  ctx: Context;
+  rest: string[];
+  values: DomainFlags;
+  format: "human" | "json";
+}
+
+/** One domain: its JSON, or the human line. */
+const shown = ({ ctx, format }: Sub, d: DomainView, line: string) =>
+  ctx.out(format === "json" ? json(d) : `${line}\n`);
+
+async function list({ ctx, rest, values, format }: Sub): Promise<number> {
+  takePositionals("domain", rest, 0, 0, "");
+  const app = resolveApp(values.app, ctx.cwd, "domain");
+  const all = await ctx.client().call("GET /v1/apps/:app/domains", { params: { app: app.ref } });
+  if (format === "json") ctx.out(json(all));
+  else if (all.length === 0) ctx.err("No custom domains. Add one with: pier domain add NAME\n");
+  else
+    ctx.out(
+      table(
+        ["DOMAIN", "STATE", "SOURCE", "ISSUER", "EXPIRES", "NEXT RENEWAL", "LAST ERROR"],
+        all.map((d) => [
+          d.name,
+          d.state,
+          d.source,
+          d.issuer ?? "",
+          day(d.notAfter),
+          d.nextAttemptAt ?? "",
+          d.lastError ?? "",
+        ]),
+      ),
+    );
+  return 0;
+}
+
+async function add(sub: Sub): Promise<number> {
+  const { ctx, rest, values } = sub;
+  const [name] = takePositionals("domain", rest, 1, 1, "the domain NAME: pier domain add www.example.com");
+  const app = resolveApp(values.app, ctx.cwd, "domain");
+  const d = await ctx.client().call("POST /v1/apps/:app/domains", {
+    params: { app: app.ref },
+    body: { name: name as string },
+  });
+  shown(sub, d, `Added ${d.name} to ${d.app}: ${d.url} once its certificate is obtained (see pier domain).`);
+  return 0;
+}
+
+async function remove({ ctx, rest, values }: Sub): Promise<number> {
+  const [name] = takePositionals("domain", rest, 1, 1, "the domain NAME");
+  const app = resolveApp(values.app, ctx.cwd, "domain");
+  await ctx.client().call("DELETE /v1/apps/:app/domains/:domain", {
+    params: { app: app.ref, domain: name as string },
+  });
+  ctx.out(`Removed ${name} from ${app.ref}.\n`);
+  return 0;
+}
+
+async function renew(sub: Sub): Promise<number> {
+  const { ctx, rest, values } = sub;
+  const [name] = takePositionals("domain", rest, 1, 1, "the domain NAME");
+  const app = resolveApp(values.app, ctx.cwd, "domain");
+  ctx.err(`Obtaining a new certificate for ${name}...\n`);
+  const d = await ctx.client().call("POST /v1/apps/:app/domains/:domain/renew", {
+    params: { app: app.ref, domain: name as string },
+    query: { acme: values.acme },
+  });
+  shown(sub, d, `Renewed: ${describe(d)}, serial ${d.serial ?? "?"}.`);
+  return 0;
+}
+
+async function certSet({ ctx, rest, values, format }: Sub): Promise<number> {
   const [op, ...more] = rest;
   if (op !== "set")
     throw new UsageError(`unknown domain cert command '${op ?? ""}' (expected set)`, { command: "domain" });
@@ -179,3 +161,37 @@ async function certSet(
     );
   return 0;
 }
+
+const SUBCOMMANDS: Record<string, (sub: Sub) => Promise<number>> = {
+  list,
+  add,
+  rm: remove,
+  renew,
+  cert: certSet,
+};
+
+export const domain: Command = {
+  name: "domain",
+  summary: "An app's custom domains and their HTTPS certificates: list, add, rm, renew, cert set",
+  help: USAGE,
+  async run(args, ctx) {
+    const { values, positionals } = parseFlags("domain", args, {
+      ...HELP,
+      ...APP,
+      ...FORMAT,
+      cert: { type: "string" },
+      key: { type: "string" },
+      acme: { type: "boolean" },
+    });
+    const [sub = "list", ...rest] = positionals;
+    const { format } = checkFlags(`domain ${sub}`, z.object({ format: humanJson }), {
+      format: values.format,
+    });
+    const handler = Object.hasOwn(SUBCOMMANDS, sub) ? SUBCOMMANDS[sub] : undefined;
+    if (!handler)
+      throw new UsageError(`unknown domain command '${sub}' (expected add, rm, renew, cert set)`, {
+        command: "domain",
+      });
+    return handler({ ctx, rest, values, format });
+  },
+};

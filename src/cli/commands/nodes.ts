@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { oneManagerNote } from "../../core/nodes.js";
 import { checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
-import type { Command } from "../command.js";
+import type { Command, Context } from "../command.js";
 import { UsageError } from "../errors.js";
 import { json, table } from "../output.js";
 import type { CliReplyOf } from "../schemas.js";
@@ -41,6 +41,96 @@ function describeNode(n: NodeView): string {
   return `${n.name} (${n.address}): ${n.role}${n.leader ? ", leader" : ""}, ${n.availability}, ${n.state}`;
 }
 
+interface Sub {
+  ctx: Context;
+  rest: string[];
+  format: "human" | "json";
+  manager: boolean;
+}
+
+async function list({ ctx, rest, format }: Sub): Promise<number> {
+  takePositionals("nodes", rest, 0, 0, "");
+  const all = await ctx.client().call("GET /v1/nodes");
+  if (format === "json") {
+    ctx.out(json(all));
+    return 0;
+  }
+  ctx.out(
+    table(
+      ["NAME", "ADDRESS", "ROLE", "AVAILABILITY", "STATE", "GUARDED", "INSTANCES", "LABELS"],
+      all.map((n) => [
+        n.name,
+        n.address,
+        n.leader ? `${n.role} (leader)` : n.role,
+        n.availability,
+        n.state,
+        n.guarded,
+        String(n.instances),
+        labels(n.labels),
+      ]),
+    ),
+  );
+  // Why a node is not guarded: a warning, beside the data.
+  for (const n of all)
+    if (n.guardProblem)
+      ctx.err(
+        n.guarded === "unknown"
+          ? `whether ${n.name} is guarded is unknown: ${n.guardProblem}\n`
+          : `${n.name} is not guarded: ${n.guardProblem}\n`,
+      );
+  const managers = oneManagerNote(all);
+  if (managers) ctx.err(`${managers}\n`);
+  return 0;
+}
+
+async function joinCommand({ ctx, rest, format, manager }: Sub): Promise<number> {
+  takePositionals("nodes", rest, 0, 0, "");
+  const j = await ctx.client().call("POST /v1/nodes/join-command", {
+    body: { role: manager ? "manager" : "worker" },
+  });
+  if (format === "json") {
+    ctx.out(json(j));
+    return 0;
+  }
+  ctx.err(`On the new machine (Debian's docker.io, dockerd running), to join as a ${j.role}:\n`);
+  ctx.out(`${j.command}\n`);
+  if (j.registry?.trust) {
+    ctx.err("Then, on that machine, trust Pier's registry (the nodes pull release images from it):\n");
+    ctx.out(j.registry.trust);
+  }
+  ctx.err("Keep the token secret: it lets a machine into the swarm. Check with: pier nodes\n");
+  return 0;
+}
+
+async function drain({ ctx, rest, format }: Sub): Promise<number> {
+  const [name] = takePositionals("nodes", rest, 1, 1, "the node NAME: pier nodes drain node2");
+  const n = await ctx.client().call("POST /v1/nodes/:node/drain", { params: { node: name as string } });
+  ctx.out(format === "json" ? json(n) : `Drained ${describeNode(n)}.\n`);
+  return 0;
+}
+
+async function activate({ ctx, rest, format }: Sub): Promise<number> {
+  const [name] = takePositionals("nodes", rest, 1, 1, "the node NAME: pier nodes activate node2");
+  const n = await ctx.client().call("POST /v1/nodes/:node/activate", { params: { node: name as string } });
+  if (format === "json") {
+    ctx.out(json(n));
+    return 0;
+  }
+  ctx.out(`Activated ${describeNode(n)}.\n`);
+  if (n.rebalancing.length > 0)
+    ctx.err(
+      `Spreading apps onto ${n.name}, a few at a time (PIER_REBALANCE_AT_ONCE; each a redeploy of its current release, "rebalance" in pier deployments, chosen again just before it runs); planned now: ${n.rebalancing.join(", ")}\n`,
+    );
+  return 0;
+}
+
+const SUBCOMMANDS: Record<string, (sub: Sub) => Promise<number>> = {
+  list,
+  "join-command": joinCommand,
+  drain,
+  activate,
+};
+
 export const nodes: Command = {
   name: "nodes",
   summary: "The swarm's machines: list, join-command, drain, activate",
@@ -53,83 +143,11 @@ export const nodes: Command = {
     });
     const [sub = "list", ...rest] = positionals;
     const { format } = checkFlags(`nodes ${sub}`, z.object({ format: humanJson }), { format: values.format });
-    const api = () => ctx.client();
-    switch (sub) {
-      case "list": {
-        takePositionals("nodes", rest, 0, 0, "");
-        const list = await api().call("GET /v1/nodes");
-        if (format === "json") ctx.out(json(list));
-        else {
-          ctx.out(
-            table(
-              ["NAME", "ADDRESS", "ROLE", "AVAILABILITY", "STATE", "GUARDED", "INSTANCES", "LABELS"],
-              list.map((n) => [
-                n.name,
-                n.address,
-                n.leader ? `${n.role} (leader)` : n.role,
-                n.availability,
-                n.state,
-                n.guarded,
-                String(n.instances),
-                labels(n.labels),
-              ]),
-            ),
-          );
-          // Why a node is not guarded: a warning, beside the data.
-          for (const n of list)
-            if (n.guardProblem)
-              ctx.err(
-                n.guarded === "unknown"
-                  ? `whether ${n.name} is guarded is unknown: ${n.guardProblem}\n`
-                  : `${n.name} is not guarded: ${n.guardProblem}\n`,
-              );
-          const managers = oneManagerNote(list);
-          if (managers) ctx.err(`${managers}\n`);
-        }
-        return 0;
-      }
-      case "join-command": {
-        takePositionals("nodes", rest, 0, 0, "");
-        const j = await api().call("POST /v1/nodes/join-command", {
-          body: { role: values.manager ? "manager" : "worker" },
-        });
-        if (format === "json") ctx.out(json(j));
-        else {
-          ctx.err(`On the new machine (Debian's docker.io, dockerd running), to join as a ${j.role}:\n`);
-          ctx.out(`${j.command}\n`);
-          if (j.registry?.trust) {
-            ctx.err(
-              "Then, on that machine, trust Pier's registry (the nodes pull release images from it):\n",
-            );
-            ctx.out(j.registry.trust);
-          }
-          ctx.err("Keep the token secret: it lets a machine into the swarm. Check with: pier nodes\n");
-        }
-        return 0;
-      }
-      case "drain": {
-        const [name] = takePositionals("nodes", rest, 1, 1, "the node NAME: pier nodes drain node2");
-        const n = await api().call("POST /v1/nodes/:node/drain", { params: { node: name as string } });
-        ctx.out(format === "json" ? json(n) : `Drained ${describeNode(n)}.\n`);
-        return 0;
-      }
-      case "activate": {
-        const [name] = takePositionals("nodes", rest, 1, 1, "the node NAME: pier nodes activate node2");
-        const n = await api().call("POST /v1/nodes/:node/activate", { params: { node: name as string } });
-        if (format === "json") ctx.out(json(n));
-        else {
-          ctx.out(`Activated ${describeNode(n)}.\n`);
-          if (n.rebalancing.length > 0)
-            ctx.err(
-              `Spreading apps onto ${n.name}, a few at a time (PIER_REBALANCE_AT_ONCE; each a redeploy of its current release, "rebalance" in pier deployments, chosen again just before it runs); planned now: ${n.rebalancing.join(", ")}\n`,
-            );
-        }
-        return 0;
-      }
-      default:
-        throw new UsageError(`unknown nodes command '${sub}' (expected join-command, drain, activate)`, {
-          command: "nodes",
-        });
-    }
+    const handler = Object.hasOwn(SUBCOMMANDS, sub) ? SUBCOMMANDS[sub] : undefined;
+    if (!handler)
+      throw new UsageError(`unknown nodes command '${sub}' (expected join-command, drain, activate)`, {
+        command: "nodes",
+      });
+    return handler({ ctx, rest, format, manager: values.manager === true });
   },
 };
