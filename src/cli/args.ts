@@ -52,6 +52,22 @@ export function checkFlags<S extends z.ZodType>(command: string, schema: S, valu
   );
 }
 
+/**
+ * A command's subcommand from its table (its own keys only: `toString` is no subcommand); an unknown one is
+ * a usage error that names what the command takes.
+ */
+export function subcommand<H>(
+  command: string,
+  table: Readonly<Record<string, H>>,
+  sub: string,
+  expected: string,
+): H {
+  const handler = Object.hasOwn(table, sub) ? table[sub] : undefined;
+  if (handler === undefined)
+    throw new UsageError(`unknown ${command} command '${sub}' (expected ${expected})`, { command });
+  return handler;
+}
+
 /** Between min and max positionals; `what` names the missing ones in the message. */
 export function takePositionals(
   command: string,

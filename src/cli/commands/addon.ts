@@ -8,6 +8,7 @@ import {
   HELP,
   humanJson,
   parseFlags,
+  subcommand,
   takePositionals,
 } from "../args.js";
 import type { Command, Context } from "../command.js";
@@ -219,8 +220,7 @@ export const addon: Command = {
           format: string;
         }
       ).format;
-    const handler = Object.hasOwn(SUBCOMMANDS, sub) ? SUBCOMMANDS[sub] : undefined;
-    if (!handler) throw new UsageError(`unknown addon command '${sub}'`, { command: "addon" });
+    const handler = subcommand("addon", SUBCOMMANDS, sub, "create, list, status, env, delete, backup");
     return handler({ ctx, rest, values, fmt });
   },
 };

@@ -1,6 +1,15 @@
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
-import { APP, checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
+import {
+  APP,
+  checkFlags,
+  FORMAT,
+  HELP,
+  humanJson,
+  parseFlags,
+  subcommand,
+  takePositionals,
+} from "../args.js";
 import type { Command, Context } from "../command.js";
 import { CliError, UsageError } from "../errors.js";
 import { resolveApp } from "../link-file.js";
@@ -187,11 +196,7 @@ export const domain: Command = {
     const { format } = checkFlags(`domain ${sub}`, z.object({ format: humanJson }), {
       format: values.format,
     });
-    const handler = Object.hasOwn(SUBCOMMANDS, sub) ? SUBCOMMANDS[sub] : undefined;
-    if (!handler)
-      throw new UsageError(`unknown domain command '${sub}' (expected add, rm, renew, cert set)`, {
-        command: "domain",
-      });
+    const handler = subcommand("domain", SUBCOMMANDS, sub, "add, rm, renew, cert set");
     return handler({ ctx, rest, values, format });
   },
 };

@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { oneManagerNote } from "../../core/nodes.js";
-import { checkFlags, FORMAT, HELP, humanJson, parseFlags, takePositionals } from "../args.js";
+import { checkFlags, FORMAT, HELP, humanJson, parseFlags, subcommand, takePositionals } from "../args.js";
 import type { Command, Context } from "../command.js";
-import { UsageError } from "../errors.js";
 import { json, table } from "../output.js";
 import type { CliReplyOf } from "../schemas.js";
 
@@ -143,11 +142,7 @@ export const nodes: Command = {
     });
     const [sub = "list", ...rest] = positionals;
     const { format } = checkFlags(`nodes ${sub}`, z.object({ format: humanJson }), { format: values.format });
-    const handler = Object.hasOwn(SUBCOMMANDS, sub) ? SUBCOMMANDS[sub] : undefined;
-    if (!handler)
-      throw new UsageError(`unknown nodes command '${sub}' (expected join-command, drain, activate)`, {
-        command: "nodes",
-      });
+    const handler = subcommand("nodes", SUBCOMMANDS, sub, "join-command, drain, activate");
     return handler({ ctx, rest, format, manager: values.manager === true });
   },
 };

@@ -10,6 +10,7 @@ import {
   humanJson,
   parseFlags,
   splitCommand,
+  subcommand,
   timeFlag,
 } from "../../../src/cli/args.js";
 import type { ApiClient } from "../../../src/cli/client.js";
@@ -191,5 +192,22 @@ describe("run: usage errors exit 2 without a server", () => {
     const r = await pier(["logs", "--app", "web", "--deployment", "latest", "--tail", "5"]);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /--tail apply to runtime logs/);
+  });
+});
+
+describe("subcommand: a command's table of subcommands", () => {
+  const table = { list: "L", "join-command": "J" };
+  test("a known one is its handler", () => {
+    assert.equal(subcommand("nodes", table, "join-command", "join-command"), "J");
+  });
+  test("an unknown one, or a name every object has, is a usage error naming it, the command and what it takes", () => {
+    for (const sub of ["frob", "toString", "__proto__"]) {
+      assert.throws(
+        () => subcommand("nodes", table, sub, "join-command"),
+        (e: unknown) =>
+          e instanceof UsageError &&
+          e.message.includes(`unknown nodes command '${sub}' (expected join-command)`),
+      );
+    }
   });
 });
