@@ -294,6 +294,19 @@ describe("commands", () => {
     assert.match(r.stdout, /ci +app web, read-only +2026/);
   });
 
+  test("an unknown subcommand of nodes, domain or addon is a usage error naming what it takes; nothing is sent", async () => {
+    for (const [command, takes] of [
+      ["nodes", "join-command, drain, activate"],
+      ["domain", "add, rm, renew, cert set"],
+      ["addon", "create, list, status, env, delete, backup"],
+    ]) {
+      const r = await pier([command as string, "frob"], {});
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, new RegExp(`unknown ${command} command 'frob' \\(expected ${takes}\\)`));
+      assert.deepEqual(r.sent, []);
+    }
+  });
+
   test("nodes: GUARDED per node; why a node is not guarded on stderr, not in the table", async () => {
     const node = (name: string, guarded: string, guardProblem: string | null) => ({
       id: `id-${name}`,
