@@ -27,13 +27,19 @@ interface LogSetters {
   setError: (e: string | null) => void;
 }
 
-/** Follows a running deployment's log until its end event; lines come in bursts (a build's output): one render per 100 ms. */
+/**
+ * Follows a running deployment's log until its end event. Lines come in bursts (a build's output): one
+ * render per 100 ms.
+ */
 async function followLive(app: string, id: string, signal: AbortSignal, to: LogSetters): Promise<void> {
   const buffered: string[] = [];
   let flush: ReturnType<typeof setTimeout> | null = null;
-  const flushNow = () => {
+  const cancelFlush = () => {
     if (flush) clearTimeout(flush);
     flush = null;
+  };
+  const flushNow = () => {
+    cancelFlush();
     const batch = buffered.splice(0);
     if (batch.length) to.setLines((l) => [...l, ...batch]);
   };
@@ -43,8 +49,7 @@ async function followLive(app: string, id: string, signal: AbortSignal, to: LogS
     signal,
     {
       reset: () => {
-        if (flush) clearTimeout(flush);
-        flush = null;
+        cancelFlush();
         buffered.length = 0;
         to.setLines(() => []);
       },

@@ -16,6 +16,27 @@ import type {
 } from "../core/ports.js";
 import type { Networks } from "./networks.js";
 
+/**
+ * Runs `start` on each item as the engine's starts are best made: all together where each waits on a
+ * scheduler and a node (a swarm: ADR 0030), else one after the other (the first failure ends the run).
+ * Together, a failure is thrown once every start under way has ended. The results are in the items' order.
+ */
+export async function startEach<T, R>(
+  engine: Pick<ReleaseInstances, "startsTogether">,
+  items: readonly T[],
+  start: (item: T) => Promise<R>,
+): Promise<R[]> {
+  if (!engine.startsTogether) {
+    const out: R[] = [];
+    for (const item of items) out.push(await start(item));
+    return out;
+  }
+  const all = await Promise.allSettled(items.map(start));
+  const failed = all.find((x) => x.status === "rejected");
+  if (failed) throw failed.reason;
+  return all.flatMap((x) => (x.status === "fulfilled" ? [x.value] : []));
+}
+
 export const appNetworkName = (appId: string, ipv6Subnet: string | null) =>
   ipv6Subnet ? `pier-${appId}-v6-${Buffer.from(ipv6Subnet).toString("hex").slice(0, 16)}` : `pier-${appId}`;
 
@@ -143,15 +164,11 @@ export class Instances {
     };
     try {
       await this.deps.networks.ensure(network, r.appId, r.ipv6Subnet);
-      const numbers = Array.from({ length: r.instances }, (_, n) => n);
-      if (!this.deps.engine.startsTogether) {
-        for (const n of numbers) await run(n);
-        return started;
-      }
-      const all = await Promise.allSettled(numbers.map(run));
-      const failed = all.find((x) => x.status === "rejected");
-      if (failed) throw failed.reason;
-      return all.flatMap((x) => (x.status === "fulfilled" ? [x.value] : []));
+      return await startEach(
+        this.deps.engine,
+        Array.from({ length: r.instances }, (_, n) => n),
+        run,
+      );
     } catch (e) {
       await this.remove(started);
       throw e;

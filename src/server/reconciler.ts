@@ -9,7 +9,7 @@ import type {
   Store,
 } from "../core/ports.js";
 import type { Deployer } from "./deployer.js";
-import type { Instances } from "./instances.js";
+import { type Instances, startEach } from "./instances.js";
 import type { Networks } from "./networks.js";
 
 /** Runs `work` on every item, at most `limit` at a time. */
@@ -33,9 +33,8 @@ const byApp = <T extends { labels: Record<string, string> }>(list: readonly T[])
 };
 
 /**
- * Starts the stopped ones of an app's serving instances (the engine starts a stopped slot first): together
- * where the engine's starts each wait on a scheduler and a node (a swarm bringing its tasks back), else one
- * after the other, as a deploy starts them.
+ * Starts the stopped ones of an app's serving instances (the engine starts a stopped slot first), together
+ * or one after the other as a deploy starts them (`startEach`); a failed start is logged, the others go on.
  */
 async function startStopped(
   engine: ReleaseInstances,
@@ -47,9 +46,11 @@ async function startStopped(
     logger.info({ appId, instance: i.id }, "starting a stopped instance");
     return engine.startInstance(i.id).catch((err) => logger.warn({ err, instance: i.id }, "could not start"));
   };
-  const stopped = serving.filter((i) => !i.running);
-  if (engine.startsTogether) await Promise.all(stopped.map(start));
-  else for (const i of stopped) await start(i);
+  await startEach(
+    engine,
+    serving.filter((i) => !i.running),
+    start,
+  );
 }
 
 /** An app as the store and the engine's one list show it: its current release, and what of it serves. */
