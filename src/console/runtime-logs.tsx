@@ -8,18 +8,13 @@ import { Badge, ErrorLine, Section, when } from "./ui.js";
 const MAX_LINES = 2000;
 
 /**
- * The app's runtime log, followed: the last lines, then each new one. Followed afresh when the instances
- * change (a new release has new instances, an instance the engine restarted after a crash replays its new
- * lines), since the stream follows the instances serving when it starts.
+ * The app's runtime log, followed: the last lines, then each new one. The server's stream follows the app,
+ * not the instances of the moment: a new release's instances and one the engine restarted join it.
  */
-function useFollowedLog(status: Status) {
-  const name = status.app.name;
+function useFollowedLog(name: string) {
   const [lines, setLines] = useState<string[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [live, setLive] = useState(false);
-  const release = status.release?.id ?? "none";
-  const running = status.instances.filter((i) => i.state === "running").length;
-  const restarts = status.instances.reduce((n, i) => n + i.restarts, 0);
   useEffect(() => {
     const ac = new AbortController();
     setError(null);
@@ -46,7 +41,7 @@ function useFollowedLog(status: Status) {
       ac.abort();
       setLines([]);
     };
-  }, [name, release, running, restarts]);
+  }, [name]);
   return { lines, error, live };
 }
 
@@ -88,7 +83,7 @@ function InstancesTable({ status }: { status: Status }) {
 }
 
 export function RuntimeLogs({ status }: { status: Status }) {
-  const { lines, error, live } = useFollowedLog(status);
+  const { lines, error, live } = useFollowedLog(status.app.name);
   const pre = useRef<HTMLPreElement>(null);
   // Kept at the end while the reader is there; left where it is when they scrolled up.
   useEffect(() => {

@@ -7,19 +7,17 @@ import { instanceNumber, LABEL } from "../core/labels.js";
 import { smallerFlavor } from "../core/limits.js";
 import { type App, type Deployment, type Flavor, parseReleaseNumber, type Runtime } from "../core/model.js";
 import { appNameProblem } from "../core/names.js";
-import type { Engine, InstanceLogLine, ReleaseRegistry, Store } from "../core/ports.js";
+import type { Engine, ReleaseRegistry, Store } from "../core/ports.js";
 import { appListStatuses } from "./app-list.js";
 import { type Deployer, newId } from "./deployer.js";
 import { forgetReleases } from "./forget-releases.js";
 import type { Instances } from "./instances.js";
 import type { AppLimits } from "./limits.js";
+import { followAppLogs, type InstanceStarts, type RuntimeLogLine } from "./log-follow.js";
 import { parsePrivateKey, type SshPrivateKeyInfo } from "./ssh-keys.js";
 
+export type { RuntimeLogLine } from "./log-follow.js";
 export { parsePrivateKey, parsePublicKey, type SshPrivateKeyInfo } from "./ssh-keys.js";
-
-export interface RuntimeLogLine extends InstanceLogLine {
-  instance: number;
-}
 
 const SSH_PRIVATE_KEY = "ssh_private_key";
 
@@ -38,6 +36,8 @@ export class AppService {
       stopGraceMs: number;
       /** Each app's ceiling (ADR 0022): checked before its size changes. */
       limits: AppLimits;
+      /** Tells the followers of an app's log that it is deleted (server/log-follow.ts). */
+      starts: InstanceStarts;
       /** PIER_DOMAIN: apps answer at <name>.<domain>. */
       domain: string;
       /** PIER_BUILD_NETWORK, or null (the app's network): where the app's build slot sits. */
@@ -270,6 +270,7 @@ export class AppService {
       await this.deps.instances.transition(app.id, null, () => this.deps.store.deleteApp(app.id));
       return listed;
     });
+    this.deps.starts.gone(app.id);
     const { engine } = this.deps;
     const steps: [string, () => Promise<unknown>][] = [
       ["edge", () => this.deps.instances.refreshEdge(app.id)],
@@ -359,32 +360,14 @@ export class AppService {
     return o.tail !== undefined ? out.slice(-o.tail) : out;
   }
 
-  /**
-   * Follows the logs of the instances serving now. A promise `onLine` returns pauses that instance's log
-   * until it settles (the follower's backpressure: a follower that reads nothing holds nothing in Pier).
-   */
-  async followRuntimeLogs(
+  /** The app's runtime log followed until `signal` aborts or the app is deleted (server/log-follow.ts). */
+  followRuntimeLogs(
     app: App,
     o: { since?: Date; tail?: number },
     onLine: (l: RuntimeLogLine) => void | Promise<void>,
     signal: AbortSignal,
   ): Promise<void> {
-    const release = await this.deps.store.currentRelease(app.id);
-    const serving = (await this.deps.instances.list(app.id)).filter(
-      (i) => !release || i.labels[LABEL.deployment] === release.deploymentId,
-    );
-    await Promise.all(
-      serving.map((i) =>
-        this.deps.engine
-          .logs(
-            i.id,
-            { ...o, follow: true },
-            (l) => onLine({ ...l, instance: instanceNumber(i.labels) }),
-            signal,
-          )
-          .catch(goneMeanwhile),
-      ),
-    );
+    return followAppLogs(this.deps, app.id, o, onLine, signal);
   }
 
   /** The app's private SSH key for builds (section 5.2), stored encrypted; the next deploy uses it. */

@@ -6,11 +6,14 @@ import type { Logger } from "pino";
 import { instanceNumber, isBuildContainer, LABEL } from "../core/labels.js";
 import type { Engine, EngineEvent, Store } from "../core/ports.js";
 import type { Instances } from "./instances.js";
+import type { InstanceStarts } from "./log-follow.js";
 
 export interface EngineLoopDeps {
   engine: Pick<Engine, "events" | "ping">;
   store: Pick<Store, "recordExit">;
   instances: Pick<Instances, "rejoin" | "rejoinAll" | "refreshEdge">;
+  /** Told of each instance's start, and of the engine's return: the followers of runtime logs. */
+  starts: Pick<InstanceStarts, "started" | "startedAll">;
   /** The reconciler over every app (src/server/reconciler.ts). */
   reconcileAll: () => Promise<void>;
   logger: Logger;
@@ -83,7 +86,15 @@ export async function afterEngineReturn(deps: EngineLoopDeps): Promise<void> {
   const rejoined = await instances.rejoinAll().catch(() => new Map<string, number>());
   for (const [appId, n] of rejoined)
     if (n > 0) logger.info({ appId, instances: n }, "instances rejoined their restarted sandbox");
+  // Every followed log ended with the engine: each follower looks for what runs now.
+  deps.starts.startedAll();
   logger.info("engine back: reconciled");
+}
+
+/** An instance's start, whoever made it (a deploy, the recovery, the engine): its app's log followers follow it. */
+export function tellFollowers(starts: Pick<InstanceStarts, "started">, e: EngineEvent): void {
+  const appId = e.labels[LABEL.app];
+  if (e.type === "start" && !e.slot && appId && !isBuildContainer(e.labels)) starts.started(appId);
 }
 
 /** A task the engine placed again at a new address, or an instance lost with its node: not Pier's doing. */
@@ -106,6 +117,7 @@ export function startEngineLoop(deps: EngineLoopDeps): { stop(): void } {
   const { signal } = events;
   let recovering: Promise<void> | null = null;
   const handle = (e: EngineEvent) => {
+    tellFollowers(deps.starts, e);
     if (recovering && !byEngineAlone(e)) return;
     void onEngineEvent(deps, e);
   };

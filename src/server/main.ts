@@ -149,7 +149,7 @@ async function reconciledEnough(
  */
 async function startRecovery(b: Base, s: Services, a: AppServices): Promise<{ stop(): void }> {
   const { config, logger, store, engine, networks, edge } = b;
-  const { instances, addons, domains } = s;
+  const { instances, addons, domains, starts } = s;
   await a.deployer.recover();
   const reconcileAll = (onRouted?: () => void) =>
     reconcile({
@@ -177,7 +177,7 @@ async function startRecovery(b: Base, s: Services, a: AppServices): Promise<{ st
   edge.watch(1000, () => instances.refreshEdge());
   // Certificates: those missing on the edge installed, then every due issue or renewal (and every minute).
   domains.start();
-  const events = startEngineLoop({ engine, store, instances, reconcileAll, logger });
+  const events = startEngineLoop({ engine, store, instances, starts, reconcileAll, logger });
   // The rebalancer's first look counts the instances once the start's reconcile brought them back.
   let rebalance: { stop(): void } | undefined;
   let stopped = false;

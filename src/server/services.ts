@@ -19,6 +19,7 @@ import type { SwarmFacts } from "./engine-connect.js";
 import { hostKey, hostPublicKey } from "./git-ssh.js";
 import { Instances } from "./instances.js";
 import { AppLimits } from "./limits.js";
+import { InstanceStarts } from "./log-follow.js";
 import type { Networks } from "./networks.js";
 import { Rebalancer } from "./rebalancer.js";
 import { DockerRuntime } from "./runtimes/docker.js";
@@ -84,7 +85,9 @@ export function createServices(b: Base) {
     backupDays: config.backupDays,
   });
   const logs = new DeployLogs(store, undefined, (appId) => addons.linkedVariables(appId));
-  return { instances, domains, addons, logs };
+  // The engine's events tell the followers of an app's runtime log of its instances' starts.
+  const starts = new InstanceStarts();
+  return { instances, domains, addons, logs, starts };
 }
 export type Services = ReturnType<typeof createServices>;
 
@@ -156,6 +159,7 @@ export function createAppServices(b: Base, s: Services, r: Runtimes) {
     limits,
     deployer,
     instances: s.instances,
+    starts: s.starts,
     logger: logger.child({ part: "apps" }),
     repoDir: repoDirOf(config),
     gitUrl: (id) => `git+ssh://git@${config.gitHost}${portSuffix(config.ssh.port, 22)}/${id}.git`,

@@ -233,7 +233,7 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
     assert.match(human.stdout, /\[\d\] /);
   });
 
-  test("logs -f streams new lines as they come; scale --flavor sets the instances' memory limit", async () => {
+  test("logs -f streams new lines as they come, across a redeploy and a crash; scale --flavor sets the memory limit", async () => {
     const { spawn } = await import("node:child_process");
     const { ROOT, run } = await import("./harness.js");
     const follower = spawn(
@@ -245,37 +245,62 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
       },
     );
     let streamed = "";
+    let stderr = "";
     follower.stdout.on("data", (c: Buffer) => {
       streamed += c.toString();
     });
+    follower.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString();
+    });
+    const said = async (word: string) => {
+      await pier.get("web", `/say/${word}`);
+      for (let i = 0; i < 50 && !streamed.includes(`said ${word}`); i++)
+        await new Promise((r) => setTimeout(r, 200));
+      assert.match(streamed, new RegExp(`said ${word}`), `${word}: a new line arrives while following`);
+    };
     try {
       await new Promise((r) => setTimeout(r, 1000));
       assert.doesNotMatch(streamed, /listening on 8080/, "--tail 0: no old lines");
-      await pier.get("web", "/say/hello-stream");
-      for (let i = 0; i < 50 && !streamed.includes("hello-stream"); i++)
-        await new Promise((r) => setTimeout(r, 200));
-      assert.match(streamed, /said hello-stream/, "a new line arrives while following");
+      await said("hello-stream");
       const line = JSON.parse(streamed.split("\n").find((l) => l.includes("hello-stream")) ?? "{}") as {
         instance?: number;
         at?: string;
       };
       assert.equal(typeof line.instance, "number");
       assert.ok(line.at);
+
+      // A redeploy (new instances) does not end the follow: the new release's lines come on the same stream.
+      const scaled = await pier.cli(["scale", "--flavor", "S", "--instances", "1", "--app", "web"]);
+      assert.equal(scaled.code, 0, scaled.stderr);
+      await said("after-scale");
+      assert.match(streamed, /listening on 8080/, "the new instance's boot is followed from its start");
+      const status = await pier.cliJson<{ instances: { id: string }[] }>(["status", "--app", "web"]);
+      const mem = await run([
+        "/usr/bin/docker",
+        "inspect",
+        "-f",
+        "{{.HostConfig.Memory}}",
+        status.instances[0]!.id,
+      ]);
+      assert.equal(mem.stdout.trim(), String(2048 * 2 ** 20));
+
+      // The engine restarts a crashed instance (the same container): its new run's lines come too, once.
+      await pier.get("web", "/crash").catch(() => undefined);
+      let up = false;
+      for (let i = 0; i < 50 && !up; i++) {
+        up = (await pier.get("web").catch(() => ({ status: 0 }))).status === 200;
+        if (!up) await new Promise((r) => setTimeout(r, 200));
+      }
+      assert.ok(up, "the crashed instance is back");
+      await said("after-crash");
+      assert.equal(follower.exitCode, null, `the follow goes on: ${stderr}`);
+      for (const word of ["hello-stream", "after-scale", "after-crash"]) {
+        const times = streamed.split("\n").filter((l) => l.includes(`said ${word}`)).length;
+        assert.equal(times, 1, `"said ${word}" once, not replayed by a follow again`);
+      }
     } finally {
       follower.kill();
     }
-
-    const scaled = await pier.cli(["scale", "--flavor", "S", "--instances", "1", "--app", "web"]);
-    assert.equal(scaled.code, 0, scaled.stderr);
-    const status = await pier.cliJson<{ instances: { id: string }[] }>(["status", "--app", "web"]);
-    const mem = await run([
-      "/usr/bin/docker",
-      "inspect",
-      "-f",
-      "{{.HostConfig.Memory}}",
-      status.instances[0]!.id,
-    ]);
-    assert.equal(mem.stdout.trim(), String(2048 * 2 ** 20));
     assert.equal((await pier.get("web")).status, 200);
   });
 

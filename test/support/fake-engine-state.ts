@@ -119,6 +119,11 @@ export abstract class FakeEngineState {
     const lines = this.logLines.get(id) ?? [];
     lines.push({ at: new Date().toISOString(), stream, line });
     this.logLines.set(id, lines);
+    this.wakeFollowers();
+  }
+
+  /** The followed logs look again: a new line, or their instance's end. */
+  protected wakeFollowers(): void {
     const waiting = [...this.logWaiters];
     this.logWaiters.clear();
     for (const w of waiting) w();
@@ -134,6 +139,7 @@ export abstract class FakeEngineState {
     const i = this.container(id);
     if (!i?.running) return;
     Object.assign(i, { running: false, state: "exited", exitCode: code });
+    this.wakeFollowers();
     this.emit("die", i, code);
   }
 

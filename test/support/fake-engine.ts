@@ -412,7 +412,8 @@ export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
     const first = all.filter(inRange);
     let sent = all.length;
     for (const l of opts.tail !== undefined ? first.slice(-opts.tail) : first) await onLine(l);
-    while (opts.follow && !signal.aborted) {
+    // As on dockerd, a followed log ends once its instance stops or is removed.
+    while (opts.follow && !signal.aborted && this.container(id)?.running) {
       await new Promise<void>((resolve) => {
         this.logWaiters.add(resolve);
         signal.addEventListener("abort", () => resolve(), { once: true });

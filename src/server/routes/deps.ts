@@ -30,6 +30,8 @@ export interface ApiDeps {
     sshPort: number;
     gitHost: string;
   };
+  /** How often a followed stream sends a comment while it is quiet (20 s; shorter in tests). */
+  keepAliveMs?: number;
   /** PIER_API_MAX_BODY. */
   maxBodyBytes: number;
   /**

@@ -16,6 +16,7 @@ import type { AppService } from "../../../src/server/apps.js";
 import { DeployLogs } from "../../../src/server/deploy-logs.js";
 import type { Deployer } from "../../../src/server/deployer.js";
 import { DomainService } from "../../../src/server/domains.js";
+import { tellFollowers } from "../../../src/server/engine-loop.js";
 import { Instances } from "../../../src/server/instances.js";
 import { AppLimits } from "../../../src/server/limits.js";
 import { Networks } from "../../../src/server/networks.js";
@@ -73,6 +74,8 @@ export async function apiOverFakes(
     nodeVersions?: ApiDeps["nodeVersions"];
     /** The swarm's nodes (a FakeNodes by default); null: one dockerd, the nodes' routes answer NO_SWARM. */
     nodes?: FakeNodes | null;
+    /** How often a quiet followed stream says it is alive (the server's 20 s by default). */
+    keepAliveMs?: number;
   } = {},
 ): Promise<ApiOverFakes> {
   const dir = mkdtempSync(join(tmpdir(), "pier-api-"));
@@ -109,7 +112,7 @@ export async function apiOverFakes(
       return builtImage(engine, `pier-app/${ctx.app.id}:${ctx.deployment.id}`);
     },
   };
-  const { deployer, apps } = deployServices({
+  const { deployer, apps, starts } = deployServices({
     store,
     engine,
     instances,
@@ -159,7 +162,10 @@ export async function apiOverFakes(
     },
     maxBodyBytes: o.maxBodyBytes ?? 2 ** 20,
     checkAnswers: o.checkAnswers ?? true,
+    ...(o.keepAliveMs ? { keepAliveMs: o.keepAliveMs } : {}),
   };
+  // The engine's starts reach the followers of runtime logs, as the engine loop has them do (main.ts).
+  void engine.events((e) => tellFollowers(starts, e), new AbortController().signal);
   const api = createApi(deps);
   return {
     api,

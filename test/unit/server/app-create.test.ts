@@ -13,6 +13,7 @@ import { PierError } from "../../../src/core/errors.js";
 import { AppService } from "../../../src/server/apps.js";
 import type { Deployer } from "../../../src/server/deployer.js";
 import { AppLimits } from "../../../src/server/limits.js";
+import { InstanceStarts } from "../../../src/server/log-follow.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 import { fakeInstances } from "./fakes.js";
 
@@ -33,6 +34,7 @@ describe("AppService.create and PIER_DOMAIN", () => {
     limits: new AppLimits({ store, defaults: { maxFlavor: "XL", maxInstances: 20, maxMemoryMiB: 2 ** 20 } }),
     deployer: {} as Deployer,
     instances,
+    starts: new InstanceStarts(),
     logger: pino({ level: "silent" }),
     repoDir: (id) => join(dir, `${id}.git`),
     gitUrl: (id) => `git+ssh://git@${domain}/${id}.git`,

@@ -7,6 +7,7 @@ import { LABEL } from "../../../src/core/labels.js";
 import { AppService } from "../../../src/server/apps.js";
 import type { Deployer } from "../../../src/server/deployer.js";
 import { AppLimits } from "../../../src/server/limits.js";
+import { InstanceStarts } from "../../../src/server/log-follow.js";
 import { newApp } from "../../conformance/store.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 import { MemoryStore } from "../../support/memory-store.js";
@@ -22,6 +23,7 @@ async function setUp() {
     limits: new AppLimits({ store, defaults: { maxFlavor: "XL", maxInstances: 20, maxMemoryMiB: 2 ** 20 } }),
     deployer: {} as Deployer,
     instances,
+    starts: new InstanceStarts(),
     logger: pino({ level: "silent" }),
     repoDir: (id) => `/nonexistent/${id}.git`,
     gitUrl: (id) => `git+ssh://git@localhost/${id}.git`,

@@ -22,6 +22,8 @@ function deps(script: {
     mostReconciling: 0,
     pings: 0,
     streams: 0,
+    started: [] as string[],
+    startedAll: 0,
   };
   let pingFails = script.pingFails ?? 0;
   const d: EngineLoopDeps = {
@@ -50,6 +52,10 @@ function deps(script: {
         return all;
       },
       refreshEdge: async (appId) => void seen.refreshed.push(appId),
+    },
+    starts: {
+      started: (appId) => void seen.started.push(appId),
+      startedAll: () => void seen.startedAll++,
     },
     reconcileAll: async () => {
       seen.reconciles++;
@@ -154,6 +160,22 @@ describe("when the engine's stream ends (dockerd restarted)", () => {
     assert.equal(seen.reconciles, 1);
     assert.deepEqual(seen.rejoined, ["a/*"]);
     assert.equal(seen.streams, 2, "follows the new stream");
+  });
+
+  test("the followers of runtime logs are told of each instance's start, and to look again once the engine is back", async () => {
+    const starts = [
+      event("start", { "pier.app": "a", "pier.instance": "1" }),
+      event("start", { "pier.app": "b", "pier.role": "sandbox" }, null, true),
+      event("start", { "pier.app": "c", "pier.role": "build" }),
+      event("die", { "pier.app": "d", "pier.instance": "1" }, 0),
+      event("start", {}),
+    ];
+    const { d, seen } = deps({ streams: [starts] });
+    const loop = startEngineLoop(d);
+    for (let i = 0; i < 200 && seen.streams < 2; i++) await new Promise((r) => setTimeout(r, 5));
+    loop.stop();
+    assert.deepEqual(seen.started, ["a"], "an instance's start only: not a slot's, a build's, a death");
+    assert.equal(seen.startedAll, 1, "after the recovery");
   });
 
   test("a stopped loop neither reconciles nor follows again", async () => {

@@ -12,6 +12,7 @@ import { DeployLogs } from "../../../src/server/deploy-logs.js";
 import { Deployer } from "../../../src/server/deployer.js";
 import { Instances } from "../../../src/server/instances.js";
 import { AppLimits } from "../../../src/server/limits.js";
+import { InstanceStarts } from "../../../src/server/log-follow.js";
 import type { Runtime } from "../../../src/server/runtimes/runtime.js";
 import { FakeEdge } from "../../support/fake-edge.js";
 import { FakeEngine } from "../../support/fake-engine.js";
@@ -59,7 +60,7 @@ export function deployServices(d: {
   logger: Logger;
   /** Default: no limit in the way. */
   limits?: AppLimits;
-}): { deployer: Deployer; apps: AppService } {
+}): { deployer: Deployer; apps: AppService; starts: InstanceStarts } {
   const { store, instances, logger, repo } = d;
   const { engine } = d;
   const limits =
@@ -83,12 +84,14 @@ export function deployServices(d: {
     listenTimeoutMs: 5_000,
     stopGraceMs: 10,
   });
+  const starts = new InstanceStarts();
   const apps = new AppService({
     store,
     limits,
     engine,
     deployer,
     instances,
+    starts,
     logger,
     repoDir: () => repo,
     gitUrl: (id) => `git+ssh://git@localhost/${id}.git`,
@@ -97,7 +100,7 @@ export function deployServices(d: {
     domain: "localhost",
     buildNetwork: null,
   });
-  return { deployer, apps };
+  return { deployer, apps, starts };
 }
 
 /** An HTTP server on loopback: 500 on /bad, else 200. */

@@ -1,0 +1,183 @@
+// A followed runtime log (`pier logs -f`, the console) lasts as long as its reader: it follows the app, not
+// the instances that served when it began. An instance that starts later (a deploy's, a scale's, one the
+// engine restarted after a crash or placed on another node) is followed from its start; one that ends
+// leaves the stream, which goes on until the reader goes or the app is deleted (ADR 0031).
+import type { Logger } from "pino";
+import { PierError } from "../core/errors.js";
+import { instanceNumber, LABEL } from "../core/labels.js";
+import type { Engine, InstanceInfo, InstanceLogLine, Store } from "../core/ports.js";
+import type { Instances } from "./instances.js";
+
+/** A line of an instance's log, with the instance's number in its app. */
+export interface RuntimeLogLine extends InstanceLogLine {
+  instance: number;
+}
+
+type Change = "started" | "gone";
+
+/**
+ * Who is told when an app's instances start (the engine's events) or the app is deleted: the followers of its
+ * log. Costs nothing while no one follows; one engine list per follower when an instance of its app starts.
+ */
+export class InstanceStarts {
+  private readonly listeners = new Map<string, Set<(c: Change) => void>>();
+
+  /** `listener` is called on each start of one of the app's instances, and once the app is deleted. */
+  on(appId: string, listener: (c: Change) => void): () => void {
+    const set = this.listeners.get(appId) ?? new Set();
+    set.add(listener);
+    this.listeners.set(appId, set);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.listeners.get(appId) === set) this.listeners.delete(appId);
+    };
+  }
+
+  started(appId: string): void {
+    for (const l of this.listeners.get(appId) ?? []) l("started");
+  }
+
+  /** The engine came back after it went away: every follower looks again. */
+  startedAll(): void {
+    for (const appId of [...this.listeners.keys()]) this.started(appId);
+  }
+
+  gone(appId: string): void {
+    for (const l of this.listeners.get(appId) ?? []) l("gone");
+  }
+}
+
+export interface LogFollowDeps {
+  engine: Pick<Engine, "logs">;
+  instances: Pick<Instances, "list">;
+  store: Pick<Store, "currentRelease">;
+  starts: InstanceStarts;
+  logger: Logger;
+}
+
+/** A time of the engine's (RFC 3339, any number of fraction digits) that sorts as text. */
+export function timeKey(at: string): string {
+  const m = /^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?(.*)$/.exec(at);
+  return m ? `${m[1]}.${(m[2] ?? "").padEnd(9, "0").slice(0, 9)}${m[3]}` : at;
+}
+
+/**
+ * Follows the app's runtime log until `signal` aborts or the app is deleted: first the instances serving
+ * now (and any other that runs, a deploy's new ones), with `o`'s range, then each instance as it starts.
+ * An instance followed again after it ended (the engine restarted it) goes on after its last line sent,
+ * never repeating one. A promise `onLine` returns pauses that instance's log until it settles.
+ */
+export async function followAppLogs(
+  deps: LogFollowDeps,
+  appId: string,
+  o: { since?: Date; tail?: number },
+  onLine: (l: RuntimeLogLine) => void | Promise<void>,
+  signal: AbortSignal,
+): Promise<void> {
+  const end = new AbortController();
+  const stop = () => end.abort();
+  signal.addEventListener("abort", stop, { once: true });
+  const f = new Follower(deps, onLine, end.signal);
+  let looking = Promise.resolve();
+  let queued = false;
+  const lookAgain = () => {
+    if (queued) return;
+    queued = true;
+    looking = looking.then(async () => {
+      queued = false;
+      if (!end.signal.aborted) await f.look(await deps.instances.list(appId)).catch(f.warn);
+    });
+  };
+  const off = deps.starts.on(appId, (c) => (c === "gone" ? stop() : lookAgain()));
+  try {
+    if (!signal.aborted) await f.first(appId, o);
+    await new Promise<void>((resolve) => {
+      if (end.signal.aborted) resolve();
+      end.signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+  } finally {
+    off();
+    signal.removeEventListener("abort", stop);
+    end.abort();
+    await looking;
+    await f.ended();
+  }
+}
+
+/** Where a log was read to: the time of the last line sent, and how many lines sent had that time. */
+interface Mark {
+  key: string;
+  n: number;
+}
+
+/** The instances being followed, and the last line sent of each. */
+class Follower {
+  private readonly following = new Map<string, Promise<void>>();
+  private readonly last = new Map<string, Mark>();
+
+  constructor(
+    private readonly deps: LogFollowDeps,
+    private readonly onLine: (l: RuntimeLogLine) => void | Promise<void>,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  readonly warn = (err: unknown) => {
+    if (!this.signal.aborted) this.deps.logger.warn({ err }, "a followed runtime log could not look again");
+  };
+
+  /** The serving release's instances and any other that runs, each with the range asked for. */
+  async first(appId: string, o: { since?: Date; tail?: number }): Promise<void> {
+    const release = await this.deps.store.currentRelease(appId);
+    for (const i of await this.deps.instances.list(appId)) {
+      if (!release || i.running || i.labels[LABEL.deployment] === release.deploymentId) this.follow(i, o);
+    }
+  }
+
+  /** Each running instance not followed now: after its last line sent, or from its start. */
+  async look(listed: readonly InstanceInfo[]): Promise<void> {
+    for (const i of listed) {
+      if (!i.running || this.following.has(i.id) || this.signal.aborted) continue;
+      const after = this.last.get(i.id);
+      if (after !== undefined) this.follow(i, { since: new Date(after.key) });
+      // Not followed since it started: from its start (lines before it are an earlier run's).
+      else if (i.startedAt) this.follow(i, { since: new Date(i.startedAt) }, timeKey(i.startedAt));
+      else this.follow(i, {});
+    }
+  }
+
+  /** Follows `i`'s log in `range`, from `from` (a time key) on, after the last line sent of it. */
+  private follow(i: InstanceInfo, range: { since?: Date; tail?: number }, from?: string): void {
+    const instance = instanceNumber(i.labels);
+    const after = this.last.get(i.id);
+    let atMark = 0;
+    const reading = this.deps.engine
+      .logs(
+        i.id,
+        { ...range, follow: true },
+        (l) => {
+          const key = timeKey(l.at);
+          // The engine's `since` is in whole seconds: what was sent before comes again, and is skipped
+          // (lines can share a time: as many at the mark's as were sent).
+          if (after && (key < after.key || (key === after.key && atMark++ < after.n))) return;
+          if (from !== undefined && key < from) return;
+          const was = this.last.get(i.id);
+          this.last.set(i.id, { key, n: was?.key === key ? was.n + 1 : 1 });
+          return this.onLine({ ...l, instance });
+        },
+        this.signal,
+      )
+      .catch((err) => {
+        // Removed meanwhile (a deploy retired it), or the engine went away: it is followed again if it runs.
+        if (!(err instanceof PierError && err.code === "NOT_FOUND") && !this.signal.aborted)
+          this.deps.logger.debug({ err, instance }, "a followed instance's log ended with an error");
+      })
+      .finally(() => {
+        if (this.following.get(i.id) === reading) this.following.delete(i.id);
+      });
+    this.following.set(i.id, reading);
+  }
+
+  async ended(): Promise<void> {
+    await Promise.all(this.following.values());
+  }
+}

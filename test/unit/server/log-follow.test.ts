@@ -1,0 +1,144 @@
+// A followed runtime log follows the app: instances that start later join it, a restarted one goes on after
+// its last line, and it ends only when its reader goes or the app is deleted.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import pino from "pino";
+import { LABEL } from "../../../src/core/labels.js";
+import { followAppLogs, InstanceStarts, timeKey } from "../../../src/server/log-follow.js";
+import { FakeEngine } from "../../support/fake-engine.js";
+import { MemoryStore } from "../../support/memory-store.js";
+import { fakeInstances } from "./fakes.js";
+
+const APP = "app-1";
+
+function setUp() {
+  const engine = new FakeEngine();
+  const store = new MemoryStore();
+  const starts = new InstanceStarts();
+  const deps = {
+    engine,
+    store,
+    starts,
+    instances: fakeInstances({ engine, store }),
+    logger: pino({ level: "silent" }),
+  };
+  const add = (id: string, n: number, app = APP) =>
+    engine.addInstance({
+      id,
+      labels: { [LABEL.app]: app, [LABEL.instance]: String(n) },
+      startedAt: new Date().toISOString(),
+    });
+  const got: string[] = [];
+  const stop = new AbortController();
+  const follow = (o: { tail?: number } = {}) =>
+    followAppLogs(deps, APP, o, (l) => void got.push(`${l.instance} ${l.line}`), stop.signal);
+  return { engine, starts, add, got, stop, follow };
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 5));
+async function until(what: () => boolean, label: string): Promise<void> {
+  for (let i = 0; i < 200 && !what(); i++) await tick();
+  assert.ok(what(), label);
+}
+
+describe("a followed runtime log", () => {
+  test("an instance that starts later joins it from its start; one that ends leaves without ending it", async () => {
+    const { engine, starts, add, got, stop, follow } = setUp();
+    add("i-1", 1);
+    engine.print("i-1", "old one");
+    const following = follow();
+    await until(() => got.length === 1, "the serving instance's line");
+    engine.print("i-1", "ends soon");
+    await engine.stopInstance("i-1", 10);
+    await tick();
+    engine.print("i-1", "never followed: it is stopped");
+    add("i-2", 2);
+    engine.print("i-2", "new one ready");
+    starts.started(APP);
+    await until(() => got.includes("2 new one ready"), "the new instance's line");
+    engine.print("i-2", "and later");
+    await until(() => got.includes("2 and later"), "a later line");
+    let ended = false;
+    void following.then(() => (ended = true));
+    await tick();
+    assert.equal(ended, false, "no instance of the first listing runs: the follow goes on");
+    stop.abort();
+    await following;
+    assert.deepEqual(got, ["1 old one", "1 ends soon", "2 new one ready", "2 and later"]);
+  });
+
+  test("an instance restarted by the engine goes on after its last line sent, repeating none", async () => {
+    const { engine, starts, add, got, stop, follow } = setUp();
+    add("i-1", 1);
+    engine.print("i-1", "first run");
+    const following = follow();
+    await until(() => got.length === 1, "the first line");
+    engine.print("i-1", "crashing");
+    engine.exit("i-1", 1);
+    await engine.restartInstance("i-1", 10);
+    engine.print("i-1", "second run");
+    starts.started(APP);
+    await until(() => got.includes("1 second run"), "the restarted run's line");
+    stop.abort();
+    await following;
+    assert.deepEqual(got, ["1 first run", "1 crashing", "1 second run"]);
+  });
+
+  test("another app's starts are not followed; the app's deletion ends the follow", async () => {
+    const { engine, starts, add, got, follow } = setUp();
+    const following = follow();
+    add("other", 1, "app-2");
+    engine.print("other", "not yours");
+    starts.started("app-2");
+    await tick();
+    add("i-1", 1);
+    engine.print("i-1", "yours");
+    starts.started(APP);
+    await until(() => got.length === 1, "the app's line");
+    starts.gone(APP);
+    await following;
+    assert.deepEqual(got, ["1 yours"]);
+  });
+
+  test("an app with no instance yet is followed until its first starts", async () => {
+    const { engine, starts, add, got, stop, follow } = setUp();
+    const following = follow({ tail: 0 });
+    await tick();
+    add("i-1", 1);
+    engine.print("i-1", "booted");
+    starts.started(APP);
+    await until(() => got.length === 1, "the first instance's line");
+    stop.abort();
+    await following;
+    assert.deepEqual(got, ["1 booted"]);
+  });
+
+  test("the reader's going ends it, and no one is told of the app's starts any more", async () => {
+    const { starts, stop, follow } = setUp();
+    let told = 0;
+    const off = starts.on(APP, () => told++);
+    const following = follow();
+    stop.abort();
+    await following;
+    starts.started(APP);
+    assert.equal(told, 1, "only the listener still on");
+    off();
+    starts.started(APP);
+    assert.equal(told, 1);
+  });
+});
+
+describe("the engine's times as keys", () => {
+  const cases: [string, string][] = [
+    ["2026-11-29T07:55:01.1Z", "2026-11-29T07:55:01.100000000Z"],
+    ["2026-11-29T07:55:01.123456789Z", "2026-11-29T07:55:01.123456789Z"],
+    ["2026-11-29T07:55:01Z", "2026-11-29T07:55:01.000000000Z"],
+    ["2026-11-29T07:55:01.123Z", "2026-11-29T07:55:01.123000000Z"],
+  ];
+  for (const [at, key] of cases) test(`${at} -> ${key}`, () => assert.equal(timeKey(at), key));
+
+  test("keys sort as the times do, whatever their digits", () => {
+    assert.ok(timeKey("2026-11-29T07:55:01.1Z") < timeKey("2026-11-29T07:55:01.12Z"));
+    assert.ok("2026-11-29T07:55:01.1Z" > "2026-11-29T07:55:01.12Z", "as text they do not");
+  });
+});
