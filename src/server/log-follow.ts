@@ -135,6 +135,9 @@ class Follower {
 
   /** Each running instance not followed now: after its last line sent, or from its start. */
   async look(listed: readonly InstanceInfo[]): Promise<void> {
+    // An instance gone from the engine (retired by a deploy) is not followed again: forget its mark.
+    const ids = new Set(listed.map((i) => i.id));
+    for (const id of this.last.keys()) if (!ids.has(id) && !this.following.has(id)) this.last.delete(id);
     for (const i of listed) {
       if (!i.running || this.following.has(i.id) || this.signal.aborted) continue;
       const after = this.last.get(i.id);

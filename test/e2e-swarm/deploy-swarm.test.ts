@@ -5,10 +5,9 @@
 // the swarm: scale over nodes and follow the logs of all, a custom domain with a certificate from an ACME
 // server (pebble, validating through the edge's published port on the manager), a release and a rollback.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { after, before, describe, test } from "node:test";
 import { AcmeBed, httpsGet } from "../e2e/acme-bed.js";
-import { freePort, NODE_DOCKER_APP, type Pier, ROOT } from "../e2e/harness.js";
+import { freePort, NODE_DOCKER_APP, type Pier } from "../e2e/harness.js";
 import { docker, type LabInfo, swarmPier, swarmPierDown, until } from "./lab.js";
 
 interface StatusInstance {
@@ -128,18 +127,11 @@ describe("PIER_ENGINE=swarm: git push deploys onto the swarm", { timeout: 900_00
     });
     const nodeOf = new Map(placed.map((i) => [i.number, i.node ?? ""]));
     assert.equal(new Set(nodeOf.values()).size, 3, JSON.stringify(placed));
-    const follower = spawn(
-      process.execPath,
-      [`${ROOT}/bin/pier.js`, "logs", "-f", "--tail", "0", "--format", "json", "--app", "web"],
-      { env: pier.env, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let streamed = "";
-    follower.stdout.on("data", (c: Buffer) => {
-      streamed += c.toString();
-    });
+    const follower = pier.followLogs("web");
     const nodesSeen = () =>
       new Set(
-        streamed
+        follower
+          .out()
           .split("\n")
           .filter((l) => l.includes("said follow-"))
           .map((l) => nodeOf.get((JSON.parse(l) as { instance: number }).instance)),
@@ -155,7 +147,7 @@ describe("PIER_ENGINE=swarm: git push deploys onto the swarm", { timeout: 900_00
         nodesSeen().size >= 2 ? true : undefined,
       );
     } finally {
-      follower.kill();
+      follower.stop();
     }
   });
 
@@ -184,11 +176,27 @@ describe("PIER_ENGINE=swarm: git push deploys onto the swarm", { timeout: 900_00
       pier.cliJson<{ number: number; current: boolean }[]>(["releases", "--app", "web"]);
     const first = (await releases()).find((r) => r.current);
     assert.ok(first);
-    await pier.commit(repo, { "server.js": NODE_DOCKER_APP["server.js"]!.replace('|| "1"', '|| "2"') }, "v2");
-    const push2 = await pier.push(repo);
-    assert.equal(push2.code, 0, push2.stderr);
+    // `pier logs -f` started before the push goes on through it: the new release's services join the stream.
+    const follower = pier.followLogs("web");
     const version = async () => (JSON.parse((await pier.get("web")).body) as { version: string }).version;
-    assert.equal(await version(), "2");
+    try {
+      await new Promise((r) => setTimeout(r, 1500));
+      await pier.commit(
+        repo,
+        { "server.js": NODE_DOCKER_APP["server.js"]!.replace('|| "1"', '|| "2"') },
+        "v2",
+      );
+      const push2 = await pier.push(repo);
+      assert.equal(push2.code, 0, push2.stderr);
+      assert.equal(await version(), "2");
+      await until("a line of the new release on the stream begun before it", 30, async () => {
+        await pier.get("web", "/say/from-v2");
+        return follower.out().includes("said from-v2") ? true : undefined;
+      });
+      assert.ok(follower.running(), `the follow goes on: ${follower.err()}`);
+    } finally {
+      follower.stop();
+    }
     // The first release's 3 instances are stopped once the second serves (and any stopped before are
     // removed). What each printed on SIGTERM stays in pier logs after the swarm deleted its task (about a
     // second after it ended), as one machine keeps a stopped container until the next deploy.

@@ -234,35 +234,24 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
   });
 
   test("logs -f streams new lines as they come, across a redeploy and a crash; scale --flavor sets the memory limit", async () => {
-    const { spawn } = await import("node:child_process");
-    const { ROOT, run } = await import("./harness.js");
-    const follower = spawn(
-      process.execPath,
-      [`${ROOT}/bin/pier.js`, "logs", "-f", "--tail", "0", "--format", "json", "--app", "web"],
-      {
-        env: pier.env,
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    let streamed = "";
-    let stderr = "";
-    follower.stdout.on("data", (c: Buffer) => {
-      streamed += c.toString();
-    });
-    follower.stderr.on("data", (c: Buffer) => {
-      stderr += c.toString();
-    });
+    const { run } = await import("./harness.js");
+    const follower = pier.followLogs("web");
     const said = async (word: string) => {
       await pier.get("web", `/say/${word}`);
-      for (let i = 0; i < 50 && !streamed.includes(`said ${word}`); i++)
+      for (let i = 0; i < 50 && !follower.out().includes(`said ${word}`); i++)
         await new Promise((r) => setTimeout(r, 200));
-      assert.match(streamed, new RegExp(`said ${word}`), `${word}: a new line arrives while following`);
+      assert.match(follower.out(), new RegExp(`said ${word}`), `${word}: a new line arrives while following`);
     };
     try {
       await new Promise((r) => setTimeout(r, 1000));
-      assert.doesNotMatch(streamed, /listening on 8080/, "--tail 0: no old lines");
+      assert.doesNotMatch(follower.out(), /listening on 8080/, "--tail 0: no old lines");
       await said("hello-stream");
-      const line = JSON.parse(streamed.split("\n").find((l) => l.includes("hello-stream")) ?? "{}") as {
+      const line = JSON.parse(
+        follower
+          .out()
+          .split("\n")
+          .find((l) => l.includes("hello-stream")) ?? "{}",
+      ) as {
         instance?: number;
         at?: string;
       };
@@ -273,7 +262,7 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
       const scaled = await pier.cli(["scale", "--flavor", "S", "--instances", "1", "--app", "web"]);
       assert.equal(scaled.code, 0, scaled.stderr);
       await said("after-scale");
-      assert.match(streamed, /listening on 8080/, "the new instance's boot is followed from its start");
+      assert.match(follower.out(), /listening on 8080/, "the new instance's boot is followed from its start");
       const status = await pier.cliJson<{ instances: { id: string }[] }>(["status", "--app", "web"]);
       const mem = await run([
         "/usr/bin/docker",
@@ -293,13 +282,16 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
       }
       assert.ok(up, "the crashed instance is back");
       await said("after-crash");
-      assert.equal(follower.exitCode, null, `the follow goes on: ${stderr}`);
+      assert.ok(follower.running(), `the follow goes on: ${follower.err()}`);
       for (const word of ["hello-stream", "after-scale", "after-crash"]) {
-        const times = streamed.split("\n").filter((l) => l.includes(`said ${word}`)).length;
+        const times = follower
+          .out()
+          .split("\n")
+          .filter((l) => l.includes(`said ${word}`)).length;
         assert.equal(times, 1, `"said ${word}" once, not replayed by a follow again`);
       }
     } finally {
-      follower.kill();
+      follower.stop();
     }
     assert.equal((await pier.get("web")).status, 200);
   });

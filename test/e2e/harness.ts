@@ -341,6 +341,37 @@ export class Pier {
     });
   }
 
+  /**
+   * `pier logs -f --tail 0 --format json --app APP` running beside the test: what it printed so far, whether
+   * it still runs, and `stop()` (call it in a `finally`).
+   */
+  followLogs(app: string): {
+    out: () => string;
+    err: () => string;
+    running: () => boolean;
+    stop: () => void;
+  } {
+    const child = spawn(
+      process.execPath,
+      [CLI, "logs", "-f", "--tail", "0", "--format", "json", "--app", app],
+      { env: this.env, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (c: Buffer) => {
+      out += c.toString();
+    });
+    child.stderr.on("data", (c: Buffer) => {
+      err += c.toString();
+    });
+    return {
+      out: () => out,
+      err: () => err,
+      running: () => child.exitCode === null && child.signalCode === null,
+      stop: () => void child.kill(),
+    };
+  }
+
   /** `pier env set NAME VALUE --app APP` for each variable, in order; throws with the CLI's stderr on a refusal. */
   async setEnv(app: string, vars: Record<string, string>): Promise<void> {
     for (const [name, value] of Object.entries(vars)) {
