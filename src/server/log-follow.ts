@@ -78,19 +78,27 @@ export async function followAppLogs(
   const stop = () => end.abort();
   signal.addEventListener("abort", stop, { once: true });
   const f = new Follower(deps, onLine, end.signal);
-  let looking = Promise.resolve();
+  // The first listing, then each look after it in turn: an instance is never followed twice at once.
+  let looking: Promise<void> = Promise.resolve();
   let queued = false;
   const lookAgain = () => {
     if (queued) return;
     queued = true;
-    looking = looking.then(async () => {
-      queued = false;
-      if (!end.signal.aborted) await f.look(await deps.instances.list(appId)).catch(f.warn);
-    });
+    looking = looking
+      .catch(() => undefined)
+      .then(async () => {
+        queued = false;
+        if (!end.signal.aborted) await f.look(await deps.instances.list(appId));
+      })
+      .catch(f.warn);
   };
+  // Told before the first listing: a start between the two is looked at after it.
   const off = deps.starts.on(appId, (c) => (c === "gone" ? stop() : lookAgain()));
   try {
-    if (!signal.aborted) await f.first(appId, o);
+    if (!signal.aborted) {
+      looking = f.first(appId, o);
+      await looking;
+    }
     await new Promise<void>((resolve) => {
       if (end.signal.aborted) resolve();
       end.signal.addEventListener("abort", () => resolve(), { once: true });
@@ -99,7 +107,7 @@ export async function followAppLogs(
     off();
     signal.removeEventListener("abort", stop);
     end.abort();
-    await looking;
+    await looking.catch(() => undefined);
     await f.ended();
   }
 }

@@ -84,6 +84,28 @@ describe("a followed runtime log", () => {
     assert.deepEqual(got, ["1 first run", "1 crashing", "1 second run"]);
   });
 
+  test("an instance that starts while the first listing is under way is followed once", async () => {
+    const { engine, starts, add, got, stop, follow } = setUp();
+    add("i-1", 1);
+    engine.print("i-1", "hello");
+    // The first listing is slow: a look told of the start meanwhile would list and follow before it ends.
+    let calls = 0;
+    engine.before.listInstances = async () => {
+      if (calls++ > 0) return;
+      starts.started(APP);
+      await new Promise((r) => setTimeout(r, 30));
+    };
+    const following = follow();
+    await until(() => got.length === 1, "the line");
+    for (let i = 0; i < 10; i++) await tick();
+    engine.print("i-1", "and later");
+    await until(() => got.length >= 2, "the later line");
+    for (let i = 0; i < 5; i++) await tick();
+    stop.abort();
+    await following;
+    assert.deepEqual(got, ["1 hello", "1 and later"], "one stream of the instance, not two");
+  });
+
   test("another app's starts are not followed; the app's deletion ends the follow", async () => {
     const { engine, starts, add, got, follow } = setUp();
     const following = follow();
