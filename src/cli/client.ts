@@ -8,7 +8,7 @@ import {
 import { type Answer, ROUTES, type RouteKey, type RouteSpec } from "../core/api/routes.js";
 import { parseSse } from "../core/sse.js";
 import type { CliConfig } from "./config.js";
-import { ApiError, CliError } from "./errors.js";
+import { ApiError, CliError, ConnectionError } from "./errors.js";
 import { ApiErrorBodySchema, answerSchema, type CliReplyOf } from "./schemas.js";
 
 /** Requests that are not streams give up after this long. */
@@ -90,9 +90,10 @@ export class ApiClient {
       }
     } catch (e) {
       if (e instanceof CliError) throw e;
-      throw new CliError(
+      throw new ConnectionError(
         `the connection to ${this.config.url} broke while following ${url}: ${causeText(e)}`,
         "run the command again to pick up where it stopped",
+        true,
       );
     }
   }
@@ -119,9 +120,10 @@ export class ApiClient {
       if (e instanceof Error && e.name === "TimeoutError") {
         throw new CliError(`the Pier server at ${this.config.url} did not answer ${method} ${path} in time`);
       }
-      throw new CliError(
+      throw new ConnectionError(
         `cannot reach the Pier server at ${this.config.url}: ${causeText(e)}`,
         `is it running? Start it with \`pier server\` (or \`npm start\`), or check PIER_URL (address from ${this.config.source})`,
+        false,
       );
     }
     if (!res.ok) throw await this.errorOf(res, method, path);

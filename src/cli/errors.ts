@@ -27,6 +27,17 @@ export class ApiError extends CliError {
   }
 }
 
+/** The server could not be reached (`connected` false), or the connection broke while following. */
+export class ConnectionError extends CliError {
+  readonly connected: boolean;
+
+  constructor(message: string, hint: string | undefined, connected: boolean) {
+    super(message, hint, 1);
+    this.name = "ConnectionError";
+    this.connected = connected;
+  }
+}
+
 export interface UsageErrorOptions {
   /** The command whose usage applies (`pier <command> --help`); none for the top level. */
   command?: string;

@@ -5,6 +5,7 @@
 import type { Logger } from "pino";
 import { PierError } from "../core/errors.js";
 import { instanceNumber, LABEL } from "../core/labels.js";
+import { timeKey } from "../core/log-times.js";
 import type { Engine, InstanceInfo, InstanceLogLine, Store } from "../core/ports.js";
 import type { Instances } from "./instances.js";
 
@@ -53,12 +54,6 @@ export interface LogFollowDeps {
   store: Pick<Store, "currentRelease">;
   starts: InstanceStarts;
   logger: Logger;
-}
-
-/** A time of the engine's (RFC 3339, any number of fraction digits) that sorts as text. */
-export function timeKey(at: string): string {
-  const m = /^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?(.*)$/.exec(at);
-  return m ? `${m[1]}.${(m[2] ?? "").padEnd(9, "0").slice(0, 9)}${m[3]}` : at;
 }
 
 /**

@@ -233,7 +233,7 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
     assert.match(human.stdout, /\[\d\] /);
   });
 
-  test("logs -f streams new lines as they come, across a redeploy and a crash; scale --flavor sets the memory limit", async () => {
+  test("logs -f streams new lines as they come, across a redeploy, a crash and a server restart; scale --flavor sets the memory limit", async () => {
     const { run } = await import("./harness.js");
     const follower = pier.followLogs("web");
     const said = async (word: string) => {
@@ -282,8 +282,12 @@ describe("Dockerfile runtime: git push to a built, health-checked, served app", 
       }
       assert.ok(up, "the crashed instance is back");
       await said("after-crash");
+      // pier server restarts (an upgrade): the CLI follows again once it answers, repeating nothing.
+      await pier.restartServer();
+      await said("after-server-restart");
+      assert.match(follower.err(), /following again once it answers/);
       assert.ok(follower.running(), `the follow goes on: ${follower.err()}`);
-      for (const word of ["hello-stream", "after-scale", "after-crash"]) {
+      for (const word of ["hello-stream", "after-scale", "after-crash", "after-server-restart"]) {
         const times = follower
           .out()
           .split("\n")

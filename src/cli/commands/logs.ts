@@ -14,6 +14,7 @@ import {
 import type { Command, Context } from "../command.js";
 import { UsageError } from "../errors.js";
 import { followDeployment } from "../follow.js";
+import { followRuntimeLogs } from "../follow-runtime.js";
 import { resolveApp } from "../link-file.js";
 import { json, ndjson } from "../output.js";
 import type { RuntimeLogLine } from "../schemas.js";
@@ -45,8 +46,10 @@ Options:
       --since <T>              runtime lines from T: an ISO time or a duration back (10m, 2h, 1d)
       --until <T>              runtime lines up to T
       --tail <N>               only the last N runtime lines (0 with -f: only new ones)
-  -f, --follow                 keep printing new lines as they come (a deployment's log ends
-                               with the deployment)
+  -f, --follow                 keep printing new lines as they come, from every instance the app
+                               runs, across deploys and restarts, until the app is deleted or
+                               Ctrl-C; a server that restarts is followed again once it answers
+                               (a deployment's log ends with the deployment)
       --format human|json      output format (default human; json prints the array of line
                                objects, or one JSON object per line with --follow)
   -h, --help                   show this help
@@ -113,8 +116,7 @@ async function runtimeLogs(ctx: Context, app: string, f: Flags): Promise<number>
     return 0;
   }
 
-  for await (const { data } of client.events("GET /v1/apps/:app/logs", { params: { app }, query }))
-    ctx.out(f.format === "json" ? ndjson(data) : runtimeLine(data));
-  ctx.err("The server closed the log stream.\n");
-  return 0;
+  return followRuntimeLogs(ctx, app, { since: f.since, tail: f.tail }, (l) =>
+    ctx.out(f.format === "json" ? ndjson(l) : runtimeLine(l)),
+  );
 }

@@ -170,12 +170,19 @@ describe("commands", () => {
     assert.deepEqual(JSON.parse(j.stdout), lines);
   });
 
-  test("logs -f --format json: one JSON object per line", async () => {
+  test("logs -f --format json: one JSON object per line, until the app is deleted", async () => {
     const l = { at: "2026-11-22T10:00:00Z", instance: 0, stream: "stdout", line: "hi" };
+    // The stream ends; the CLI asks again from the last line (a second later), and the app is gone.
+    const again = new URLSearchParams({ since: "2026-11-22T10:00:00.000000000Z", follow: "true" });
     const r = await pier(["logs", "-a", "web", "-f", "--format", "json"], {
       "GET /v1/apps/web/logs?follow=true": { status: 200, text: `data: ${JSON.stringify(l)}\n\n`.repeat(2) },
+      [`GET /v1/apps/web/logs?${again}`]: {
+        status: 404,
+        body: { error: { code: "APP_NOT_FOUND", message: "No app named or numbered 'web'." } },
+      },
     });
     assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /The app web was deleted: its log ends here\./);
     assert.deepEqual(
       r.stdout
         .trimEnd()
