@@ -34,6 +34,11 @@ export class InstanceStarts {
     };
   }
 
+  /** How many follow the app's log now. */
+  followers(appId: string): number {
+    return this.listeners.get(appId)?.size ?? 0;
+  }
+
   started(appId: string): void {
     for (const l of this.listeners.get(appId) ?? []) l("started");
   }

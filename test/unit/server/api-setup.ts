@@ -19,6 +19,7 @@ import { DomainService } from "../../../src/server/domains.js";
 import { tellFollowers } from "../../../src/server/engine-loop.js";
 import { Instances } from "../../../src/server/instances.js";
 import { AppLimits } from "../../../src/server/limits.js";
+import type { InstanceStarts } from "../../../src/server/log-follow.js";
 import { Networks } from "../../../src/server/networks.js";
 import { NodeService } from "../../../src/server/nodes.js";
 import type { ApiEnv } from "../../../src/server/routes/mount.js";
@@ -47,6 +48,8 @@ export interface ApiOverFakes {
   clock: ManualClock;
   apps: AppService;
   deployer: Deployer;
+  /** Who is told of the apps' instance starts: the followers of their logs. */
+  starts: InstanceStarts;
   /** Each build waits while this is set (a deploy under way, to cancel). */
   hold: { builds: Promise<void> | null };
   dir: string;
@@ -176,6 +179,7 @@ export async function apiOverFakes(
     clock,
     apps,
     deployer,
+    starts,
     hold,
     dir,
     token: (name, secret, t = {}) =>

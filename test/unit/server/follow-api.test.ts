@@ -65,6 +65,24 @@ describe("a followed runtime log over the API", () => {
     );
   };
 
+  test("a reader that leaves ends its follow: nothing of it stays in the server", async () => {
+    assert.equal((await s.call(ADMIN, "POST", "/v1/apps", { name: "quiet", type: "docker" })).status, 201);
+    const app = await s.store.findApp("quiet");
+    assert.ok(app);
+    const r = await s.api.request("/v1/apps/quiet/logs?follow=true", {
+      headers: { authorization: `Bearer ${ADMIN}` },
+    });
+    assert.ok(r.body);
+    const log = reading(r.body);
+    for (let i = 0; i < 200 && s.starts.followers(app.id) === 0; i++)
+      await new Promise((r) => setTimeout(r, 5));
+    assert.equal(s.starts.followers(app.id), 1, "followed");
+    await log.cancel();
+    for (let i = 0; i < 200 && s.starts.followers(app.id) > 0; i++)
+      await new Promise((r) => setTimeout(r, 5));
+    assert.equal(s.starts.followers(app.id), 0, "the follow ended with its reader");
+  });
+
   test("it waits for the first deploy, goes on across the next, says it is alive, and ends with the app", async () => {
     assert.equal((await s.call(ADMIN, "POST", "/v1/apps", { name: "web", type: "docker" })).status, 201);
     const r = await s.api.request("/v1/apps/web/logs?follow=true&tail=0", {
