@@ -112,6 +112,9 @@ export async function followAppLogs(
   }
 }
 
+/** How far before an instance's noted start its log is read when it is first followed. */
+const START_MARGIN_MS = 2000;
+
 /** Where a log was read to: the time of the last line sent, and how many lines sent had that time. */
 interface Mark {
   key: string;
@@ -150,14 +153,15 @@ class Follower {
       if (!i.running || this.following.has(i.id) || this.signal.aborted) continue;
       const after = this.last.get(i.id);
       if (after !== undefined) this.follow(i, { since: new Date(after.key) });
-      // Not followed since it started: from its start (lines before it are an earlier run's).
-      else if (i.startedAt) this.follow(i, { since: new Date(i.startedAt) }, timeKey(i.startedAt));
+      // Not followed yet: from its start. The engine may note the start a little after the process's first
+      // lines (a swarm's agent does): a margin, whose lines (an earlier run's end) this reader never saw.
+      else if (i.startedAt) this.follow(i, { since: new Date(Date.parse(i.startedAt) - START_MARGIN_MS) });
       else this.follow(i, {});
     }
   }
 
-  /** Follows `i`'s log in `range`, from `from` (a time key) on, after the last line sent of it. */
-  private follow(i: InstanceInfo, range: { since?: Date; tail?: number }, from?: string): void {
+  /** Follows `i`'s log in `range`, after the last line sent of it. */
+  private follow(i: InstanceInfo, range: { since?: Date; tail?: number }): void {
     const instance = instanceNumber(i.labels);
     const after = this.last.get(i.id);
     let atMark = 0;
@@ -170,7 +174,6 @@ class Follower {
           // The engine's `since` is in whole seconds: what was sent before comes again, and is skipped
           // (lines can share a time: as many at the mark's as were sent).
           if (after && (key < after.key || (key === after.key && atMark++ < after.n))) return;
-          if (from !== undefined && key < from) return;
           const was = this.last.get(i.id);
           this.last.set(i.id, { key, n: was?.key === key ? was.n + 1 : 1 });
           return this.onLine({ ...l, instance });
