@@ -57,6 +57,7 @@ export async function followRuntimeLogs(
 ): Promise<number> {
   const printed = new Printed();
   let query: { since?: string; tail?: number } = { since: o.since, tail: o.tail };
+  const comeBackMs = o.comeBackMs ?? 120_000;
   let first = true;
   let awaySince: number | null = null;
   for (let stream = 0; ; stream++) {
@@ -74,9 +75,9 @@ export async function followRuntimeLogs(
       awaySince = Date.now();
       const why = error ? error.message : "the server closed the log stream";
       ctx.err(`pier: ${why}; following again once it answers (Ctrl-C stops).\n`);
-    } else if (Date.now() - awaySince > (o.comeBackMs ?? 120_000)) {
+    } else if (Date.now() - awaySince > comeBackMs) {
       throw new CliError(
-        `the Pier server has not answered for ${Math.round((o.comeBackMs ?? 120_000) / 1000)} s: stopped following`,
+        `the Pier server has not answered for ${Math.round(comeBackMs / 1000)} s: stopped following`,
         "run the command again once it runs",
       );
     }

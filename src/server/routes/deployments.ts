@@ -13,27 +13,34 @@ const droppedLogLine = (d: Dropped) => ({ at: new Date().toISOString(), line: dr
 const KEEP_ALIVE_MS = 20_000;
 
 /**
- * An SSE comment every `ms` for as long as `run` follows: a follow can be quiet for hours (an app that
- * prints nothing, a long build step), and a client or proxy that ends a quiet body (Node's fetch after
- * 300 s) would end it. A comment still waiting for a slow reader is not followed by another.
+ * A followed stream of server-sent events that says it is alive: an SSE comment every `keepAliveMs` for as
+ * long as `run` writes. A follow can be quiet for hours (an app that prints nothing, a long build step), and
+ * a client or proxy that ends a quiet body (Node's fetch after 300 s) would end it. A comment still waiting
+ * for a slow reader is not followed by another.
  */
-async function keptAlive(stream: SSEStreamingApi, ms: number, run: () => Promise<void>): Promise<void> {
-  let waiting = false;
-  const timer = setInterval(() => {
-    if (waiting || stream.aborted) return;
-    waiting = true;
-    stream
-      .write(": alive\n\n")
-      .catch(() => undefined)
-      .finally(() => {
-        waiting = false;
-      });
-  }, ms);
-  try {
-    await run();
-  } finally {
-    clearInterval(timer);
-  }
+function followedStream(
+  deps: ApiDeps,
+  c: Context<ApiEnv>,
+  run: (stream: SSEStreamingApi) => Promise<void>,
+): Response {
+  return streamSSE(c, async (stream) => {
+    let waiting = false;
+    const timer = setInterval(() => {
+      if (waiting || stream.aborted) return;
+      waiting = true;
+      stream
+        .write(": alive\n\n")
+        .catch(() => undefined)
+        .finally(() => {
+          waiting = false;
+        });
+    }, deps.keepAliveMs ?? KEEP_ALIVE_MS);
+    try {
+      await run(stream);
+    } finally {
+      clearInterval(timer);
+    }
+  });
 }
 
 /** "10m", "2h", "3d" before now, or an ISO time. */
@@ -79,22 +86,20 @@ async function deployLog(deps: ApiDeps, c: Context<ApiEnv>): Promise<Response> {
     const lines = await deps.logs.read(d.id);
     return c.text(lines.map((l) => `${l.line}\n`).join(""));
   }
-  return streamSSE(c, (stream) =>
-    keptAlive(stream, deps.keepAliveMs ?? KEEP_ALIVE_MS, async () => {
-      const { lines, stop } = await deps.logs.follower(d.id);
-      stream.onAbort(stop);
-      // One line at a time, each written before the next is taken: a slow reader's lines wait in its own
-      // bounded queue, and past it are dropped with a marker line (deploy-logs.ts).
-      for await (const l of lines) {
-        if (stream.aborted) break;
-        await stream.writeSSE({ data: JSON.stringify(isDropped(l) ? droppedLogLine(l) : l) });
-      }
-      stop();
-      if (stream.aborted) return;
-      const final = await deps.store.getDeployment(d.id);
-      await stream.writeSSE({ event: "end", data: JSON.stringify(final) });
-    }),
-  );
+  return followedStream(deps, c, async (stream) => {
+    const { lines, stop } = await deps.logs.follower(d.id);
+    stream.onAbort(stop);
+    // One line at a time, each written before the next is taken: a slow reader's lines wait in its own
+    // bounded queue, and past it are dropped with a marker line (deploy-logs.ts).
+    for await (const l of lines) {
+      if (stream.aborted) break;
+      await stream.writeSSE({ data: JSON.stringify(isDropped(l) ? droppedLogLine(l) : l) });
+    }
+    stop();
+    if (stream.aborted) return;
+    const final = await deps.store.getDeployment(d.id);
+    await stream.writeSSE({ event: "end", data: JSON.stringify(final) });
+  });
 }
 
 /** The instances' runtime logs, or followed as server-sent events. */
@@ -110,20 +115,18 @@ async function runtimeLogs(deps: ApiDeps, c: Context<ApiEnv>): Promise<Response>
   if (c.req.query("follow") !== "true") {
     return c.json({ lines: await deps.apps.runtimeLogs(app, { since, until, tail }) });
   }
-  return streamSSE(c, (stream) =>
-    keptAlive(stream, deps.keepAliveMs ?? KEEP_ALIVE_MS, async () => {
-      const ac = new AbortController();
-      stream.onAbort(() => ac.abort());
-      // Each line is written before the engine's stream is read further: a reader that does not keep up
-      // pauses the engine's logs for it (nothing piles up in Pier). A write settles when the reader leaves.
-      await deps.apps.followRuntimeLogs(
-        app,
-        { since, tail },
-        (l) => stream.writeSSE({ data: JSON.stringify(l) }),
-        ac.signal,
-      );
-    }),
-  );
+  return followedStream(deps, c, async (stream) => {
+    const ac = new AbortController();
+    stream.onAbort(() => ac.abort());
+    // Each line is written before the engine's stream is read further: a reader that does not keep up
+    // pauses the engine's logs for it (nothing piles up in Pier). A write settles when the reader leaves.
+    await deps.apps.followRuntimeLogs(
+      app,
+      { since, tail },
+      (l) => stream.writeSSE({ data: JSON.stringify(l) }),
+      ac.signal,
+    );
+  });
 }
 
 /** Deployments (list, redeploy, read, cancel, log) and the runtime logs. */
