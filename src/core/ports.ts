@@ -568,11 +568,6 @@ export interface InstanceSlots {
  * readable until it is removed.
  */
 export interface ReleaseInstances {
-  /**
-   * Whether a release's instances are best started together: each start waits on a scheduler and a node
-   * (a swarm, ADR 0030), not on this engine's one daemon. Absent: one after the other.
-   */
-  readonly startsTogether?: boolean;
   runInstance(spec: InstanceSpec): Promise<InstanceInfo>;
   inspectInstance(id: string): Promise<InstanceInfo | null>;
   /** SIGTERM, wait up to graceMs, then SIGKILL; then remove. */

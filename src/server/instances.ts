@@ -17,20 +17,12 @@ import type {
 import type { Networks } from "./networks.js";
 
 /**
- * Runs `start` on each item as the engine's starts are best made: all together where each waits on a
- * scheduler and a node (a swarm: ADR 0030), else one after the other (the first failure ends the run).
- * Together, a failure is thrown once every start under way has ended. The results are in the items' order.
+ * Runs `start` on each item, all together: a swarm's starts each wait on its scheduler and a node (ADR
+ * 0030), and one dockerd creates and starts containers side by side too (three in ready slots: ~0.17 s
+ * together, ~0.28 s one after the other; bench/RESULTS.md, session 28). A failure is thrown once every
+ * start under way has ended. The results are in the items' order.
  */
-export async function startEach<T, R>(
-  engine: Pick<ReleaseInstances, "startsTogether">,
-  items: readonly T[],
-  start: (item: T) => Promise<R>,
-): Promise<R[]> {
-  if (!engine.startsTogether) {
-    const out: R[] = [];
-    for (const item of items) out.push(await start(item));
-    return out;
-  }
+export async function startEach<T, R>(items: readonly T[], start: (item: T) => Promise<R>): Promise<R[]> {
   const all = await Promise.allSettled(items.map(start));
   const failed = all.find((x) => x.status === "rejected");
   if (failed) throw failed.reason;
@@ -148,8 +140,8 @@ export class Instances {
   }
 
   /**
-   * Starts the release's instances: one after the other, or all together where the engine says its starts
-   * are best made together (a swarm: ADR 0030). A failed start removes those that started, and fails it.
+   * Starts the release's instances, all together (`startEach`). A failed start removes those that started,
+   * and fails it.
    */
   async start(r: ReleaseToRun, onLine: (line: string) => void): Promise<InstanceInfo[]> {
     const network = appNetworkName(r.appId, r.ipv6Subnet);
@@ -165,7 +157,6 @@ export class Instances {
     try {
       await this.deps.networks.ensure(network, r.appId, r.ipv6Subnet);
       return await startEach(
-        this.deps.engine,
         Array.from({ length: r.instances }, (_, n) => n),
         run,
       );

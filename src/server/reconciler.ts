@@ -34,7 +34,7 @@ const byApp = <T extends { labels: Record<string, string> }>(list: readonly T[])
 
 /**
  * Starts the stopped ones of an app's serving instances (the engine starts a stopped slot first), together
- * or one after the other as a deploy starts them (`startEach`); a failed start is logged, the others go on.
+ * as a deploy starts them (`startEach`); a failed start is logged, the others go on.
  */
 async function startStopped(
   engine: ReleaseInstances,
@@ -47,7 +47,6 @@ async function startStopped(
     return engine.startInstance(i.id).catch((err) => logger.warn({ err, instance: i.id }, "could not start"));
   };
   await startEach(
-    engine,
     serving.filter((i) => !i.running),
     start,
   );

@@ -32,8 +32,6 @@ export type { BeforeHooks, FakeEngineOptions, Served } from "./fake-engine-state
 const SEEDED = "1970-01-01T00:00:00.000Z";
 
 export class FakeEngine extends FakeBuilds implements Engine, SlotHolders {
-  /** Whether a release's instances start together (a swarm's do); one after the other by default. */
-  startsTogether = false;
   /** Which sandbox an instance or a build joins: the Docker adapter's choice, over this fake's sandboxes. */
   private readonly slots = new SlotKeeper(this);
   /** The add-on servers (test/support/fake-addon-servers.ts): their state, specs and played clients. */

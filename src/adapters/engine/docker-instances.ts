@@ -77,7 +77,7 @@ export interface DockerInstanceDeps {
   cpus(): Promise<number>;
 }
 
-export class DockerInstances implements Omit<ReleaseInstances, "startsTogether" | "runLike"> {
+export class DockerInstances implements Omit<ReleaseInstances, "runLike"> {
   constructor(
     private readonly docker: Docker,
     private readonly deps: DockerInstanceDeps,

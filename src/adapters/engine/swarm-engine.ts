@@ -173,10 +173,6 @@ export class SwarmComposite implements Engine {
   }
 
   // ReleaseInstances: services on the swarm.
-  get startsTogether(): boolean {
-    return this.swarm.startsTogether ?? false;
-  }
-
   runInstance(spec: InstanceSpec): Promise<InstanceInfo> {
     return this.swarm.runInstance(spec);
   }

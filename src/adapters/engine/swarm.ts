@@ -81,8 +81,6 @@ export class SwarmEngine
   private readonly log: SwarmLogs;
   /** Release images as the nodes pull them (swarm-publish.ts). */
   private readonly images: PublishedImages;
-  /** Each start waits on the scheduler and a node: a release's instances start together (ADR 0030). */
-  readonly startsTogether = true;
 
   constructor(private readonly opts: SwarmEngineOptions) {
     this.docker = opts.docker;

@@ -50,14 +50,6 @@ describe("the swarm's engine: which side answers", () => {
     assert.ok(!verbs(manager.calls).includes("ensureNetwork"));
   });
 
-  test("a release's instances start together as the swarm's driver says (one machine's: one after the other)", () => {
-    const { manager, swarm, engine } = sides();
-    assert.equal(engine.startsTogether, false);
-    swarm.startsTogether = true;
-    assert.equal(engine.startsTogether, true);
-    assert.equal(manager.startsTogether, false);
-  });
-
   test("the edge joins each app's overlay as it is made (not an add-on's) and leaves before removal", async () => {
     const manager = new FakeEngine();
     const swarm = new FakeEngine();

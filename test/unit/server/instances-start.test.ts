@@ -1,5 +1,5 @@
-// A release's instances start one after the other, or all together where the engine says so (a swarm,
-// ADR 0030); either way a failed start removes the instances that started and fails the start.
+// A release's instances start all together (on one dockerd as on a swarm); a failed start removes the
+// instances that started and fails the start.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { InstanceInfo } from "../../../src/core/ports.js";
@@ -10,10 +10,9 @@ import { fakeInstances } from "./fakes.js";
 
 const IMAGE = "pier-app/a:1";
 
-function setUp(together: boolean) {
+function setUp() {
   const engine = new FakeEngine();
   engine.addImage(IMAGE);
-  engine.startsTogether = together;
   const instances = fakeInstances({ engine, store: new MemoryStore() });
   return { engine, instances };
 }
@@ -52,20 +51,8 @@ function holdStarts(engine: FakeEngine) {
 const numbers = (list: InstanceInfo[]) => list.map((i) => i.name.slice(-1));
 const settle = () => new Promise((r) => setTimeout(r, 10));
 
-test("on one machine the instances start one after the other, in order", async () => {
-  const { engine, instances } = setUp(false);
-  const held = holdStarts(engine);
-  const lines: string[] = [];
-  const started = instances.start(release, (l) => lines.push(l));
-  await settle();
-  assert.equal(held.entered(), 1);
-  held.release();
-  assert.deepEqual(numbers(await started), ["0", "1", "2"]);
-  assert.equal(lines.length, 3);
-});
-
-test("where the engine says so, the three start together and come back in instance order", async () => {
-  const { engine, instances } = setUp(true);
+test("the three start together and come back in instance order", async () => {
+  const { engine, instances } = setUp();
   const held = holdStarts(engine);
   const lines: string[] = [];
   const started = instances.start(release, (l) => lines.push(l));
@@ -78,8 +65,8 @@ test("where the engine says so, the three start together and come back in instan
   assert.equal(engine.instances.filter((i) => i.running).length, 3);
 });
 
-test("started together, one failed start removes the two that started and fails with its reason", async () => {
-  const { engine, instances } = setUp(true);
+test("one failed start removes the two that started and fails with its reason", async () => {
+  const { engine, instances } = setUp();
   engine.before.runInstance = async (spec) => {
     if (spec.name.endsWith("-1")) throw new Error("engine: no suitable node");
   };

@@ -202,28 +202,25 @@ describe("at 100 apps", () => {
     assert.equal(applied.length, 3, "app-7 routed once its start ended");
   });
 
-  for (const together of [true, false]) {
-    test(`an app's stopped instances start ${together ? "together on an engine whose starts wait on a scheduler (a swarm)" : "one after the other on one daemon"}`, async () => {
-      const { engine, instances, store } = await setUp();
-      engine.startsTogether = together;
-      engine.addInstance({
-        id: "c-7b",
-        labels: { "pier.app": "app-7", "pier.deployment": "dep-7", "pier.sandbox": "s-7" },
-        running: false,
-        http: { host: "127.0.0.1", port: 40107 },
-      });
-      let now = 0;
-      let most = 0;
-      engine.before.startInstance = async () => {
-        most = Math.max(most, ++now);
-        await new Promise((r) => setTimeout(r, 20));
-        now--;
-      };
-      await reconcileQuietly({ store, engine, instances });
-      assert.ok(engine.calls.includes("startInstance c-7") && engine.calls.includes("startInstance c-7b"));
-      assert.equal(most, together ? 2 : 1, "starts under way at once");
+  test("an app's stopped instances start together", async () => {
+    const { engine, instances, store } = await setUp();
+    engine.addInstance({
+      id: "c-7b",
+      labels: { "pier.app": "app-7", "pier.deployment": "dep-7", "pier.sandbox": "s-7" },
+      running: false,
+      http: { host: "127.0.0.1", port: 40107 },
     });
-  }
+    let now = 0;
+    let most = 0;
+    engine.before.startInstance = async () => {
+      most = Math.max(most, ++now);
+      await new Promise((r) => setTimeout(r, 20));
+      now--;
+    };
+    await reconcileQuietly({ store, engine, instances });
+    assert.ok(engine.calls.includes("startInstance c-7") && engine.calls.includes("startInstance c-7b"));
+    assert.equal(most, 2, "starts under way at once");
+  });
 
   test("pier server's start is told once every app is routed, while a start it waits on goes on", async () => {
     const { engine, instances, store, applied } = await setUp();
