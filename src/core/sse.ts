@@ -6,22 +6,40 @@ export interface SseEvent {
   data: string;
 }
 
+/** A comment line between two events (`: alive`, a server's keep-alive), its text after the colon. */
+export interface SseComment {
+  comment: string;
+}
+
 /**
  * Parses a `text/event-stream` body (WHATWG rules: `field: value` lines, a blank line ends an event,
  * `:` starts a comment, CRLF or LF line ends). Chunks may split lines or characters anywhere.
  */
 export async function* parseSse(chunks: AsyncIterable<Uint8Array | string>): AsyncGenerator<SseEvent> {
+  for await (const part of parseSseParts(chunks)) if (!("comment" in part)) yield part;
+}
+
+/**
+ * {@link parseSse}, with each comment line that stands between events as it comes (one inside an event,
+ * among its fields, is skipped): for a reader that passes a stream on as it reads it.
+ */
+export async function* parseSseParts(
+  chunks: AsyncIterable<Uint8Array | string>,
+): AsyncGenerator<SseEvent | SseComment> {
   let event = "";
   let data: string[] = [];
 
-  function* takeLine(line: string): Generator<SseEvent> {
+  function* takeLine(line: string): Generator<SseEvent | SseComment> {
     if (line === "") {
       if (data.length > 0) yield { event: event || "message", data: data.join("\n") };
       event = "";
       data = [];
       return;
     }
-    if (line.startsWith(":")) return;
+    if (line.startsWith(":")) {
+      if (event === "" && data.length === 0) yield { comment: line.slice(1).trimStart() };
+      return;
+    }
     const colon = line.indexOf(":");
     const field = colon === -1 ? line : line.slice(0, colon);
     let value = colon === -1 ? "" : line.slice(colon + 1);

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { matchKey } from "../permissions.js";
-import { parseSse, type SseEvent } from "../sse.js";
+import { parseSseParts, type SseEvent } from "../sse.js";
 import { ErrorBody } from "./records.js";
 import { type Answer, ROUTE_KEYS, ROUTES, type RouteSpec } from "./routes.js";
 
@@ -92,7 +92,8 @@ export function declaredAnswer(method: string, path: string, status: number): An
 
 /**
  * An event stream passed through unchanged while each event is checked with {@link eventProblem}: at the
- * first one that differs, an `error` event naming the difference (the error body) ends the stream.
+ * first one that differs, an `error` event naming the difference (the error body) ends the stream. A
+ * comment between events (a keep-alive) is passed on as it comes, unchecked.
  */
 export function checkedEvents(
   body: ReadableStream<Uint8Array>,
@@ -108,11 +109,11 @@ export function checkedEvents(
       yield value;
     }
   }
-  const events = parseSse(chunks());
+  const events = parseSseParts(chunks());
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       const next = await events.next();
-      const problem = next.done ? null : problemOf(next.value);
+      const problem = next.done || "comment" in next.value ? null : problemOf(next.value);
       // The chunks that held the event go out once it is checked: one that differs is not passed on.
       const chunks = read.splice(0);
       if (!problem) for (const chunk of chunks) controller.enqueue(chunk);

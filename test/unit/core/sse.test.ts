@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { parseSse, type SseEvent } from "../../../src/core/sse.js";
+import { parseSse, parseSseParts, type SseEvent } from "../../../src/core/sse.js";
 
 async function collect(chunks: (string | Uint8Array)[]): Promise<SseEvent[]> {
   const events: SseEvent[] = [];
@@ -31,6 +31,20 @@ describe("SSE parsing", () => {
   test("comments and ids are skipped; several data lines join with \\n; no space after the colon", async () => {
     assert.deepEqual(await collect([": keep-alive\n\nid: 3\ndata:one\ndata: two\n\n"]), [
       { event: "message", data: "one\ntwo" },
+    ]);
+  });
+
+  test("with their parts, a comment between events comes as it stands; one among an event's fields does not", async () => {
+    const parts = [];
+    async function* source() {
+      yield ": alive\n\ndata: a\n: inside\ndata: b\n\n";
+      yield ":bare\n";
+    }
+    for await (const p of parseSseParts(source())) parts.push(p);
+    assert.deepEqual(parts, [
+      { comment: "alive" },
+      { event: "message", data: "a\nb" },
+      { comment: "bare" },
     ]);
   });
 

@@ -38,8 +38,7 @@ function reading(body: ReadableStream<Uint8Array>) {
 describe("a followed runtime log over the API", () => {
   let s: ApiOverFakes;
   before(async () => {
-    // Unchecked answers: the table's check passes a stream on event by event, and a comment is none.
-    s = await apiOverFakes({ keepAliveMs: 30, checkAnswers: false });
+    s = await apiOverFakes({ keepAliveMs: 30 });
     await s.token("root", ADMIN);
   });
   after(() => s.close());
