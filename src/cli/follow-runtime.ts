@@ -6,34 +6,35 @@ import type { Context } from "./command.js";
 import { ApiError, CliError, ConnectionError } from "./errors.js";
 import type { RuntimeLogLine } from "./schemas.js";
 
-/** How many of the last lines printed are remembered, to be skipped when the server sends them again. */
-const REMEMBERED = 1000;
 /** A stream that lasted this long was connected, even if it printed nothing (a quiet app). */
 const CONNECTED_MS = 5000;
+/** How many instances' cursors are kept (those that printed last): what the server goes on after. */
+const KEPT_CURSORS = 50;
 
-/** The last lines printed (bounded), each with the stream that printed it, and the time of the latest. */
-class Printed {
-  private readonly streams = new Map<string, number>();
-  private readonly order: string[] = [];
+/**
+ * Where the follow stands: the cursor of the last line printed of each instance (the server goes on after
+ * it: ADR 0031), and the time of the latest line printed (where instances it has no cursor of begin).
+ */
+class Resume {
+  private readonly cursors = new Map<string, string>();
   latest: string | null = null;
 
-  /** Printed by an earlier stream than `stream` (one stream may print the same line twice). */
-  before(l: RuntimeLogLine, stream: number): boolean {
-    if (this.latest === null || timeKey(l.at) > this.latest) return false;
-    return (this.streams.get(identity(l)) ?? stream) < stream;
-  }
-
-  add(l: RuntimeLogLine, stream: number): void {
-    const id = identity(l);
-    if (!this.streams.has(id)) this.order.push(id);
-    this.streams.set(id, stream);
-    if (this.order.length > REMEMBERED) this.streams.delete(this.order.shift() ?? "");
+  add(l: RuntimeLogLine): void {
     const key = timeKey(l.at);
     if (this.latest === null || key > this.latest) this.latest = key;
+    if (!l.cursor) return;
+    const instance = l.cursor.slice(0, l.cursor.indexOf("@"));
+    this.cursors.delete(instance); // the most recent last
+    this.cursors.set(instance, l.cursor);
+    if (this.cursors.size > KEPT_CURSORS) this.cursors.delete(this.cursors.keys().next().value ?? "");
+  }
+
+  /** The query that follows again from here. */
+  query(): { since?: string; after?: string } {
+    const after = [...this.cursors.values()].join(",");
+    return { since: this.latest ?? undefined, ...(after ? { after } : {}) };
   }
 }
-
-const identity = (l: RuntimeLogLine) => `${l.instance} ${l.at} ${l.stream} ${l.line}`;
 
 export interface FollowOptions {
   since?: string;
@@ -55,14 +56,14 @@ export async function followRuntimeLogs(
   o: FollowOptions,
   print: (l: RuntimeLogLine) => void,
 ): Promise<number> {
-  const printed = new Printed();
-  let query: { since?: string; tail?: number } = { since: o.since, tail: o.tail };
+  const resume = new Resume();
+  let query: { since?: string; tail?: number; after?: string } = { since: o.since, tail: o.tail };
   const comeBackMs = o.comeBackMs ?? 120_000;
   let first = true;
   let awaySince: number | null = null;
   for (let stream = 0; ; stream++) {
     const began = Date.now();
-    const { lines, error } = await readStream(ctx, app, query, { printed, stream }, print);
+    const { lines, error } = await readStream(ctx, app, query, { resume, stream }, print);
     if (error instanceof ApiError && error.code === "APP_NOT_FOUND" && !first) {
       ctx.err(`The app ${app} was deleted: its log ends here.\n`);
       return 0;
@@ -82,8 +83,9 @@ export async function followRuntimeLogs(
       );
     }
     await new Promise((r) => setTimeout(r, o.retryMs ?? 1000));
-    // From the last line printed (the server's `since` is in whole seconds: those printed are skipped).
-    query = { since: printed.latest ?? o.since };
+    // From the last line printed of each instance; one the server has no cursor of, from the latest line.
+    const from = resume.query();
+    query = { ...from, since: from.since ?? o.since };
   }
 }
 
@@ -91,16 +93,18 @@ export async function followRuntimeLogs(
 async function readStream(
   ctx: Context,
   app: string,
-  query: { since?: string; tail?: number },
-  { printed, stream }: { printed: Printed; stream: number },
+  query: { since?: string; tail?: number; after?: string },
+  { resume, stream }: { resume: Resume; stream: number },
   print: (l: RuntimeLogLine) => void,
 ): Promise<{ lines: number; error: Error | null }> {
   let lines = 0;
+  // A server older than cursors sends lines already printed again: those up to the latest are skipped.
+  const upTo = stream > 0 ? resume.latest : null;
   try {
     for await (const { data } of ctx.client().events("GET /v1/apps/:app/logs", { params: { app }, query })) {
-      if (printed.before(data, stream)) continue;
+      if (!data.cursor && upTo !== null && timeKey(data.at) <= upTo) continue;
       if (stream > 0 && lines === 0) ctx.err("pier: following again.\n");
-      printed.add(data, stream);
+      resume.add(data);
       print(data);
       lines++;
     }

@@ -13,7 +13,7 @@ import { type Deployer, newId } from "./deployer.js";
 import { forgetReleases } from "./forget-releases.js";
 import type { Instances } from "./instances.js";
 import type { AppLimits } from "./limits.js";
-import { followAppLogs, type InstanceStarts, type RuntimeLogLine } from "./log-follow.js";
+import { type FollowRange, followAppLogs, type InstanceStarts, type RuntimeLogLine } from "./log-follow.js";
 import { parsePrivateKey, type SshPrivateKeyInfo } from "./ssh-keys.js";
 
 export type { RuntimeLogLine } from "./log-follow.js";
@@ -363,7 +363,7 @@ export class AppService {
   /** The app's runtime log followed until `signal` aborts or the app is deleted (server/log-follow.ts). */
   followRuntimeLogs(
     app: App,
-    o: { since?: Date; tail?: number },
+    o: FollowRange,
     onLine: (l: RuntimeLogLine) => void | Promise<void>,
     signal: AbortSignal,
   ): Promise<void> {

@@ -5,13 +5,23 @@
 import type { Logger } from "pino";
 import { PierError } from "../core/errors.js";
 import { instanceNumber, LABEL } from "../core/labels.js";
-import { timeKey } from "../core/log-times.js";
+import { cursorText, type LogMark, timeKey } from "../core/log-times.js";
 import type { Engine, InstanceInfo, InstanceLogLine, Store } from "../core/ports.js";
 import type { Instances } from "./instances.js";
 
 /** A line of an instance's log, with the instance's number in its app. */
 export interface RuntimeLogLine extends InstanceLogLine {
   instance: number;
+  /** A followed line's: its instance and where that instance's log stands once it is sent (`after`). */
+  cursor?: string;
+}
+
+/** What a follow reads: the range of the instances it first finds, and where to go on for some of them. */
+export interface FollowRange {
+  since?: Date;
+  tail?: number;
+  /** By instance id, the marks of lines a reader had (their cursors): those instances go on after them. */
+  after?: ReadonlyMap<string, LogMark>;
 }
 
 type Change = "started" | "gone";
@@ -63,21 +73,23 @@ export interface LogFollowDeps {
 
 /**
  * Follows the app's runtime log until `signal` aborts or the app is deleted: first the instances serving
- * now (and any other that runs, a deploy's new ones), with `o`'s range, then each instance as it starts.
- * An instance followed again after it ended (the engine restarted it) goes on after its last line sent,
- * never repeating one. A promise `onLine` returns pauses that instance's log until it settles.
+ * now (and any other that runs, a deploy's new ones), with `o`'s range (after its mark, for an instance
+ * `o.after` has one of), then each instance as it starts. An instance followed again after it ended (the
+ * engine restarted it) goes on after its last line sent, never repeating one. Each line carries its
+ * cursor, for a reader that follows again to give back. A promise `onLine` returns pauses that instance's
+ * log until it settles.
  */
 export async function followAppLogs(
   deps: LogFollowDeps,
   appId: string,
-  o: { since?: Date; tail?: number },
+  o: FollowRange,
   onLine: (l: RuntimeLogLine) => void | Promise<void>,
   signal: AbortSignal,
 ): Promise<void> {
   const end = new AbortController();
   const stop = () => end.abort();
   signal.addEventListener("abort", stop, { once: true });
-  const f = new Follower(deps, onLine, end.signal);
+  const f = new Follower(deps, onLine, end.signal, o.after);
   // The first listing, then each look after it in turn: an instance is never followed twice at once.
   let looking: Promise<void> = Promise.resolve();
   let queued = false;
@@ -115,32 +127,31 @@ export async function followAppLogs(
 /** How far before an instance's noted start its log is read when it is first followed. */
 const START_MARGIN_MS = 2000;
 
-/** Where a log was read to: the time of the last line sent, and how many lines sent had that time. */
-interface Mark {
-  key: string;
-  n: number;
-}
-
 /** The instances being followed, and the last line sent of each. */
 class Follower {
   private readonly following = new Map<string, Promise<void>>();
-  private readonly last = new Map<string, Mark>();
+  private readonly last: Map<string, LogMark>;
 
   constructor(
     private readonly deps: LogFollowDeps,
     private readonly onLine: (l: RuntimeLogLine) => void | Promise<void>,
     private readonly signal: AbortSignal,
-  ) {}
+    after: ReadonlyMap<string, LogMark> = new Map(),
+  ) {
+    this.last = new Map(after);
+  }
 
   readonly warn = (err: unknown) => {
     if (!this.signal.aborted) this.deps.logger.warn({ err }, "a followed runtime log could not look again");
   };
 
-  /** The serving release's instances and any other that runs, each with the range asked for. */
-  async first(appId: string, o: { since?: Date; tail?: number }): Promise<void> {
+  /** The serving release's instances and any other that runs, each with the range asked for or after its mark. */
+  async first(appId: string, o: FollowRange): Promise<void> {
     const release = await this.deps.store.currentRelease(appId);
     for (const i of await this.deps.instances.list(appId)) {
-      if (!release || i.running || i.labels[LABEL.deployment] === release.deploymentId) this.follow(i, o);
+      if (release && !i.running && i.labels[LABEL.deployment] !== release.deploymentId) continue;
+      const mark = this.last.get(i.id);
+      this.follow(i, mark ? { since: new Date(mark.key) } : { since: o.since, tail: o.tail });
     }
   }
 
@@ -175,8 +186,9 @@ class Follower {
           // (lines can share a time: as many at the mark's as were sent).
           if (after && (key < after.key || (key === after.key && atMark++ < after.n))) return;
           const was = this.last.get(i.id);
-          this.last.set(i.id, { key, n: was?.key === key ? was.n + 1 : 1 });
-          return this.onLine({ ...l, instance });
+          const mark = { key, n: was?.key === key ? was.n + 1 : 1 };
+          this.last.set(i.id, mark);
+          return this.onLine({ ...l, instance, cursor: cursorText(i.id, mark) });
         },
         this.signal,
       )

@@ -165,6 +165,8 @@ export const RuntimeLogLine = z.looseObject({
   instance: z.number(),
   stream: z.enum(["stdout", "stderr"]),
   line: z.string(),
+  /** A followed line's: give it back in `after` to follow again from after it (its instance's cursor). */
+  cursor: z.string().optional(),
 });
 export const RuntimeLogs = z.looseObject({ lines: z.array(RuntimeLogLine) });
 

@@ -111,5 +111,7 @@ export const queries = {
     until: z.string().optional(),
     tail: z.string().optional(),
     follow: flag,
+    /** With follow: cursors of lines had (comma-separated); each of their instances goes on after its own. */
+    after: z.string().optional(),
   }),
 };

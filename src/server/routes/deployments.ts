@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import { type SSEStreamingApi, streamSSE } from "hono/streaming";
 import { type Dropped, droppedLine, isDropped } from "../../core/bounded-queue.js";
 import { PierError } from "../../core/errors.js";
+import { type LogMark, parseCursors } from "../../core/log-times.js";
 import { appOf } from "./apps.js";
 import type { ApiDeps } from "./deps.js";
 import type { ApiEnv, SomeHandlers } from "./mount.js";
@@ -102,6 +103,16 @@ async function deployLog(deps: ApiDeps, c: Context<ApiEnv>): Promise<Response> {
   });
 }
 
+/** `after`: the cursors of followed lines a reader had, by instance (core/log-times.ts). */
+function parseAfter(text: string | undefined): Map<string, LogMark> | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return parseCursors(text);
+  } catch (e) {
+    throw new PierError("INVALID_INPUT", `after: ${(e as Error).message}.`);
+  }
+}
+
 /** The instances' runtime logs, or followed as server-sent events. */
 async function runtimeLogs(deps: ApiDeps, c: Context<ApiEnv>): Promise<Response> {
   const app = await appOf(deps, c);
@@ -112,7 +123,10 @@ async function runtimeLogs(deps: ApiDeps, c: Context<ApiEnv>): Promise<Response>
   if (tail !== undefined && (!Number.isInteger(tail) || tail < 0)) {
     throw new PierError("INVALID_INPUT", "tail: must be a non-negative integer.");
   }
+  const after = parseAfter(c.req.query("after"));
   if (c.req.query("follow") !== "true") {
+    if (after)
+      throw new PierError("INVALID_INPUT", "after: only a followed log (follow=true) goes on after cursors.");
     return c.json({ lines: await deps.apps.runtimeLogs(app, { since, until, tail }) });
   }
   return followedStream(deps, c, async (stream) => {
@@ -122,7 +136,7 @@ async function runtimeLogs(deps: ApiDeps, c: Context<ApiEnv>): Promise<Response>
     // pauses the engine's logs for it (nothing piles up in Pier). A write settles when the reader leaves.
     await deps.apps.followRuntimeLogs(
       app,
-      { since, tail },
+      { since, tail, after },
       (l) => stream.writeSSE({ data: JSON.stringify(l) }),
       ac.signal,
     );

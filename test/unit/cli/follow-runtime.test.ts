@@ -1,6 +1,6 @@
-// `pier logs -f` outlives a server that goes away: it follows again once the server answers, from the last
-// line printed and printing none twice, and ends when the app is deleted. A first connection that fails,
-// an error answer, or a server that does not come back ends it with an error.
+// `pier logs -f` outlives a server that goes away: it follows again once the server answers, after the
+// last line printed of each instance (their cursors), and ends when the app is deleted. A first connection
+// that fails, an error answer, or a server that does not come back ends it with an error.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ApiClient } from "../../../src/cli/client.js";
@@ -9,12 +9,20 @@ import { followRuntimeLogs } from "../../../src/cli/follow-runtime.js";
 import type { RuntimeLogLine } from "../../../src/cli/schemas.js";
 import { memoryIo } from "./io.js";
 
-const line = (n: number, text: string): RuntimeLogLine => ({
-  at: `2026-11-29T10:00:0${n}.${n}00000000Z`,
+const at = (n: number) => `2026-11-29T10:00:0${n}.${n}00000000Z`;
+/** A followed line of the instance `id` (as a server sends it: with its cursor). */
+const line = (n: number, text: string, id = "c-1"): RuntimeLogLine => ({
+  at: at(n),
   instance: 1,
   stream: "stdout",
   line: text,
+  cursor: `${id}@${at(n)}@1`,
 });
+/** The same, from a server older than cursors. */
+const bare = (n: number, text: string): RuntimeLogLine => {
+  const { cursor: _, ...l } = line(n, text);
+  return l;
+};
 const stream = (...ls: RuntimeLogLine[]) => ({
   status: 200,
   text: ls.map((l) => `data: ${JSON.stringify(l)}\n\n`).join(""),
@@ -50,24 +58,44 @@ function setUp(answers: ({ status: number; text: string } | typeof unreachable)[
 }
 
 describe("pier logs -f when the server goes", () => {
-  test("followed again from the last line once the server answers, none twice; the app's deletion ends it", async () => {
+  test("followed again after each instance's last line once the server answers; the app's deletion ends it", async () => {
     const { io, queries, printed, follow } = setUp([
-      stream(line(1, "a"), line(2, "b")),
+      stream(line(1, "a", "c-2"), line(2, "b")),
       unreachable,
       unreachable,
-      stream(line(2, "b"), line(3, "c")),
+      stream(line(3, "c")),
       appGone,
     ]);
     assert.equal(await follow(), 0);
     assert.deepEqual(printed, ["a", "b", "c"]);
     assert.equal(queries[0]?.get("tail"), "10");
-    assert.equal(queries[3]?.get("since"), "2026-11-29T10:00:02.200000000Z", "from the last line printed");
+    assert.equal(queries[0]?.get("after"), null);
+    assert.equal(
+      queries[3]?.get("after"),
+      `c-2@${at(1)}@1,c-1@${at(2)}@1`,
+      "the cursor of each instance's last line printed",
+    );
+    assert.equal(queries[3]?.get("since"), at(2), "an instance without a cursor: from the latest line");
     assert.equal(queries[3]?.get("tail"), null);
+    assert.equal(queries[4]?.get("after"), `c-2@${at(1)}@1,c-1@${at(3)}@1`);
     // Said once each time the server goes (twice here), not at each attempt.
     assert.equal(io.stderr.match(/following again once it answers/g)?.length, 2, io.stderr);
     assert.match(io.stderr, /pier: the server closed the log stream; following again/);
     assert.match(io.stderr, /pier: following again\.\n/);
     assert.match(io.stderr, /The app web was deleted: its log ends here\.\n$/);
+  });
+
+  test("from a server older than cursors, the lines printed before it went are not printed again", async () => {
+    const { queries, printed, follow } = setUp([
+      stream(bare(1, "a"), bare(2, "b")),
+      unreachable,
+      stream(bare(2, "b"), bare(3, "c")),
+      appGone,
+    ]);
+    assert.equal(await follow(), 0);
+    assert.deepEqual(printed, ["a", "b", "c"]);
+    assert.equal(queries[2]?.get("since"), at(2));
+    assert.equal(queries[2]?.get("after"), null);
   });
 
   test("a first connection that fails is an error, as in any command", async () => {

@@ -41,11 +41,7 @@ describe("SSE parsing", () => {
       yield ":bare\n";
     }
     for await (const p of parseSseParts(source())) parts.push(p);
-    assert.deepEqual(parts, [
-      { comment: "alive" },
-      { event: "message", data: "a\nb" },
-      { comment: "bare" },
-    ]);
+    assert.deepEqual(parts, [{ comment: "alive" }, { event: "message", data: "a\nb" }, { comment: "bare" }]);
   });
 
   test("an event without data is not delivered; a last event without a blank line is", async () => {

@@ -116,4 +116,15 @@ describe("a followed runtime log over the API", () => {
       await log.cancel();
     }
   });
+
+  test("`after` that is not cursors, or without follow, is refused naming it", async () => {
+    assert.equal((await s.call(ADMIN, "POST", "/v1/apps", { name: "cursed", type: "docker" })).status, 201);
+    const bad = await s.call(ADMIN, "GET", "/v1/apps/cursed/logs?follow=true&after=nope");
+    assert.equal(bad.status, 400);
+    assert.match(JSON.stringify(bad.body), /after: 'nope' is not the cursor of a followed log line/);
+    const key = "2026-11-29T07:55:01.100000000Z";
+    const unfollowed = await s.call(ADMIN, "GET", `/v1/apps/cursed/logs?after=c-1@${key}@1`);
+    assert.equal(unfollowed.status, 400);
+    assert.match(JSON.stringify(unfollowed.body), /after: only a followed log \(follow=true\)/);
+  });
 });

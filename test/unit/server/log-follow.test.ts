@@ -4,7 +4,13 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import pino from "pino";
 import { LABEL } from "../../../src/core/labels.js";
-import { followAppLogs, InstanceStarts } from "../../../src/server/log-follow.js";
+import { parseCursors } from "../../../src/core/log-times.js";
+import {
+  type FollowRange,
+  followAppLogs,
+  InstanceStarts,
+  type RuntimeLogLine,
+} from "../../../src/server/log-follow.js";
 import { FakeEngine } from "../../support/fake-engine.js";
 import { MemoryStore } from "../../support/memory-store.js";
 import { fakeInstances } from "./fakes.js";
@@ -29,10 +35,20 @@ function setUp() {
       startedAt: new Date().toISOString(),
     });
   const got: string[] = [];
+  const sent: RuntimeLogLine[] = [];
   const stop = new AbortController();
-  const follow = (o: { tail?: number } = {}) =>
-    followAppLogs(deps, APP, o, (l) => void got.push(`${l.instance} ${l.line}`), stop.signal);
-  return { engine, starts, add, got, stop, follow };
+  const follow = (o: FollowRange = {}, signal = stop.signal) =>
+    followAppLogs(
+      deps,
+      APP,
+      o,
+      (l) => {
+        got.push(`${l.instance} ${l.line}`);
+        sent.push(l);
+      },
+      signal,
+    );
+  return { engine, starts, add, got, sent, stop, follow };
 }
 
 const tick = () => new Promise((r) => setTimeout(r, 5));
@@ -65,6 +81,34 @@ describe("a followed runtime log", () => {
     stop.abort();
     await following;
     assert.deepEqual(got, ["1 old one", "1 ends soon", "2 new one ready", "2 and later"]);
+  });
+
+  test("a reader given back the cursors of lines it had goes on after them; an instance it has none of, as asked", async () => {
+    const { engine, add, got, sent, follow } = setUp();
+    add("i-1", 1);
+    for (const l of ["one", "two", "three"]) engine.print("i-1", l);
+    const first = new AbortController();
+    const following = follow({}, first.signal);
+    await until(() => got.length === 3, "the first follow's lines");
+    first.abort();
+    await following;
+    assert.ok(
+      sent.every((l) => l.cursor?.startsWith("i-1@")),
+      JSON.stringify(sent),
+    );
+    // The reader went after "two" (its last line printed); meanwhile i-1 printed on, and i-2 started.
+    const had = sent[1]?.cursor ?? "";
+    engine.print("i-1", "four");
+    add("i-2", 2);
+    engine.print("i-2", "fresh");
+    got.length = 0;
+    const again = new AbortController();
+    const second = follow({ tail: 1, after: parseCursors(had) }, again.signal);
+    await until(() => got.length === 3, "the second follow's lines");
+    await tick();
+    again.abort();
+    await second;
+    assert.deepEqual(got.sort(), ["1 four", "1 three", "2 fresh"]);
   });
 
   test("an instance restarted by the engine goes on after its last line sent, repeating none", async () => {
