@@ -112,6 +112,36 @@ export function packageManagerPackage(pm: PackageManagerField): string | null {
   return ["pnpm", "npm", "bun"].includes(pm.name) ? pm.name : null;
 }
 
+/** The fields through which a package brings in others (workspaces: their packages' own). */
+const INSTALLING_FIELDS = [
+  "dependencies",
+  "devDependencies",
+  "optionalDependencies",
+  "peerDependencies",
+  "bundleDependencies",
+  "bundledDependencies",
+  "workspaces",
+] as const;
+
+/**
+ * Whether package.json declares nothing an install would bring in: each of those fields absent, or an
+ * empty object or list. Its install's result is then known without a lock file. Unreadable: false.
+ */
+export function declaresNoDependencies(packageJson: string | null): boolean {
+  let pkg: unknown;
+  try {
+    pkg = JSON.parse((packageJson ?? "").replace(/^\uFEFF/, ""));
+  } catch {
+    return false;
+  }
+  if (typeof pkg !== "object" || pkg === null || Array.isArray(pkg)) return false;
+  return INSTALLING_FIELDS.every((f) => {
+    const v = (pkg as Record<string, unknown>)[f];
+    if (v === undefined) return true;
+    return typeof v === "object" && v !== null && Object.keys(v).length === 0;
+  });
+}
+
 /**
  * Whether `.gitignore` keeps the root `node_modules` folder out of git (`node_modules`, `/node_modules`,
  * with or without a trailing `/`, or `**\/node_modules`), and no later `!` line takes it back.

@@ -323,6 +323,43 @@ describe("Node.js runtime", { timeout: 900_000 }, () => {
     assert.match(files2.stdout, /changed code, same lock file/);
   });
 
+  test("an app that declares no dependency redeploys without an install, lock file or not; one added is installed", async () => {
+    const app = await pier.cliJson<{ id: string }>(["create", "--type", "node", "plainapp"]);
+    const plain = (says: string) =>
+      `require("http").createServer((q, s) => s.end(${JSON.stringify(says)})).listen(8080, "0.0.0.0");\n`;
+    const noDeps = `${JSON.stringify({ name: "plain", version: "1.0.0", scripts: { start: "node server.js" } })}\n`;
+    const plainRepo = await pier.repo(
+      "plainapp",
+      { "package.json": noDeps, "server.js": plain("one"), ".gitignore": "/node_modules\n" },
+      app.id,
+    );
+    const first = await pier.push(plainRepo);
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stderr, /-----> Installing dependencies/);
+    assert.equal((await pier.get("plainapp")).body, "one");
+
+    await pier.commit(plainRepo, { "server.js": plain("two") }, "code only");
+    const again = await pier.push(plainRepo);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stderr, /Dependencies unchanged .*node_modules reused from the current release/);
+    assert.doesNotMatch(again.stderr, /-----> Installing dependencies/, "nothing to install");
+    assert.equal((await pier.get("plainapp")).body, "two");
+
+    const withMs = `${JSON.stringify({ name: "plain", version: "1.0.0", scripts: { start: "node server.js" }, dependencies: { ms: "2.1.3" } })}\n`;
+    await pier.commit(
+      plainRepo,
+      {
+        "package.json": withMs,
+        "server.js": `require("http").createServer((q, s) => s.end(String(require("ms")("2h")))).listen(8080, "0.0.0.0");\n`,
+      },
+      "a dependency",
+    );
+    const added = await pier.push(plainRepo);
+    assert.equal(added.code, 0, added.stderr);
+    assert.match(added.stderr, /-----> Installing dependencies/);
+    assert.equal((await pier.get("plainapp")).body, "7200000");
+  });
+
   test("CC_NODE_BUILD_TOOL=bun installs with Bun (from the npm registry)", async () => {
     const app = await pier.cliJson<{ id: string }>(["create", "--type", "node", "bunapp"]);
     for (const [k, v] of [

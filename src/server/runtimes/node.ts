@@ -11,7 +11,11 @@ import { buildGitSetup } from "../../core/build-git.js";
 import { PierError } from "../../core/errors.js";
 import { FLAVOR_MEMORY_MIB } from "../../core/model.js";
 import { markVersions, type NodeVersion } from "../../core/node-versions.js";
-import { packageManagerPackage, parsePackageManager } from "../../core/package-json.js";
+import {
+  declaresNoDependencies,
+  packageManagerPackage,
+  parsePackageManager,
+} from "../../core/package-json.js";
 import { type NodeBuildPlan, planNodeBuild } from "../../core/plan-node.js";
 import type { AppVolumes, BuildSlot, ContainerBuild, ReleaseImages } from "../../core/ports.js";
 import { renderEnvFile, shellQuote } from "../../core/shell.js";
@@ -131,10 +135,11 @@ export class NodeRuntime implements Runtime {
     const secrets = await mkdtemp(join(tmpdir(), "pier-build-env-"));
     try {
       const binds = await this.writeSecrets(ctx, plan, secrets);
-      // With a lock file, the release image records a key of everything the install depends on. When the
-      // current release has the same key, the build starts from its image: its node_modules stays, the
-      // rest of /app is replaced by the commit, and only the root package's own install scripts run again
-      // (no install, no copy of node_modules, and the committed layer holds just the app's files).
+      // With a lock file (or no dependency declared at all), the release image records a key of everything
+      // the install depends on. When the current release has the same key, the build starts from its image:
+      // its node_modules stays, the rest of /app is replaced by the commit, and only the root package's own
+      // install scripts run again (no install, no copy of node_modules, and the committed layer holds just
+      // the app's files).
       const depsKey = await nodeDepsKey(dir, plan);
       const rootScripts = rootInstallScripts(await readInside(dir, "package.json"));
       const toolchainId = (await this.deps.engine.imageInfo(toolchain))?.id ?? toolchain;
@@ -285,21 +290,18 @@ export class NodeRuntime implements Runtime {
   }
 }
 
-/** The key of everything an install depends on (null without a lock file): equal keys, same node_modules. */
+/**
+ * The key of everything an install depends on (null without a lock file, unless package.json declares no
+ * dependency): equal keys, same node_modules.
+ */
 async function nodeDepsKey(dir: string, plan: NodeBuildPlan): Promise<string | null> {
-  const lock = await firstLockFile(dir);
+  const pkg = await readInside(dir, "package.json");
+  // Without a lock file the install resolves ranges afresh, unless there is nothing to resolve.
+  const lock =
+    (await firstLockFile(dir)) ?? (declaresNoDependencies(pkg) ? "no dependencies declared" : null);
   if (!lock) return null;
   return createHash("sha256")
-    .update(
-      JSON.stringify([
-        lock,
-        await readInside(dir, "package.json"),
-        plan.nodeVersion,
-        plan.npmVersion,
-        plan.tool,
-        plan.devDependencies,
-      ]),
-    )
+    .update(JSON.stringify([lock, pkg, plan.nodeVersion, plan.npmVersion, plan.tool, plan.devDependencies]))
     .digest("hex")
     .slice(0, 24);
 }
@@ -320,7 +322,7 @@ function nodeBuildScript(plan: NodeBuildPlan, reused: boolean, rootScripts: read
     ...plan.buildSteps.flatMap((s) =>
       s.install && reused
         ? [
-            "echo '-----> Dependencies unchanged (lock file, package.json, Node.js, tool): node_modules reused from the current release'",
+            "echo '-----> Dependencies unchanged (package.json, lock file if any, Node.js, tool): node_modules reused from the current release'",
             ...rootScripts.map((r) => `npm run ${r}`),
           ]
         : [`echo ${shellQuote(`-----> ${s.label}`)}`, s.command],
