@@ -1,7 +1,7 @@
 // `pier logs -f`: the server's stream follows the app for as long as it runs (ADR 0031). When the server goes
 // (restarted, upgraded) the CLI follows again once it answers, from the last line printed, printing none
 // twice; when the app is deleted, the log ends.
-import { timeKey } from "../core/log-times.js";
+import { cursorInstance, timeKey } from "../core/log-times.js";
 import type { Context } from "./command.js";
 import { ApiError, CliError, ConnectionError } from "./errors.js";
 import type { RuntimeLogLine } from "./schemas.js";
@@ -23,7 +23,7 @@ class Resume {
     const key = timeKey(l.at);
     if (this.latest === null || key > this.latest) this.latest = key;
     if (!l.cursor) return;
-    const instance = l.cursor.slice(0, l.cursor.indexOf("@"));
+    const instance = cursorInstance(l.cursor);
     this.cursors.delete(instance); // the most recent last
     this.cursors.set(instance, l.cursor);
     if (this.cursors.size > KEPT_CURSORS) this.cursors.delete(this.cursors.keys().next().value ?? "");

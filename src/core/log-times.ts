@@ -19,6 +19,9 @@ export const MAX_CURSORS = 100;
 /** A followed line's cursor: its instance and that instance's mark once the line is sent. */
 export const cursorText = (instanceId: string, m: LogMark): string => `${instanceId}@${m.key}@${m.n}`;
 
+/** The instance a cursor is of (its text up to the first `@`). */
+export const cursorInstance = (cursor: string): string => cursor.slice(0, cursor.indexOf("@"));
+
 const CURSOR = /^([A-Za-z0-9_.-]{1,128})@([^@,]{1,64})@([1-9]\d{0,8})$/;
 
 /**
