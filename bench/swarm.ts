@@ -1,9 +1,15 @@
-// bench/swarm (issue 18 item 5): the same Dockerfile app on two Piers in one run, one on this machine's own
-// dockerd (the default engine) and one on a 3-node swarm lab's manager (PIER_ENGINE=swarm, ADR 0030):
-// - deploy cost: push to first 200 of a code change (a new layer) with 3 instances, rounds interleaved
-//   (one machine, swarm, one machine, ...), each push once both sides run only their 3 instances (a
-//   retired release's containers stopped), medians, the ratio swarm/one machine (target <= 1.5), and the
-//   timeline of the median push on each (the lines the push printed, with when they came);
+// bench/swarm (issue 18 item 5): the same apps on two Piers in one run, one on this machine's own dockerd
+// (the default engine) and one on a 3-node swarm lab's manager (PIER_ENGINE=swarm, ADR 0030):
+// - deploy cost, for two kinds of push, each to an app of 3 instances: a code change to a Dockerfile app
+//   (one new layer: the swarm's fixed costs weigh most) and a dependency change to a Node.js app (the
+//   version of one npm package: an install from the registry in the build). Push to first 200, rounds
+//   interleaved (one machine, swarm, one machine, ...), each push once both sides run only their 3
+//   instances (a retired release's containers stopped), medians, the ratio swarm/one machine (target
+//   <= 1.5), the swarm's added time, and the timeline of the median push on each (the lines the push
+//   printed, with when they came). The lab's nodes have no route out of this machine, so the swarm's builds
+//   reach the npm registry through a CONNECT proxy the bench runs on the lab's host address (to the
+//   registry's host only; the app's npm_config_https_proxy); one machine's builds go straight to it: the
+//   extra hop counts against the swarm;
 // - edge throughput: wrk through each Pier's edge to the app's 3 instances (on the swarm spread over >= 2
 //   nodes, checked), alternating rounds, the ratio swarm/one machine (target >= 0.9).
 // Run: npm run build && node dist/bench/swarm.js [rounds, default 3] [seconds per wrk run, default 5]
@@ -12,6 +18,8 @@
 // failure, on SIGINT/SIGTERM, and past the time limit (PIER_BENCH_LIMIT_S, default 1800 s).
 import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:http";
+import { connect, type Socket } from "node:net";
 import { promisify } from "node:util";
 import { httpRequest, NODE_DOCKER_APP, Pier } from "../test/e2e/harness.js";
 import {
@@ -35,16 +43,89 @@ if (!process.env.PIER_SWARM_LAB_NAME) {
   process.env.PIER_SWARM_LAB_NAME = "pierbench";
   process.env.PIER_SWARM_LAB_NET = process.env.PIER_SWARM_LAB_NET ?? "192.168.249";
 }
-const HOST = "bench.localhost";
 
 type Side = "one machine" | "swarm";
 
+/** One kind of push the bench times: the app it goes to, and the files of each push. */
+interface Kind {
+  /** The app's name (served at `<name>.localhost`). */
+  name: string;
+  type: "docker" | "node";
+  /** What each timed push changes, as printed. */
+  title: string;
+  /** The app's files for push `n` of this side (0: the first deploy); each n gives other files. */
+  files(side: Side, n: number): Record<string, string>;
+  env: [string, string][];
+}
+
+/** A code change to a Dockerfile app: a new layer, nothing else to build. */
+const CODE_CHANGE: Kind = {
+  name: "bench",
+  type: "docker",
+  title: "a code change (new layer) to a Dockerfile app",
+  files: (side, n) => app(`${side} ${n} ${randomBytes(4).toString("hex")}`),
+  env: [["CC_HEALTH_CHECK_PATH", "/health"]],
+};
+
+/**
+ * Versions of one small npm package, each pinned by one push: every push of either side resolves and
+ * installs a version no earlier push of this run installed (the Node.js runtime reuses node_modules only
+ * when package.json and the lock file are unchanged, ADR 0005).
+ */
+const MS_VERSIONS = [
+  "0.5.0",
+  "0.5.1",
+  "0.6.0",
+  "0.6.1",
+  "0.6.2",
+  "0.7.0",
+  "0.7.1",
+  "0.7.2",
+  "0.7.3",
+  "1.0.0",
+  "2.0.0",
+  "2.1.0",
+  "2.1.1",
+  "2.1.2",
+  "2.1.3",
+];
+
+/** A dependency change to a Node.js app without a lock file: the build runs `npm install` of one package. */
+const DEPENDENCY_CHANGE: Kind = {
+  name: "benchdeps",
+  type: "node",
+  title: "a dependency change (npm install of one package) to a Node.js app",
+  files: (side, n) => {
+    const version = MS_VERSIONS[2 * n + (side === "swarm" ? 1 : 0)];
+    if (!version) throw new Error(`no version of ms left for push ${n}: at most ${MAX_ROUNDS} rounds`);
+    return {
+      "package.json": `${JSON.stringify({ name: "benchdeps", version: "1.0.0", private: true, scripts: { start: "node server.js" }, dependencies: { ms: version } }, null, 2)}\n`,
+      "server.js": [
+        'const ms = require("ms");',
+        "const port = Number(process.env.PORT || 8080);",
+        'require("http").createServer((q, s) => s.end(ms(7200000) + " " + require("ms/package.json").version + "\\n")).listen(port, "0.0.0.0");',
+        "",
+      ].join("\n"),
+    };
+  },
+  env: [],
+};
+
+const KINDS = [CODE_CHANGE, DEPENDENCY_CHANGE];
+/** Each side's pushes 0..rounds take a version each. */
+const MAX_ROUNDS = Math.floor(MS_VERSIONS.length / 2) - 1;
+if (!Number.isInteger(rounds) || rounds < 1 || rounds > MAX_ROUNDS)
+  throw new Error(`rounds must be an integer from 1 to ${MAX_ROUNDS}, not ${process.argv[2]}`);
+
 interface Target {
   side: Side;
+  kind: Kind;
   pier: Pier;
   repo: string;
   appId: string;
 }
+
+const host = (k: Kind) => `${k.name}.localhost`;
 
 /** One push: its wall time to the first 200 after it, and each line it printed with when (ms from start). */
 interface Timed {
@@ -59,18 +140,20 @@ function app(nonce: string): Record<string, string> {
 const fmt = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
 /** Polls the app through the Pier's edge (loopback, or the manager's address on the swarm) until a 200. */
-async function first200(pier: Pier, limitMs = 120_000): Promise<void> {
+async function first200(pier: Pier, kind: Kind, limitMs = 120_000): Promise<void> {
   const end = Date.now() + limitMs;
   while (Date.now() < end) {
     try {
-      const r = await httpRequest(pier.httpPort, HOST, "GET", "/", {}, "", 2000, pier.edgeAddress);
+      const r = await httpRequest(pier.httpPort, host(kind), "GET", "/", {}, "", 2000, pier.edgeAddress);
       if (r.status === 200) return;
     } catch {
       // not yet
     }
     await new Promise((r) => setTimeout(r, 20));
   }
-  throw new Error(`no 200 from ${HOST} at ${pier.edgeAddress}:${pier.httpPort} within ${limitMs / 1000} s`);
+  throw new Error(
+    `no 200 from ${host(kind)} at ${pier.edgeAddress}:${pier.httpPort} within ${limitMs / 1000} s`,
+  );
 }
 
 /** `git push` with each line of its output timestamped (git prints the remote's deploy steps on stderr). */
@@ -100,32 +183,87 @@ function timedPush(pier: Pier, repo: string): Promise<Timed & { code: number; te
   });
 }
 
-/** A code change pushed, timed to the first 200 through the edge after the push returned. */
-async function deploy(t: Target, msg: string): Promise<Timed> {
-  await t.pier.commit(t.repo, app(randomBytes(4).toString("hex")), msg);
+/**
+ * A CONNECT proxy on `address` (the lab's host address, which the lab's nodes reach) to `target` (the npm
+ * registry's host:443) and nowhere else: the lab's nodes have no route out of this machine. Returns its URL
+ * and how many tunnels it opened.
+ */
+async function registryProxy(
+  address: string,
+  target: string,
+): Promise<{ url: string; tunnels: () => number }> {
+  const open = new Set<Socket>();
+  let tunnels = 0;
+  const server = createServer((_req, res) => res.writeHead(405).end("CONNECT only\n"));
+  server.on("connect", (req, client: Socket, head: Buffer) => {
+    open.add(client);
+    client.on("close", () => open.delete(client));
+    client.on("error", () => client.destroy());
+    if (req.url !== target) {
+      client.end("HTTP/1.1 403 Forbidden\r\n\r\n");
+      return;
+    }
+    const [hostname, port] = target.split(":") as [string, string];
+    const upstream = connect(Number(port), hostname, () => {
+      tunnels++;
+      client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+      upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    open.add(upstream);
+    upstream.on("close", () => {
+      open.delete(upstream);
+      client.destroy();
+    });
+    upstream.on("error", () => client.destroy());
+    client.on("close", () => upstream.destroy());
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, address, resolve);
+  });
+  cleanups.push(async () => {
+    for (const s of open) s.destroy();
+    await new Promise((r) => server.close(r));
+  });
+  const { port } = server.address() as { port: number };
+  return { url: `http://${address}:${port}`, tunnels: () => tunnels };
+}
+
+/** Push `n` of a side (its files committed), timed to the first 200 through the edge after it returned. */
+async function deploy(t: Target, n: number): Promise<Timed> {
+  await t.pier.commit(t.repo, t.kind.files(t.side, n), `push ${n}`);
   const t0 = performance.now();
   const p = await timedPush(t.pier, t.repo);
-  if (p.code !== 0) throw new Error(`${t.side}: push failed: ${p.text}`);
-  await first200(t.pier);
+  if (p.code !== 0) throw new Error(`${t.side}: push ${n} of ${t.kind.name} failed: ${p.text}`);
+  await first200(t.pier, t.kind);
   return { ms: performance.now() - t0, lines: p.lines };
 }
 
-/** A Pier with the bench app deployed and scaled to 3 instances. */
-async function target(side: Side, env: Record<string, string>): Promise<Target> {
+/** A Pier. */
+async function started(env: Record<string, string>): Promise<Pier> {
   const pier = new Pier({ PIER_ACME_DIRECTORY: "off", ...env });
   cleanups.push(() => pier.destroy());
   await pier.start();
   await pier.addKey();
-  const created = await pier.cliJson<{ id: string }>(["create", "--type", "docker", "bench"]);
-  const health = await pier.cli(["env", "set", "CC_HEALTH_CHECK_PATH", "/health", "--app", "bench"]);
-  if (health.code !== 0) throw new Error(health.stderr);
-  const repo = await pier.repo("bench", app("seed"), created.id);
+  return pier;
+}
+
+/** The kind's app on this Pier, deployed (push 0) and scaled to 3 instances. */
+async function target(side: Side, pier: Pier, kind: Kind, env: [string, string][] = []): Promise<Target> {
+  const created = await pier.cliJson<{ id: string }>(["create", "--type", kind.type, kind.name]);
+  for (const [k, v] of [...kind.env, ...env]) {
+    const set = await pier.cli(["env", "set", k, v, "--app", kind.name]);
+    if (set.code !== 0) throw new Error(set.stderr);
+  }
+  const repo = await pier.repo(kind.name, kind.files(side, 0), created.id);
   const p = await pier.push(repo);
-  if (p.code !== 0) throw new Error(`${side}: first push failed: ${p.stderr}`);
-  const scaled = await pier.cli(["scale", "--instances", "3", "--app", "bench"]);
-  if (scaled.code !== 0) throw new Error(`${side}: scale failed: ${scaled.stderr}`);
-  await first200(pier);
-  return { side, pier, repo, appId: created.id };
+  if (p.code !== 0) throw new Error(`${side}: first push of ${kind.name} failed: ${p.stderr}`);
+  const scaled = await pier.cli(["scale", "--instances", "3", "--app", kind.name]);
+  if (scaled.code !== 0) throw new Error(`${side}: scale of ${kind.name} failed: ${scaled.stderr}`);
+  await first200(pier, kind);
+  return { side, kind, pier, repo, appId: created.id };
 }
 
 /** On which lab node each running instance of the app is (one entry per instance). */
@@ -133,7 +271,7 @@ async function placement(info: LabInfo, appId: string): Promise<string[]> {
   const nodes: string[] = [];
   for (const n of info.nodes) {
     if (!n.running) continue;
-    const ids = await docker(info, n.name, ["ps", "-q", "--filter", `label=pier.app=${appId}`]);
+    const ids = await docker(info, n.name, instancePs(appId));
     for (const _ of ids.split("\n").filter(Boolean)) nodes.push(n.name);
   }
   return nodes;
@@ -240,11 +378,11 @@ async function deployRounds(one: Target, sw: Target, info: LabInfo): Promise<voi
   const loads: string[] = [];
   const stages: number[][] = [];
   const waits: number[] = [];
-  for (let i = 0; i < rounds; i++) {
+  for (let i = 1; i <= rounds; i++) {
     waits.push(await quiet(one, sw, info));
-    runs["one machine"].push(await deploy(one, `round ${i}`));
+    runs["one machine"].push(await deploy(one, i));
     waits.push(await quiet(one, sw, info));
-    runs.swarm.push(await deploy(sw, `round ${i}`));
+    runs.swarm.push(await deploy(sw, i));
     loads.push(load1());
     stages.push(...(await startStages(info, sw.appId).catch(() => [])));
   }
@@ -255,9 +393,7 @@ async function deployRounds(one: Target, sw: Target, info: LabInfo): Promise<voi
   const o = mid("one machine");
   const s = mid("swarm");
   const each = (side: Side) => runs[side].map((r) => (r.ms / 1000).toFixed(2)).join(", ");
-  console.log(
-    `deploy: push to first 200 of a code change (new layer), 3 instances; medians of ${rounds} rounds`,
-  );
+  console.log(`deploy: push to first 200 of ${one.kind.title}, 3 instances; medians of ${rounds} rounds`);
   console.log(`  one machine: ${fmt(o.ms)}  [${each("one machine")}]`);
   console.log(`  swarm:       ${fmt(s.ms)}  [${each("swarm")}]`);
   const ratio = s.ms / o.ms;
@@ -302,7 +438,7 @@ function hostPublishing(): string {
 
 async function edgeRounds(one: Target, sw: Target): Promise<void> {
   const at = async (t: Target) => {
-    const r = await wrk(`http://${t.pier.edgeAddress}:${t.pier.httpPort}/`, { seconds, host: HOST });
+    const r = await wrk(`http://${t.pier.edgeAddress}:${t.pier.httpPort}/`, { seconds, host: host(t.kind) });
     if (r.requests === 0) throw new Error(`${t.side}: wrk completed no request through the edge`);
     return r;
   };
@@ -347,6 +483,17 @@ function cleanup(): Promise<void> {
   return cleaning;
 }
 
+/** Waits for the swarm app's 3 instances and checks that they are on at least 2 nodes. */
+async function spreadOver(info: LabInfo, sw: Target, when: string): Promise<void> {
+  const placed = await until(`3 instances of ${sw.kind.name} running on the swarm`, 120, async () => {
+    const p = await placement(info, sw.appId);
+    return p.length === 3 ? p : undefined;
+  });
+  console.log(`swarm instances of ${sw.kind.name} ${when} on: ${placed.join(", ")}`);
+  if (new Set(placed).size < 2)
+    throw new Error(`the swarm's instances of ${sw.kind.name} are on one node: not spread`);
+}
+
 async function main(): Promise<void> {
   ensureTools();
   const t0 = Date.now();
@@ -359,20 +506,31 @@ async function main(): Promise<void> {
   await lab("down");
   const info = await labUp(3);
   await copyImages(info, "node1", ["pier/base:bookworm", "pier/node:22"]);
-  const one = await target("one machine", {});
-  const sw = await target("swarm", { ...swarmSettings(info), PIER_ISOLATION: "off" });
-  const placed = await until("3 instances running on the swarm", 120, async () => {
-    const p = await placement(info, sw.appId);
-    return p.length === 3 ? p : undefined;
-  });
-  const spread = new Set(placed).size;
-  console.log(`set-up ${((Date.now() - t0) / 1000).toFixed(0)} s; swarm instances on: ${placed.join(", ")}`);
-  if (spread < 2) throw new Error(`the swarm's 3 instances are on ${spread} node: not spread`);
-  await deployRounds(one, sw, info);
-  const after = new Set(await placement(info, sw.appId)).size;
-  console.log(`swarm instances after the deploys on ${after} nodes`);
-  if (after < 2) throw new Error("the swarm's instances are on one node after the deploys: not spread");
-  await edgeRounds(one, sw);
+  const onePier = await started({});
+  const swPier = await started({ ...swarmSettings(info), PIER_ISOLATION: "off" });
+  const registryHost = new URL(process.env.PIER_NPM_REGISTRY ?? "https://registry.npmjs.org").hostname;
+  const proxy = await registryProxy(info.hostAddress, `${registryHost}:443`);
+  const pairs: [Target, Target][] = [];
+  for (const kind of KINDS) {
+    const swEnv: [string, string][] = kind.type === "node" ? [["npm_config_https_proxy", proxy.url]] : [];
+    const pair: [Target, Target] = [
+      await target("one machine", onePier, kind),
+      await target("swarm", swPier, kind, swEnv),
+    ];
+    await spreadOver(info, pair[1], "after its first deploy");
+    pairs.push(pair);
+  }
+  console.log(`set-up ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+  for (const [one, sw] of pairs) {
+    await deployRounds(one, sw, info);
+    await spreadOver(info, sw, "after the deploys");
+  }
+  const [code] = pairs;
+  if (!code) throw new Error("no kind of push");
+  await edgeRounds(...code);
+  console.log(
+    `the swarm's builds opened ${proxy.tunnels()} tunnels to ${registryHost} through the bench's proxy`,
+  );
   console.log(`total ${((Date.now() - t0) / 1000).toFixed(0)} s, load (1 min) at the end ${load1()}`);
 }
 
