@@ -10,6 +10,7 @@ import {
   currentTask,
   isTerminal,
   NO_NODE_GRACE_MS,
+  pullRejected,
   type SwarmService,
   type SwarmTask,
   startFailure,
@@ -139,7 +140,8 @@ export class SwarmServices {
       this.opts.startTimeoutMs ?? 120_000,
       async () => {
         const tasks = await this.tasks(id);
-        const task = currentTask(tasks.filter((t) => !skip.has(t.ID)));
+        const fresh = tasks.filter((t) => !skip.has(t.ID));
+        const task = currentTask(fresh);
         if (!task) return undefined;
         last = `${task.Status?.State ?? "new"}${task.Status?.Err ? `: ${task.Status.Err}` : ""}`;
         if (pinned && unplaceable(task, NO_NODE_GRACE_MS)) {
@@ -158,15 +160,16 @@ export class SwarmServices {
             "Every node that could run it is drained, paused or down (an app linked to an fs bucket runs on the bucket's node only): see `pier nodes`, and `pier nodes activate NAME`.",
           );
         const outcome = startOutcome(task);
-        if (!outcome) return undefined;
-        if (!outcome.ran)
-          throw startFailure(
-            name,
-            task.NodeID ? await this.nodeName(task.NodeID) : null,
-            outcome.why,
-            this.opts.pullAuth?.serveraddress ?? null,
-          );
-        return tasks;
+        if (outcome?.ran) return tasks;
+        const failed = outcome ? task : pullRejected(fresh, task);
+        const why = failed && startOutcome(failed);
+        if (!failed || !why || why.ran) return undefined;
+        throw startFailure(
+          name,
+          failed.NodeID ? await this.nodeName(failed.NodeID) : null,
+          why.why,
+          this.opts.pullAuth?.serveraddress ?? null,
+        );
       },
       () => new PierError("ENGINE_ERROR", `The instance ${name} did not start in time (its task: ${last}).`),
     );

@@ -51,16 +51,18 @@ export function swarmRestarts(s: SwarmService, tasks: readonly SwarmTask[]): Set
   return new Set(tasks.filter((t) => isTerminal(t) || t.DesiredState !== "running").map((t) => t.ID));
 }
 
+/** The task created last (null for none). */
+const newest = (list: readonly SwarmTask[]): SwarmTask | null =>
+  list.reduce<SwarmTask | null>(
+    (best, t) => (!best || (t.CreatedAt ?? "") > (best.CreatedAt ?? "") ? t : best),
+    null,
+  );
+
 /**
  * The task that is the instance now: the newest the orchestrator wants running, else the newest (a stopped
  * instance's last task, to say how it ended). Null when the service has none.
  */
 export function currentTask(tasks: readonly SwarmTask[]): SwarmTask | null {
-  const newest = (list: readonly SwarmTask[]) =>
-    list.reduce<SwarmTask | null>(
-      (best, t) => (!best || (t.CreatedAt ?? "") > (best.CreatedAt ?? "") ? t : best),
-      null,
-    );
   return newest(tasks.filter((t) => t.DesiredState === "running")) ?? newest(tasks);
 }
 
@@ -94,6 +96,23 @@ export function unplaceable(t: SwarmTask, waitedMs: number): string | null {
 
 const PULL_FAILURE =
   /no such image|x509|certificate|unauthorized|authentication required|pull access denied|manifest unknown|connection refused|i\/o timeout|no route to host/i;
+
+/**
+ * A new task, other than the current one, that the swarm rejected because its node could not pull the image.
+ * The swarm replaces a rejected task at once, on the same node when the instance is pinned there, so when a
+ * start is looked at, the current task may already be the next try, still preparing, bound to fail the same
+ * way: the rejected one says why. Other rejections are left to the swarm's next try, as before.
+ */
+export function pullRejected(fresh: readonly SwarmTask[], current: SwarmTask): SwarmTask | null {
+  return newest(
+    fresh.filter(
+      (t) =>
+        t.ID !== current.ID &&
+        t.Status?.State === "rejected" &&
+        PULL_FAILURE.test(t.Status?.Err || t.Status?.Message || ""),
+    ),
+  );
+}
 
 /**
  * Why an instance's task never started, naming its node; when the node could not pull the release image

@@ -11,6 +11,7 @@ import {
   instanceOf,
   movedFrom,
   NO_NODE_GRACE_MS,
+  pullRejected,
   type SwarmService,
   type SwarmTask,
   startFailure,
@@ -398,6 +399,48 @@ test("a task that never started names its node; one that could not pull its imag
     pull.hint ?? "",
     /^Check that node2 reaches r:5000 and trusts its CA: run there the lines `pier nodes join-command` prints/,
   );
+});
+
+test("a try the swarm rejected for want of its image fails the start, though its next try is already preparing", () => {
+  const task = (ID: string, CreatedAt: string, State: string, Err = "") => ({
+    ID,
+    CreatedAt,
+    DesiredState: State === "rejected" ? "shutdown" : "running",
+    Status: { State, Err },
+  });
+  const pull = "No such image: r:5000/pier-app/a@sha256:ab";
+  const now = task("t3", "2026-11-29T10:00:03Z", "preparing");
+  const cases: [string, ReturnType<typeof task>[], string | null][] = [
+    [
+      "the newest rejected try for want of its image",
+      [
+        task("t1", "2026-11-29T10:00:01Z", "rejected", pull),
+        task("t2", "2026-11-29T10:00:02Z", "rejected", pull),
+        now,
+      ],
+      "t2",
+    ],
+    [
+      "x509 in the reason",
+      [task("t1", "2026-11-29T10:00:01Z", "rejected", "x509: certificate signed by unknown authority"), now],
+      "t1",
+    ],
+    [
+      "another reason is left to the swarm's next try",
+      [task("t1", "2026-11-29T10:00:01Z", "rejected", "invalid mount config"), now],
+      null,
+    ],
+    [
+      "a try shut down (replaced by Pier), not rejected",
+      [task("t1", "2026-11-29T10:00:01Z", "shutdown", pull), now],
+      null,
+    ],
+    ["no other try", [now], null],
+  ];
+  for (const [name, tasks, want] of cases) {
+    assert.equal(currentTask(tasks)?.ID, "t3", name);
+    assert.equal(pullRejected(tasks, now)?.ID ?? null, want, name);
+  }
 });
 
 test("a wait on the swarm probes soon, every 50 ms for ~2 s, then backs off to one probe every 200 ms", () => {
