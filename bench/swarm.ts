@@ -18,8 +18,6 @@
 // failure, on SIGINT/SIGTERM, and past the time limit (PIER_BENCH_LIMIT_S, default 1800 s).
 import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:http";
-import { connect, type Socket } from "node:net";
 import { promisify } from "node:util";
 import { httpRequest, NODE_DOCKER_APP, Pier } from "../test/e2e/harness.js";
 import {
@@ -32,6 +30,7 @@ import {
   swarmSettings,
   until,
 } from "../test/e2e-swarm/lab.js";
+import { connectProxy } from "../test/support/connect-proxy.js";
 import { load1, median, sleep } from "./common.js";
 import { processes, runBounded } from "./procs.js";
 import { ensureTools, type WrkResult, wrk } from "./wrk.js";
@@ -192,43 +191,14 @@ async function registryProxy(
   address: string,
   target: string,
 ): Promise<{ url: string; tunnels: () => number }> {
-  const open = new Set<Socket>();
-  let tunnels = 0;
-  const server = createServer((_req, res) => res.writeHead(405).end("CONNECT only\n"));
-  server.on("connect", (req, client: Socket, head: Buffer) => {
-    open.add(client);
-    client.on("close", () => open.delete(client));
-    client.on("error", () => client.destroy());
-    if (req.url !== target) {
-      client.end("HTTP/1.1 403 Forbidden\r\n\r\n");
-      return;
-    }
-    const [hostname, port] = target.split(":") as [string, string];
-    const upstream = connect(Number(port), hostname, () => {
-      tunnels++;
-      client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-      upstream.write(head);
-      upstream.pipe(client);
-      client.pipe(upstream);
-    });
-    open.add(upstream);
-    upstream.on("close", () => {
-      open.delete(upstream);
-      client.destroy();
-    });
-    upstream.on("error", () => client.destroy());
-    client.on("close", () => upstream.destroy());
-  });
+  const proxy = connectProxy(target);
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, address, resolve);
+    proxy.server.once("error", reject);
+    proxy.server.listen(0, address, resolve);
   });
-  cleanups.push(async () => {
-    for (const s of open) s.destroy();
-    await new Promise((r) => server.close(r));
-  });
-  const { port } = server.address() as { port: number };
-  return { url: `http://${address}:${port}`, tunnels: () => tunnels };
+  cleanups.push(() => proxy.close());
+  const { port } = proxy.server.address() as { port: number };
+  return { url: `http://${address}:${port}`, tunnels: proxy.tunnels };
 }
 
 /** Push `n` of a side (its files committed), timed to the first 200 through the edge after it returned. */

@@ -8,21 +8,18 @@
 // through the edge's port on the host. A TCP port another app publishes (the engine's DNAT, no docker-proxy)
 // answers the host, not alpha.
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import { networkInterfaces } from "node:os";
 import { after, before, describe, test } from "node:test";
 import { freePort, NODE_DOCKER_APP, Pier, run } from "./harness.js";
-import { DOCKER, firstInstance } from "./probes.js";
+import { DOCKER, firstInstance, nodeInPeerHost, peerHost, peerHostDown, peerHostUp } from "./probes.js";
 
 const tag = randomBytes(3).toString("hex");
 /** The "metadata service": a network namespace of this test, behind a veth pair, at a link-local address. */
-const NS = `pe2e-${tag}`;
-const VETH = `ve${tag}`;
-const PEER = `vp${tag}`;
 const METADATA = "169.254.169.254";
-const HOST_SIDE = "169.254.169.253";
+const HOST = peerHost("pe2e", tag, METADATA, "169.254.169.253");
 
 /** A node script that GETs http://host:port/ and prints the status, or "no answer: <why>", within 3 s. */
 const getOnce = (host: string, port: number, hostHeader = host) =>
@@ -46,7 +43,7 @@ const poll = (host: string, port: number, ms: number, lanes: number) =>
 /** The host's own IPv4 addresses but loopback and other networks' bridges (the engine's default one stays). */
 const hostAddresses = () =>
   Object.entries(networkInterfaces())
-    .filter(([name]) => !name.startsWith("br-") && !name.startsWith(VETH))
+    .filter(([name]) => !name.startsWith("br-") && !name.startsWith(HOST.veth))
     .flatMap(([, list]) => list ?? [])
     .filter((i) => i.family === "IPv4" && !i.internal)
     .map((i) => i.address);
@@ -90,27 +87,10 @@ describe("tenant isolation while networks come and go", { timeout: 900_000 }, ()
 
   before(async () => {
     // The link-local listener, in a namespace of this test's own, routed from the host by a veth pair.
-    await sh(["ip", "netns", "add", NS]);
-    await sh(["ip", "link", "add", VETH, "type", "veth", "peer", "name", PEER]);
-    await sh(["ip", "link", "set", PEER, "netns", NS]);
-    await sh(["ip", "addr", "add", `${HOST_SIDE}/32`, "dev", VETH]);
-    await sh(["ip", "link", "set", VETH, "up"]);
-    await sh(["ip", "route", "add", `${METADATA}/32`, "dev", VETH]);
-    await sh(["ip", "netns", "exec", NS, "ip", "addr", "add", `${METADATA}/32`, "dev", PEER]);
-    await sh(["ip", "netns", "exec", NS, "ip", "link", "set", PEER, "up"]);
-    await sh(["ip", "netns", "exec", NS, "ip", "link", "set", "lo", "up"]);
-    await sh(["ip", "netns", "exec", NS, "ip", "route", "add", "default", "dev", PEER]);
-    metadata = spawn(
-      "ip",
-      [
-        "netns",
-        "exec",
-        NS,
-        process.execPath,
-        "-e",
-        `require("http").createServer((q,s)=>s.end("metadata")).listen(80,"${METADATA}")`,
-      ],
-      { stdio: "ignore" },
+    await peerHostUp(HOST);
+    metadata = nodeInPeerHost(
+      HOST,
+      `require("http").createServer((q,s)=>s.end("metadata")).listen(80,"${METADATA}")`,
     );
     // A listener on every address of the host, standing for the host's own services.
     hostPort = await freePort();
@@ -135,9 +115,7 @@ describe("tenant isolation while networks come and go", { timeout: 900_000 }, ()
     await pier.destroy();
     metadata?.kill("SIGKILL");
     hostServer?.close();
-    await run(["ip", "route", "del", `${METADATA}/32`, "dev", VETH]);
-    await run(["ip", "link", "del", VETH]);
-    await run(["ip", "netns", "del", NS]);
+    await peerHostDown(HOST);
     const nets = await run([DOCKER, "network", "ls", "-q", "--filter", `label=pier.e2e-window=${tag}`]);
     for (const n of nets.stdout.split("\n").filter(Boolean)) await run([DOCKER, "network", "rm", n]);
   });
