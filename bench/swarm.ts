@@ -30,7 +30,7 @@ import {
   swarmSettings,
   until,
 } from "../test/e2e-swarm/lab.js";
-import { connectProxy } from "../test/support/connect-proxy.js";
+import { connectProxy, npmRegistryTarget } from "../test/support/connect-proxy.js";
 import { load1, median, sleep } from "./common.js";
 import { processes, runBounded } from "./procs.js";
 import { ensureTools, type WrkResult, wrk } from "./wrk.js";
@@ -478,8 +478,8 @@ async function main(): Promise<void> {
   await copyImages(info, "node1", ["pier/base:bookworm", "pier/node:22"]);
   const onePier = await started({});
   const swPier = await started({ ...swarmSettings(info), PIER_ISOLATION: "off" });
-  const registryHost = new URL(process.env.PIER_NPM_REGISTRY ?? "https://registry.npmjs.org").hostname;
-  const proxy = await registryProxy(info.hostAddress, `${registryHost}:443`);
+  const registry = npmRegistryTarget();
+  const proxy = await registryProxy(info.hostAddress, registry);
   const pairs: [Target, Target][] = [];
   for (const kind of KINDS) {
     const swEnv: [string, string][] = kind.type === "node" ? [["npm_config_https_proxy", proxy.url]] : [];
@@ -499,7 +499,7 @@ async function main(): Promise<void> {
   if (!code) throw new Error("no kind of push");
   await edgeRounds(...code);
   console.log(
-    `the swarm's builds opened ${proxy.tunnels()} tunnels to ${registryHost} through the bench's proxy`,
+    `the swarm's builds opened ${proxy.tunnels()} tunnels to ${registry} through the bench's proxy`,
   );
   console.log(`total ${((Date.now() - t0) / 1000).toFixed(0)} s, load (1 min) at the end ${load1()}`);
 }

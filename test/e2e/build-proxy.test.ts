@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { connectProxy } from "../support/connect-proxy.js";
+import { connectProxy, npmRegistryTarget } from "../support/connect-proxy.js";
 import { Pier } from "./harness.js";
 import { nodeInPeerHost, peerHost, peerHostDown, peerHostUp } from "./probes.js";
 
@@ -20,7 +20,7 @@ const tag = randomBytes(3).toString("hex");
 const PROXY = "10.254.77.2";
 const HOST = peerHost("pxy", tag, PROXY, "10.254.77.1");
 const PORT = 3128;
-const REGISTRY = `${new URL(process.env.PIER_NPM_REGISTRY ?? "https://registry.npmjs.org").hostname}:443`;
+const REGISTRY = npmRegistryTarget();
 
 const pkg = `${JSON.stringify({ name: "proxied", version: "1.0.0", private: true, scripts: { start: "node server.js" }, dependencies: { ms: "2.0.0" } }, null, 2)}\n`;
 const SERVER = `require("http").createServer((q, s) => s.end(require("ms/package.json").version + " " + require("ms")("1h"))).listen(8080, "0.0.0.0");\n`;

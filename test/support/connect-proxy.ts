@@ -14,6 +14,10 @@ export interface ConnectProxy {
   close(): Promise<void>;
 }
 
+/** The npm registry's `host:443` (PIER_NPM_REGISTRY's, else registry.npmjs.org's): what builds tunnel to. */
+export const npmRegistryTarget = (): string =>
+  `${new URL(process.env.PIER_NPM_REGISTRY ?? "https://registry.npmjs.org").hostname}:443`;
+
 /** A proxy that tunnels CONNECTs to `target` (`host:port`) and refuses (403) every other target. */
 export function connectProxy(target: string): ConnectProxy {
   const open = new Set<Socket>();

@@ -51,6 +51,9 @@ export function swarmRestarts(s: SwarmService, tasks: readonly SwarmTask[]): Set
   return new Set(tasks.filter((t) => isTerminal(t) || t.DesiredState !== "running").map((t) => t.ID));
 }
 
+/** What the engine says of a task's state: its error, else its message, else the state itself. */
+const taskReason = (t: SwarmTask): string => t.Status?.Err || t.Status?.Message || (t.Status?.State ?? "");
+
 /** The task created last (null for none). */
 const newest = (list: readonly SwarmTask[]): SwarmTask | null =>
   list.reduce<SwarmTask | null>(
@@ -74,7 +77,7 @@ export function currentTask(tasks: readonly SwarmTask[]): SwarmTask | null {
 export function startOutcome(t: SwarmTask): { ran: true } | { ran: false; why: string } | null {
   const state = t.Status?.State ?? "";
   if (state === "running" || state === "complete") return { ran: true };
-  const why = t.Status?.Err || t.Status?.Message || state;
+  const why = taskReason(t);
   if (state === "failed" && /non-zero exit/.test(why)) return { ran: true };
   if (TERMINAL.has(state)) return { ran: false, why };
   return null;
@@ -106,10 +109,7 @@ const PULL_FAILURE =
 export function pullRejected(fresh: readonly SwarmTask[], current: SwarmTask): SwarmTask | null {
   return newest(
     fresh.filter(
-      (t) =>
-        t.ID !== current.ID &&
-        t.Status?.State === "rejected" &&
-        PULL_FAILURE.test(t.Status?.Err || t.Status?.Message || ""),
+      (t) => t.ID !== current.ID && t.Status?.State === "rejected" && PULL_FAILURE.test(taskReason(t)),
     ),
   );
 }
